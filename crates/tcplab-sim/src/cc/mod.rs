@@ -1,0 +1,126 @@
+//! Congestion control as modules behind one trait named after FreeBSD's cc(4) hooks.
+//!
+//! The stack owns the shared per-connection variables ([`CcVars`], FreeBSD's `struct cc_var`);
+//! an algorithm keeps only its private state. Hooks never read a clock: `now` is in [`CcVars`].
+//! See FreeBSD `sys/netinet/cc/cc.h` (`struct cc_algo`) for the hook set this mirrors.
+
+pub mod cubic;
+pub mod newreno;
+
+use crate::time::Ns;
+
+/// Variables the stack shares with the algorithm (FreeBSD `cc_var` / ns-3 `TcpSocketState`).
+#[derive(Clone, Debug)]
+pub struct CcVars {
+    /// Congestion window, bytes.
+    pub cwnd: u64,
+    /// Slow-start threshold, bytes.
+    pub ssthresh: u64,
+    /// Sender maximum segment size, bytes.
+    pub mss: u64,
+    /// Initial window, bytes (used by `after_idle`).
+    pub iw: u64,
+    /// Bytes newly acknowledged (cumulatively) by the ACK being processed.
+    pub bytes_this_ack: u64,
+    /// Bytes in flight (RFC 6675 pipe) when the hook runs.
+    pub flight: u64,
+    /// Whether the last send opportunity was limited by cwnd (FreeBSD `CCF_CWND_LIMITED`).
+    pub cwnd_limited: bool,
+    /// Whether the connection is in loss recovery (FreeBSD `IN_RECOVERY`).
+    pub in_recovery: bool,
+    /// Smoothed RTT, ns (0 before the first sample).
+    pub srtt_ns: Ns,
+    /// Smallest RTT seen, ns (0 before the first sample).
+    pub min_rtt_ns: Ns,
+    /// Current simulated time.
+    pub now: Ns,
+}
+
+impl CcVars {
+    /// Fresh variables for a connection with this MSS and initial window.
+    pub fn new(mss: u64, iw: u64) -> Self {
+        CcVars {
+            cwnd: iw,
+            ssthresh: u64::MAX / 4,
+            mss,
+            iw,
+            bytes_this_ack: 0,
+            flight: 0,
+            cwnd_limited: false,
+            in_recovery: false,
+            srtt_ns: 0,
+            min_rtt_ns: 0,
+            now: 0,
+        }
+    }
+
+    /// Whether the connection is in slow start (RFC 5681 §3.1: cwnd < ssthresh; FreeBSD and
+    /// Linux both grow by slow start while cwnd <= ssthresh... Linux `tcp_in_slow_start`: cwnd < ssthresh).
+    pub fn in_slow_start(&self) -> bool {
+        self.cwnd < self.ssthresh
+    }
+}
+
+/// Kind of ACK for `ack_received` (FreeBSD `CC_ACK`, `CC_DUPACK`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AckKind {
+    /// An ACK that advanced snd_una.
+    Ack,
+    /// A duplicate ACK.
+    DupAck,
+}
+
+/// Congestion signals for `cong_signal` (FreeBSD `CC_NDUPACK`, `CC_RTO`, `CC_RTO_ERR`, `CC_ECN`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CongSignal {
+    /// Loss detected by duplicate ACKs / SACK: fast retransmit and recovery begin.
+    NDupAck,
+    /// Retransmission timeout.
+    Rto,
+    /// The last RTO was spurious (undo).
+    RtoErr,
+    /// ECN echo.
+    Ecn,
+}
+
+/// A congestion-control algorithm. Defaults are no-ops. Each hook may change `v.cwnd` and
+/// `v.ssthresh`; nothing else in `CcVars` is theirs to write.
+pub trait CongestionControl {
+    /// The registry name.
+    fn name(&self) -> &'static str;
+    /// Once, when the connection is established.
+    fn conn_init(&mut self, _v: &mut CcVars) {}
+    /// For each ACK outside loss recovery (FreeBSD calls `cc_ack_received` only when not
+    /// `IN_RECOVERY`; Linux calls `cong_avoid` only when `tcp_may_raise_cwnd`).
+    fn ack_received(&mut self, _v: &mut CcVars, _kind: AckKind) {}
+    /// On a congestion signal. For `NDupAck` the algorithm sets ssthresh; the stack then sets cwnd
+    /// according to its recovery scheme. For `Rto` the stack sets cwnd = 1 MSS afterwards
+    /// (RFC 5681 §3.1 loss window; FreeBSD `cc_cong_signal` CC_RTO).
+    fn cong_signal(&mut self, _v: &mut CcVars, _sig: CongSignal) {}
+    /// When fast recovery ends (full ACK, RFC 6582 §3.2 step 3).
+    fn post_recovery(&mut self, _v: &mut CcVars) {}
+    /// When sending resumes after an idle period longer than one RTO (RFC 5681 §4.1).
+    fn after_idle(&mut self, v: &mut CcVars) {
+        newreno::after_idle(v);
+    }
+    /// For each valid RTT sample.
+    fn rtt_sample(&mut self, _v: &CcVars, _rtt_ns: Ns) {}
+    /// When a new round (one window of data) begins.
+    fn new_round(&mut self, _v: &mut CcVars) {}
+    /// The rate the algorithm wants the stack to pace at, if any, in bit/s.
+    fn pacing_rate_bps(&self, _v: &CcVars) -> Option<u64> {
+        None
+    }
+}
+
+/// Names the registry knows, for error messages and the Python config.
+pub const ALGORITHMS: &[&str] = &["newreno", "cubic"];
+
+/// Build an algorithm by registry name (`reno` is accepted as Linux's name for newreno).
+pub fn build(name: &str) -> Option<Box<dyn CongestionControl>> {
+    match name {
+        "newreno" | "reno" => Some(Box::new(newreno::NewReno::default())),
+        "cubic" => Some(Box::new(cubic::Cubic::default())),
+        _ => None,
+    }
+}

@@ -1,0 +1,177 @@
+//! The resolved experiment as the simulator takes it: every unit already a number, every name
+//! already an index. The Python side (`tcplab.spec`) validates the user's TOML and produces this.
+
+use crate::time::Ns;
+use serde::Deserialize;
+
+/// A whole simulation.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SimConfig {
+    /// The run's one seed.
+    pub seed: u64,
+    /// Simulated time at which the run stops.
+    pub stop_ns: Ns,
+    /// Flow-state sampling period; 0 records at every ACK.
+    pub sample_interval_ns: Ns,
+    /// iperf3-style reporting interval (`-i`).
+    pub interval_ns: Ns,
+    /// Nodes, referred to by index.
+    pub nodes: Vec<NodeConfig>,
+    /// Full-duplex links between nodes.
+    pub links: Vec<LinkConfig>,
+    /// TCP flows.
+    #[serde(default)]
+    pub flows: Vec<FlowConfig>,
+    /// Background UDP constant-bit-rate sources.
+    #[serde(default)]
+    pub udp: Vec<UdpConfig>,
+    /// Ports (link index, direction "ab" or "ba") whose queue length is sampled.
+    #[serde(default)]
+    pub monitor: Vec<PortRef>,
+}
+
+/// Kind of node.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum NodeKind {
+    /// An end host: terminates TCP flows and UDP sinks.
+    Host,
+    /// A router: a drop-tail FIFO per egress port.
+    Router,
+    /// A switch: egress FIFOs drawing on one shared byte pool.
+    Switch,
+}
+
+/// One node.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeConfig {
+    /// Name as in the spec (s1, rt1, ...).
+    pub name: String,
+    /// Kind.
+    pub kind: NodeKind,
+    /// For a switch: the packet buffer all its egress ports share, bytes.
+    #[serde(default)]
+    pub shared_buffer_bytes: Option<u64>,
+}
+
+/// One direction of a link: the egress port of the sending node.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DirConfig {
+    /// Rate, bit/s of IP packets.
+    pub rate_bps: u64,
+    /// One-way propagation delay.
+    pub delay_ns: Ns,
+    /// Drop-tail limit in packets waiting (the one on the wire not counted).
+    #[serde(default)]
+    pub buffer_packets: Option<u64>,
+    /// Drop-tail limit in bytes waiting.
+    #[serde(default)]
+    pub buffer_bytes: Option<u64>,
+    /// Bernoulli loss probability applied as packets enter the port (as netem/Dummynet do).
+    #[serde(default)]
+    pub loss: f64,
+}
+
+/// A full-duplex link.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkConfig {
+    /// Node index at one end.
+    pub a: u32,
+    /// Node index at the other end.
+    pub b: u32,
+    /// Direction a -> b.
+    pub ab: DirConfig,
+    /// Direction b -> a.
+    pub ba: DirConfig,
+}
+
+/// A reference to one port: link index and direction.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PortRef {
+    /// Link index.
+    pub link: u32,
+    /// "ab" or "ba".
+    pub dir: String,
+}
+
+/// What the sending application does (iperf3 `-t` or `-n`).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
+pub enum AppConfig {
+    /// Write continuously for this long (iperf3 `-t`).
+    Time {
+        /// Duration.
+        duration_ns: Ns,
+    },
+    /// Write exactly this many bytes (iperf3 `-n`).
+    Bytes {
+        /// Bytes.
+        bytes: u64,
+    },
+}
+
+/// One TCP flow.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlowConfig {
+    /// Name as in the spec.
+    pub name: String,
+    /// Sending host index.
+    pub src: u32,
+    /// Receiving host index.
+    pub dst: u32,
+    /// When the application starts writing.
+    pub start_ns: Ns,
+    /// Stack profile name (see [`crate::stack`]).
+    pub stack: String,
+    /// Congestion-control algorithm name (see [`crate::cc::build`]).
+    pub cc: String,
+    /// Maximum segment size, payload bytes.
+    pub mss: u32,
+    /// TCP timestamps (RFC 7323).
+    pub timestamps: bool,
+    /// SACK (RFC 2018); without it, NewReno partial-ACK recovery (RFC 6582).
+    pub sack: bool,
+    /// Initial window, segments.
+    pub iw_segments: u32,
+    /// Send socket buffer, bytes: limits unacknowledged plus unsent data.
+    pub sndbuf_bytes: u64,
+    /// Receive socket buffer, bytes: the advertised window.
+    pub rcvbuf_bytes: u64,
+    /// Application write size (iperf3 `-l`).
+    pub write_bytes: u64,
+    /// What the application does.
+    pub app: AppConfig,
+}
+
+/// A background UDP constant-bit-rate source.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UdpConfig {
+    /// Name.
+    pub name: String,
+    /// Sending node index (any node, e.g. a router as in T4).
+    pub src: u32,
+    /// Receiving node index.
+    pub dst: u32,
+    /// Rate, bit/s of IP packets.
+    pub rate_bps: u64,
+    /// Datagram size, IP bytes.
+    pub size_bytes: u32,
+    /// Start time.
+    pub start_ns: Ns,
+    /// Stop time.
+    pub stop_ns: Ns,
+}
+
+impl SimConfig {
+    /// Parse the JSON the Python side writes.
+    pub fn from_json(s: &str) -> Result<Self, String> {
+        serde_json::from_str(s).map_err(|e| format!("invalid simulator config: {e}"))
+    }
+}

@@ -1,0 +1,17 @@
+//! tcplab-sim: a deterministic, packet-level discrete-event simulator of TCP over IP networks.
+//!
+//! Data flows one way: a resolved [`config::SimConfig`] builds a [`sim::Simulation`], which runs in
+//! integer-nanosecond time and streams [`trace`] records out in batches.
+
+pub mod cc;
+pub mod config;
+pub mod engine;
+pub mod net;
+pub mod packet;
+pub mod rng;
+pub mod sim;
+pub mod stack;
+pub mod tcp;
+pub mod time;
+pub mod trace;
+pub mod udp;

@@ -1,0 +1,629 @@
+//! The simulation: owns the event queue, the network and the endpoints, and moves packets
+//! between them. Every event is handled here; components never schedule directly.
+
+use crate::cc;
+use crate::config::{AppConfig, FlowConfig, NodeKind, SimConfig};
+use crate::engine::{Action, EventQueue};
+use crate::net::{link_ports, routes, Pool, Port};
+use crate::packet::{Kind, Packet};
+use crate::rng::Rng;
+use crate::stack;
+use crate::tcp::receiver::TcpReceiver;
+use crate::tcp::sender::{SenderEvent, TcpSender};
+use crate::time::{tx_time_ns, Ns};
+use crate::trace::Recorder;
+use crate::udp::UdpSource;
+use std::collections::HashSet;
+
+/// Per-packet bookkeeping for invariant checks (off by default: it costs a hash insert per
+/// packet).
+#[derive(Default)]
+pub struct Audit {
+    dropped: HashSet<u64>,
+    delivered: HashSet<u64>,
+}
+
+/// Totals for one flow at the end of (or during) a run.
+#[derive(Clone, Debug)]
+pub struct FlowStats {
+    /// Flow name.
+    pub name: String,
+    /// CC module.
+    pub cc: String,
+    /// Stack profile.
+    pub stack: String,
+    /// Start time.
+    pub start_ns: Ns,
+    /// Bytes the application wrote.
+    pub bytes_written: u64,
+    /// Bytes delivered in order to the receiving application.
+    pub bytes_delivered: u64,
+    /// Payload bytes sent including retransmissions.
+    pub bytes_sent: u64,
+    /// Segments retransmitted.
+    pub retrans_segs: u64,
+    /// Fast recoveries.
+    pub recoveries: u64,
+    /// Retransmission timeouts.
+    pub rtos: u64,
+    /// Completion time of a fixed-size transfer, from its start.
+    pub completion_ns: Option<Ns>,
+    /// Final cwnd.
+    pub cwnd_bytes: u64,
+    /// Final smoothed RTT.
+    pub srtt_ns: Ns,
+    /// Smallest RTT sample.
+    pub min_rtt_ns: Ns,
+}
+
+/// A running simulation.
+pub struct Simulation {
+    /// Current simulated time.
+    pub now: Ns,
+    /// When the run stops.
+    pub stop_ns: Ns,
+    q: EventQueue,
+    /// Node names.
+    pub node_names: Vec<String>,
+    kinds: Vec<NodeKind>,
+    /// All egress ports: link i has ports 2i (a -> b) and 2i + 1 (b -> a).
+    pub ports: Vec<Port>,
+    pools: Vec<Pool>,
+    routes: Vec<Vec<u32>>,
+    flow_cfg: Vec<FlowConfig>,
+    /// TCP senders, one per flow.
+    pub senders: Vec<TcpSender>,
+    /// TCP receivers, one per flow.
+    pub receivers: Vec<TcpReceiver>,
+    sender_timer_at: Vec<Option<Ns>>,
+    receiver_timer_at: Vec<Option<Ns>>,
+    /// Background UDP sources.
+    pub udp: Vec<UdpSource>,
+    /// Records not yet drained.
+    pub rec: Recorder,
+    sample_interval_ns: Ns,
+    interval_ns: Ns,
+    monitor: Vec<u32>,
+    next_id: u64,
+    scratch: Vec<Packet>,
+    flow_iv: Vec<(Ns, u64, u64)>,
+    port_iv: Vec<(u64, u64, u64, u64)>,
+    port_iv_start: Ns,
+    /// Packets created, delivered to their destination, and dropped.
+    pub created: u64,
+    /// Packets that reached their destination node.
+    pub delivered: u64,
+    /// Packets dropped (buffer or random loss).
+    pub dropped: u64,
+    /// Optional per-packet audit.
+    pub audit: Option<Audit>,
+}
+
+impl Simulation {
+    /// Build a simulation; errors name what is wrong in the config.
+    pub fn new(cfg: &SimConfig) -> Result<Self, String> {
+        let n = cfg.nodes.len();
+        let check_node = |i: u32, what: &str| {
+            if (i as usize) < n { Ok(()) } else { Err(format!("{what} refers to node {i}, but there are {n} nodes")) }
+        };
+        let kinds: Vec<NodeKind> = cfg.nodes.iter().map(|n| n.kind).collect();
+        let mut pools = Vec::new();
+        let mut pool_of = vec![None; n];
+        for (i, node) in cfg.nodes.iter().enumerate() {
+            if let (NodeKind::Switch, Some(b)) = (node.kind, node.shared_buffer_bytes) {
+                pool_of[i] = Some(pools.len() as u32);
+                pools.push(Pool { limit_bytes: b, used_bytes: 0 });
+            }
+        }
+        let rng = Rng::new(cfg.seed);
+        let mut ports = Vec::new();
+        for (i, l) in cfg.links.iter().enumerate() {
+            check_node(l.a, "a link")?;
+            check_node(l.b, "a link")?;
+            for d in [&l.ab, &l.ba] {
+                if d.rate_bps == 0 {
+                    return Err(format!("link {i} has a zero rate"));
+                }
+                if !(0.0..=1.0).contains(&d.loss) {
+                    return Err(format!("link {i} has loss {} outside [0, 1]", d.loss));
+                }
+            }
+            ports.extend(link_ports(l, &kinds, &pool_of, &rng, i as u32));
+        }
+        let routes = routes(n, &ports);
+        let mut senders = Vec::new();
+        let mut receivers = Vec::new();
+        for (i, f) in cfg.flows.iter().enumerate() {
+            check_node(f.src, "a flow")?;
+            check_node(f.dst, "a flow")?;
+            if routes[f.src as usize][f.dst as usize] == u32::MAX || routes[f.dst as usize][f.src as usize] == u32::MAX {
+                return Err(format!("flow {} has no path between its hosts", f.name));
+            }
+            let profile = stack::profile(&f.stack)
+                .ok_or_else(|| format!("flow {}: unknown stack {:?} (known: {})", f.name, f.stack, stack::PROFILES.join(", ")))?;
+            let algo = cc::build(&f.cc)
+                .ok_or_else(|| format!("flow {}: unknown cc {:?} (known: {})", f.name, f.cc, cc::ALGORITHMS.join(", ")))?;
+            if f.mss == 0 || f.iw_segments == 0 || f.sndbuf_bytes == 0 || f.rcvbuf_bytes < f.mss as u64 {
+                return Err(format!("flow {}: mss, iw, sndbuf must be positive and rcvbuf at least one mss", f.name));
+            }
+            receivers.push(TcpReceiver::new(i as u32, f, &profile));
+            senders.push(TcpSender::new(i as u32, f, profile, algo));
+        }
+        let mut udp = Vec::new();
+        for u in &cfg.udp {
+            check_node(u.src, "a UDP source")?;
+            check_node(u.dst, "a UDP source")?;
+            if u.rate_bps == 0 || u.size_bytes == 0 {
+                return Err(format!("UDP source {} needs a positive rate and size", u.name));
+            }
+            udp.push(UdpSource::new(u.clone()));
+        }
+        let mut monitor = Vec::new();
+        for m in &cfg.monitor {
+            let dir = match m.dir.as_str() {
+                "ab" => 0,
+                "ba" => 1,
+                other => return Err(format!("monitor direction {other:?} is not ab or ba")),
+            };
+            if m.link as usize >= cfg.links.len() {
+                return Err(format!("monitor refers to link {}, but there are {}", m.link, cfg.links.len()));
+            }
+            monitor.push(2 * m.link + dir);
+        }
+        let mut q = EventQueue::default();
+        for (i, f) in cfg.flows.iter().enumerate() {
+            q.push(f.start_ns, Action::FlowStart(i as u32));
+        }
+        for (i, u) in udp.iter().enumerate() {
+            if u.cfg.start_ns < u.cfg.stop_ns {
+                q.push(u.cfg.start_ns, Action::UdpSend(i as u32));
+            }
+        }
+        if cfg.sample_interval_ns > 0 {
+            q.push(0, Action::Sample);
+        }
+        if cfg.interval_ns > 0 {
+            q.push(cfg.interval_ns, Action::PortInterval);
+        }
+        let nf = senders.len();
+        Ok(Simulation {
+            now: 0,
+            stop_ns: cfg.stop_ns,
+            q,
+            node_names: cfg.nodes.iter().map(|n| n.name.clone()).collect(),
+            kinds,
+            port_iv: vec![(0, 0, 0, 0); ports.len()],
+            ports,
+            pools,
+            routes,
+            flow_cfg: cfg.flows.clone(),
+            senders,
+            receivers,
+            sender_timer_at: vec![None; nf],
+            receiver_timer_at: vec![None; nf],
+            udp,
+            rec: Recorder::default(),
+            sample_interval_ns: cfg.sample_interval_ns,
+            interval_ns: cfg.interval_ns,
+            monitor,
+            next_id: 0,
+            scratch: Vec::with_capacity(64),
+            flow_iv: vec![(0, 0, 0); nf],
+            port_iv_start: 0,
+            created: 0,
+            delivered: 0,
+            dropped: 0,
+            audit: None,
+        })
+    }
+
+    /// Events handled so far.
+    pub fn events_processed(&self) -> u64 {
+        self.q.processed
+    }
+
+    /// Whether every TCP flow has finished (all data written and acknowledged).
+    pub fn flows_done(&self) -> bool {
+        self.senders.iter().all(|s| s.done(self.now))
+    }
+
+    /// Run until simulated time `t` (or the stop time), handling every event at or before it.
+    pub fn run_until(&mut self, t: Ns) {
+        let t = t.min(self.stop_ns);
+        while let Some(et) = self.q.peek_time() {
+            if et > t {
+                break;
+            }
+            let (et, action) = self.q.pop().expect("peeked");
+            self.now = et;
+            self.handle(action);
+        }
+        self.now = self.now.max(t);
+    }
+
+    fn handle(&mut self, a: Action) {
+        match a {
+            Action::PortTxDone(p) => self.tx_done(p),
+            Action::PipeArrive(p) => self.pipe_arrive(p),
+            Action::FlowStart(f) => {
+                let fi = f as usize;
+                let mut out = std::mem::take(&mut self.scratch);
+                self.senders[fi].start(self.now, &mut out, &mut self.next_id);
+                self.flush(self.flow_cfg[fi].src, &mut out);
+                self.scratch = out;
+                self.after_sender(fi);
+                self.flow_iv[fi] = (self.now, 0, 0);
+                if self.interval_ns > 0 {
+                    let end = self.interval_end(fi, self.now);
+                    self.q.push(end, Action::FlowInterval(f));
+                }
+            }
+            Action::SenderTimer(f) => {
+                let fi = f as usize;
+                if self.sender_timer_at[fi] == Some(self.now) {
+                    self.sender_timer_at[fi] = None;
+                }
+                let mut out = std::mem::take(&mut self.scratch);
+                self.senders[fi].on_timer(self.now, &mut out, &mut self.next_id);
+                self.flush(self.flow_cfg[fi].src, &mut out);
+                self.scratch = out;
+                self.after_sender(fi);
+            }
+            Action::ReceiverTimer(f) => {
+                let fi = f as usize;
+                if self.receiver_timer_at[fi] == Some(self.now) {
+                    self.receiver_timer_at[fi] = None;
+                }
+                let mut out = std::mem::take(&mut self.scratch);
+                self.receivers[fi].on_timer(self.now, &mut out, &mut self.next_id);
+                self.flush(self.flow_cfg[fi].dst, &mut out);
+                self.scratch = out;
+                self.sync_receiver_timer(fi);
+            }
+            Action::UdpSend(u) => self.udp_send(u as usize),
+            Action::Sample => {
+                self.sample();
+                let next = self.now + self.sample_interval_ns;
+                if next <= self.stop_ns {
+                    self.q.push(next, Action::Sample);
+                }
+            }
+            Action::FlowInterval(f) => self.flow_interval(f as usize),
+            Action::PortInterval => {
+                self.port_interval();
+                let next = self.now + self.interval_ns;
+                if next <= self.stop_ns {
+                    self.q.push(next, Action::PortInterval);
+                }
+            }
+        }
+    }
+
+    /// End of the interval that contains `t` for flow `fi`: intervals start at the flow's start
+    /// (iperf3 `-i`) and the last one ends with a time-limited application.
+    fn interval_end(&self, fi: usize, t: Ns) -> Ns {
+        let f = &self.flow_cfg[fi];
+        let k = (t - f.start_ns) / self.interval_ns + 1;
+        let end = f.start_ns + k * self.interval_ns;
+        match f.app {
+            AppConfig::Time { duration_ns } => end.min(f.start_ns + duration_ns),
+            AppConfig::Bytes { .. } => end,
+        }
+    }
+
+    fn flow_interval(&mut self, fi: usize) {
+        let s = &self.senders[fi];
+        if matches!(self.flow_cfg[fi].app, AppConfig::Bytes { .. }) && s.completed_at.is_some() {
+            return; // the final partial interval was written at completion
+        }
+        self.push_interval(fi);
+        let f = &self.flow_cfg[fi];
+        let more = match f.app {
+            AppConfig::Time { duration_ns } => self.now < f.start_ns + duration_ns,
+            AppConfig::Bytes { .. } => true,
+        };
+        if more {
+            let end = self.interval_end(fi, self.now);
+            if end <= self.stop_ns {
+                self.q.push(end, Action::FlowInterval(fi as u32));
+            }
+        }
+    }
+
+    fn push_interval(&mut self, fi: usize) {
+        let (t0, delivered0, retx0) = self.flow_iv[fi];
+        if self.now <= t0 {
+            return;
+        }
+        let s = &self.senders[fi];
+        let delivered = self.receivers[fi].rcv_nxt;
+        self.rec.intervals.push(&[
+            fi as i64,
+            t0 as i64,
+            self.now as i64,
+            (delivered - delivered0) as i64,
+            (s.retrans_segs - retx0) as i64,
+            s.v.cwnd as i64,
+            (s.rtt.srtt_ns / 1000) as i64,
+        ]);
+        self.flow_iv[fi] = (self.now, delivered, s.retrans_segs);
+    }
+
+    fn port_interval(&mut self) {
+        for (i, p) in self.ports.iter().enumerate() {
+            let last = self.port_iv[i];
+            let cur = (p.tx_bytes, p.tx_packets, p.drops, p.losses);
+            self.rec.ports.push(&[
+                self.port_iv_start as i64,
+                self.now as i64,
+                i as i64,
+                (cur.0 - last.0) as i64,
+                (cur.1 - last.1) as i64,
+                (cur.2 - last.2) as i64,
+                (cur.3 - last.3) as i64,
+            ]);
+            self.port_iv[i] = cur;
+        }
+        self.port_iv_start = self.now;
+    }
+
+    fn sample(&mut self) {
+        for fi in 0..self.senders.len() {
+            let s = &self.senders[fi];
+            if s.started && !s.done(self.now) {
+                self.sample_flow(fi);
+            }
+        }
+        for &p in &self.monitor {
+            let port = &self.ports[p as usize];
+            self.rec.queues.push(&[self.now as i64, p as i64, port.queue_packets() as i64, port.queue_bytes as i64]);
+        }
+    }
+
+    fn sample_flow(&mut self, fi: usize) {
+        let s = &self.senders[fi];
+        self.rec.flows.push(&[
+            self.now as i64,
+            fi as i64,
+            s.v.cwnd as i64,
+            ssthresh_col(s.v.ssthresh),
+            s.snd_una as i64,
+            s.snd_nxt as i64,
+            s.pipe() as i64,
+            (s.rtt.srtt_ns / 1000) as i64,
+            (s.rtt.rto_ns / 1000) as i64,
+            s.bytes_sent as i64,
+            s.snd_una as i64,
+            s.retrans_segs as i64,
+            s.state.code(),
+        ]);
+    }
+
+    /// After any sender activity: record its events, re-arm its timer.
+    fn after_sender(&mut self, fi: usize) {
+        if !self.senders[fi].events.is_empty() {
+            let events = std::mem::take(&mut self.senders[fi].events);
+            for (t, e) in events {
+                let s = &self.senders[fi];
+                self.rec.events.push(&[
+                    t as i64,
+                    fi as i64,
+                    e.code(),
+                    s.v.cwnd as i64,
+                    ssthresh_col(s.v.ssthresh),
+                    s.pipe() as i64,
+                ]);
+                if e == SenderEvent::Complete {
+                    self.push_interval(fi);
+                }
+            }
+            // A sample at the exact instant of the state change, so charts show it sharply.
+            self.sample_flow(fi);
+        }
+        if let Some(d) = self.senders[fi].timer_deadline() {
+            if self.sender_timer_at[fi].is_none_or(|t| d < t) {
+                self.q.push(d.max(self.now), Action::SenderTimer(fi as u32));
+                self.sender_timer_at[fi] = Some(d);
+            }
+        }
+    }
+
+    fn sync_receiver_timer(&mut self, fi: usize) {
+        if let Some(d) = self.receivers[fi].timer_deadline() {
+            if self.receiver_timer_at[fi].is_none_or(|t| d < t) {
+                self.q.push(d.max(self.now), Action::ReceiverTimer(fi as u32));
+                self.receiver_timer_at[fi] = Some(d);
+            }
+        }
+    }
+
+    fn udp_send(&mut self, u: usize) {
+        let src = &mut self.udp[u];
+        self.next_id += 1;
+        let mut p = Packet::new(self.next_id, Kind::Udp, u as u32, src.cfg.dst);
+        p.size_bytes = src.cfg.size_bytes;
+        src.sent += 1;
+        let next = src.send_time(src.sent);
+        let (from, stop) = (src.cfg.src, src.cfg.stop_ns);
+        if next < stop && next <= self.stop_ns {
+            self.q.push(next, Action::UdpSend(u as u32));
+        }
+        self.created += 1;
+        self.forward(from, p);
+    }
+
+    /// Send the packets an endpoint on `node` produced.
+    fn flush(&mut self, node: u32, out: &mut Vec<Packet>) {
+        self.created += out.len() as u64;
+        for p in out.drain(..) {
+            self.forward(node, p);
+        }
+    }
+
+    fn forward(&mut self, node: u32, p: Packet) {
+        let pi = self.routes[node as usize][p.dst as usize];
+        debug_assert_ne!(pi, u32::MAX, "no route from {node} to {}", p.dst);
+        let port = &mut self.ports[pi as usize];
+        let pool_free = port.pool.map(|pl| {
+            let pool = &self.pools[pl as usize];
+            pool.limit_bytes - pool.used_bytes
+        });
+        match port.admit(&p, pool_free) {
+            Err(_) => self.drop_packet(p),
+            Ok(()) if port.on_wire.is_none() => self.start_tx(pi, p),
+            Ok(()) => {
+                if let Some(pl) = port.pool {
+                    self.pools[pl as usize].used_bytes += p.size_bytes as u64;
+                }
+                port.enqueue(p);
+            }
+        }
+    }
+
+    fn drop_packet(&mut self, p: Packet) {
+        self.dropped += 1;
+        if let Some(a) = self.audit.as_mut() {
+            a.dropped.insert(p.id);
+        }
+    }
+
+    fn start_tx(&mut self, pi: u32, p: Packet) {
+        let port = &mut self.ports[pi as usize];
+        let done = self.now + tx_time_ns(p.size_bytes as u64, port.rate_bps);
+        port.on_wire = Some(p);
+        self.q.push(done, Action::PortTxDone(pi));
+    }
+
+    fn tx_done(&mut self, pi: u32) {
+        let port = &mut self.ports[pi as usize];
+        let p = port.on_wire.take().expect("a packet was on the wire");
+        port.tx_bytes += p.size_bytes as u64;
+        port.tx_packets += 1;
+        let arrival = self.now + port.delay_ns;
+        if port.pipe.is_empty() {
+            self.q.push(arrival, Action::PipeArrive(pi));
+        }
+        port.pipe.push_back((arrival, p));
+        if let Some(next) = port.dequeue() {
+            if let Some(pl) = port.pool {
+                self.pools[pl as usize].used_bytes -= next.size_bytes as u64;
+            }
+            self.start_tx(pi, next);
+        }
+    }
+
+    fn pipe_arrive(&mut self, pi: u32) {
+        let port = &mut self.ports[pi as usize];
+        let (_, p) = port.pipe.pop_front().expect("a packet was in the pipe");
+        if let Some(&(t, _)) = port.pipe.front() {
+            self.q.push(t, Action::PipeArrive(pi));
+        }
+        let node = port.to;
+        if p.dst == node {
+            self.deliver(node, p);
+        } else {
+            self.forward(node, p);
+        }
+    }
+
+    fn deliver(&mut self, node: u32, p: Packet) {
+        self.delivered += 1;
+        if let Some(a) = self.audit.as_mut() {
+            a.delivered.insert(p.id);
+        }
+        let fi = p.flow as usize;
+        let mut out = std::mem::take(&mut self.scratch);
+        match p.kind {
+            Kind::Data => {
+                self.receivers[fi].on_data(&p, self.now, &mut out, &mut self.next_id);
+                self.flush(node, &mut out);
+                self.sync_receiver_timer(fi);
+            }
+            Kind::Ack => {
+                self.senders[fi].on_ack(&p, self.now, &mut out, &mut self.next_id);
+                self.flush(node, &mut out);
+                if self.sample_interval_ns == 0 {
+                    self.sample_flow(fi);
+                }
+                self.after_sender(fi);
+            }
+            Kind::Udp => {
+                let u = &mut self.udp[fi];
+                u.received += 1;
+                u.received_bytes += p.size_bytes as u64;
+            }
+        }
+        self.scratch = out;
+    }
+
+    /// Totals per flow.
+    pub fn flow_stats(&self) -> Vec<FlowStats> {
+        self.senders
+            .iter()
+            .zip(&self.receivers)
+            .zip(&self.flow_cfg)
+            .map(|((s, r), f)| FlowStats {
+                name: f.name.clone(),
+                cc: s.cc_name().to_string(),
+                stack: f.stack.clone(),
+                start_ns: f.start_ns,
+                bytes_written: s.written,
+                bytes_delivered: r.rcv_nxt,
+                bytes_sent: s.bytes_sent,
+                retrans_segs: s.retrans_segs,
+                recoveries: s.recoveries,
+                rtos: s.rto_count,
+                completion_ns: s.completed_at.map(|t| t - f.start_ns),
+                cwnd_bytes: s.v.cwnd,
+                srtt_ns: s.rtt.srtt_ns,
+                min_rtt_ns: s.rtt.min_rtt_ns,
+            })
+            .collect()
+    }
+
+    /// Check the invariants every run must keep; Err names the first one broken.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        for (i, (s, r)) in self.senders.iter().zip(&self.receivers).enumerate() {
+            s.scoreboard().check().map_err(|e| format!("flow {i}: {e}"))?;
+            if s.started && s.v.cwnd < s.v.mss {
+                return Err(format!("flow {i}: cwnd {} below one MSS", s.v.cwnd));
+            }
+            if r.rcv_nxt > s.snd_nxt || r.rcv_nxt > s.written {
+                return Err(format!("flow {i}: receiver has {} bytes but sender sent {}", r.rcv_nxt, s.snd_nxt));
+            }
+            if s.snd_una > r.rcv_nxt {
+                return Err(format!("flow {i}: sender saw {} acked, receiver has {}", s.snd_una, r.rcv_nxt));
+            }
+            if s.pipe() > s.snd_nxt - s.snd_una + s.scoreboard().retrans_bytes {
+                return Err(format!("flow {i}: pipe {} exceeds outstanding data", s.pipe()));
+            }
+        }
+        let in_network: u64 = self.ports.iter().map(Port::packets_held).sum();
+        if self.created != self.delivered + self.dropped + in_network {
+            return Err(format!(
+                "packet conservation: created {} != delivered {} + dropped {} + in network {in_network}",
+                self.created, self.delivered, self.dropped
+            ));
+        }
+        if let Some(a) = &self.audit {
+            if let Some(id) = a.dropped.intersection(&a.delivered).next() {
+                return Err(format!("packet {id} was both dropped and delivered"));
+            }
+        }
+        for (i, p) in self.pools.iter().enumerate() {
+            if p.used_bytes > p.limit_bytes {
+                return Err(format!("shared buffer {i} holds {} > {} bytes", p.used_bytes, p.limit_bytes));
+            }
+        }
+        Ok(())
+    }
+
+    /// Kinds of nodes (for bindings).
+    pub fn node_kinds(&self) -> &[NodeKind] {
+        &self.kinds
+    }
+}
+
+fn ssthresh_col(ssthresh: u64) -> i64 {
+    if ssthresh >= u64::MAX / 8 { -1 } else { ssthresh as i64 }
+}

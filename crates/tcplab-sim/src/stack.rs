@@ -1,0 +1,91 @@
+//! Stack profiles: the seam where a TCP implementation's behaviour (timers, ACK policy, send
+//! granularity, pacing, loss recovery) is composed with a congestion-control module, as FreeBSD
+//! pairs a TCP stack (`net.inet.tcp.functions_default`) with a cc(4) module.
+//!
+//! This release models two profiles. `rfc` is the textbook stack of the RFCs. `linux` is the same
+//! machinery with Linux's constants; Linux's own loss recovery (PRR, RACK-TLP, undo) and TSO
+//! autosizing are not modelled yet, and `docs/models.md` says so.
+
+use crate::time::{Ns, MS, SEC};
+
+/// How a stack recovers from loss.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Recovery {
+    /// RFC 6675 SACK-based recovery (cwnd = ssthresh on entry, send while pipe < cwnd), with
+    /// RFC 6582 NewReno partial-ACK handling when SACK is off.
+    Rfc6675,
+}
+
+/// The behaviour of one TCP implementation, minus its congestion-control module.
+#[derive(Clone, Debug)]
+pub struct StackProfile {
+    /// Profile name.
+    pub name: &'static str,
+    /// Initial RTO before any RTT sample.
+    pub initial_rto_ns: Ns,
+    /// Lower bound of the RTO.
+    pub min_rto_ns: Ns,
+    /// Upper bound of the RTO (and of its backoff).
+    pub max_rto_ns: Ns,
+    /// Clock granularity G of RFC 6298 §2.
+    pub clock_granularity_ns: Ns,
+    /// Duplicate-ACK threshold (RFC 5681 §3.2, RFC 6675 DupThresh).
+    pub dupthresh: u32,
+    /// Delayed-ACK timer.
+    pub delack_ns: Ns,
+    /// ACK at least every this many full-sized segments (RFC 5681 §4.2, RFC 1122: 2).
+    pub ack_every_segments: u32,
+    /// Whether the sender emits segments smaller than one MSS when the window leaves room for
+    /// only part of one (FreeBSD's byte-difference windows) or waits for a full MSS (Linux).
+    pub partial_sends: bool,
+    /// Largest burst handed to the NIC at once (TSO), bytes. Packets of a burst leave back to back
+    /// at the sender's link rate.
+    pub tso_max_bytes: u64,
+    /// Whether the stack paces at the CC's pacing rate when the CC supplies one.
+    pub pacing: bool,
+    /// Loss recovery scheme.
+    pub recovery: Recovery,
+}
+
+/// Profile names the registry knows.
+pub const PROFILES: &[&str] = &["linux", "rfc"];
+
+/// Look a profile up by name.
+pub fn profile(name: &str) -> Option<StackProfile> {
+    match name {
+        // RFC 6298 §2 (1 s initial and minimum RTO, 60 s maximum allowed), RFC 5681 §4.2
+        // (ACK every 2nd full segment, delay < 500 ms; we use the 40 ms common in practice).
+        "rfc" => Some(StackProfile {
+            name: "rfc",
+            initial_rto_ns: SEC,
+            min_rto_ns: SEC,
+            max_rto_ns: 60 * SEC,
+            clock_granularity_ns: MS,
+            dupthresh: 3,
+            delack_ns: 40 * MS,
+            ack_every_segments: 2,
+            partial_sends: false,
+            tso_max_bytes: 65_536,
+            pacing: false,
+            recovery: Recovery::Rfc6675,
+        }),
+        // Linux constants: include/net/tcp.h TCP_TIMEOUT_INIT (1 s), TCP_RTO_MIN (HZ/5 = 200 ms),
+        // TCP_RTO_MAX (120 s), TCP_DELACK_MIN (HZ/25 = 40 ms); tcp_output.c sends full-sized
+        // segments only (Nagle / tcp_snd_wnd_test); pacing only under fq or when the CC asks.
+        "linux" => Some(StackProfile {
+            name: "linux",
+            initial_rto_ns: SEC,
+            min_rto_ns: 200 * MS,
+            max_rto_ns: 120 * SEC,
+            clock_granularity_ns: MS,
+            dupthresh: 3,
+            delack_ns: 40 * MS,
+            ack_every_segments: 2,
+            partial_sends: false,
+            tso_max_bytes: 65_536,
+            pacing: false,
+            recovery: Recovery::Rfc6675,
+        }),
+        _ => None,
+    }
+}

@@ -1,0 +1,190 @@
+//! The TCP receiver: in-order delivery to an application that reads at once (iperf3 server),
+//! out-of-order queue, SACK blocks (RFC 2018), delayed ACKs (RFC 5681 §4.2, RFC 1122), timestamp
+//! echo (RFC 7323 §4.3) and a receive window limited by the socket buffer with window scaling.
+
+use super::scoreboard::insert_range;
+use crate::config::FlowConfig;
+use crate::packet::{header_bytes, Kind, Packet, MAX_SACK_BLOCKS};
+use crate::stack::StackProfile;
+use crate::time::Ns;
+
+/// One TCP receiver.
+pub struct TcpReceiver {
+    flow: u32,
+    /// Node the ACKs go to (the sender's host).
+    peer: u32,
+    mss: u64,
+    timestamps: bool,
+    sack: bool,
+    ack_every: u32,
+    delack_ns: Ns,
+    rcvbuf: u64,
+    wscale: u32,
+    /// Next byte expected; everything below was delivered to the application in order.
+    pub rcv_nxt: u64,
+    ooo: Vec<(u64, u64)>,
+    ooo_bytes: u64,
+    recent_blocks: Vec<(u64, u64)>,
+    right_edge: u64,
+    last_ack_sent: u64,
+    ts_recent: Ns,
+    unacked_segs: u32,
+    delack_deadline: Option<Ns>,
+    /// ACKs sent.
+    pub acks_sent: u64,
+}
+
+/// RFC 7323 §2.3: the smallest shift that lets the buffer fit in the 16-bit window field (max 14).
+pub fn window_scale(rcvbuf: u64) -> u32 {
+    let mut ws = 0;
+    while (rcvbuf >> ws) > 65_535 && ws < 14 {
+        ws += 1;
+    }
+    ws
+}
+
+impl TcpReceiver {
+    /// A receiver for flow `f`.
+    pub fn new(flow: u32, f: &FlowConfig, profile: &StackProfile) -> Self {
+        TcpReceiver {
+            flow,
+            peer: f.src,
+            mss: f.mss as u64,
+            timestamps: f.timestamps,
+            sack: f.sack,
+            ack_every: profile.ack_every_segments.max(1),
+            delack_ns: profile.delack_ns,
+            rcvbuf: f.rcvbuf_bytes,
+            wscale: window_scale(f.rcvbuf_bytes),
+            rcv_nxt: 0,
+            ooo: Vec::new(),
+            ooo_bytes: 0,
+            recent_blocks: Vec::new(),
+            right_edge: 0,
+            last_ack_sent: 0,
+            ts_recent: 0,
+            unacked_segs: 0,
+            delack_deadline: None,
+            acks_sent: 0,
+        }
+    }
+
+    /// When the delayed-ACK timer wants to fire.
+    pub fn timer_deadline(&self) -> Option<Ns> {
+        self.delack_deadline
+    }
+
+    /// Bytes held out of order.
+    pub fn ooo_bytes(&self) -> u64 {
+        self.ooo_bytes
+    }
+
+    /// Process a data segment.
+    pub fn on_data(&mut self, p: &Packet, now: Ns, out: &mut Vec<Packet>, next_id: &mut u64) {
+        let (s, e) = (p.seq, p.seq + p.len as u64);
+        // RFC 7323 §4.3 (3): TS.Recent follows the earliest segment not yet acknowledged.
+        if p.seq <= self.last_ack_sent {
+            self.ts_recent = p.ts_val;
+        }
+        if e <= self.rcv_nxt {
+            // Entirely old: a spurious retransmission. ACK at once (RFC 5681 §4.2 / RFC 2883).
+            self.send_ack(now, out, next_id);
+            return;
+        }
+        if s <= self.rcv_nxt {
+            let had_ooo = !self.ooo.is_empty();
+            self.rcv_nxt = e;
+            while let Some(&(os, oe)) = self.ooo.first() {
+                if os > self.rcv_nxt {
+                    break;
+                }
+                self.ooo.remove(0);
+                self.ooo_bytes -= oe - os;
+                self.rcv_nxt = self.rcv_nxt.max(oe);
+            }
+            self.recent_blocks.retain(|b| b.1 > self.rcv_nxt);
+            self.unacked_segs += if p.len as u64 >= self.mss { 1 } else { 0 };
+            if had_ooo || self.unacked_segs >= self.ack_every || (p.len as u64) < self.mss {
+                // RFC 5681 §4.2: ACK at once when a segment fills (part of) a gap; every 2nd full
+                // segment; a short segment (the end of a transfer) is ACKed at once as Linux does
+                // for a pushed runt rather than waiting out the timer.
+                self.send_ack(now, out, next_id);
+            } else if self.delack_deadline.is_none() {
+                self.delack_deadline = Some(now + self.delack_ns);
+            }
+        } else {
+            // Out of order: hold it and send an immediate duplicate ACK (RFC 5681 §4.2).
+            let before: u64 = self.ooo.iter().map(|r| r.1 - r.0).sum();
+            insert_range(&mut self.ooo, s, e);
+            self.ooo_bytes = self.ooo.iter().map(|r| r.1 - r.0).sum();
+            debug_assert!(self.ooo_bytes >= before);
+            if self.sack {
+                self.note_recent_block(s);
+            }
+            self.send_ack(now, out, next_id);
+        }
+    }
+
+    /// RFC 2018 §4: the first block reports the segment just received; then the most recently
+    /// reported other blocks.
+    fn note_recent_block(&mut self, seq: u64) {
+        let Some(&blk) = self.ooo.iter().find(|r| r.0 <= seq && seq < r.1) else { return };
+        let mut order = vec![blk];
+        for &b in &self.recent_blocks {
+            if let Some(&cur) = self.ooo.iter().find(|r| r.0 <= b.0 && b.0 < r.1) {
+                if !order.contains(&cur) {
+                    order.push(cur);
+                }
+            }
+        }
+        order.truncate(MAX_SACK_BLOCKS);
+        self.recent_blocks = order;
+    }
+
+    /// The delayed-ACK timer may be due.
+    pub fn on_timer(&mut self, now: Ns, out: &mut Vec<Packet>, next_id: &mut u64) {
+        if let Some(d) = self.delack_deadline {
+            if d <= now {
+                self.send_ack(now, out, next_id);
+            }
+        }
+    }
+
+    fn send_ack(&mut self, now: Ns, out: &mut Vec<Packet>, next_id: &mut u64) {
+        let _ = now;
+        *next_id += 1;
+        let mut a = Packet::new(*next_id, Kind::Ack, self.flow, self.peer);
+        a.ack = self.rcv_nxt;
+        // The application reads at once, so free space = buffer - out-of-order data; advertised
+        // in units of 2^wscale, and the right edge never moves left (RFC 7323 §2.4, RFC 9293).
+        let free = self.rcvbuf.saturating_sub(self.ooo_bytes) >> self.wscale << self.wscale;
+        self.right_edge = self.right_edge.max(self.rcv_nxt + free);
+        a.rwnd = self.right_edge - self.rcv_nxt;
+        a.ts_ecr = self.ts_recent;
+        if self.sack {
+            let max_blocks = if self.timestamps { 3 } else { MAX_SACK_BLOCKS };
+            let n = self.recent_blocks.len().min(max_blocks);
+            a.sack[..n].copy_from_slice(&self.recent_blocks[..n]);
+            a.nsack = n as u8;
+        }
+        a.size_bytes = header_bytes(self.timestamps, a.nsack as usize);
+        self.last_ack_sent = self.rcv_nxt;
+        self.unacked_segs = 0;
+        self.delack_deadline = None;
+        self.acks_sent += 1;
+        out.push(a);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn window_scale_is_smallest_shift_that_fits() {
+        assert_eq!(window_scale(65_535), 0);
+        assert_eq!(window_scale(65_536), 1);
+        assert_eq!(window_scale(16 << 20), 9);
+        assert_eq!(window_scale(1 << 40), 14);
+    }
+}

@@ -1,0 +1,97 @@
+//! Round-trip time estimation and the retransmission timer value (RFC 6298).
+
+use crate::time::Ns;
+
+/// SRTT, RTTVAR and RTO per RFC 6298 §2, with exponential backoff (§5.5).
+#[derive(Clone, Debug)]
+pub struct RttEstimator {
+    /// Smoothed RTT, 0 before the first sample.
+    pub srtt_ns: Ns,
+    /// RTT variation.
+    pub rttvar_ns: Ns,
+    /// Smallest sample seen, 0 before the first sample.
+    pub min_rtt_ns: Ns,
+    /// Latest sample.
+    pub latest_ns: Ns,
+    /// Current RTO including backoff.
+    pub rto_ns: Ns,
+    min_rto_ns: Ns,
+    max_rto_ns: Ns,
+    granularity_ns: Ns,
+}
+
+impl RttEstimator {
+    /// Before any sample the RTO is `initial_rto_ns` (RFC 6298 §2.1).
+    pub fn new(initial_rto_ns: Ns, min_rto_ns: Ns, max_rto_ns: Ns, granularity_ns: Ns) -> Self {
+        RttEstimator {
+            srtt_ns: 0,
+            rttvar_ns: 0,
+            min_rtt_ns: 0,
+            latest_ns: 0,
+            rto_ns: initial_rto_ns,
+            min_rto_ns,
+            max_rto_ns,
+            granularity_ns,
+        }
+    }
+
+    /// Take an RTT measurement R (RFC 6298 §2.2, §2.3 with alpha = 1/8, beta = 1/4); a fresh
+    /// RTO replaces any backed-off one (§5.7 discussion: backoff ends with a new sample).
+    pub fn sample(&mut self, r: Ns) {
+        let r = r.max(1);
+        if self.srtt_ns == 0 {
+            self.srtt_ns = r;
+            self.rttvar_ns = r / 2;
+            self.min_rtt_ns = r;
+        } else {
+            let diff = self.srtt_ns.abs_diff(r);
+            self.rttvar_ns = (3 * self.rttvar_ns + diff) / 4;
+            self.srtt_ns = (7 * self.srtt_ns + r) / 8;
+            self.min_rtt_ns = self.min_rtt_ns.min(r);
+        }
+        self.latest_ns = r;
+        let rto = self.srtt_ns + (4 * self.rttvar_ns).max(self.granularity_ns);
+        self.rto_ns = rto.clamp(self.min_rto_ns, self.max_rto_ns);
+    }
+
+    /// Double the RTO after a timeout (RFC 6298 §5.5), up to the maximum.
+    pub fn backoff(&mut self) {
+        self.rto_ns = (self.rto_ns * 2).min(self.max_rto_ns);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::time::MS;
+
+    #[test]
+    fn first_sample_sets_srtt_and_half_rttvar() {
+        let mut e = RttEstimator::new(1000 * MS, 200 * MS, 120_000 * MS, MS);
+        e.sample(100 * MS);
+        assert_eq!((e.srtt_ns, e.rttvar_ns), (100 * MS, 50 * MS));
+        assert_eq!(e.rto_ns, 300 * MS); // 100 + 4 * 50
+    }
+
+    #[test]
+    fn later_samples_use_one_eighth_and_one_quarter_gains() {
+        let mut e = RttEstimator::new(1000 * MS, 0, 120_000 * MS, MS);
+        e.sample(100 * MS);
+        e.sample(180 * MS);
+        // rttvar = 3/4 * 50 + 1/4 * |100 - 180| = 57.5; srtt = 7/8 * 100 + 1/8 * 180 = 110
+        assert_eq!(e.rttvar_ns, 57_500_000);
+        assert_eq!(e.srtt_ns, 110 * MS);
+        assert_eq!(e.rto_ns, 110 * MS + 230 * MS);
+    }
+
+    #[test]
+    fn rto_respects_min_and_backoff_respects_max() {
+        let mut e = RttEstimator::new(1000 * MS, 200 * MS, 1000 * MS, MS);
+        e.sample(MS);
+        assert_eq!(e.rto_ns, 200 * MS);
+        for _ in 0..5 {
+            e.backoff();
+        }
+        assert_eq!(e.rto_ns, 1000 * MS);
+    }
+}

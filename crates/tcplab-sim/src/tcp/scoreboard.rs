@@ -1,0 +1,448 @@
+//! The sender's view of every outstanding segment: SACKed, lost, retransmitted (RFC 6675 §2-4).
+//!
+//! pipe is kept as counters so it costs O(1): pipe = outstanding - sacked - lost + retransmitted,
+//! which equals RFC 6675 SetPipe() (each unSACKed octet counts once unless lost, and once more if
+//! retransmitted) and Linux's `tcp_packets_in_flight()` (packets_out - left_out + retrans_out).
+
+use crate::time::Ns;
+use std::collections::VecDeque;
+
+const SACKED: u8 = 1;
+const LOST: u8 = 2;
+const RETRANS: u8 = 4;
+
+/// One segment as first transmitted; boundaries never change.
+#[derive(Clone, Debug)]
+pub struct Seg {
+    /// First byte.
+    pub seq: u64,
+    /// Length, bytes.
+    pub len: u32,
+    /// Time of the latest (re)transmission.
+    pub sent_at: Ns,
+    /// How many times it was sent.
+    pub tx_count: u16,
+    flags: u8,
+}
+
+impl Seg {
+    fn end(&self) -> u64 {
+        self.seq + self.len as u64
+    }
+    fn has(&self, f: u8) -> bool {
+        self.flags & f != 0
+    }
+}
+
+/// Per-segment state of [snd_una, snd_max) and the aggregate counters RFC 6675 needs.
+#[derive(Default, Debug)]
+pub struct Scoreboard {
+    segs: VecDeque<Seg>,
+    /// SACKed ranges, sorted and merged.
+    sacked_ranges: Vec<(u64, u64)>,
+    /// Bytes SACKed.
+    pub sacked_bytes: u64,
+    /// Bytes marked lost and not SACKed.
+    pub lost_bytes: u64,
+    /// Bytes retransmitted, not SACKed, and not marked lost again.
+    pub retrans_bytes: u64,
+    /// Without SACK: segments presumed to have left the network, one per duplicate ACK
+    /// (Linux `tcp_add_reno_sack`), counted in MSS units.
+    pub reno_sacked_segs: u64,
+    /// Everything below this sequence number has been examined for loss.
+    lost_mark: u64,
+    /// RFC 6675 HighRxt: retransmission search starts here.
+    high_rxt: u64,
+}
+
+impl Scoreboard {
+    /// Record a newly transmitted segment (must follow the previous one).
+    pub fn push(&mut self, seq: u64, len: u32, now: Ns) {
+        debug_assert!(self.segs.back().is_none_or(|s| s.end() == seq));
+        self.segs.push_back(Seg { seq, len, sent_at: now, tx_count: 1, flags: 0 });
+    }
+
+    /// Number of outstanding segments.
+    pub fn len(&self) -> usize {
+        self.segs.len()
+    }
+
+    /// Whether nothing is outstanding.
+    pub fn is_empty(&self) -> bool {
+        self.segs.is_empty()
+    }
+
+    /// Index of the first segment whose seq >= `seq`.
+    fn lower_bound(&self, seq: u64) -> usize {
+        self.segs.partition_point(|s| s.seq < seq)
+    }
+
+    /// Bytes considered in the network (RFC 6675 pipe), given snd_max - snd_una and the MSS.
+    pub fn pipe(&self, outstanding: u64, mss: u64) -> u64 {
+        (outstanding + self.retrans_bytes)
+            .saturating_sub(self.sacked_bytes + self.lost_bytes + self.reno_sacked_segs * mss)
+    }
+
+    /// Cumulative ACK up to `ack`: drop covered segments. Returns (bytes of segments removed, send
+    /// time of the newest fully acked never-retransmitted segment, for Karn-safe RTT sampling).
+    pub fn ack(&mut self, ack: u64) -> Option<Ns> {
+        let mut karn_sample = None;
+        while let Some(s) = self.segs.front() {
+            if s.end() > ack {
+                break;
+            }
+            let s = self.segs.pop_front().expect("front exists");
+            self.forget(&s);
+            if s.tx_count == 1 {
+                karn_sample = Some(s.sent_at);
+            }
+        }
+        // A segment partly acknowledged (only when a receiver acks mid-segment): trim it.
+        if let Some(s) = self.segs.front_mut() {
+            if s.seq < ack {
+                let cut = (ack - s.seq) as u32;
+                let flags = s.flags;
+                s.seq = ack;
+                s.len -= cut;
+                if flags & SACKED != 0 {
+                    self.sacked_bytes -= cut as u64;
+                } else {
+                    if flags & LOST != 0 {
+                        self.lost_bytes -= cut as u64;
+                    }
+                    if flags & RETRANS != 0 {
+                        self.retrans_bytes -= cut as u64;
+                    }
+                }
+            }
+        }
+        while let Some(r) = self.sacked_ranges.first_mut() {
+            if r.1 <= ack {
+                self.sacked_ranges.remove(0);
+            } else {
+                r.0 = r.0.max(ack);
+                break;
+            }
+        }
+        self.lost_mark = self.lost_mark.max(ack);
+        self.high_rxt = self.high_rxt.max(ack);
+        karn_sample
+    }
+
+    fn forget(&mut self, s: &Seg) {
+        let len = s.len as u64;
+        if s.has(SACKED) {
+            self.sacked_bytes -= len;
+        } else {
+            if s.has(LOST) {
+                self.lost_bytes -= len;
+            }
+            if s.has(RETRANS) {
+                self.retrans_bytes -= len;
+            }
+        }
+    }
+
+    /// Apply SACK blocks (RFC 2018); returns bytes newly SACKed.
+    pub fn sack(&mut self, blocks: &[(u64, u64)], snd_una: u64) -> u64 {
+        let mut newly = 0;
+        for &(s, e) in blocks {
+            let s = s.max(snd_una);
+            if e <= s {
+                continue; // D-SACK or stale block below snd_una
+            }
+            for (us, ue) in uncovered(&self.sacked_ranges, s, e) {
+                let mut i = self.lower_bound(us);
+                while i < self.segs.len() && self.segs[i].end() <= ue {
+                    let seg = &mut self.segs[i];
+                    if !seg.has(SACKED) {
+                        let len = seg.len as u64;
+                        if seg.has(LOST) {
+                            self.lost_bytes -= len;
+                        }
+                        if seg.has(RETRANS) {
+                            self.retrans_bytes -= len;
+                        }
+                        seg.flags |= SACKED;
+                        self.sacked_bytes += len;
+                        newly += len;
+                    }
+                    i += 1;
+                }
+            }
+            insert_range(&mut self.sacked_ranges, s, e);
+        }
+        newly
+    }
+
+    /// RFC 6675 IsLost(): mark every unSACKed segment that has at least `dupthresh` SACKed
+    /// segments above it. Returns bytes newly marked lost.
+    pub fn mark_losses(&mut self, dupthresh: u32) -> u64 {
+        let need = dupthresh as usize;
+        let mut count = 0usize;
+        let mut boundary = None;
+        for &(s, e) in self.sacked_ranges.iter().rev() {
+            let (i_s, i_e) = (self.lower_bound(s), self.lower_bound(e));
+            let n = i_e - i_s;
+            if count + n >= need {
+                boundary = Some(i_e - (need - count));
+                break;
+            }
+            count += n;
+        }
+        let Some(b) = boundary else { return 0 };
+        let boundary_seq = self.segs[b].seq;
+        let mut newly = 0;
+        let mut i = self.lower_bound(self.lost_mark);
+        while i < b {
+            let seg = &mut self.segs[i];
+            if !seg.has(SACKED) && !seg.has(LOST) {
+                // A segment already retransmitted (rescue) stays RETRANS: its copy is in flight
+                // and it is not retransmitted again until an RTO.
+                seg.flags |= LOST;
+                let len = seg.len as u64;
+                self.lost_bytes += len;
+                newly += len;
+            }
+            i += 1;
+        }
+        self.lost_mark = self.lost_mark.max(boundary_seq);
+        newly
+    }
+
+    /// Mark the first outstanding segment lost (fast retransmit without SACK; RFC 6582 partial
+    /// ACK). Returns whether it was newly marked.
+    pub fn mark_head_lost(&mut self) -> bool {
+        let Some(seg) = self.segs.front_mut() else { return false };
+        if seg.has(SACKED) || seg.has(LOST) {
+            return false;
+        }
+        seg.flags |= LOST;
+        if seg.has(RETRANS) {
+            seg.flags &= !RETRANS;
+            self.retrans_bytes -= seg.len as u64;
+        }
+        self.lost_bytes += seg.len as u64;
+        self.lost_mark = self.lost_mark.max(seg.end());
+        self.high_rxt = self.high_rxt.min(seg.seq);
+        true
+    }
+
+    /// Whether the first outstanding segment is marked lost.
+    pub fn head_lost(&self) -> bool {
+        self.segs.front().is_some_and(|s| s.has(LOST))
+    }
+
+    /// After an RTO: every unSACKed segment is lost and no retransmission is in flight
+    /// (RFC 6675 §5.1; Linux `tcp_enter_loss`). SACK information is kept.
+    pub fn mark_all_lost(&mut self) {
+        let mut lost = 0;
+        for s in self.segs.iter_mut() {
+            s.flags &= !RETRANS;
+            if !s.has(SACKED) {
+                s.flags |= LOST;
+                lost += s.len as u64;
+            }
+        }
+        self.lost_bytes = lost;
+        self.retrans_bytes = 0;
+        self.reno_sacked_segs = 0;
+        self.lost_mark = self.segs.back().map_or(self.lost_mark, |s| s.end());
+        self.high_rxt = self.segs.front().map_or(self.high_rxt, |s| s.seq);
+    }
+
+    /// RFC 6675 NextSeg() rule 1: the first segment lost and not yet retransmitted.
+    pub fn next_lost(&mut self) -> Option<(u64, u32)> {
+        if self.lost_bytes == 0 {
+            return None;
+        }
+        let mut i = self.lower_bound(self.high_rxt);
+        while i < self.segs.len() {
+            let s = &self.segs[i];
+            if s.seq >= self.lost_mark {
+                break;
+            }
+            if s.has(LOST) && !s.has(SACKED) && !s.has(RETRANS) {
+                return Some((s.seq, s.len));
+            }
+            i += 1;
+        }
+        // Nothing left below lost_mark: move HighRxt up so later searches start there.
+        self.high_rxt = self.high_rxt.max(self.lost_mark);
+        None
+    }
+
+    /// RFC 6675 NextSeg() rule 4 (rescue retransmission): the highest unSACKed segment below the
+    /// highest SACKed byte, if any, and not already retransmitted.
+    pub fn rescue_candidate(&self) -> Option<(u64, u32)> {
+        let &(_, top) = self.sacked_ranges.last()?;
+        let i = self.lower_bound(top);
+        self.segs.range(..i).rev().find(|s| !s.has(SACKED)).filter(|s| !s.has(RETRANS)).map(|s| (s.seq, s.len))
+    }
+
+    /// Record a retransmission of the segment starting at `seq`.
+    pub fn mark_retransmitted(&mut self, seq: u64, now: Ns) {
+        let i = self.lower_bound(seq);
+        let Some(s) = self.segs.get_mut(i) else { return };
+        debug_assert_eq!(s.seq, seq);
+        s.sent_at = now;
+        s.tx_count = s.tx_count.saturating_add(1);
+        if !s.has(RETRANS) && !s.has(SACKED) {
+            s.flags |= RETRANS;
+            self.retrans_bytes += s.len as u64;
+        }
+        self.high_rxt = self.high_rxt.max(s.end());
+    }
+
+    /// Highest SACKed sequence number, if anything is SACKed.
+    pub fn highest_sacked(&self) -> Option<u64> {
+        self.sacked_ranges.last().map(|r| r.1)
+    }
+
+    /// Consistency check of the counters against the segments (tests and property tests).
+    pub fn check(&self) -> Result<(), String> {
+        let (mut sacked, mut lost, mut retx) = (0, 0, 0);
+        for s in &self.segs {
+            let len = s.len as u64;
+            if s.has(SACKED) {
+                sacked += len;
+            } else {
+                if s.has(LOST) {
+                    lost += len;
+                }
+                if s.has(RETRANS) {
+                    retx += len;
+                }
+            }
+        }
+        if (sacked, lost, retx) != (self.sacked_bytes, self.lost_bytes, self.retrans_bytes) {
+            return Err(format!(
+                "scoreboard counters (sacked {}, lost {}, retx {}) != recount ({sacked}, {lost}, {retx})",
+                self.sacked_bytes, self.lost_bytes, self.retrans_bytes
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The parts of [s, e) not covered by the sorted, merged `ranges`.
+fn uncovered(ranges: &[(u64, u64)], s: u64, e: u64) -> Vec<(u64, u64)> {
+    let mut out = Vec::new();
+    let mut cur = s;
+    for &(rs, re) in ranges {
+        if re <= cur {
+            continue;
+        }
+        if rs >= e {
+            break;
+        }
+        if rs > cur {
+            out.push((cur, rs));
+        }
+        cur = cur.max(re);
+        if cur >= e {
+            break;
+        }
+    }
+    if cur < e {
+        out.push((cur, e));
+    }
+    out
+}
+
+/// Insert [s, e) into sorted, merged `ranges`, merging overlaps and adjacency.
+pub(crate) fn insert_range(ranges: &mut Vec<(u64, u64)>, s: u64, e: u64) {
+    let i = ranges.partition_point(|r| r.1 < s);
+    let mut j = i;
+    let (mut ns, mut ne) = (s, e);
+    while j < ranges.len() && ranges[j].0 <= e {
+        ns = ns.min(ranges[j].0);
+        ne = ne.max(ranges[j].1);
+        j += 1;
+    }
+    ranges.splice(i..j, std::iter::once((ns, ne)));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn board(n: u64) -> Scoreboard {
+        let mut b = Scoreboard::default();
+        for i in 0..n {
+            b.push(i * 100, 100, 0);
+        }
+        b
+    }
+
+    #[test]
+    fn insert_range_merges_overlapping_and_adjacent() {
+        let mut r = vec![(10, 20), (30, 40)];
+        insert_range(&mut r, 20, 30);
+        assert_eq!(r, vec![(10, 40)]);
+        insert_range(&mut r, 50, 60);
+        insert_range(&mut r, 0, 5);
+        assert_eq!(r, vec![(0, 5), (10, 40), (50, 60)]);
+    }
+
+    #[test]
+    fn uncovered_returns_gaps_only() {
+        assert_eq!(uncovered(&[(10, 20), (30, 40)], 0, 50), vec![(0, 10), (20, 30), (40, 50)]);
+        assert_eq!(uncovered(&[(10, 20)], 12, 18), vec![]);
+    }
+
+    #[test]
+    fn one_hole_with_three_segments_sacked_above_is_lost_and_pipe_follows_rfc6675() {
+        let mut b = board(10); // segments 0..9, 100 bytes each
+        // segment 2 lost; 3,4,5 SACKed
+        assert_eq!(b.sack(&[(300, 600)], 0), 300);
+        assert_eq!(b.mark_losses(3), 100 + 100 + 100); // segments 0, 1, 2 lie below 3 SACKed ones
+        b.ack(200); // segments 0,1 acked: only 2 remains lost
+        assert_eq!(b.lost_bytes, 100);
+        // outstanding = 800 (200..1000); pipe = 800 - 300 sacked - 100 lost = 400
+        assert_eq!(b.pipe(800, 100), 400);
+        assert_eq!(b.next_lost(), Some((200, 100)));
+        b.mark_retransmitted(200, 5);
+        assert_eq!(b.pipe(800, 100), 500);
+        assert_eq!(b.next_lost(), None);
+        b.check().unwrap();
+    }
+
+    #[test]
+    fn fewer_than_dupthresh_sacked_segments_mark_nothing() {
+        let mut b = board(10);
+        b.sack(&[(300, 500)], 0);
+        assert_eq!(b.mark_losses(3), 0);
+        assert_eq!(b.lost_bytes, 0);
+    }
+
+    #[test]
+    fn repeated_sack_blocks_count_once() {
+        let mut b = board(10);
+        assert_eq!(b.sack(&[(300, 500)], 0), 200);
+        assert_eq!(b.sack(&[(300, 600)], 0), 100);
+        assert_eq!(b.sacked_bytes, 300);
+        b.check().unwrap();
+    }
+
+    #[test]
+    fn rto_marks_everything_unsacked_lost_and_clears_retransmissions() {
+        let mut b = board(5);
+        b.sack(&[(300, 400)], 0);
+        b.mark_head_lost();
+        b.mark_retransmitted(0, 1);
+        b.mark_all_lost();
+        assert_eq!(b.lost_bytes, 400);
+        assert_eq!(b.retrans_bytes, 0);
+        assert_eq!(b.pipe(500, 100), 0);
+        assert_eq!(b.next_lost(), Some((0, 100)));
+        b.check().unwrap();
+    }
+
+    #[test]
+    fn rescue_candidate_is_highest_unsacked_below_highest_sack() {
+        let mut b = board(6);
+        b.sack(&[(100, 200), (400, 500)], 0);
+        assert_eq!(b.rescue_candidate(), Some((300, 100)));
+    }
+}

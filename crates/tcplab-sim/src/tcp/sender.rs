@@ -1,0 +1,471 @@
+//! The TCP sender: application model, RFC 6675 SACK recovery (RFC 6582 NewReno without SACK),
+//! RFC 6298 retransmission timer, and the congestion-control hooks of [`crate::cc`].
+
+use super::rtt::RttEstimator;
+use super::scoreboard::Scoreboard;
+use crate::cc::{AckKind, CcVars, CongSignal, CongestionControl};
+use crate::config::{AppConfig, FlowConfig};
+use crate::packet::{header_bytes, Kind, Packet};
+use crate::stack::StackProfile;
+use crate::time::{tx_time_ns, Ns};
+
+/// Loss-recovery state, the phase a record's `state` column reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum State {
+    /// Normal transmission.
+    Open,
+    /// Fast recovery until `recover` is cumulatively acknowledged (RFC 6675 RecoveryPoint).
+    Recovery {
+        /// RecoveryPoint: snd_nxt at entry.
+        recover: u64,
+    },
+    /// After a retransmission timeout until `recover` is acknowledged.
+    Loss {
+        /// snd_nxt when the timer fired.
+        recover: u64,
+    },
+}
+
+impl State {
+    /// Numeric code in records: 0 open, 1 fast recovery, 2 loss (after RTO).
+    pub fn code(self) -> i64 {
+        match self {
+            State::Open => 0,
+            State::Recovery { .. } => 1,
+            State::Loss { .. } => 2,
+        }
+    }
+}
+
+/// Something a sender did that the trace should show at its exact time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SenderEvent {
+    /// Fast recovery began.
+    RecoveryStart,
+    /// Fast recovery ended with a full ACK.
+    RecoveryEnd,
+    /// The retransmission timer fired.
+    Rto,
+    /// Recovery after an RTO ended.
+    LossEnd,
+    /// The application's data is all acknowledged.
+    Complete,
+}
+
+impl SenderEvent {
+    /// Numeric code in the events table.
+    pub fn code(self) -> i64 {
+        match self {
+            SenderEvent::RecoveryStart => 1,
+            SenderEvent::RecoveryEnd => 2,
+            SenderEvent::Rto => 3,
+            SenderEvent::LossEnd => 4,
+            SenderEvent::Complete => 5,
+        }
+    }
+}
+
+/// One TCP sender.
+pub struct TcpSender {
+    /// Flow index.
+    pub flow: u32,
+    dst: u32,
+    profile: StackProfile,
+    cc: Box<dyn CongestionControl>,
+    /// Variables shared with the CC module.
+    pub v: CcVars,
+    mss: u64,
+    timestamps: bool,
+    sack: bool,
+    app: AppConfig,
+    write_bytes: u64,
+    sndbuf: u64,
+    /// When the application starts.
+    pub start_ns: Ns,
+    /// Whether the application has started.
+    pub started: bool,
+    /// Bytes the application has written into the socket.
+    pub written: u64,
+    /// Oldest unacknowledged byte.
+    pub snd_una: u64,
+    /// Next new byte to send (= snd_max: retransmissions come from the scoreboard, never by
+    /// rewinding snd_nxt).
+    pub snd_nxt: u64,
+    /// Peer's advertised window, bytes.
+    pub snd_wnd: u64,
+    sb: Scoreboard,
+    /// Loss-recovery state.
+    pub state: State,
+    /// RecoveryPoint of the last recovery or RTO: no new reduction until it is passed
+    /// (RFC 6582 §3.2 step 1, RFC 6675 §5 step 2).
+    recover_guard: Option<u64>,
+    dupacks: u32,
+    rescue_done: Option<u64>,
+    /// RTT estimator and RTO.
+    pub rtt: RttEstimator,
+    rto_deadline: Option<Ns>,
+    pace_next: Ns,
+    last_send: Option<Ns>,
+    round_end: u64,
+    /// Payload bytes sent, retransmissions included.
+    pub bytes_sent: u64,
+    /// Segments retransmitted.
+    pub retrans_segs: u64,
+    /// Retransmission timeouts.
+    pub rto_count: u64,
+    /// Fast recoveries entered.
+    pub recoveries: u64,
+    /// When all of a fixed-size transfer was acknowledged.
+    pub completed_at: Option<Ns>,
+    /// Events since the simulation last drained them.
+    pub events: Vec<(Ns, SenderEvent)>,
+}
+
+impl TcpSender {
+    /// A sender for `f` with the given stack profile and CC module.
+    pub fn new(flow: u32, f: &FlowConfig, profile: StackProfile, cc: Box<dyn CongestionControl>) -> Self {
+        let mss = f.mss as u64;
+        let rtt = RttEstimator::new(
+            profile.initial_rto_ns,
+            profile.min_rto_ns,
+            profile.max_rto_ns,
+            profile.clock_granularity_ns,
+        );
+        TcpSender {
+            flow,
+            dst: f.dst,
+            profile,
+            cc,
+            v: CcVars::new(mss, f.iw_segments as u64 * mss),
+            mss,
+            timestamps: f.timestamps,
+            sack: f.sack,
+            app: f.app.clone(),
+            write_bytes: f.write_bytes.max(1),
+            sndbuf: f.sndbuf_bytes,
+            start_ns: f.start_ns,
+            started: false,
+            written: 0,
+            snd_una: 0,
+            snd_nxt: 0,
+            // Until the first ACK, the window the receiver offered in its SYN-ACK.
+            snd_wnd: f.rcvbuf_bytes,
+            sb: Scoreboard::default(),
+            state: State::Open,
+            recover_guard: None,
+            dupacks: 0,
+            rescue_done: None,
+            rtt,
+            rto_deadline: None,
+            pace_next: 0,
+            last_send: None,
+            round_end: 0,
+            bytes_sent: 0,
+            retrans_segs: 0,
+            rto_count: 0,
+            recoveries: 0,
+            completed_at: None,
+            events: Vec::new(),
+        }
+    }
+
+    /// Bytes in flight per RFC 6675 (pipe).
+    pub fn pipe(&self) -> u64 {
+        self.sb.pipe(self.snd_nxt - self.snd_una, self.mss)
+    }
+
+    /// The congestion-control module's name.
+    pub fn cc_name(&self) -> &'static str {
+        self.cc.name()
+    }
+
+    /// The scoreboard (for invariant checks).
+    pub fn scoreboard(&self) -> &Scoreboard {
+        &self.sb
+    }
+
+    /// Whether the application has nothing more to send and everything is acknowledged.
+    pub fn done(&self, now: Ns) -> bool {
+        match self.app {
+            AppConfig::Bytes { .. } => self.completed_at.is_some(),
+            AppConfig::Time { duration_ns } => {
+                self.started && now >= self.start_ns + duration_ns && self.snd_una == self.written
+            }
+        }
+    }
+
+    /// The earliest time the sender wants to be woken (RTO or pacing).
+    pub fn timer_deadline(&self) -> Option<Ns> {
+        let pace = (self.pace_next > self.v.now && self.pacing_rate().is_some() && self.has_sendable())
+            .then_some(self.pace_next);
+        match (self.rto_deadline, pace) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    fn has_sendable(&self) -> bool {
+        self.written > self.snd_nxt || self.sb.lost_bytes > 0
+    }
+
+    fn pacing_rate(&self) -> Option<u64> {
+        if self.profile.pacing {
+            self.cc.pacing_rate_bps(&self.v)
+        } else {
+            None
+        }
+    }
+
+    /// The application starts: connection already established (the handshake is not modelled).
+    pub fn start(&mut self, now: Ns, out: &mut Vec<Packet>, next_id: &mut u64) {
+        self.started = true;
+        self.v.now = now;
+        self.cc.conn_init(&mut self.v);
+        self.output(now, out, next_id);
+    }
+
+    fn app_fill(&mut self, now: Ns) {
+        let total = match self.app {
+            AppConfig::Time { duration_ns } if now < self.start_ns + duration_ns => u64::MAX,
+            AppConfig::Time { .. } => return,
+            AppConfig::Bytes { bytes } => bytes,
+        };
+        // The application blocks until a whole write fits in the send buffer (a write larger
+        // than the buffer goes in as far as it fits).
+        let cap = (self.snd_una + self.sndbuf).min(total);
+        if self.written >= cap {
+            return;
+        }
+        let room = cap - self.written;
+        let whole_writes = room / self.write_bytes * self.write_bytes;
+        self.written += if cap == total || self.write_bytes > self.sndbuf { room } else { whole_writes };
+    }
+
+    fn new_data_len(&self) -> Option<u64> {
+        let unsent = self.written - self.snd_nxt;
+        let wnd_room = (self.snd_una + self.snd_wnd).saturating_sub(self.snd_nxt);
+        let len = self.mss.min(unsent).min(wnd_room);
+        if len == 0 {
+            return None;
+        }
+        // Sender-side silly window avoidance (RFC 1122 §4.2.3.4): no runt because of rwnd.
+        if len < self.mss && len < unsent && !self.profile.partial_sends {
+            return None;
+        }
+        Some(len)
+    }
+
+    fn emit(&mut self, seq: u64, len: u64, retx: bool, now: Ns, out: &mut Vec<Packet>, next_id: &mut u64) {
+        *next_id += 1;
+        let mut p = Packet::new(*next_id, Kind::Data, self.flow, self.dst);
+        p.seq = seq;
+        p.len = len as u32;
+        p.retx = retx;
+        p.size_bytes = header_bytes(self.timestamps, 0) + len as u32;
+        p.ts_val = now;
+        if retx {
+            self.sb.mark_retransmitted(seq, now);
+            self.retrans_segs += 1;
+        } else {
+            self.sb.push(seq, len as u32, now);
+            self.snd_nxt += len;
+        }
+        self.bytes_sent += len;
+        if self.rto_deadline.is_none() {
+            // RFC 6298 §5.1: start the timer when sending data and it is not running.
+            self.rto_deadline = Some(now + self.rtt.rto_ns);
+        }
+        if let Some(rate) = self.pacing_rate() {
+            self.pace_next = self.pace_next.max(now) + tx_time_ns(p.size_bytes as u64, rate);
+        }
+        self.last_send = Some(now);
+        out.push(p);
+    }
+
+    /// Send whatever the windows allow (RFC 6675 §5 step C in recovery: while cwnd - pipe >= 1 MSS).
+    pub fn output(&mut self, now: Ns, out: &mut Vec<Packet>, next_id: &mut u64) {
+        if !self.started {
+            return;
+        }
+        self.v.now = now;
+        self.app_fill(now);
+        if let Some(last) = self.last_send {
+            // RFC 5681 §4.1: restart window after an idle period longer than the RTO.
+            if self.snd_una == self.snd_nxt && self.written > self.snd_nxt && now - last > self.rtt.rto_ns {
+                self.cc.after_idle(&mut self.v);
+            }
+        }
+        loop {
+            if self.pacing_rate().is_some() && now < self.pace_next {
+                break;
+            }
+            let room = self.v.cwnd.saturating_sub(self.pipe());
+            let mut rescue = false;
+            let cand = if let Some((seq, len)) = self.sb.next_lost() {
+                Some((seq, len as u64, true))
+            } else if let Some(len) = self.new_data_len() {
+                Some((self.snd_nxt, len, false))
+            } else if let (State::Recovery { recover }, true) = (self.state, self.sack) {
+                // RFC 6675 NextSeg() rule 4, once per recovery.
+                if self.rescue_done != Some(recover) {
+                    rescue = true;
+                    self.sb.rescue_candidate().map(|(s, l)| (s, l as u64, true))
+                } else {
+                    None
+                }
+            } else {
+                None
+            };
+            let Some((seq, mut len, retx)) = cand else {
+                self.v.cwnd_limited = room < self.mss;
+                break;
+            };
+            if len > room {
+                if self.profile.partial_sends && !retx && room > 0 {
+                    len = room;
+                } else {
+                    self.v.cwnd_limited = true;
+                    break;
+                }
+            }
+            if rescue {
+                if let State::Recovery { recover } = self.state {
+                    self.rescue_done = Some(recover);
+                }
+            }
+            self.emit(seq, len, retx, now, out, next_id);
+        }
+    }
+
+    /// Process an ACK.
+    pub fn on_ack(&mut self, p: &Packet, now: Ns, out: &mut Vec<Packet>, next_id: &mut u64) {
+        self.v.now = now;
+        self.snd_wnd = p.rwnd;
+        let newly_sacked = if self.sack { self.sb.sack(p.sack_blocks(), self.snd_una) } else { 0 };
+        let mut acked = 0;
+        let mut dup = false;
+        if p.ack > self.snd_una && p.ack <= self.snd_nxt {
+            acked = p.ack - self.snd_una;
+            let karn = self.sb.ack(p.ack);
+            let sample = if self.timestamps { Some(now - p.ts_ecr) } else { karn.map(|t| now - t) };
+            if let Some(r) = sample {
+                self.rtt.sample(r);
+                self.v.srtt_ns = self.rtt.srtt_ns;
+                self.v.min_rtt_ns = self.rtt.min_rtt_ns;
+                self.cc.rtt_sample(&self.v, r);
+            }
+            self.snd_una = p.ack;
+            self.dupacks = 0;
+            if !self.sack && matches!(self.state, State::Recovery { .. }) {
+                // Linux tcp_remove_reno_sacks: the ACK accounts for acked - 1 presumed departures.
+                let acked_segs = acked.div_ceil(self.mss);
+                self.sb.reno_sacked_segs = self.sb.reno_sacked_segs.saturating_sub(acked_segs - 1);
+            }
+            // RFC 6298 §5.2, §5.3: stop the timer when all is acked, else restart it.
+            self.rto_deadline = (self.snd_una < self.snd_nxt).then(|| now + self.rtt.rto_ns);
+        } else if p.ack == self.snd_una && self.snd_nxt > self.snd_una && (newly_sacked > 0 || !self.sack) {
+            dup = true;
+            self.dupacks += 1;
+            if !self.sack {
+                self.sb.reno_sacked_segs = (self.sb.reno_sacked_segs + 1).min(self.sb.len() as u64);
+            }
+        }
+        if self.sack {
+            self.sb.mark_losses(self.profile.dupthresh);
+        }
+        self.v.flight = self.snd_nxt - self.snd_una;
+
+        match self.state {
+            State::Recovery { recover } if self.snd_una >= recover => {
+                self.state = State::Open;
+                self.v.in_recovery = false;
+                self.sb.reno_sacked_segs = 0;
+                self.cc.post_recovery(&mut self.v);
+                self.events.push((now, SenderEvent::RecoveryEnd));
+            }
+            State::Loss { recover } if self.snd_una >= recover => {
+                self.state = State::Open;
+                self.events.push((now, SenderEvent::LossEnd));
+            }
+            State::Recovery { .. } if acked > 0 && !self.sack => {
+                // RFC 6582 §3.2 step 5: a partial ACK retransmits the next unacknowledged segment.
+                self.sb.mark_head_lost();
+            }
+            _ => {}
+        }
+
+        if !matches!(self.state, State::Recovery { .. }) {
+            if acked > 0 {
+                self.v.bytes_this_ack = acked;
+                self.cc.ack_received(&mut self.v, AckKind::Ack);
+            } else if dup {
+                self.v.bytes_this_ack = 0;
+                self.cc.ack_received(&mut self.v, AckKind::DupAck);
+            }
+        }
+        if acked > 0 && self.snd_una >= self.round_end {
+            self.round_end = self.snd_nxt;
+            self.cc.new_round(&mut self.v);
+        }
+
+        if self.state == State::Open && self.snd_una < self.snd_nxt {
+            let trigger = self.dupacks >= self.profile.dupthresh || (self.sack && self.sb.head_lost());
+            let allowed = self.recover_guard.is_none_or(|r| self.snd_una > r);
+            if trigger && allowed {
+                self.enter_recovery(now, out, next_id);
+            }
+        }
+        self.output(now, out, next_id);
+        if let AppConfig::Bytes { bytes } = self.app {
+            if self.completed_at.is_none() && self.snd_una == bytes {
+                self.completed_at = Some(now);
+                self.events.push((now, SenderEvent::Complete));
+            }
+        }
+    }
+
+    /// RFC 6675 §5 steps 4.1-4.3 (and RFC 6582 §3.2 step 2 without SACK).
+    fn enter_recovery(&mut self, now: Ns, out: &mut Vec<Packet>, next_id: &mut u64) {
+        let recover = self.snd_nxt;
+        self.v.flight = self.snd_nxt - self.snd_una;
+        self.cc.cong_signal(&mut self.v, CongSignal::NDupAck);
+        self.v.cwnd = self.v.ssthresh;
+        self.v.in_recovery = true;
+        self.state = State::Recovery { recover };
+        self.recover_guard = Some(recover);
+        self.recoveries += 1;
+        self.sb.mark_head_lost();
+        self.events.push((now, SenderEvent::RecoveryStart));
+        // Step 4.3: the first retransmission goes out regardless of pipe.
+        if let Some((seq, len)) = self.sb.next_lost() {
+            self.emit(seq, len as u64, true, now, out, next_id);
+        }
+    }
+
+    /// A timer fired: RTO (RFC 6298 §5.4-5.6) and/or pacing release.
+    pub fn on_timer(&mut self, now: Ns, out: &mut Vec<Packet>, next_id: &mut u64) {
+        self.v.now = now;
+        if let Some(deadline) = self.rto_deadline {
+            if deadline <= now {
+                if self.snd_una < self.snd_nxt {
+                    self.v.flight = self.snd_nxt - self.snd_una;
+                    self.cc.cong_signal(&mut self.v, CongSignal::Rto);
+                    // RFC 5681 §3.1: loss window of one segment.
+                    self.v.cwnd = self.mss;
+                    self.v.in_recovery = false;
+                    self.sb.mark_all_lost();
+                    self.state = State::Loss { recover: self.snd_nxt };
+                    self.recover_guard = Some(self.snd_nxt);
+                    self.dupacks = 0;
+                    self.rto_count += 1;
+                    self.rtt.backoff();
+                    self.rto_deadline = Some(now + self.rtt.rto_ns);
+                    self.events.push((now, SenderEvent::Rto));
+                } else {
+                    self.rto_deadline = None;
+                }
+            }
+        }
+        self.output(now, out, next_id);
+    }
+}

@@ -1,0 +1,38 @@
+//! Simulated time: integer nanoseconds, never floats, never the wall clock.
+
+/// A point in simulated time or a duration, in nanoseconds.
+pub type Ns = u64;
+
+/// One microsecond in ns.
+pub const US: Ns = 1_000;
+/// One millisecond in ns.
+pub const MS: Ns = 1_000_000;
+/// One second in ns.
+pub const SEC: Ns = 1_000_000_000;
+
+/// Time to serialise `bytes` onto a link of `rate_bps`, rounded up to whole nanoseconds.
+pub fn tx_time_ns(bytes: u64, rate_bps: u64) -> Ns {
+    let bits = bytes as u128 * 8 * SEC as u128;
+    bits.div_ceil(rate_bps as u128) as Ns
+}
+
+/// Seconds as f64, for reporting and for algorithms whose spec is in real numbers (CUBIC).
+pub fn secs(t: Ns) -> f64 {
+    t as f64 / SEC as f64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn full_frame_at_one_gigabit_takes_twelve_microseconds() {
+        assert_eq!(tx_time_ns(1500, 1_000_000_000), 12_000);
+    }
+
+    #[test]
+    fn serialisation_rounds_up() {
+        // 1 byte at 3 bit/s = 8/3 s = 2.666.. s
+        assert_eq!(tx_time_ns(1, 3), 2_666_666_667);
+    }
+}

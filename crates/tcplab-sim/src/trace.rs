@@ -1,0 +1,106 @@
+//! Records: column-oriented tables of i64 that the simulation appends to and the caller drains
+//! in batches (to Parquet), so a run never holds its whole trace in memory.
+
+/// One table: fixed column names, i64 values.
+#[derive(Debug)]
+pub struct Table {
+    /// Table name (also the Parquet file stem).
+    pub name: &'static str,
+    /// Column names, with units.
+    pub columns: &'static [&'static str],
+    data: Vec<Vec<i64>>,
+}
+
+impl Table {
+    fn new(name: &'static str, columns: &'static [&'static str]) -> Self {
+        Table { name, columns, data: columns.iter().map(|_| Vec::new()).collect() }
+    }
+
+    /// Append one row; `row` has one value per column.
+    pub fn push(&mut self, row: &[i64]) {
+        debug_assert_eq!(row.len(), self.columns.len());
+        for (col, &v) in self.data.iter_mut().zip(row) {
+            col.push(v);
+        }
+    }
+
+    /// Rows currently buffered.
+    pub fn len(&self) -> usize {
+        self.data.first().map_or(0, Vec::len)
+    }
+
+    /// Whether no rows are buffered.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Take the buffered columns, leaving the table empty.
+    pub fn take(&mut self) -> Vec<Vec<i64>> {
+        self.data.iter_mut().map(std::mem::take).collect()
+    }
+
+    /// One buffered column by name (tests).
+    pub fn column(&self, name: &str) -> Option<&[i64]> {
+        self.columns.iter().position(|c| *c == name).map(|i| self.data[i].as_slice())
+    }
+}
+
+/// Flow state samples. `ssthresh_bytes` is -1 while ssthresh is still "infinite" (initial).
+pub const FLOW_COLUMNS: &[&str] = &[
+    "t_ns",
+    "flow",
+    "cwnd_bytes",
+    "ssthresh_bytes",
+    "snd_una",
+    "snd_nxt",
+    "flight_bytes",
+    "srtt_us",
+    "rto_us",
+    "bytes_sent",
+    "bytes_acked",
+    "retrans_segs",
+    "state",
+];
+/// iperf3-style intervals: bytes delivered to the receiving application in [t_start, t_end).
+pub const INTERVAL_COLUMNS: &[&str] =
+    &["flow", "t_start_ns", "t_end_ns", "bytes", "retrans_segs", "cwnd_bytes", "srtt_us"];
+/// Queue samples of monitored ports.
+pub const QUEUE_COLUMNS: &[&str] = &["t_ns", "port", "queue_packets", "queue_bytes"];
+/// Per-port counters per interval.
+pub const PORT_COLUMNS: &[&str] = &["t_start_ns", "t_end_ns", "port", "tx_bytes", "tx_packets", "drops", "losses"];
+/// Sender events (see `SenderEvent::code`) with the state at that instant.
+pub const EVENT_COLUMNS: &[&str] = &["t_ns", "flow", "event", "cwnd_bytes", "ssthresh_bytes", "flight_bytes"];
+
+/// All tables of a run.
+#[derive(Debug)]
+pub struct Recorder {
+    /// Flow samples.
+    pub flows: Table,
+    /// iperf3-style intervals.
+    pub intervals: Table,
+    /// Queue samples.
+    pub queues: Table,
+    /// Port counters per interval.
+    pub ports: Table,
+    /// Sender events.
+    pub events: Table,
+}
+
+impl Default for Recorder {
+    fn default() -> Self {
+        Recorder {
+            flows: Table::new("flows", FLOW_COLUMNS),
+            intervals: Table::new("intervals", INTERVAL_COLUMNS),
+            queues: Table::new("queues", QUEUE_COLUMNS),
+            ports: Table::new("ports", PORT_COLUMNS),
+            events: Table::new("events", EVENT_COLUMNS),
+        }
+    }
+}
+
+impl Recorder {
+    /// All tables, for draining.
+    pub fn tables_mut(&mut self) -> [&mut Table; 5] {
+        [&mut self.flows, &mut self.intervals, &mut self.queues, &mut self.ports, &mut self.events]
+    }
+}
