@@ -448,8 +448,19 @@ impl TcpSender {
         if let Some(deadline) = self.rto_deadline {
             if deadline <= now {
                 if self.snd_una < self.snd_nxt {
+                    // Reduce ssthresh only if no reduction was made for this window already: not
+                    // when the timer fires during fast recovery or again after an earlier RTO
+                    // (RFC 5681 §3.1 holds ssthresh on repeated timeouts; Linux tcp_input.c
+                    // tcp_enter_loss(): "Reduce ssthresh if it has not yet been made inside this
+                    // window").
+                    let reduced_already = match self.state {
+                        State::Open => false,
+                        State::Recovery { recover } | State::Loss { recover } => self.snd_una < recover,
+                    };
                     self.v.flight = self.snd_nxt - self.snd_una;
-                    self.cc.cong_signal(&mut self.v, CongSignal::Rto);
+                    if !reduced_already {
+                        self.cc.cong_signal(&mut self.v, CongSignal::Rto);
+                    }
                     // RFC 5681 §3.1: loss window of one segment.
                     self.v.cwnd = self.mss;
                     self.v.in_recovery = false;

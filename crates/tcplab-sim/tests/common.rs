@@ -1,0 +1,95 @@
+//! Shared builders for the simulator's behaviour tests: small topologies as `SimConfig`s.
+#![allow(dead_code, missing_docs, unreachable_pub)]
+
+use tcplab_sim::config::*;
+use tcplab_sim::sim::Simulation;
+use tcplab_sim::time::{Ns, MS, SEC};
+
+pub const GBIT: u64 = 1_000_000_000;
+pub const MBIT: u64 = 1_000_000;
+
+pub fn dir(rate_bps: u64, delay_ns: Ns, buffer_packets: Option<u64>) -> DirConfig {
+    DirConfig { rate_bps, delay_ns, buffer_packets, buffer_bytes: None, loss: 0.0 }
+}
+
+pub fn node(name: &str, kind: NodeKind) -> NodeConfig {
+    NodeConfig { name: name.into(), kind, shared_buffer_bytes: None }
+}
+
+pub fn flow(name: &str, src: u32, dst: u32, cc: &str, app: AppConfig) -> FlowConfig {
+    FlowConfig {
+        name: name.into(),
+        src,
+        dst,
+        start_ns: 0,
+        stack: "linux".into(),
+        cc: cc.into(),
+        mss: 1448,
+        timestamps: true,
+        sack: true,
+        iw_segments: 10,
+        sndbuf_bytes: 64 << 20,
+        rcvbuf_bytes: 64 << 20,
+        write_bytes: 1 << 20,
+        app,
+    }
+}
+
+/// s (0) --access 10 Gbit/s, 10 us-- rt (1) --bottleneck rate, rtt/2 - 20 us, buffer-- r (2).
+/// The access link is fast so that only the bottleneck queues.
+pub fn pipe(rate_bps: u64, rtt_ns: Ns, buffer_packets: u64, flows: Vec<FlowConfig>, stop_ns: Ns) -> SimConfig {
+    let access = 10 * MS / 1000; // 10 us each way
+    let one_way = rtt_ns / 2 - access;
+    SimConfig {
+        seed: 1,
+        stop_ns,
+        sample_interval_ns: 0,
+        interval_ns: SEC,
+        nodes: vec![node("s", NodeKind::Host), node("rt", NodeKind::Router), node("r", NodeKind::Host)],
+        links: vec![
+            LinkConfig { a: 0, b: 1, ab: dir(10 * GBIT, access, None), ba: dir(10 * GBIT, access, None) },
+            LinkConfig {
+                a: 1,
+                b: 2,
+                ab: dir(rate_bps, one_way, Some(buffer_packets)),
+                ba: dir(rate_bps, one_way, Some(buffer_packets)),
+            },
+        ],
+        flows,
+        udp: vec![],
+        monitor: vec![PortRef { link: 1, dir: "ab".into() }],
+    }
+}
+
+pub fn bulk(secs: u64) -> AppConfig {
+    AppConfig::Time { duration_ns: secs * SEC }
+}
+
+/// Run to the stop time, draining nothing (tests read the tables afterwards).
+pub fn run(cfg: &SimConfig) -> Simulation {
+    let mut sim = Simulation::new(cfg).expect("valid config");
+    sim.run_until(cfg.stop_ns);
+    sim.check_invariants().expect("invariants hold");
+    sim
+}
+
+/// Events of one kind for a flow: (t_ns, cwnd, ssthresh).
+pub fn events(sim: &Simulation, flow: i64, code: i64) -> Vec<(i64, i64, i64)> {
+    let e = &sim.rec.events;
+    let (t, f, k, c, s) = (
+        e.column("t_ns").unwrap(),
+        e.column("flow").unwrap(),
+        e.column("event").unwrap(),
+        e.column("cwnd_bytes").unwrap(),
+        e.column("ssthresh_bytes").unwrap(),
+    );
+    (0..t.len()).filter(|&i| f[i] == flow && k[i] == code).map(|i| (t[i], c[i], s[i])).collect()
+}
+
+/// Flow samples for one flow: (t_ns, cwnd_bytes, state).
+pub fn samples(sim: &Simulation, flow: i64) -> Vec<(i64, i64, i64)> {
+    let r = &sim.rec.flows;
+    let (t, f, c, st) =
+        (r.column("t_ns").unwrap(), r.column("flow").unwrap(), r.column("cwnd_bytes").unwrap(), r.column("state").unwrap());
+    (0..t.len()).filter(|&i| f[i] == flow).map(|i| (t[i], c[i], st[i])).collect()
+}
