@@ -1,0 +1,95 @@
+"""tcplab: a laboratory for TCP congestion control.
+
+    import tcplab
+    run = tcplab.run("T1", duration="20s")      # a preset, a spec file, or a dict
+    run.summary      # per-flow DataFrame
+    run.intervals    # iperf3-style intervals
+    run.flows        # sampled cwnd, ssthresh, flight, srtt ... per flow
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+__version__ = "0.1.0"
+
+from .spec import Resolved, SpecError, load_spec, resolve  # noqa: E402
+from .spec.schema import apply_set  # noqa: E402
+
+
+class Run:
+    """A finished run's results folder, with its tables as pandas DataFrames (units in names)."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        if not (self.path / "summary.json").is_file():
+            raise FileNotFoundError(f"{self.path} is not a tcplab results folder (no summary.json)")
+
+    def __repr__(self) -> str:
+        return f"Run({str(self.path)!r})"
+
+    @property
+    def info(self) -> dict[str, Any]:
+        """summary.json as a dict."""
+        return json.loads((self.path / "summary.json").read_text())
+
+    @property
+    def summary(self):
+        """One row per flow: throughput_mbps, retransmits, completion_s, ..."""
+        import pandas as pd
+
+        return pd.DataFrame(self.info["flows"])
+
+    def table(self, name: str):
+        """Any recorded table: flows, intervals, queues, ports, events."""
+        from .store import read_table
+
+        return read_table(self.path, name)
+
+    @property
+    def intervals(self):
+        """iperf3-style intervals with t_start_s, t_end_s and rate_mbps added."""
+        df = self.table("intervals")
+        if len(df):
+            df["t_start_s"] = df["t_start_ns"] / 1e9
+            df["t_end_s"] = df["t_end_ns"] / 1e9
+            df["rate_mbps"] = df["bytes"] * 8 / (df["t_end_ns"] - df["t_start_ns"]) * 1e3
+        return df
+
+    @property
+    def flows(self):
+        """Sampled flow state with t_s added."""
+        df = self.table("flows")
+        if len(df):
+            df["t_s"] = df["t_ns"] / 1e9
+        return df
+
+
+def run(spec: str | Path | dict[str, Any], *, set: list[str] | None = None, seed: int | None = None,
+        duration: str | None = None, out: str | Path | None = None, report: bool = True, force: bool = False) -> Run:
+    """Run a spec (file path, preset name, or dict) on the simulator and return its results.
+
+    Without `out`, results go to a new temporary folder."""
+    from .runner import execute
+
+    if isinstance(spec, dict):
+        data, source = json.loads(json.dumps(spec)), "<dict>"
+    else:
+        data, source = load_spec(str(spec))
+    for s in set or []:
+        apply_set(data, s, source)
+    resolved = resolve(data, source, seed=seed, duration=duration)
+    target = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="tcplab-")) / resolved.name
+    path, _ = execute(resolved, target, report=report, force=force, command="tcplab.run()")
+    return Run(path)
+
+
+def load(path: str | Path) -> Run:
+    """Open a finished results folder."""
+    return Run(path)
+
+
+__all__ = ["Run", "run", "load", "resolve", "load_spec", "SpecError", "Resolved", "__version__"]

@@ -1,0 +1,1 @@
+"""Analysis of a run's records: summaries, interval tables, fairness."""

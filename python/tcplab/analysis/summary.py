@@ -1,0 +1,87 @@
+"""The numbers a run is judged by: per-flow throughput, bottleneck utilisation, retransmissions,
+and Jain's fairness index (Jain, Chiu & Hawe, DEC-TR-301, 1984)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..spec import Resolved
+from ..store import read_table
+
+
+def jain_index(xs: list[float]) -> float | None:
+    """(sum x)^2 / (n * sum x^2); 1 is perfectly fair, 1/n maximally unfair."""
+    if len(xs) < 2 or not any(xs):
+        return None
+    return sum(xs) ** 2 / (len(xs) * sum(x * x for x in xs))
+
+
+def _r(x: float | None, nd: int = 6) -> float | None:
+    return None if x is None else round(float(x), nd)
+
+
+def summarize(resolved: Resolved, totals: dict[str, Any], run_dir: Path) -> dict[str, Any]:
+    """Build summary.json's content from the resolved spec, the simulator totals and the tables."""
+    intervals = read_table(run_dir, "intervals")
+    ports = read_table(run_dir, "ports")
+    flows = []
+    for info, st in zip(resolved.flows, totals["flows"], strict=True):
+        app = info["app"]
+        mine = intervals[intervals["flow"] == info["name"]] if len(intervals) else intervals
+        if app["kind"] == "time":
+            duration_s = app["duration_ns"] / 1e9
+            measured = int(mine["bytes"].sum()) if len(mine) else 0
+            completion_s = None
+        else:
+            completion_s = st["completion_ns"] / 1e9 if st["completion_ns"] is not None else None
+            duration_s = completion_s
+            measured = st["bytes_delivered"]
+        tput = measured * 8 / duration_s / 1e6 if duration_s else None
+        flows.append({
+            "flow": info["name"], "from": info["host"], "to": info["to"], "stack": info["stack"], "cc": info["cc"],
+            "start_s": _r(info["start_ns"] / 1e9), "kind": app["kind"],
+            "duration_s": _r(duration_s), "completion_s": _r(completion_s),
+            "throughput_mbps": _r(tput), "bytes_delivered": st["bytes_delivered"], "bytes_written": st["bytes_written"],
+            "retransmits": st["retrans_segs"], "recoveries": st["recoveries"], "rtos": st["rtos"],
+            "final_cwnd_bytes": st["cwnd_bytes"], "srtt_ms": _r(st["srtt_ns"] / 1e6, 3),
+            "min_rtt_ms": _r(st["min_rtt_ns"] / 1e6, 3),
+        })
+    # Measurement window: from the first start to the last time-limited application's end (or the
+    # last completion), on the port counters' interval grid.
+    starts = [f["start_ns"] for f in resolved.flows]
+    ends = []
+    for f, s in zip(resolved.flows, flows):
+        if f["app"]["kind"] == "time":
+            ends.append(f["start_ns"] + f["app"]["duration_ns"])
+        elif s["completion_s"] is not None:
+            ends.append(f["start_ns"] + int(s["completion_s"] * 1e9))
+    t0, t1 = min(starts), max(ends) if ends else totals["end_ns"]
+    label = f"{resolved.ports[resolved.bottleneck_port]['from']}->{resolved.ports[resolved.bottleneck_port]['to']}"
+    rate = resolved.ports[resolved.bottleneck_port]["rate_bps"]
+    bott = ports[(ports["port"] == label) & (ports["t_start_ns"] >= t0) & (ports["t_end_ns"] <= t1)] if len(ports) else ports
+    window_s = (bott["t_end_ns"].max() - bott["t_start_ns"].min()) / 1e9 if len(bott) else 0.0
+    util = bott["tx_bytes"].sum() * 8 / (rate * window_s) if window_s else None
+    time_flows = [s for s in flows if s["kind"] == "time"]
+    goodput = sum(s["throughput_mbps"] or 0 for s in time_flows)
+    port_tot = next(p for p in totals["ports"] if p["port"] == resolved.bottleneck_port)
+    return {
+        "name": resolved.name,
+        "seed": resolved.seed,
+        "backend": "sim",
+        "flows": flows,
+        "bottleneck": {
+            "link": label,
+            "rate_mbps": _r(rate / 1e6),
+            "window_s": _r(window_s),
+            "utilisation": _r(util),
+            "goodput_mbps": _r(goodput),
+            "goodput_utilisation": _r(goodput * 1e6 / rate) if time_flows else None,
+            "drops": port_tot["drops"],
+            "random_losses": port_tot["losses"],
+            "max_queue_packets": port_tot["max_queue_packets"],
+        },
+        "fairness_jain": _r(jain_index([s["throughput_mbps"] or 0.0 for s in time_flows])),
+        "background": totals["udp"],
+        "simulator": {"events": totals["events"], "end_s": _r(totals["end_ns"] / 1e9)},
+    }

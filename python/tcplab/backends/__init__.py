@@ -1,0 +1,1 @@
+"""Backends run a resolved spec and stream records into a results folder."""

@@ -1,0 +1,156 @@
+"""The `tcplab` command: run, presets, show."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import statistics
+import sys
+import tomllib
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.table import Table
+
+from . import Run, __version__
+from .report.text import interval_lines, summary_table
+from .spec import SpecError, load_spec, resolve
+from .spec.schema import apply_set, find_preset, preset_names
+
+app = typer.Typer(help="tcplab: a laboratory for TCP congestion control.", no_args_is_help=True, add_completion=False)
+out_console = Console(highlight=False)
+err_console = Console(stderr=True, highlight=False)
+
+
+def _fail(message: str) -> None:
+    err_console.print(f"[bold red]error:[/] {message}", markup=True, soft_wrap=True)
+    raise typer.Exit(2)
+
+
+def _progress() -> Progress:
+    return Progress(
+        TextColumn("[bold]{task.description}"), BarColumn(),
+        TextColumn("{task.fields[sim]:>8} sim"), TimeElapsedColumn(), TimeRemainingColumn(),
+        console=err_console, transient=True,
+    )
+
+
+@app.command()
+def run(
+    spec: Annotated[str, typer.Argument(help="Spec file (TOML) or preset name (e.g. T1, dumbbell-wan).")],
+    set_: Annotated[Optional[list[str]], typer.Option("--set", help="Override a key: --set senders.s1.cc=newreno (repeatable; * matches all).")] = None,
+    out: Annotated[Optional[Path], typer.Option(help="Results folder (default results/<name>-<time>).")] = None,
+    seed: Annotated[Optional[int], typer.Option(help="Seed (default: the spec's, else 1).")] = None,
+    iterations: Annotated[int, typer.Option(min=1, help="Run this many seeds: seed, seed+1, ...")] = 1,
+    duration: Annotated[Optional[str], typer.Option(help="Override every time-limited sender's time, e.g. 20s.")] = None,
+    force: Annotated[bool, typer.Option(help="Replace an existing results folder.")] = False,
+    intervals: Annotated[bool, typer.Option(help="Print iperf3-style interval lines.")] = True,
+    report: Annotated[bool, typer.Option(help="Make charts and report.html.")] = True,
+) -> None:
+    """Run an experiment on the simulator and write its results folder."""
+    from .runner import default_out, execute, execute_iterations
+
+    try:
+        data, source = load_spec(spec)
+        for s in set_ or []:
+            apply_set(data, s, source)
+        resolved = resolve(data, source, seed=seed, duration=duration)
+    except SpecError as e:
+        _fail(str(e))
+    target = out or default_out(resolved.name)
+    if target.exists() and not force:
+        _fail(f"{target} already exists (choose another --out or pass --force)")
+    command = shlex.join(["tcplab", *sys.argv[1:]])
+    seeds = [resolved.seed + i for i in range(iterations)]
+    with _progress() as prog:
+        task = prog.add_task(resolved.name, total=1000, sim="0.0s")
+        if iterations == 1:
+            def step(now: int, stop: int) -> None:
+                prog.update(task, completed=1000 * now / stop, sim=f"{now / 1e9:.1f}s")
+
+            path, summary = execute(resolved, target, force=force, progress=step, report=report, command=command)
+            summaries = [summary]
+        else:
+            def step_i(i: int, now: int, stop: int) -> None:
+                prog.update(task, completed=1000 * (i + now / stop) / iterations,
+                            description=f"{resolved.name} [{i + 1}/{iterations}]", sim=f"{now / 1e9:.1f}s")
+
+            path, summaries = execute_iterations(lambda s: resolve(data, source, seed=s, duration=duration), seeds, target,
+                                                 force=force, progress=step_i, report=report, command=command)
+    if iterations == 1:
+        _print_run(path, intervals)
+    else:
+        _print_iterations(summaries, seeds)
+    out_console.print(f"results: {path}")
+    if report:
+        report_path = path / "report.html" if iterations == 1 else path / "iter-001" / "report.html"
+        out_console.print(f"report:  {report_path}")
+
+
+def _print_run(path: Path, with_intervals: bool) -> None:
+    r = Run(path)
+    info = r.info
+    if with_intervals:
+        flows = []
+        for f in info["flows"]:
+            flows.append({"name": f["flow"], "start_ns": int(round(f["start_s"] * 1e9))})
+        for line in interval_lines(r.intervals, flows):
+            out_console.print(line, markup=False)
+    out_console.print(summary_table(info))
+
+
+def _print_iterations(summaries: list[dict], seeds: list[int]) -> None:
+    t = Table(title=f"{summaries[0]['name']}: {len(seeds)} iterations (seeds {seeds[0]}..{seeds[-1]})")
+    for col in ("flow", "mean Mbit/s", "stddev", "min", "max", "mean retr"):
+        t.add_column(col, justify="left" if col == "flow" else "right")
+    for i, f in enumerate(summaries[0]["flows"]):
+        xs = [s["flows"][i]["throughput_mbps"] or 0.0 for s in summaries]
+        rs = [s["flows"][i]["retransmits"] for s in summaries]
+        t.add_row(f["flow"], f"{statistics.fmean(xs):.2f}", f"{statistics.stdev(xs):.2f}", f"{min(xs):.2f}", f"{max(xs):.2f}",
+                  f"{statistics.fmean(rs):.1f}")
+    out_console.print(t)
+
+
+@app.command()
+def presets() -> None:
+    """List the presets, one line each."""
+    for name in preset_names():
+        path = find_preset(name)
+        data = tomllib.loads(path.read_text())
+        tid, _, short = name.partition("-")
+        out_console.print(f"{tid.upper():4} {short:22} {data.get('description', '')}", markup=False)
+
+
+@app.command()
+def show(
+    rundir: Annotated[Path, typer.Argument(help="A results folder written by tcplab run.")],
+    intervals: Annotated[bool, typer.Option(help="Print iperf3-style interval lines.")] = True,
+) -> None:
+    """Re-print a finished run: intervals and summary."""
+    if (rundir / "iterations.json").is_file():
+        runs = json.loads((rundir / "iterations.json").read_text())
+        summaries = [Run(rundir / r).info for r in runs["runs"]]
+        _print_iterations(summaries, runs["seeds"])
+        return
+    try:
+        Run(rundir)
+    except FileNotFoundError as e:
+        _fail(str(e))
+    _print_run(rundir, intervals)
+
+
+@app.command()
+def version() -> None:
+    """Print tcplab's version."""
+    out_console.print(f"tcplab {__version__}")
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

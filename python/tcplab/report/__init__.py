@@ -1,0 +1,1 @@
+"""Reports of a finished run: iperf3-style text, charts, and a self-contained report.html."""

@@ -1,0 +1,75 @@
+"""report.html: one self-contained page (charts embedded, no scripts, no external files) with
+the summary, the charts, the interval tables and the run's provenance."""
+
+from __future__ import annotations
+
+import base64
+import html
+from pathlib import Path
+from typing import Any
+
+from .text import interval_lines
+
+_CSS = """
+body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#222}
+h1{margin-bottom:0}.sub{color:#666;margin-top:.2em}
+table{border-collapse:collapse;margin:1em 0;font-size:.9em}
+th,td{border:1px solid #ccc;padding:.25em .6em;text-align:right}
+th{background:#f3f3f3}td.l,th.l{text-align:left}
+figure{margin:1.5em 0}figure img{max-width:100%;border:1px solid #eee}
+figcaption{color:#555;font-size:.9em}
+pre{background:#f7f7f7;padding:1em;overflow-x:auto;font-size:.85em}
+"""
+
+
+def _table(table_id: str, header: list[str], rows: list[list[Any]], left: int = 0) -> str:
+    def cell(tag: str, i: int, v: Any) -> str:
+        cls = ' class="l"' if i < left else ""
+        return f"<{tag}{cls}>{html.escape('-' if v is None else str(v))}</{tag}>"
+
+    head = "".join(cell("th", i, h) for i, h in enumerate(header))
+    body = "".join("<tr>" + "".join(cell("td", i, v) for i, v in enumerate(r)) + "</tr>" for r in rows)
+    return f'<table id="{table_id}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def _figure(plots: Path, stem: str, caption: str) -> str:
+    data = base64.b64encode((plots / f"{stem}.png").read_bytes()).decode()
+    return (f'<figure data-chart="{stem}"><img alt="{html.escape(caption)}" src="data:image/png;base64,{data}">'
+            f"<figcaption>{html.escape(caption)} (also <code>plots/{stem}.svg</code>)</figcaption></figure>")
+
+
+def write(run_dir: Path, summary: dict[str, Any], meta: dict[str, Any], spec_toml: str, intervals, flows: list[dict[str, Any]],
+          charts: list[tuple[str, str]]) -> Path:
+    """Write run_dir/report.html. `charts` lists (stem, caption) of PNGs in run_dir/plots."""
+    b = summary["bottleneck"]
+    flow_rows = [[f["flow"], f"{f['from']}->{f['to']}", f["stack"], f["cc"], f["start_s"], f["throughput_mbps"],
+                  f["completion_s"], f["bytes_delivered"], f["retransmits"], f["recoveries"], f["rtos"], f["srtt_ms"]]
+                 for f in summary["flows"]]
+    flows_html = _table("flows-table", ["flow", "path", "stack", "cc", "start s", "Mbit/s", "completion s", "bytes delivered",
+                                        "retransmits", "recoveries", "RTOs", "srtt ms"], flow_rows, left=4)
+    util = None if b["utilisation"] is None else f"{100 * b['utilisation']:.2f}%"
+    gutil = None if b["goodput_utilisation"] is None else f"{100 * b['goodput_utilisation']:.2f}%"
+    bott_html = _table("bottleneck-table", ["link", "rate Mbit/s", "window s", "utilisation (L3)", "goodput Mbit/s",
+                                            "goodput utilisation", "drops", "random losses", "max queue pkts", "Jain fairness"],
+                       [[b["link"], b["rate_mbps"], b["window_s"], util, b["goodput_mbps"], gutil, b["drops"],
+                         b["random_losses"], b["max_queue_packets"], summary["fairness_jain"]]], left=1)
+    figures = "".join(_figure(run_dir / "plots", stem, cap) for stem, cap in charts)
+    lines = interval_lines(intervals, flows)
+    iv_html = (f'<details id="intervals"><summary>iperf3-style intervals ({sum(1 for l in lines if not l.startswith("[ ID") and "Interval" not in l)} lines)</summary>'
+               f'<pre id="intervals-table">{html.escape(chr(10).join(lines))}</pre></details>')
+    prov_rows = [[k, meta[k]] for k in ("tcplab_version", "git_revision", "seed", "backend", "created", "wall_s", "command") if k in meta]
+    prov_html = _table("provenance-table", ["", ""], prov_rows, left=2)
+    desc = html.escape(meta.get("description", ""))
+    page = f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>tcplab: {html.escape(summary['name'])}</title>
+<style>{_CSS}</style></head><body>
+<h1>{html.escape(summary['name'])}</h1><p class="sub">{desc}</p>
+<section id="summary"><h2>Flows</h2>{flows_html}<h2>Bottleneck</h2>{bott_html}</section>
+<section id="charts"><h2>Charts</h2>{figures}</section>
+<section><h2>Intervals</h2>{iv_html}</section>
+<section id="provenance"><h2>Provenance</h2>{prov_html}<h3>Resolved spec</h3><pre id="spec">{html.escape(spec_toml)}</pre></section>
+</body></html>
+"""
+    out = run_dir / "report.html"
+    out.write_text(page)
+    return out

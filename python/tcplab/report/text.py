@@ -1,0 +1,66 @@
+"""iperf3-style interval lines and the run summary for the terminal."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+from rich.table import Table
+
+
+def iperf_bytes(n: float) -> str:
+    """iperf3's transfer column: 1024-based units with 3 significant digits ('112 MBytes')."""
+    for unit, scale in (("GBytes", 2**30), ("MBytes", 2**20), ("KBytes", 2**10)):
+        if n >= scale:
+            v = n / scale
+            return f"{v:.3g} {unit}" if v < 100 else f"{v:.0f} {unit}"
+    return f"{n:.0f} Bytes"
+
+
+def interval_lines(intervals: pd.DataFrame, flows: list[dict[str, Any]]) -> list[str]:
+    """Per-flow interval lines as iperf3 prints them with `-f m`: Interval, Transfer, Bitrate,
+    Retr, Cwnd. Times are relative to each flow's start; bytes are those delivered to the
+    receiving application in the interval."""
+    lines = []
+    width = max((len(f["name"]) for f in flows), default=2)
+    header = f"[{'ID':>{width}}] Interval           Transfer     Bitrate         Retr  Cwnd"
+    for f in flows:
+        mine = intervals[intervals["flow"] == f["name"]] if len(intervals) else intervals
+        if not len(mine):
+            continue
+        lines.append(header)
+        start = f["start_ns"]
+        for row in mine.itertuples(index=False):
+            t0, t1 = (row.t_start_ns - start) / 1e9, (row.t_end_ns - start) / 1e9
+            mbps = row.bytes * 8 / ((row.t_end_ns - row.t_start_ns) / 1e9) / 1e6
+            lines.append(
+                f"[{f['name']:>{width}}] {t0:6.2f}-{t1:<6.2f} sec  {iperf_bytes(row.bytes):>11}  {mbps:7.1f} Mbits/sec"
+                f"  {row.retrans_segs:4d}  {iperf_bytes(row.cwnd_bytes):>11}"
+            )
+    return lines
+
+
+def summary_table(summary: dict[str, Any]) -> Table:
+    """Per-flow throughput, retransmits, RTT; caption with utilisation and fairness."""
+    t = Table(title=f"{summary['name']} (seed {summary['seed']}, {summary['backend']})")
+    for col in ("flow", "path", "stack", "cc", "Mbit/s", "completion", "retr", "recov", "RTOs", "srtt ms"):
+        t.add_column(col, justify="right" if col not in ("flow", "path", "stack", "cc") else "left")
+    for f in summary["flows"]:
+        t.add_row(
+            f["flow"], f"{f['from']}->{f['to']}", f["stack"], f["cc"],
+            "-" if f["throughput_mbps"] is None else f"{f['throughput_mbps']:.1f}",
+            "-" if f["completion_s"] is None else f"{f['completion_s']:.3f} s",
+            str(f["retransmits"]), str(f["recoveries"]), str(f["rtos"]),
+            "-" if not f["srtt_ms"] else f"{f['srtt_ms']:.1f}",
+        )
+    b = summary["bottleneck"]
+    parts = [f"bottleneck {b['link']} {b['rate_mbps']:g} Mbit/s"]
+    if b["utilisation"] is not None:
+        parts.append(f"utilisation {100 * b['utilisation']:.1f}%")
+    if b["goodput_utilisation"] is not None:
+        parts.append(f"goodput {b['goodput_mbps']:.1f} Mbit/s ({100 * b['goodput_utilisation']:.1f}%)")
+    parts.append(f"drops {b['drops']}")
+    if summary["fairness_jain"] is not None:
+        parts.append(f"Jain fairness {summary['fairness_jain']:.3f}")
+    t.caption = ", ".join(parts)
+    return t

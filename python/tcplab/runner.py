@@ -1,0 +1,124 @@
+"""Runs one resolved spec end to end: backend -> records -> store -> analysis -> report, into a
+results folder that appears only when complete."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+
+from . import __version__
+from .analysis.summary import summarize
+from .backends import sim as sim_backend
+from .report import html as report_html
+from .report import plots
+from .spec import Resolved
+from .store import RunDir, read_table, write_json, write_toml
+
+Progress = Callable[[int, int], None]
+
+
+def git_revision() -> str:
+    """The source tree's git revision, or 'unknown' outside a checkout."""
+    if os.environ.get("TCPLAB_GIT_REVISION"):
+        return os.environ["TCPLAB_GIT_REVISION"]
+    here = Path(__file__).resolve().parent
+    try:
+        out = subprocess.run(["git", "-C", str(here), "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True, timeout=5)
+        dirty = subprocess.run(["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    if out.returncode != 0:
+        return "unknown"
+    return out.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
+
+
+def _into(directory: Path, resolved: Resolved, progress: Progress | None, report: bool, command: str) -> dict[str, Any]:
+    wall0 = time.monotonic()
+    write_toml(directory / "spec.toml", resolved.spec)
+    totals = sim_backend.run(resolved, directory, progress)
+    summary = summarize(resolved, totals, directory)
+    write_json(directory / "summary.json", summary)
+    meta = {
+        "tcplab_version": __version__,
+        "git_revision": git_revision(),
+        "seed": resolved.seed,
+        "backend": "sim",
+        "source": resolved.source,
+        "description": resolved.spec.get("description", ""),
+        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "command": command,
+        "python": sys.version.split()[0],
+    }
+    if report:
+        make_report(directory, resolved.flows, summary, meta)
+    meta["wall_s"] = round(time.monotonic() - wall0, 3)
+    write_json(directory / "meta.json", meta)
+    return summary
+
+
+def make_report(directory: Path, flows: list[dict[str, Any]], summary: dict[str, Any], meta: dict[str, Any]) -> Path:
+    """Charts and report.html for a results folder."""
+    pdir = directory / "plots"
+    pdir.mkdir(exist_ok=True)
+    intervals = read_table(directory, "intervals")
+    samples = read_table(directory, "flows")
+    queues = read_table(directory, "queues")
+    charts = []
+    if len(intervals):
+        plots.throughput(intervals, flows, pdir)
+        charts.append(("throughput", "Throughput per flow and summed, per interval"))
+    if len(samples):
+        plots.cwnd(samples, flows, pdir)
+        plots.cwnd(samples, flows, pdir, first_second=True)
+        charts += [("cwnd", "cwnd per flow over the whole run"), ("cwnd_first_second", "cwnd per flow in its first second")]
+    if len(queues):
+        plots.queue(queues, pdir)
+        charts.append(("queue", "Bottleneck queue length"))
+    spec_text = (directory / "spec.toml").read_text()
+    return report_html.write(directory, summary, meta, spec_text, intervals, flows, charts)
+
+
+def execute(resolved: Resolved, out: Path, *, force: bool = False, progress: Progress | None = None,
+            report: bool = True, command: str = "") -> tuple[Path, dict[str, Any]]:
+    """Run into `out`, atomically. Returns (final folder, summary)."""
+    rd = RunDir(out, force=force)
+    try:
+        summary = _into(rd.tmp, resolved, progress, report, command)
+        return rd.commit(), summary
+    except BaseException:
+        rd.abort()
+        raise
+
+
+def execute_iterations(resolve_seed: Callable[[int], Resolved], seeds: list[int], out: Path, *, force: bool = False,
+                       progress: Callable[[int, int, int], None] | None = None, report: bool = True,
+                       command: str = "") -> tuple[Path, list[dict[str, Any]]]:
+    """Run one iteration per seed into out/iter-NNN, then write out/iterations.json."""
+    rd = RunDir(out, force=force)
+    try:
+        summaries = []
+        for i, seed in enumerate(seeds):
+            sub = rd.tmp / f"iter-{i + 1:03d}"
+            sub.mkdir()
+            step = (lambda now, stop, i=i: progress(i, now, stop)) if progress else None
+            summaries.append(_into(sub, resolve_seed(seed), step, report, command))
+        write_json(rd.tmp / "iterations.json", {"seeds": seeds, "runs": [f"iter-{i + 1:03d}" for i in range(len(seeds))]})
+        write_toml(rd.tmp / "spec.toml", resolve_seed(seeds[0]).spec | {"seed": seeds[0]})
+        return rd.commit(), summaries
+    except BaseException:
+        rd.abort()
+        raise
+
+
+def default_out(name: str) -> Path:
+    """results/<name>-<UTC timestamp>, the convention of flent's data files."""
+    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%d-%H%M%S")
+    return Path("results") / f"{name}-{stamp}"
+
+

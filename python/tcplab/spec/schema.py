@@ -1,0 +1,500 @@
+"""The experiment spec: TOML in, validated and resolved into the simulator's config.
+
+Every error is a SpecError naming the file, the key and what is allowed, so the CLI can print
+one clear line and exit 2 before anything is written.
+"""
+
+from __future__ import annotations
+
+import copy
+import tomllib
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from . import units
+from .units import UnitError
+
+#: Features a spec may ask for that this version does not implement yet: key -> what it is.
+NOT_YET = {
+    "sweep": "parameter sweeps ([sweep] tables)",
+    "measure": "CPU-cost accounting of the congestion-control hooks ([measure])",
+}
+
+#: Stacks that users name but that are not modelled yet.
+FUTURE_STACKS = {"freebsd", "freebsd-rack"}
+
+TOPOLOGY_KINDS = ("dumbbell", "pipe", "switch", "tri-point")
+
+DEFAULTS = {
+    "stack": "linux",
+    "cc": "cubic",
+    "time": "10s",  # iperf3 -t default
+    "write": "128KiB",  # iperf3 -l default for TCP
+    "initcwnd": 10,  # RFC 6928, Linux and FreeBSD default
+    "sndbuf": "16MB",
+    "rcvbuf": "6MB",  # Linux tcp_rmem max default
+    "mtu": 1500,
+}
+
+
+class SpecError(Exception):
+    """A spec problem: file, dotted key, message (and the allowed values where they are few)."""
+
+    def __init__(self, file: str, key: str, message: str, allowed: Iterable[str] | None = None):
+        self.file, self.key, self.message = file, key, message
+        self.allowed = list(allowed) if allowed is not None else None
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        where = f"{self.file}: {self.key}" if self.key else self.file
+        tail = f" (allowed: {', '.join(self.allowed)})" if self.allowed else ""
+        return f"{where}: {self.message}{tail}"
+
+
+@dataclass
+class Resolved:
+    """A validated spec: the normalized spec, the simulator config, and labels for analysis."""
+
+    source: str
+    name: str
+    seed: int
+    spec: dict[str, Any]
+    sim_config: dict[str, Any]
+    flows: list[dict[str, Any]] = field(default_factory=list)
+    ports: list[dict[str, Any]] = field(default_factory=list)
+    bottleneck_port: int = 0
+
+
+# ---------------------------------------------------------------------------------------------
+# Loading and overrides
+
+
+def presets_dir() -> Path:
+    """Where the packaged presets live."""
+    return Path(str(resources.files("tcplab") / "presets"))
+
+
+def preset_names() -> list[str]:
+    """Preset names (file stems), sorted by their T number."""
+    return sorted(p.stem for p in presets_dir().glob("*.toml"))
+
+
+def find_preset(name: str) -> Path | None:
+    """A preset by file stem ('t1-dumbbell-wan'), its short id ('T1', 't1') or its name ('dumbbell-wan')."""
+    low = name.lower()
+    for p in presets_dir().glob("*.toml"):
+        tid, _, rest = p.stem.partition("-")
+        if low in (p.stem, tid, rest):
+            return p
+    return None
+
+
+def load_spec(arg: str) -> tuple[dict[str, Any], str]:
+    """Read a spec from a path or a preset name. Returns (spec dict, source label for errors)."""
+    path = Path(arg)
+    if not path.is_file():
+        preset = find_preset(arg)
+        if preset is None:
+            raise SpecError(arg, "", "no such spec file or preset", preset_names())
+        path = preset
+    label = str(path) if path.parent != presets_dir() else f"presets/{path.name}"
+    try:
+        return tomllib.loads(path.read_text()), label
+    except tomllib.TOMLDecodeError as e:
+        raise SpecError(label, "", f"not valid TOML: {e}") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise SpecError(label, "", f"cannot read: {e}") from None
+
+
+def apply_set(spec: dict[str, Any], assignment: str, source: str) -> None:
+    """Apply one `--set key=value` (value read as TOML, else as a string; `*` matches all keys)."""
+    key, sep, raw = assignment.partition("=")
+    key = key.strip()
+    if not sep or not key:
+        raise SpecError(source, assignment, "--set takes key=value, e.g. senders.s1.cc=newreno")
+    try:
+        value = tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = raw
+    parts = key.split(".")
+
+    def assign(table: dict[str, Any], i: int) -> None:
+        part = parts[i]
+        if part == "*":
+            if not table:
+                raise SpecError(source, key, "'*' matches nothing here")
+            targets = list(table)
+        else:
+            targets = [part]
+        for t in targets:
+            if i == len(parts) - 1:
+                table[t] = copy.deepcopy(value)
+            else:
+                sub = table.setdefault(t, {})
+                if not isinstance(sub, dict):
+                    raise SpecError(source, ".".join(parts[: i + 1]), "is a value, not a table")
+                assign(sub, i + 1)
+
+    assign(spec, 0)
+
+
+# ---------------------------------------------------------------------------------------------
+# Validation helpers
+
+
+class _Ctx:
+    def __init__(self, source: str):
+        self.source = source
+
+    def err(self, key: str, message: str, allowed: Iterable[str] | None = None) -> SpecError:
+        return SpecError(self.source, key, message, allowed)
+
+    def table(self, value: Any, key: str) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            raise self.err(key, f"must be a table, got {value!r}")
+        return value
+
+    def keys(self, table: dict[str, Any], path: str, allowed: Iterable[str]) -> None:
+        allowed = list(allowed)
+        for k in table:
+            if k not in allowed:
+                raise self.err(_join(path, k), "unknown key", allowed)
+
+    def unit(self, table: dict[str, Any], path: str, key: str, parse: Callable[[object], Any], default: Any = None) -> Any:
+        raw = table.get(key, default)
+        if raw is None:
+            raise self.err(_join(path, key), "is required")
+        try:
+            return parse(raw)
+        except UnitError as e:
+            raise self.err(_join(path, key), str(e)) from None
+
+    def integer(self, table: dict[str, Any], path: str, key: str, default: int, lo: int, hi: int) -> int:
+        v = table.get(key, default)
+        if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+            raise self.err(_join(path, key), f"must be an integer from {lo} to {hi}, got {v!r}")
+        return v
+
+    def boolean(self, table: dict[str, Any], path: str, key: str, default: bool) -> bool:
+        v = table.get(key, default)
+        if not isinstance(v, bool):
+            raise self.err(_join(path, key), f"must be true or false, got {v!r}")
+        return v
+
+    def choice(self, table: dict[str, Any], path: str, key: str, default: str, allowed: Iterable[str]) -> str:
+        allowed = list(allowed)
+        v = table.get(key, default)
+        if v not in allowed:
+            raise self.err(_join(path, key), f"{v!r} is not one of the choices", allowed)
+        return v
+
+    def probability(self, table: dict[str, Any], path: str, key: str) -> float:
+        v = table.get(key, 0.0)
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= v < 1.0:
+            raise self.err(_join(path, key), f"must be a probability in [0, 1), got {v!r}")
+        return float(v)
+
+
+def _join(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+# ---------------------------------------------------------------------------------------------
+# Topology
+
+
+LINK_KEYS = ("rate", "delay", "rtt", "reverse_delay", "buffer", "reverse_buffer", "loss", "reverse_loss")
+
+
+def _link(ctx: _Ctx, t: dict[str, Any], path: str, defaults: dict[str, str], shared: bool) -> tuple[dict, dict, dict]:
+    """One link's two directions (forward = towards the receivers). Returns (ab, ba, normalized)."""
+    ctx.keys(t, path, LINK_KEYS)
+    rate = ctx.unit(t, path, "rate", units.parse_rate_bps, defaults.get("rate"))
+    if "delay" in t and "rtt" in t:
+        raise ctx.err(_join(path, "rtt"), "give either delay (one way) or rtt, not both")
+    if "rtt" in t:
+        delay = ctx.unit(t, path, "rtt", units.parse_duration_ns) // 2
+    else:
+        delay = ctx.unit(t, path, "delay", units.parse_duration_ns, defaults.get("delay"))
+    rdelay = ctx.unit(t, path, "reverse_delay", units.parse_duration_ns, f"{delay}ns")
+    norm: dict[str, Any] = {"rate": t.get("rate", defaults.get("rate")), "delay": f"{delay}ns", "reverse_delay": f"{rdelay}ns"}
+    if shared and ("buffer" in t or "reverse_buffer" in t):
+        raise ctx.err(_join(path, "buffer"), "ports of a switch share its buffer; set topology.shared_buffer instead")
+    fwd_raw = t.get("buffer", defaults.get("buffer"))
+    bufs = []
+    for key, raw in (("buffer", fwd_raw), ("reverse_buffer", t.get("reverse_buffer", fwd_raw))):
+        if raw is None:
+            bufs.append((None, None))  # unlimited: a host's own queue, which TSQ keeps in check
+            continue
+        kind, n = ctx.unit({key: raw}, path, key, units.parse_buffer)
+        norm[key] = raw
+        bufs.append((n, None) if kind == "packets" else (None, n))
+    loss = ctx.probability(t, path, "loss")
+    rloss = ctx.probability(t, path, "reverse_loss")
+    norm["loss"], norm["reverse_loss"] = loss, rloss
+
+    def d(delay_ns: int, buf: tuple, p: float) -> dict:
+        return {"rate_bps": rate, "delay_ns": delay_ns, "buffer_packets": buf[0], "buffer_bytes": buf[1], "loss": p}
+
+    return d(delay, bufs[0], loss), d(rdelay, bufs[1], rloss), norm
+
+
+def _topology(ctx: _Ctx, spec: dict[str, Any]) -> tuple[list[dict], list[dict], list[dict], int, dict]:
+    """Nodes, links, port labels, bottleneck port and the normalized topology table."""
+    topo = ctx.table(spec.get("topology", {}), "topology")
+    kind = ctx.choice(topo, "topology", "kind", "dumbbell", TOPOLOGY_KINDS)
+    common = ["kind", "access", "bottleneck"]
+    if kind == "dumbbell":
+        ctx.keys(topo, "topology", common + ["pairs"])
+        pairs = ctx.integer(topo, "topology", "pairs", 2, 1, 64)
+        senders = [f"s{i}" for i in range(1, pairs + 1)]
+        receivers = [f"r{i}" for i in range(1, pairs + 1)]
+        middle = [("rt1", "router"), ("rt2", "router")]
+    elif kind == "pipe":
+        ctx.keys(topo, "topology", common)
+        senders, receivers, middle = ["s1"], ["r1"], [("rt1", "router")]
+    else:
+        ctx.keys(topo, "topology", common + ["shared_buffer", "senders"])
+        n = 2 if kind == "tri-point" else ctx.integer(topo, "topology", "senders", 1, 1, 64)
+        if kind == "tri-point" and "senders" in topo:
+            raise ctx.err("topology.senders", "tri-point has exactly two senders; use kind = 'switch' for other counts")
+        senders, receivers, middle = [f"s{i}" for i in range(1, n + 1)], ["r1"], [("sw", "switch")]
+    shared = kind in ("switch", "tri-point")
+    nodes = [{"name": s, "kind": "host"} for s in senders + receivers] + [{"name": m, "kind": k} for m, k in middle]
+    index = {n["name"]: i for i, n in enumerate(nodes)}
+    norm: dict[str, Any] = {"kind": kind}
+    if kind == "dumbbell":
+        norm["pairs"] = len(senders)
+    if shared:
+        if "shared_buffer" not in topo:
+            raise ctx.err("topology.shared_buffer", "is required for a switch (its one packet buffer, e.g. '125KB')")
+        kind_b, n_b = ctx.unit(topo, "topology", "shared_buffer", units.parse_buffer)
+        if kind_b != "bytes":
+            raise ctx.err("topology.shared_buffer", "a switch buffer is a size in bytes, e.g. '125KB'")
+        nodes[index["sw"]]["shared_buffer_bytes"] = n_b
+        norm["shared_buffer"] = topo["shared_buffer"]
+        if kind == "switch":
+            norm["senders"] = len(senders)
+    access_t = ctx.table(topo.get("access", {}), "topology.access")
+    bott_t = ctx.table(topo.get("bottleneck", {}), "topology.bottleneck")
+    access_ab, access_ba, norm["access"] = _link(ctx, access_t, "topology.access", {"rate": "10Gbit", "delay": "10us"}, False)
+    b_ab, b_ba, norm["bottleneck"] = _link(ctx, bott_t, "topology.bottleneck", {"delay": "10us"}, shared)
+    links: list[dict] = []
+    labels: list[dict] = []
+
+    def host_side(d: dict, node: str) -> dict:
+        # A host's own egress queue is unlimited: its stack does not drop its own packets (Linux
+        # TSQ and qdisc backpressure stop the socket instead). Limits apply to routers/switches.
+        if nodes[index[node]]["kind"] == "host":
+            return d | {"buffer_packets": None, "buffer_bytes": None}
+        return d
+
+    def add(a: str, b: str, ab: dict, ba: dict) -> int:
+        links.append({"a": index[a], "b": index[b], "ab": host_side(ab, a), "ba": host_side(ba, b)})
+        labels.append({"port": 2 * (len(links) - 1), "from": a, "to": b, "rate_bps": ab["rate_bps"]})
+        labels.append({"port": 2 * (len(links) - 1) + 1, "from": b, "to": a, "rate_bps": ba["rate_bps"]})
+        return len(links) - 1
+
+    if kind == "dumbbell":
+        for s in senders:
+            add(s, "rt1", access_ab, access_ba)
+        bottleneck = add("rt1", "rt2", b_ab, b_ba)
+        for r in receivers:
+            add("rt2", r, access_ab, access_ba)
+    elif kind == "pipe":
+        add("s1", "rt1", access_ab, access_ba)
+        bottleneck = add("rt1", "r1", b_ab, b_ba)
+    else:
+        for s in senders:
+            add(s, "sw", access_ab, access_ba)
+        bottleneck = add("sw", "r1", b_ab, b_ba)
+    return nodes, links, labels, 2 * bottleneck, norm
+
+
+# ---------------------------------------------------------------------------------------------
+# Senders, background traffic, tracing
+
+
+SENDER_KEYS = ("host", "to", "stack", "cc", "start", "time", "bytes", "write", "initcwnd", "sndbuf", "rcvbuf", "mtu", "sack", "timestamps")
+
+
+def _senders(ctx: _Ctx, spec: dict[str, Any], index: dict[str, int], hosts: set[str]) -> tuple[list[dict], dict]:
+    from .. import _native
+
+    table = ctx.table(spec.get("senders", {}), "senders")
+    if not table:
+        raise ctx.err("senders", "at least one sender is required, e.g. [senders.s1] to = \"r1\"")
+    flows, norm = [], {}
+    stacks = list(_native.stacks())
+    algorithms = list(_native.algorithms()) + ["reno"]
+    for name, t in table.items():
+        path = f"senders.{name}"
+        t = ctx.table(t, path)
+        ctx.keys(t, path, SENDER_KEYS)
+        host = t.get("host", name)
+        if host not in hosts:
+            raise ctx.err(_join(path, "host"), f"{host!r} is not a host of this topology", sorted(hosts))
+        if "to" not in t:
+            raise ctx.err(_join(path, "to"), "is required: the receiving host", sorted(hosts - {host}))
+        to = t["to"]
+        if to not in hosts or to == host:
+            raise ctx.err(_join(path, "to"), f"{to!r} is not another host of this topology", sorted(hosts - {host}))
+        stack = t.get("stack", DEFAULTS["stack"])
+        if stack in FUTURE_STACKS:
+            raise ctx.err(_join(path, "stack"), f"the {stack} stack is not modelled yet in this version", stacks)
+        stack = ctx.choice(t, path, "stack", DEFAULTS["stack"], stacks)
+        cc = ctx.choice(t, path, "cc", DEFAULTS["cc"], algorithms)
+        start = ctx.unit(t, path, "start", units.parse_duration_ns, "0s")
+        if "time" in t and "bytes" in t:
+            raise ctx.err(_join(path, "bytes"), "give either time (iperf3 -t) or bytes (iperf3 -n), not both")
+        if "bytes" in t:
+            nbytes = ctx.unit(t, path, "bytes", units.parse_size_bytes)
+            if nbytes <= 0:
+                raise ctx.err(_join(path, "bytes"), "must be larger than zero")
+            app = {"kind": "bytes", "bytes": nbytes}
+        else:
+            dur = ctx.unit(t, path, "time", units.parse_duration_ns, DEFAULTS["time"])
+            if dur <= 0:
+                raise ctx.err(_join(path, "time"), "must be longer than zero")
+            app = {"kind": "time", "duration_ns": dur}
+        write = ctx.unit(t, path, "write", units.parse_size_bytes, DEFAULTS["write"])
+        sndbuf = ctx.unit(t, path, "sndbuf", units.parse_size_bytes, DEFAULTS["sndbuf"])
+        rcvbuf = ctx.unit(t, path, "rcvbuf", units.parse_size_bytes, DEFAULTS["rcvbuf"])
+        mtu = ctx.integer(t, path, "mtu", DEFAULTS["mtu"], 576, 65535)
+        timestamps = ctx.boolean(t, path, "timestamps", True)
+        sack = ctx.boolean(t, path, "sack", True)
+        iw = ctx.integer(t, path, "initcwnd", DEFAULTS["initcwnd"], 1, 10000)
+        mss = mtu - 40 - (12 if timestamps else 0)
+        for key, v in (("write", write), ("sndbuf", sndbuf)):
+            if v <= 0:
+                raise ctx.err(_join(path, key), "must be larger than zero")
+        if rcvbuf < mss:
+            raise ctx.err(_join(path, "rcvbuf"), f"must hold at least one segment ({mss} bytes)")
+        flows.append({
+            "name": name, "src": index[host], "dst": index[to], "start_ns": start, "stack": stack,
+            "cc": "newreno" if cc == "reno" else cc, "mss": mss, "timestamps": timestamps, "sack": sack,
+            "iw_segments": iw, "sndbuf_bytes": sndbuf, "rcvbuf_bytes": rcvbuf, "write_bytes": write, "app": app,
+        })
+        n = {"host": host, "to": to, "stack": stack, "cc": cc, "start": t.get("start", "0s")}
+        if app["kind"] == "bytes":
+            n["bytes"] = t["bytes"]
+        else:
+            n["time"] = t.get("time", DEFAULTS["time"])
+        for key in ("write", "initcwnd", "sndbuf", "rcvbuf", "mtu"):
+            n[key] = t.get(key, DEFAULTS[key])
+        n["sack"], n["timestamps"] = sack, timestamps
+        norm[name] = n
+    return flows, norm
+
+
+BACKGROUND_KEYS = ("from", "to", "rate", "size", "start", "stop")
+
+
+def _background(ctx: _Ctx, spec: dict[str, Any], index: dict[str, int], end_ns: int) -> tuple[list[dict], list[dict]]:
+    items = spec.get("background", [])
+    if not isinstance(items, list):
+        raise ctx.err("background", "must be an array of tables: [[background]]")
+    out, norm = [], []
+    for i, t in enumerate(items):
+        path = f"background[{i}]"
+        t = ctx.table(t, path)
+        ctx.keys(t, path, BACKGROUND_KEYS)
+        for key in ("from", "to"):
+            if t.get(key) not in index:
+                raise ctx.err(_join(path, key), f"{t.get(key)!r} is not a node of this topology", sorted(index))
+        if t["from"] == t["to"]:
+            raise ctx.err(_join(path, "to"), "must differ from 'from'")
+        rate = ctx.unit(t, path, "rate", units.parse_rate_bps)
+        size = ctx.unit(t, path, "size", units.parse_size_bytes, "1500B")
+        if not 28 <= size <= 65535:
+            raise ctx.err(_join(path, "size"), f"datagram size must be 28..65535 bytes, got {size}")
+        start = ctx.unit(t, path, "start", units.parse_duration_ns, "0s")
+        stop = ctx.unit(t, path, "stop", units.parse_duration_ns, f"{end_ns}ns")
+        out.append({"name": f"udp{i}", "src": index[t["from"]], "dst": index[t["to"]], "rate_bps": rate,
+                    "size_bytes": size, "start_ns": start, "stop_ns": stop})
+        norm.append({"from": t["from"], "to": t["to"], "rate": t["rate"], "size": t.get("size", "1500B"),
+                     "start": t.get("start", "0s"), "stop": t.get("stop", f"{end_ns}ns")})
+    return out, norm
+
+
+TRACE_KEYS = ("sample", "interval")
+
+
+def _trace(ctx: _Ctx, spec: dict[str, Any]) -> tuple[int, int, dict]:
+    t = ctx.table(spec.get("trace", {}), "trace")
+    ctx.keys(t, "trace", TRACE_KEYS)
+    sample_raw = t.get("sample", "1ms")
+    sample = 0 if sample_raw == "ack" else ctx.unit(t, "trace", "sample", units.parse_duration_ns)
+    interval = ctx.unit(t, "trace", "interval", units.parse_duration_ns, "1s")
+    if interval <= 0:
+        raise ctx.err("trace.interval", "must be longer than zero")
+    return sample, interval, {"sample": sample_raw, "interval": t.get("interval", "1s")}
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+TOP_KEYS = ("name", "description", "seed", "duration", "topology", "senders", "background", "trace") + tuple(NOT_YET)
+
+#: Simulated time allowed past the last application's end for the data in flight to drain,
+#: and the cap for fixed-size transfers when no duration is given.
+DRAIN_NS = 10 * 10**9
+BYTES_CAP_NS = 600 * 10**9
+
+
+def resolve(spec: dict[str, Any], source: str, *, seed: int | None = None, duration: str | None = None) -> Resolved:
+    """Validate `spec` and build the simulator config. `duration` overrides every time-limited
+    sender's `time` (the CLI's --duration)."""
+    ctx = _Ctx(source)
+    spec = copy.deepcopy(spec)
+    ctx.keys(spec, "", TOP_KEYS)
+    for key, what in NOT_YET.items():
+        if key in spec:
+            raise ctx.err(key, f"{what} are not implemented in this version of tcplab")
+    if duration is not None:
+        try:
+            units.parse_duration_ns(duration)
+        except UnitError as e:
+            raise ctx.err("--duration", str(e)) from None
+        for t in ctx.table(spec.get("senders", {}), "senders").values():
+            if isinstance(t, dict) and "bytes" not in t:
+                t["time"] = duration
+    name = spec.get("name", Path(source).stem)
+    if not isinstance(name, str) or not name:
+        raise ctx.err("name", "must be a non-empty string")
+    run_seed = seed if seed is not None else ctx.integer(spec, "", "seed", 1, 0, 2**63 - 1)
+    nodes, links, ports, bottleneck_port, topo_norm = _topology(ctx, spec)
+    index = {n["name"]: i for i, n in enumerate(nodes)}
+    hosts = {n["name"] for n in nodes if n["kind"] == "host"}
+    flows, senders_norm = _senders(ctx, spec, index, hosts)
+    ends = [f["start_ns"] + f["app"]["duration_ns"] for f in flows if f["app"]["kind"] == "time"]
+    caps = [f["start_ns"] + BYTES_CAP_NS for f in flows if f["app"]["kind"] == "bytes"]
+    if "duration" in spec:
+        stop = ctx.unit(spec, "", "duration", units.parse_duration_ns)
+        if stop <= 0:
+            raise ctx.err("duration", "must be longer than zero")
+    else:
+        stop = max(ends + caps) + (DRAIN_NS if ends else 0)
+    app_end = max(ends) if ends else stop
+    udp, bg_norm = _background(ctx, spec, index, app_end)
+    sample, interval, trace_norm = _trace(ctx, spec)
+    sim_config = {
+        "seed": run_seed, "stop_ns": stop, "sample_interval_ns": sample, "interval_ns": interval,
+        "nodes": nodes, "links": links, "flows": flows, "udp": udp,
+        "monitor": [{"link": bottleneck_port // 2, "dir": "ab"}],
+    }
+    normalized = {"name": name, "seed": run_seed}
+    if "description" in spec:
+        normalized["description"] = str(spec["description"])
+    if "duration" in spec:
+        normalized["duration"] = spec["duration"]
+    normalized.update({"topology": topo_norm, "senders": senders_norm, "trace": trace_norm})
+    if bg_norm:
+        normalized["background"] = bg_norm
+    node_names = [n["name"] for n in nodes]
+    flow_info = [{"name": f["name"], "host": node_names[f["src"]], "to": node_names[f["dst"]], "stack": f["stack"],
+                  "cc": f["cc"], "start_ns": f["start_ns"], "app": f["app"], "mss": f["mss"]} for f in flows]
+    return Resolved(source=source, name=name, seed=run_seed, spec=normalized, sim_config=sim_config,
+                    flows=flow_info, ports=ports, bottleneck_port=bottleneck_port)

@@ -1,0 +1,117 @@
+"""The results folder of a run: written under a temporary name and renamed when complete, so
+nothing half-written ever looks like a finished run.
+
+Layout: spec.toml (resolved spec), summary.json, meta.json (provenance: version, git revision,
+wall clock), <table>.parquet (zstd) for flows, intervals, queues, ports and events, plots/, report.html.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import tomli_w
+
+TABLES = ("flows", "intervals", "queues", "ports", "events")
+#: Tables whose integer `flow` column is replaced by the flow's name; `port` by its label.
+_FLOW_TABLES = {"flows", "intervals", "events"}
+_PORT_TABLES = {"queues", "ports"}
+
+
+class TableWriter:
+    """Streams record batches from the simulator into one Parquet file per table."""
+
+    def __init__(self, directory: Path, flow_names: list[str], port_labels: list[str]):
+        self.directory = directory
+        self.flow_names = pa.array(flow_names, pa.string())
+        self.port_labels = pa.array(port_labels, pa.string())
+        self.writers: dict[str, pq.ParquetWriter] = {}
+
+    def _arrow(self, name: str, columns: dict[str, bytes]) -> pa.Table | None:
+        arrays, names = [], []
+        for col, raw in columns.items():
+            values = np.frombuffer(raw, dtype="<i8")
+            if name in _FLOW_TABLES and col == "flow":
+                arr: pa.Array = pa.DictionaryArray.from_arrays(pa.array(values.astype(np.int32)), self.flow_names)
+            elif name in _PORT_TABLES and col == "port":
+                arr = pa.DictionaryArray.from_arrays(pa.array(values.astype(np.int32)), self.port_labels)
+            else:
+                arr = pa.array(values, pa.int64())
+            arrays.append(arr)
+            names.append(col)
+        if not arrays or len(arrays[0]) == 0:
+            return None
+        return pa.Table.from_arrays(arrays, names=names)
+
+    def write(self, batch: dict[str, dict[str, bytes]]) -> None:
+        """Append one batch {table: {column: int64 bytes}}."""
+        for name, columns in batch.items():
+            table = self._arrow(name, columns)
+            if table is None:
+                continue
+            if name not in self.writers:
+                self.writers[name] = pq.ParquetWriter(self.directory / f"{name}.parquet", table.schema, compression="zstd")
+            self.writers[name].write_table(table)
+
+    def close(self) -> None:
+        """Close the files; tables that never received a row are written empty with their columns."""
+        for w in self.writers.values():
+            w.close()
+
+
+def write_json(path: Path, data: Any) -> None:
+    """Deterministic JSON: sorted keys, fixed indentation, trailing newline."""
+    path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+
+
+def write_toml(path: Path, data: dict[str, Any]) -> None:
+    path.write_text(tomli_w.dumps(data))
+
+
+class RunDir:
+    """A results folder being written: everything goes to `<name>.partial-<pid>` first."""
+
+    def __init__(self, final: Path, force: bool = False):
+        self.final = final
+        if final.exists() and not force:
+            raise FileExistsError(f"{final} already exists (choose another --out or pass --force)")
+        self.force = force
+        self.tmp = final.parent / f".{final.name}.partial-{os.getpid()}"
+        if self.tmp.exists():
+            shutil.rmtree(self.tmp)
+        self.tmp.mkdir(parents=True)
+
+    def commit(self) -> Path:
+        """Atomically put the finished folder in place."""
+        if self.final.exists() and self.force:
+            old = self.final.parent / f".{self.final.name}.old-{os.getpid()}"
+            self.final.rename(old)
+            self.tmp.rename(self.final)
+            shutil.rmtree(old)
+        else:
+            self.tmp.rename(self.final)
+        return self.final
+
+    def abort(self) -> None:
+        """Remove the partial folder."""
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def read_table(run_dir: Path, name: str):
+    """One table of a finished run as a pandas DataFrame (empty if the run recorded none)."""
+    import pandas as pd
+
+    path = Path(run_dir) / f"{name}.parquet"
+    if not path.exists():
+        return pd.DataFrame()
+    df = pq.read_table(path).to_pandas()
+    for col in ("flow", "port"):
+        if col in df and hasattr(df[col], "cat"):
+            df[col] = df[col].astype(str)
+    return df
