@@ -88,13 +88,14 @@ impl Simulation {
     fn port_stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let list = PyList::empty(py);
         for (i, p) in self.inner.ports.iter().enumerate() {
+            let (tx_bytes, tx_packets) = p.transmitted(self.inner.now);
             let d = PyDict::new(py);
             d.set_item("port", i)?;
             d.set_item("from", &self.inner.node_names[p.from as usize])?;
             d.set_item("to", &self.inner.node_names[p.to as usize])?;
             d.set_item("rate_bps", p.rate_bps)?;
-            d.set_item("tx_bytes", p.tx_bytes)?;
-            d.set_item("tx_packets", p.tx_packets)?;
+            d.set_item("tx_bytes", tx_bytes)?;
+            d.set_item("tx_packets", tx_packets)?;
             d.set_item("drops", p.drops)?;
             d.set_item("losses", p.losses)?;
             d.set_item("max_queue_packets", p.max_queue_packets)?;

@@ -73,6 +73,9 @@ pub struct DirConfig {
     /// Bernoulli loss probability applied as packets enter the port (as netem/Dummynet do).
     #[serde(default)]
     pub loss: f64,
+    /// Extra one-way delay per packet, uniform in [0, jitter_ns], never reordering packets.
+    #[serde(default)]
+    pub jitter_ns: Ns,
 }
 
 /// A full-duplex link.

@@ -8,8 +8,6 @@ use std::collections::BinaryHeap;
 /// What happens at an event, and to which component (index into the simulation's tables).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Action {
-    /// A port finished serialising its head-of-line packet.
-    PortTxDone(u32),
     /// The packet at the head of a port's propagation pipe reaches the far end.
     PipeArrive(u32),
     /// A TCP flow starts (the application begins writing).
@@ -30,15 +28,16 @@ pub enum Action {
 
 #[derive(Debug, PartialEq, Eq)]
 struct Event {
-    t: Ns,
-    seq: u64,
+    /// (time << 64) | insertion sequence: one integer comparison orders by time, then by
+    /// insertion, which makes tie-breaking deterministic.
+    key: u128,
     action: Action,
 }
 
 impl Ord for Event {
     fn cmp(&self, other: &Self) -> Ordering {
         // BinaryHeap is a max-heap: reverse so the earliest (then first inserted) pops first.
-        (other.t, other.seq).cmp(&(self.t, self.seq))
+        other.key.cmp(&self.key)
     }
 }
 
@@ -61,19 +60,19 @@ impl EventQueue {
     /// Schedule `action` at time `t`.
     pub fn push(&mut self, t: Ns, action: Action) {
         self.seq += 1;
-        self.heap.push(Event { t, seq: self.seq, action });
+        self.heap.push(Event { key: ((t as u128) << 64) | self.seq as u128, action });
     }
 
     /// Time of the next event, if any.
     pub fn peek_time(&self) -> Option<Ns> {
-        self.heap.peek().map(|e| e.t)
+        self.heap.peek().map(|e| (e.key >> 64) as Ns)
     }
 
     /// Remove and return the next event.
     pub fn pop(&mut self) -> Option<(Ns, Action)> {
         self.heap.pop().map(|e| {
             self.processed += 1;
-            (e.t, e.action)
+            ((e.key >> 64) as Ns, e.action)
         })
     }
 }

@@ -4,7 +4,7 @@
 use crate::config::{DirConfig, LinkConfig, NodeKind};
 use crate::packet::Packet;
 use crate::rng::Rng;
-use crate::time::Ns;
+use crate::time::{tx_time_ns, Ns, SEC};
 use std::collections::VecDeque;
 
 /// Why a port refused a packet.
@@ -17,6 +17,11 @@ pub enum Drop {
 }
 
 /// The egress side of one link direction.
+///
+/// A FIFO with a constant-rate server knows when each packet will start and finish its
+/// transmission the moment it is admitted, so a port needs no "transmission done" event: a packet
+/// goes straight into `pipe` with its arrival time at the far end, and the queue's occupancy is
+/// brought up to date lazily (`advance`). One event per packet per hop remains (the arrival).
 pub struct Port {
     /// Sending node.
     pub from: u32,
@@ -26,23 +31,25 @@ pub struct Port {
     pub rate_bps: u64,
     /// One-way propagation delay.
     pub delay_ns: Ns,
+    /// Serialisation time per byte when the rate divides 8 Gbit/s exactly (the common case).
+    ns_per_byte: Option<u64>,
     loss: f64,
+    jitter_ns: Ns,
     limit_packets: Option<u64>,
     limit_bytes: Option<u64>,
     /// Shared buffer pool of the owning switch, if any.
     pub pool: Option<u32>,
-    queue: VecDeque<Packet>,
-    /// Bytes waiting in the FIFO (not counting the packet being serialised).
+    /// Packets admitted but not yet being transmitted: (transmission start, size).
+    waiting: VecDeque<(Ns, u32)>,
+    /// Bytes waiting (the packet being serialised is not counted, as in a qdisc).
     pub queue_bytes: u64,
-    /// The packet being serialised.
-    pub on_wire: Option<Packet>,
-    /// Packets propagating, with their arrival time at `to` (FIFO: constant delay keeps order).
+    /// When the server is free again.
+    busy_until: Ns,
+    /// Every admitted packet with its arrival time at `to`, in FIFO order.
     pub pipe: VecDeque<(Ns, Packet)>,
     rng: Rng,
-    /// Bytes fully serialised so far.
-    pub tx_bytes: u64,
-    /// Packets fully serialised so far.
-    pub tx_packets: u64,
+    sched_bytes: u64,
+    sched_packets: u64,
     /// Packets dropped because the buffer was full.
     pub drops: u64,
     /// Packets dropped by random loss.
@@ -59,40 +66,65 @@ impl Port {
             to,
             rate_bps: d.rate_bps,
             delay_ns: d.delay_ns,
+            ns_per_byte: (8 * SEC).is_multiple_of(d.rate_bps).then(|| 8 * SEC / d.rate_bps),
             loss: d.loss,
+            jitter_ns: d.jitter_ns,
             limit_packets: d.buffer_packets,
             limit_bytes: d.buffer_bytes,
             pool,
-            queue: VecDeque::new(),
+            waiting: VecDeque::new(),
             queue_bytes: 0,
-            on_wire: None,
+            busy_until: 0,
             pipe: VecDeque::new(),
             rng,
-            tx_bytes: 0,
-            tx_packets: 0,
+            sched_bytes: 0,
+            sched_packets: 0,
             drops: 0,
             losses: 0,
             max_queue_packets: 0,
         }
     }
 
-    /// Packets waiting in the FIFO.
-    pub fn queue_packets(&self) -> u64 {
-        self.queue.len() as u64
+    /// Time to serialise `bytes` on this port, rounded up to whole nanoseconds.
+    pub fn tx_time(&self, bytes: u64) -> Ns {
+        match self.ns_per_byte {
+            Some(k) => bytes * k,
+            None => tx_time_ns(bytes, self.rate_bps),
+        }
     }
 
-    /// Admission: random loss first (netem and Dummynet drop on entry), then the drop-tail limits.
-    /// `pool_free` is the free space of the shared pool, if the port draws on one.
-    pub fn admit(&mut self, p: &Packet, pool_free: Option<u64>) -> Result<(), Drop> {
+    /// Bring the FIFO up to `now`: packets whose transmission has started leave it. Returns the
+    /// bytes that left (for the shared pool).
+    pub fn advance(&mut self, now: Ns) -> u64 {
+        let mut freed = 0;
+        while let Some(&(start, size)) = self.waiting.front() {
+            if start > now {
+                break;
+            }
+            self.waiting.pop_front();
+            freed += size as u64;
+        }
+        self.queue_bytes -= freed;
+        freed
+    }
+
+    /// Packets waiting in the FIFO (call `advance` first).
+    pub fn queue_packets(&self) -> u64 {
+        self.waiting.len() as u64
+    }
+
+    /// Admission at `now` (after `advance`): random loss first (netem and Dummynet drop on entry),
+    /// then the drop-tail limits. `pool_free` is the free space of the shared pool, if any.
+    pub fn admit(&mut self, p: &Packet, now: Ns, pool_free: Option<u64>) -> Result<(), Drop> {
         if self.rng.chance(self.loss) {
             self.losses += 1;
             return Err(Drop::Random);
         }
-        if self.on_wire.is_none() {
+        if self.busy_until <= now {
             return Ok(()); // goes straight onto the wire
         }
         let size = p.size_bytes as u64;
-        let over_packets = self.limit_packets.is_some_and(|l| self.queue.len() as u64 + 1 > l);
+        let over_packets = self.limit_packets.is_some_and(|l| self.waiting.len() as u64 + 1 > l);
         let over_bytes = self.limit_bytes.is_some_and(|l| self.queue_bytes + size > l);
         let over_pool = pool_free.is_some_and(|free| size > free);
         if over_packets || over_bytes || over_pool {
@@ -102,23 +134,54 @@ impl Port {
         Ok(())
     }
 
-    /// Put an admitted packet in the FIFO.
-    pub fn enqueue(&mut self, p: Packet) {
-        self.queue_bytes += p.size_bytes as u64;
-        self.queue.push_back(p);
-        self.max_queue_packets = self.max_queue_packets.max(self.queue.len() as u64);
+    /// Send an admitted packet: it waits its turn, is serialised, propagates. Returns its arrival
+    /// time at the far end if the pipe was empty (the caller schedules that event), and the bytes
+    /// it adds to the FIFO (0 if it went straight onto the wire).
+    pub fn send(&mut self, p: Packet, now: Ns) -> (Option<Ns>, u64) {
+        let size = p.size_bytes as u64;
+        let start = self.busy_until.max(now);
+        let mut queued = 0;
+        if start > now {
+            self.waiting.push_back((start, p.size_bytes));
+            self.queue_bytes += size;
+            self.max_queue_packets = self.max_queue_packets.max(self.waiting.len() as u64);
+            queued = size;
+        }
+        self.busy_until = start + self.tx_time(size);
+        self.sched_bytes += size;
+        self.sched_packets += 1;
+        let mut arrival = self.busy_until + self.delay_ns;
+        if self.jitter_ns > 0 {
+            // Host timing noise (NIC, driver, interrupts) that real testbeds always have; without
+            // it equal-rate links phase-lock and one flow takes every drop (Floyd & Jacobson,
+            // "On Traffic Phase Effects in Packet-Switched Gateways", 1992; ns-2's overhead_).
+            // FIFO order is kept, so the rate is unchanged.
+            arrival += self.rng.below(self.jitter_ns + 1);
+            if let Some(&(last, _)) = self.pipe.back() {
+                arrival = arrival.max(last);
+            }
+        }
+        let was_empty = self.pipe.is_empty();
+        self.pipe.push_back((arrival, p));
+        (was_empty.then_some(arrival), queued)
     }
 
-    /// Take the next packet from the FIFO.
-    pub fn dequeue(&mut self) -> Option<Packet> {
-        let p = self.queue.pop_front()?;
-        self.queue_bytes -= p.size_bytes as u64;
-        Some(p)
+    /// Bytes and packets fully serialised by `now` (to within the jitter, if any).
+    pub fn transmitted(&self, now: Ns) -> (u64, u64) {
+        let (mut bytes, mut packets) = (self.sched_bytes, self.sched_packets);
+        for (arrival, p) in self.pipe.iter().rev() {
+            if arrival - self.delay_ns <= now {
+                break;
+            }
+            bytes -= p.size_bytes as u64;
+            packets -= 1;
+        }
+        (bytes, packets)
     }
 
     /// Packets held anywhere in this port (FIFO, wire, pipe).
     pub fn packets_held(&self) -> u64 {
-        self.queue.len() as u64 + self.on_wire.is_some() as u64 + self.pipe.len() as u64
+        self.pipe.len() as u64
     }
 }
 
@@ -128,6 +191,8 @@ pub struct Pool {
     pub limit_bytes: u64,
     /// Bytes currently queued in the switch's ports.
     pub used_bytes: u64,
+    /// The switch's egress ports that draw on this pool.
+    pub ports: Vec<u32>,
 }
 
 /// Build both ports of a link: (a -> b, b -> a).

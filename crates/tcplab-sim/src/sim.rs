@@ -10,7 +10,7 @@ use crate::rng::Rng;
 use crate::stack;
 use crate::tcp::receiver::TcpReceiver;
 use crate::tcp::sender::{SenderEvent, TcpSender};
-use crate::time::{tx_time_ns, Ns};
+use crate::time::Ns;
 use crate::trace::Recorder;
 use crate::udp::UdpSource;
 use std::collections::HashSet;
@@ -112,7 +112,7 @@ impl Simulation {
         for (i, node) in cfg.nodes.iter().enumerate() {
             if let (NodeKind::Switch, Some(b)) = (node.kind, node.shared_buffer_bytes) {
                 pool_of[i] = Some(pools.len() as u32);
-                pools.push(Pool { limit_bytes: b, used_bytes: 0 });
+                pools.push(Pool { limit_bytes: b, used_bytes: 0, ports: Vec::new() });
             }
         }
         let rng = Rng::new(cfg.seed);
@@ -129,6 +129,11 @@ impl Simulation {
                 }
             }
             ports.extend(link_ports(l, &kinds, &pool_of, &rng, i as u32));
+        }
+        for (i, p) in ports.iter().enumerate() {
+            if let Some(pl) = p.pool {
+                pools[pl as usize].ports.push(i as u32);
+            }
         }
         let routes = routes(n, &ports);
         let mut senders = Vec::new();
@@ -243,7 +248,6 @@ impl Simulation {
 
     fn handle(&mut self, a: Action) {
         match a {
-            Action::PortTxDone(p) => self.tx_done(p),
             Action::PipeArrive(p) => self.pipe_arrive(p),
             Action::FlowStart(f) => {
                 let fi = f as usize;
@@ -352,7 +356,8 @@ impl Simulation {
     fn port_interval(&mut self) {
         for (i, p) in self.ports.iter().enumerate() {
             let last = self.port_iv[i];
-            let cur = (p.tx_bytes, p.tx_packets, p.drops, p.losses);
+            let (tx_bytes, tx_packets) = p.transmitted(self.now);
+            let cur = (tx_bytes, tx_packets, p.drops, p.losses);
             self.rec.ports.push(&[
                 self.port_iv_start as i64,
                 self.now as i64,
@@ -374,7 +379,14 @@ impl Simulation {
                 self.sample_flow(fi);
             }
         }
-        for &p in &self.monitor {
+        for i in 0..self.monitor.len() {
+            let p = self.monitor[i];
+            match self.ports[p as usize].pool {
+                Some(pl) => self.settle_pool(pl),
+                None => {
+                    self.ports[p as usize].advance(self.now);
+                }
+            }
             let port = &self.ports[p as usize];
             self.rec.queues.push(&[self.now as i64, p as i64, port.queue_packets() as i64, port.queue_bytes as i64]);
         }
@@ -463,52 +475,46 @@ impl Simulation {
     fn forward(&mut self, node: u32, p: Packet) {
         let pi = self.routes[node as usize][p.dst as usize];
         debug_assert_ne!(pi, u32::MAX, "no route from {node} to {}", p.dst);
-        let port = &mut self.ports[pi as usize];
-        let pool_free = port.pool.map(|pl| {
-            let pool = &self.pools[pl as usize];
-            pool.limit_bytes - pool.used_bytes
-        });
-        match port.admit(&p, pool_free) {
-            Err(_) => self.drop_packet(p),
-            Ok(()) if port.on_wire.is_none() => self.start_tx(pi, p),
-            Ok(()) => {
-                if let Some(pl) = port.pool {
-                    self.pools[pl as usize].used_bytes += p.size_bytes as u64;
-                }
-                port.enqueue(p);
+        let now = self.now;
+        let pool = self.ports[pi as usize].pool;
+        let pool_free = match pool {
+            Some(pl) => {
+                self.settle_pool(pl);
+                let pool = &self.pools[pl as usize];
+                Some(pool.limit_bytes - pool.used_bytes)
             }
+            None => {
+                self.ports[pi as usize].advance(now);
+                None
+            }
+        };
+        let port = &mut self.ports[pi as usize];
+        if port.admit(&p, now, pool_free).is_err() {
+            self.drop_packet(p);
+            return;
         }
+        let (arrival, queued) = port.send(p, now);
+        if let Some(pl) = pool {
+            self.pools[pl as usize].used_bytes += queued;
+        }
+        if let Some(t) = arrival {
+            self.q.push(t, Action::PipeArrive(pi));
+        }
+    }
+
+    /// Bring every port of a shared-buffer switch up to now, releasing their pool bytes.
+    fn settle_pool(&mut self, pl: u32) {
+        let mut freed = 0;
+        for &pi in &self.pools[pl as usize].ports {
+            freed += self.ports[pi as usize].advance(self.now);
+        }
+        self.pools[pl as usize].used_bytes -= freed;
     }
 
     fn drop_packet(&mut self, p: Packet) {
         self.dropped += 1;
         if let Some(a) = self.audit.as_mut() {
             a.dropped.insert(p.id);
-        }
-    }
-
-    fn start_tx(&mut self, pi: u32, p: Packet) {
-        let port = &mut self.ports[pi as usize];
-        let done = self.now + tx_time_ns(p.size_bytes as u64, port.rate_bps);
-        port.on_wire = Some(p);
-        self.q.push(done, Action::PortTxDone(pi));
-    }
-
-    fn tx_done(&mut self, pi: u32) {
-        let port = &mut self.ports[pi as usize];
-        let p = port.on_wire.take().expect("a packet was on the wire");
-        port.tx_bytes += p.size_bytes as u64;
-        port.tx_packets += 1;
-        let arrival = self.now + port.delay_ns;
-        if port.pipe.is_empty() {
-            self.q.push(arrival, Action::PipeArrive(pi));
-        }
-        port.pipe.push_back((arrival, p));
-        if let Some(next) = port.dequeue() {
-            if let Some(pl) = port.pool {
-                self.pools[pl as usize].used_bytes -= next.size_bytes as u64;
-            }
-            self.start_tx(pi, next);
         }
     }
 

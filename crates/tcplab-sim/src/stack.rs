@@ -45,6 +45,9 @@ pub struct StackProfile {
     pub pacing: bool,
     /// Loss recovery scheme.
     pub recovery: Recovery,
+    /// Send-buffer autotuning: the socket buffer holds at most this many cwnds of data (and
+    /// never more than the configured maximum). None: the configured size from the start.
+    pub sndbuf_autotune_cwnds: Option<u64>,
 }
 
 /// Profile names the registry knows.
@@ -68,6 +71,7 @@ pub fn profile(name: &str) -> Option<StackProfile> {
             tso_max_bytes: 65_536,
             pacing: false,
             recovery: Recovery::Rfc6675,
+            sndbuf_autotune_cwnds: None,
         }),
         // Linux constants: include/net/tcp.h TCP_TIMEOUT_INIT (1 s), TCP_RTO_MIN (HZ/5 = 200 ms),
         // TCP_RTO_MAX (120 s), TCP_DELACK_MIN (HZ/25 = 40 ms); tcp_output.c sends full-sized
@@ -85,6 +89,9 @@ pub fn profile(name: &str) -> Option<StackProfile> {
             tso_max_bytes: 65_536,
             pacing: false,
             recovery: Recovery::Rfc6675,
+            // tcp_input.c tcp_sndbuf_expand(): sk_sndbuf = 2 * max(TCP_INIT_CWND, cwnd) * per_mss,
+            // at most tcp_wmem[2]. Linux counts skb truesize; we count payload, a lower bound.
+            sndbuf_autotune_cwnds: Some(2),
         }),
         _ => None,
     }

@@ -11,7 +11,7 @@ from ..spec import Resolved
 from ..store import TableWriter
 
 #: Simulated time per step between record drains and progress updates.
-STEP_NS = 200_000_000
+STEP_NS = 1_000_000_000
 
 
 def run(resolved: Resolved, directory: Path, progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:

@@ -205,7 +205,11 @@ def _join(path: str, key: str) -> str:
 # Topology
 
 
-LINK_KEYS = ("rate", "delay", "rtt", "reverse_delay", "buffer", "reverse_buffer", "loss", "reverse_loss")
+#: Default per-packet timing noise on host links. Real hosts always have some (NIC, driver,
+#: interrupts); a simulator without it phase-locks equal-rate flows (see docs/models.md).
+ACCESS_JITTER = "1us"
+
+LINK_KEYS = ("rate", "delay", "rtt", "reverse_delay", "jitter", "buffer", "reverse_buffer", "loss", "reverse_loss")
 
 
 def _link(ctx: _Ctx, t: dict[str, Any], path: str, defaults: dict[str, str], shared: bool) -> tuple[dict, dict, dict]:
@@ -219,7 +223,9 @@ def _link(ctx: _Ctx, t: dict[str, Any], path: str, defaults: dict[str, str], sha
     else:
         delay = ctx.unit(t, path, "delay", units.parse_duration_ns, defaults.get("delay"))
     rdelay = ctx.unit(t, path, "reverse_delay", units.parse_duration_ns, f"{delay}ns")
-    norm: dict[str, Any] = {"rate": t.get("rate", defaults.get("rate")), "delay": f"{delay}ns", "reverse_delay": f"{rdelay}ns"}
+    jitter = ctx.unit(t, path, "jitter", units.parse_duration_ns, defaults.get("jitter", "0ns"))
+    norm: dict[str, Any] = {"rate": t.get("rate", defaults.get("rate")), "delay": f"{delay}ns", "reverse_delay": f"{rdelay}ns",
+                            "jitter": t.get("jitter", defaults.get("jitter", "0ns"))}
     if shared and ("buffer" in t or "reverse_buffer" in t):
         raise ctx.err(_join(path, "buffer"), "ports of a switch share its buffer; set topology.shared_buffer instead")
     fwd_raw = t.get("buffer", defaults.get("buffer"))
@@ -236,7 +242,8 @@ def _link(ctx: _Ctx, t: dict[str, Any], path: str, defaults: dict[str, str], sha
     norm["loss"], norm["reverse_loss"] = loss, rloss
 
     def d(delay_ns: int, buf: tuple, p: float) -> dict:
-        return {"rate_bps": rate, "delay_ns": delay_ns, "buffer_packets": buf[0], "buffer_bytes": buf[1], "loss": p}
+        return {"rate_bps": rate, "delay_ns": delay_ns, "buffer_packets": buf[0], "buffer_bytes": buf[1], "loss": p,
+                "jitter_ns": jitter}
 
     return d(delay, bufs[0], loss), d(rdelay, bufs[1], rloss), norm
 
@@ -279,7 +286,7 @@ def _topology(ctx: _Ctx, spec: dict[str, Any]) -> tuple[list[dict], list[dict], 
             norm["senders"] = len(senders)
     access_t = ctx.table(topo.get("access", {}), "topology.access")
     bott_t = ctx.table(topo.get("bottleneck", {}), "topology.bottleneck")
-    access_ab, access_ba, norm["access"] = _link(ctx, access_t, "topology.access", {"rate": "10Gbit", "delay": "10us"}, False)
+    access_ab, access_ba, norm["access"] = _link(ctx, access_t, "topology.access", {"rate": "10Gbit", "delay": "10us", "jitter": ACCESS_JITTER}, False)
     b_ab, b_ba, norm["bottleneck"] = _link(ctx, bott_t, "topology.bottleneck", {"delay": "10us"}, shared)
     links: list[dict] = []
     labels: list[dict] = []

@@ -80,6 +80,8 @@ pub struct TcpSender {
     app: AppConfig,
     write_bytes: u64,
     sndbuf: u64,
+    /// The send buffer's current size (grows with cwnd when the stack autotunes it).
+    sndbuf_now: u64,
     /// When the application starts.
     pub start_ns: Ns,
     /// Whether the application has started.
@@ -131,6 +133,9 @@ impl TcpSender {
             profile.max_rto_ns,
             profile.clock_granularity_ns,
         );
+        // Linux starts at tcp_wmem[1] (16 KB by default) and grows from there.
+        let sndbuf_now =
+            if profile.sndbuf_autotune_cwnds.is_some() { f.sndbuf_bytes.min(16_384) } else { f.sndbuf_bytes };
         TcpSender {
             flow,
             dst: f.dst,
@@ -143,6 +148,7 @@ impl TcpSender {
             app: f.app.clone(),
             write_bytes: f.write_bytes.max(1),
             sndbuf: f.sndbuf_bytes,
+            sndbuf_now,
             start_ns: f.start_ns,
             started: false,
             written: 0,
@@ -232,13 +238,18 @@ impl TcpSender {
         };
         // The application blocks until a whole write fits in the send buffer (a write larger
         // than the buffer goes in as far as it fits).
-        let cap = (self.snd_una + self.sndbuf).min(total);
+        if let Some(k) = self.profile.sndbuf_autotune_cwnds {
+            // The buffer only grows (tcp_sndbuf_expand is called as cwnd grows, never to shrink).
+            let want = k * self.v.cwnd.max(10 * self.mss);
+            self.sndbuf_now = self.sndbuf_now.max(want.min(self.sndbuf));
+        }
+        let cap = (self.snd_una + self.sndbuf_now).min(total);
         if self.written >= cap {
             return;
         }
         let room = cap - self.written;
         let whole_writes = room / self.write_bytes * self.write_bytes;
-        self.written += if cap == total || self.write_bytes > self.sndbuf { room } else { whole_writes };
+        self.written += if cap == total || self.write_bytes > self.sndbuf_now { room } else { whole_writes };
     }
 
     fn new_data_len(&self) -> Option<u64> {
