@@ -21,7 +21,8 @@ from .spec import SpecError, load_spec, resolve
 from .spec.schema import apply_set, find_preset, preset_names
 
 app = typer.Typer(help="tcplab: a laboratory for TCP congestion control.", no_args_is_help=True, add_completion=False)
-out_console = Console(highlight=False)
+# Piped output (logs, CI) gets a wide console so tables are not truncated at 80 columns.
+out_console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
 err_console = Console(stderr=True, highlight=False)
 
 
@@ -121,7 +122,7 @@ def presets() -> None:
         path = find_preset(name)
         data = tomllib.loads(path.read_text())
         tid, _, short = name.partition("-")
-        out_console.print(f"{tid.upper():4} {short:22} {data.get('description', '')}", markup=False)
+        print(f"{tid.upper():4} {short:22} {data.get('description', '')}")
 
 
 @app.command()

@@ -108,6 +108,22 @@ impl Port {
         freed
     }
 
+    /// When the FIFO will hold at most `bytes` (call `advance` first): the start time of the
+    /// packet whose departure brings it there.
+    pub fn when_queue_at_most(&self, bytes: u64, now: Ns) -> Ns {
+        let mut remaining = self.queue_bytes;
+        if remaining <= bytes {
+            return now;
+        }
+        for &(start, size) in &self.waiting {
+            remaining -= size as u64;
+            if remaining <= bytes {
+                return start;
+            }
+        }
+        self.busy_until
+    }
+
     /// Packets waiting in the FIFO (call `advance` first).
     pub fn queue_packets(&self) -> u64 {
         self.waiting.len() as u64

@@ -252,6 +252,7 @@ impl Simulation {
             Action::FlowStart(f) => {
                 let fi = f as usize;
                 let mut out = std::mem::take(&mut self.scratch);
+                self.set_nic_backlog(fi);
                 self.senders[fi].start(self.now, &mut out, &mut self.next_id);
                 self.flush(self.flow_cfg[fi].src, &mut out);
                 self.scratch = out;
@@ -268,6 +269,7 @@ impl Simulation {
                     self.sender_timer_at[fi] = None;
                 }
                 let mut out = std::mem::take(&mut self.scratch);
+                self.set_nic_backlog(fi);
                 self.senders[fi].on_timer(self.now, &mut out, &mut self.next_id);
                 self.flush(self.flow_cfg[fi].src, &mut out);
                 self.scratch = out;
@@ -411,8 +413,28 @@ impl Simulation {
         ]);
     }
 
+    /// The sender's host egress port (towards its receiver).
+    fn host_port(&self, fi: usize) -> usize {
+        let f = &self.flow_cfg[fi];
+        self.routes[f.src as usize][f.dst as usize] as usize
+    }
+
+    fn set_nic_backlog(&mut self, fi: usize) {
+        let pi = self.host_port(fi);
+        self.ports[pi].advance(self.now);
+        self.senders[fi].nic_backlog = self.ports[pi].queue_bytes;
+    }
+
     /// After any sender activity: record its events, re-arm its timer.
     fn after_sender(&mut self, fi: usize) {
+        if self.senders[fi].tsq_throttled && self.senders[fi].tsq_wake.is_none() {
+            // TX completion frees the socket's skbs (tcp_wfree) and the TSQ handler sends
+            // again; we wake the sender once its NIC queue is down to half the limit.
+            let pi = self.host_port(fi);
+            let half = self.senders[fi].tsq_limit() / 2;
+            let t = self.ports[pi].when_queue_at_most(half, self.now).max(self.now + 1);
+            self.senders[fi].tsq_wake = Some(t);
+        }
         if !self.senders[fi].events.is_empty() {
             let events = std::mem::take(&mut self.senders[fi].events);
             for (t, e) in events {
@@ -546,6 +568,7 @@ impl Simulation {
                 self.sync_receiver_timer(fi);
             }
             Kind::Ack => {
+                self.set_nic_backlog(fi);
                 self.senders[fi].on_ack(&p, self.now, &mut out, &mut self.next_id);
                 self.flush(node, &mut out);
                 if self.sample_interval_ns == 0 {

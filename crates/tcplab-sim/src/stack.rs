@@ -45,6 +45,14 @@ pub struct StackProfile {
     pub pacing: bool,
     /// Loss recovery scheme.
     pub recovery: Recovery,
+    /// Backpressure from below TCP (Linux TCP Small Queues, tcp_output.c
+    /// tcp_small_queue_check()): the sender may have at most this many bytes queued at its own
+    /// NIC; the limit is max(floor, pacing rate >> shift), capped at `tsq_max_bytes`.
+    pub tsq_floor_bytes: u64,
+    /// Shift applied to the pacing rate in bytes/s (10: about 1 ms of data), if the limit scales.
+    pub tsq_pacing_shift: Option<u32>,
+    /// Cap of the limit (net.ipv4.tcp_limit_output_bytes).
+    pub tsq_max_bytes: u64,
     /// Send-buffer autotuning: the socket buffer holds at most this many cwnds of data (and
     /// never more than the configured maximum). None: the configured size from the start.
     pub sndbuf_autotune_cwnds: Option<u64>,
@@ -71,6 +79,11 @@ pub fn profile(name: &str) -> Option<StackProfile> {
             tso_max_bytes: 65_536,
             pacing: false,
             recovery: Recovery::Rfc6675,
+            // Every real host stops the socket when its interface queue is full; the RFCs do not
+            // say how much it holds: two 64 KB bursts, fixed.
+            tsq_floor_bytes: 2 * 65_536,
+            tsq_pacing_shift: None,
+            tsq_max_bytes: 2 * 65_536,
             sndbuf_autotune_cwnds: None,
         }),
         // Linux constants: include/net/tcp.h TCP_TIMEOUT_INIT (1 s), TCP_RTO_MIN (HZ/5 = 200 ms),
@@ -89,6 +102,11 @@ pub fn profile(name: &str) -> Option<StackProfile> {
             tso_max_bytes: 65_536,
             pacing: false,
             recovery: Recovery::Rfc6675,
+            // tcp_small_queue_check(): max(2 * skb->truesize, sk_pacing_rate >> 10), at most
+            // tcp_limit_output_bytes (1 MB) when not pacing; truesize of a 64 KB TSO skb ~ 64 KB.
+            tsq_floor_bytes: 2 * 65_536,
+            tsq_pacing_shift: Some(10),
+            tsq_max_bytes: 1 << 20,
             // tcp_input.c tcp_sndbuf_expand(): sk_sndbuf = 2 * max(TCP_INIT_CWND, cwnd) * per_mss,
             // at most tcp_wmem[2]. Linux counts skb truesize; we count payload, a lower bound.
             sndbuf_autotune_cwnds: Some(2),

@@ -433,7 +433,7 @@ def _trace(ctx: _Ctx, spec: dict[str, Any]) -> tuple[int, int, dict]:
     t = ctx.table(spec.get("trace", {}), "trace")
     ctx.keys(t, "trace", TRACE_KEYS)
     sample_raw = t.get("sample", "1ms")
-    sample = 0 if sample_raw == "ack" else ctx.unit(t, "trace", "sample", units.parse_duration_ns)
+    sample = 0 if sample_raw == "ack" else ctx.unit(t, "trace", "sample", units.parse_duration_ns, "1ms")
     interval = ctx.unit(t, "trace", "interval", units.parse_duration_ns, "1s")
     if interval <= 0:
         raise ctx.err("trace.interval", "must be longer than zero")

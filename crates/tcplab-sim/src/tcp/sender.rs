@@ -121,6 +121,13 @@ pub struct TcpSender {
     pub completed_at: Option<Ns>,
     /// Events since the simulation last drained them.
     pub events: Vec<(Ns, SenderEvent)>,
+    /// Bytes this host has queued below TCP (its NIC FIFO), set by the simulation before each
+    /// call into the sender.
+    pub nic_backlog: u64,
+    /// Whether the last output stopped on the small-queue limit (Linux TSQ_THROTTLED).
+    pub tsq_throttled: bool,
+    /// When the NIC queue will have drained enough to send again (set by the simulation).
+    pub tsq_wake: Option<Ns>,
 }
 
 impl TcpSender {
@@ -172,6 +179,9 @@ impl TcpSender {
             recoveries: 0,
             completed_at: None,
             events: Vec::new(),
+            nic_backlog: 0,
+            tsq_throttled: false,
+            tsq_wake: None,
         }
     }
 
@@ -200,14 +210,31 @@ impl TcpSender {
         }
     }
 
-    /// The earliest time the sender wants to be woken (RTO or pacing).
+    /// The earliest time the sender wants to be woken (RTO, pacing, small-queue release).
     pub fn timer_deadline(&self) -> Option<Ns> {
         let pace = (self.pace_next > self.v.now && self.pacing_rate().is_some() && self.has_sendable())
             .then_some(self.pace_next);
-        match (self.rto_deadline, pace) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
+        [self.rto_deadline, pace, self.tsq_wake].into_iter().flatten().min()
+    }
+
+    /// Linux's sk_pacing_rate in bytes/s (tcp_input.c tcp_update_pacing_rate()): cwnd * mss / srtt,
+    /// times 2 while cwnd < ssthresh / 2 (sysctl_tcp_pacing_ss_ratio 200) else 1.2 (ca_ratio 120).
+    pub fn linux_pacing_rate_bytes(&self) -> u64 {
+        if self.rtt.srtt_ns == 0 {
+            return 0;
         }
+        let ratio = if self.v.cwnd < self.v.ssthresh / 2 { 200 } else { 120 };
+        (self.v.cwnd.max(self.snd_nxt - self.snd_una) as u128 * ratio * 1_000_000_000
+            / (100 * self.rtt.srtt_ns as u128)) as u64
+    }
+
+    /// Bytes this socket may have queued below TCP (tcp_small_queue_check()).
+    pub fn tsq_limit(&self) -> u64 {
+        let mut limit = self.profile.tsq_floor_bytes;
+        if let Some(shift) = self.profile.tsq_pacing_shift {
+            limit = limit.max(self.linux_pacing_rate_bytes() >> shift);
+        }
+        limit.min(self.profile.tsq_max_bytes.max(self.profile.tsq_floor_bytes))
     }
 
     fn has_sendable(&self) -> bool {
@@ -290,6 +317,7 @@ impl TcpSender {
             self.pace_next = self.pace_next.max(now) + tx_time_ns(p.size_bytes as u64, rate);
         }
         self.last_send = Some(now);
+        self.nic_backlog += p.size_bytes as u64;
         out.push(p);
     }
 
@@ -306,6 +334,8 @@ impl TcpSender {
                 self.cc.after_idle(&mut self.v);
             }
         }
+        self.tsq_throttled = false;
+        let tsq_limit = self.tsq_limit();
         loop {
             if self.pacing_rate().is_some() && now < self.pace_next {
                 break;
@@ -338,6 +368,14 @@ impl TcpSender {
                     self.v.cwnd_limited = true;
                     break;
                 }
+            }
+            // TSQ: with data outstanding, stop while the NIC holds more than the limit (doubled
+            // for retransmissions); the simulation wakes us when it drains.
+            let limit = if retx { 2 * tsq_limit } else { tsq_limit };
+            if self.snd_nxt > self.snd_una && self.nic_backlog + len > limit {
+                self.tsq_throttled = true;
+                self.v.cwnd_limited = self.pipe() + self.mss > self.v.cwnd;
+                break;
             }
             if rescue {
                 if let State::Recovery { recover } = self.state {
@@ -456,6 +494,9 @@ impl TcpSender {
     /// A timer fired: RTO (RFC 6298 §5.4-5.6) and/or pacing release.
     pub fn on_timer(&mut self, now: Ns, out: &mut Vec<Packet>, next_id: &mut u64) {
         self.v.now = now;
+        if self.tsq_wake.is_some_and(|t| t <= now) {
+            self.tsq_wake = None;
+        }
         if let Some(deadline) = self.rto_deadline {
             if deadline <= now {
                 if self.snd_una < self.snd_nxt {

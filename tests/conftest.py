@@ -1,0 +1,59 @@
+"""Shared helpers: run the real `tcplab` command as a user would."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def tcplab(*args: str, cwd: Path | None = None, check: bool = False) -> subprocess.CompletedProcess:
+    """Run `tcplab ARGS` in a subprocess; returns the completed process (text output)."""
+    proc = subprocess.run([sys.executable, "-m", "tcplab.cli", *args], capture_output=True, text=True, cwd=cwd,
+                          env={"COLUMNS": "200", "PATH": "/usr/bin:/bin", "HOME": str(cwd or REPO)}, timeout=900)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"tcplab {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+SMALL_SPEC = """
+name = "small"
+seed = 3
+
+[topology]
+kind = "dumbbell"
+pairs = 2
+
+[topology.access]
+rate = "100Mbit"
+delay = "50us"
+buffer = "100p"
+
+[topology.bottleneck]
+rate = "50Mbit"
+delay = "10ms"
+buffer = "60p"
+loss = 0.001
+
+[senders.s1]
+to = "r1"
+cc = "cubic"
+time = "3s"
+
+[senders.s2]
+to = "r2"
+cc = "newreno"
+time = "3s"
+start = "500ms"
+"""
+
+
+@pytest.fixture
+def small_spec(tmp_path: Path) -> Path:
+    p = tmp_path / "small.toml"
+    p.write_text(SMALL_SPEC)
+    return p
