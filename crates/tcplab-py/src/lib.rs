@@ -41,6 +41,12 @@ impl Simulation {
         self.inner.events_processed()
     }
 
+    /// Packets created so far (data, ACKs, UDP).
+    #[getter]
+    fn packets_created(&self) -> u64 {
+        self.inner.created
+    }
+
     fn flows_done(&self) -> bool {
         self.inner.flows_done()
     }

@@ -83,5 +83,5 @@ def summarize(resolved: Resolved, totals: dict[str, Any], run_dir: Path) -> dict
         },
         "fairness_jain": _r(jain_index([s["throughput_mbps"] or 0.0 for s in time_flows])),
         "background": totals["udp"],
-        "simulator": {"events": totals["events"], "end_s": _r(totals["end_ns"] / 1e9)},
+        "simulator": {"events": totals["events"], "packets": totals["packets"], "end_s": _r(totals["end_ns"] / 1e9)},
     }

@@ -38,6 +38,7 @@ def run(resolved: Resolved, directory: Path, progress: Callable[[int, int], None
     return {
         "end_ns": sim.now_ns,
         "events": sim.events_processed,
+        "packets": sim.packets_created,
         "flows": sim.flow_stats(),
         "ports": sim.port_stats(),
         "udp": sim.udp_stats(),
