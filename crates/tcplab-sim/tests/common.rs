@@ -93,3 +93,37 @@ pub fn samples(sim: &Simulation, flow: i64) -> Vec<(i64, i64, i64)> {
         (r.column("t_ns").unwrap(), r.column("flow").unwrap(), r.column("cwnd_bytes").unwrap(), r.column("state").unwrap());
     (0..t.len()).filter(|&i| f[i] == flow).map(|i| (t[i], c[i], st[i])).collect()
 }
+
+/// Dumbbell: senders 0..n, receivers n..2n, rt1 = 2n, rt2 = 2n + 1; access links at the
+/// bottleneck's rate with `jitter_ns` of host timing noise on the hosts' side.
+pub fn dumbbell(n: u32, rate_bps: u64, rtt_ns: Ns, buffer_packets: u64, jitter_ns: Ns, flows: Vec<FlowConfig>, stop_ns: Ns) -> SimConfig {
+    let access = 50 * MS / 1000;
+    let (rt1, rt2) = (2 * n, 2 * n + 1);
+    let mut nodes: Vec<NodeConfig> = (0..n).map(|i| node(&format!("s{i}"), NodeKind::Host)).collect();
+    nodes.extend((0..n).map(|i| node(&format!("r{i}"), NodeKind::Host)));
+    nodes.push(node("rt1", NodeKind::Router));
+    nodes.push(node("rt2", NodeKind::Router));
+    let host = DirConfig { jitter_ns, ..dir(rate_bps, access, None) };
+    let router = dir(rate_bps, access, Some(buffer_packets));
+    let mut links = vec![LinkConfig {
+        a: rt1,
+        b: rt2,
+        ab: dir(rate_bps, rtt_ns / 2 - 2 * access, Some(buffer_packets)),
+        ba: dir(rate_bps, rtt_ns / 2 - 2 * access, Some(buffer_packets)),
+    }];
+    for i in 0..n {
+        links.push(LinkConfig { a: i, b: rt1, ab: host.clone(), ba: router.clone() });
+        links.push(LinkConfig { a: rt2, b: n + i, ab: router.clone(), ba: host.clone() });
+    }
+    SimConfig {
+        seed: 1,
+        stop_ns,
+        sample_interval_ns: 10 * MS,
+        interval_ns: SEC,
+        nodes,
+        links,
+        flows,
+        udp: vec![],
+        monitor: vec![PortRef { link: 0, dir: "ab".into() }],
+    }
+}

@@ -138,3 +138,26 @@ fn fixed_size_transfer_delivers_exactly_n_bytes_in_order() {
         assert!(st.completion_ns.is_some(), "n = {n} did not complete");
     }
 }
+
+/// Two CUBIC flows over T1's equal-rate 1 Gbit/s dumbbell: with host timing noise (as every real
+/// host has) the drops are shared; without it the simulator phase-locks and one flow takes most
+/// of them (Floyd & Jacobson, "On Traffic Phase Effects in Packet-Switched Gateways", 1992).
+/// Returns (Jain index of throughput, smaller / larger retransmission count).
+fn t1_like(jitter_ns: u64) -> (f64, f64) {
+    let flows = vec![flow("a", 0, 2, "cubic", bulk(60)), flow("b", 1, 3, "cubic", bulk(60))];
+    let sim = run(&dumbbell(2, GBIT, 40 * MS, 256, jitter_ns, flows, 60 * SEC));
+    let st = sim.flow_stats();
+    let x: Vec<f64> = st.iter().map(|f| f.bytes_delivered as f64).collect();
+    let jain = x.iter().sum::<f64>().powi(2) / (2.0 * x.iter().map(|v| v * v).sum::<f64>());
+    let (r0, r1) = (st[0].retrans_segs as f64, st[1].retrans_segs as f64);
+    (jain, r0.min(r1) / r0.max(r1))
+}
+
+#[test]
+fn equal_flows_share_drops_only_with_host_timing_noise() {
+    let (jain, drop_share) = t1_like(1_000);
+    assert!(jain > 0.95, "Jain index with 1 us host jitter: {jain}");
+    assert!(drop_share > 0.5, "retransmissions with jitter are shared: {drop_share}");
+    let (_, locked_share) = t1_like(0);
+    assert!(locked_share < 0.2, "without jitter one flow takes the drops: {locked_share}");
+}
