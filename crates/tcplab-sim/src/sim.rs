@@ -454,21 +454,13 @@ impl Simulation {
             // A sample at the exact instant of the state change, so charts show it sharply.
             self.sample_flow(fi);
         }
-        if let Some(d) = self.senders[fi].timer_deadline() {
-            if self.sender_timer_at[fi].is_none_or(|t| d < t) {
-                self.q.push(d.max(self.now), Action::SenderTimer(fi as u32));
-                self.sender_timer_at[fi] = Some(d);
-            }
-        }
+        let deadline = self.senders[fi].timer_deadline();
+        arm(&mut self.q, &mut self.sender_timer_at[fi], deadline, self.now, Action::SenderTimer(fi as u32));
     }
 
     fn sync_receiver_timer(&mut self, fi: usize) {
-        if let Some(d) = self.receivers[fi].timer_deadline() {
-            if self.receiver_timer_at[fi].is_none_or(|t| d < t) {
-                self.q.push(d.max(self.now), Action::ReceiverTimer(fi as u32));
-                self.receiver_timer_at[fi] = Some(d);
-            }
-        }
+        let deadline = self.receivers[fi].timer_deadline();
+        arm(&mut self.q, &mut self.receiver_timer_at[fi], deadline, self.now, Action::ReceiverTimer(fi as u32));
     }
 
     fn udp_send(&mut self, u: usize) {
@@ -650,6 +642,18 @@ impl Simulation {
     /// Kinds of nodes (for bindings).
     pub fn node_kinds(&self) -> &[NodeKind] {
         &self.kinds
+    }
+}
+
+/// Lazy timers: an endpoint states when it next wants to run; an event is queued only if none is
+/// pending for an earlier time (`pending`). A timer pushed later (an RTO restarted on every ACK)
+/// costs nothing until the pending event fires and finds it not yet due.
+fn arm(q: &mut EventQueue, pending: &mut Option<Ns>, deadline: Option<Ns>, now: Ns, action: Action) {
+    if let Some(d) = deadline {
+        if pending.is_none_or(|t| d < t) {
+            q.push(d.max(now), action);
+            *pending = Some(d);
+        }
     }
 }
 

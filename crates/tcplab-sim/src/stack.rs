@@ -61,56 +61,56 @@ pub struct StackProfile {
 /// Profile names the registry knows.
 pub const PROFILES: &[&str] = &["linux", "rfc"];
 
+/// The textbook stack: RFC 6298 §2 (1 s initial and minimum RTO, 60 s maximum allowed), RFC 5681
+/// §4.2 (ACK every 2nd full segment, delay < 500 ms; 40 ms as is common in practice), RFC 6675.
+fn rfc() -> StackProfile {
+    StackProfile {
+        name: "rfc",
+        initial_rto_ns: SEC,
+        min_rto_ns: SEC,
+        max_rto_ns: 60 * SEC,
+        clock_granularity_ns: MS,
+        dupthresh: 3,
+        delack_ns: 40 * MS,
+        ack_every_segments: 2,
+        partial_sends: false,
+        tso_max_bytes: 65_536,
+        pacing: false,
+        recovery: Recovery::Rfc6675,
+        // Every real host stops the socket when its interface queue is full; the RFCs do not say
+        // how much it holds: two 64 KB bursts, fixed.
+        tsq_floor_bytes: 2 * 65_536,
+        tsq_pacing_shift: None,
+        tsq_max_bytes: 2 * 65_536,
+        sndbuf_autotune_cwnds: None,
+    }
+}
+
+/// Linux's constants around the same machinery: include/net/tcp.h TCP_TIMEOUT_INIT (1 s),
+/// TCP_RTO_MIN (HZ/5 = 200 ms), TCP_RTO_MAX (120 s), TCP_DELACK_MIN (HZ/25 = 40 ms); tcp_output.c
+/// sends full-sized segments only (Nagle / tcp_snd_wnd_test); pacing only under fq or when the CC
+/// asks.
+fn linux() -> StackProfile {
+    StackProfile {
+        name: "linux",
+        min_rto_ns: 200 * MS,
+        max_rto_ns: 120 * SEC,
+        // tcp_small_queue_check(): max(2 * skb->truesize, sk_pacing_rate >> 10), at most
+        // tcp_limit_output_bytes (1 MB) when not pacing; truesize of a 64 KB TSO skb ~ 64 KB.
+        tsq_pacing_shift: Some(10),
+        tsq_max_bytes: 1 << 20,
+        // tcp_input.c tcp_sndbuf_expand(): sk_sndbuf = 2 * max(TCP_INIT_CWND, cwnd) * per_mss, at
+        // most tcp_wmem[2]. Linux counts skb truesize; we count payload, a lower bound.
+        sndbuf_autotune_cwnds: Some(2),
+        ..rfc()
+    }
+}
+
 /// Look a profile up by name.
 pub fn profile(name: &str) -> Option<StackProfile> {
     match name {
-        // RFC 6298 §2 (1 s initial and minimum RTO, 60 s maximum allowed), RFC 5681 §4.2
-        // (ACK every 2nd full segment, delay < 500 ms; we use the 40 ms common in practice).
-        "rfc" => Some(StackProfile {
-            name: "rfc",
-            initial_rto_ns: SEC,
-            min_rto_ns: SEC,
-            max_rto_ns: 60 * SEC,
-            clock_granularity_ns: MS,
-            dupthresh: 3,
-            delack_ns: 40 * MS,
-            ack_every_segments: 2,
-            partial_sends: false,
-            tso_max_bytes: 65_536,
-            pacing: false,
-            recovery: Recovery::Rfc6675,
-            // Every real host stops the socket when its interface queue is full; the RFCs do not
-            // say how much it holds: two 64 KB bursts, fixed.
-            tsq_floor_bytes: 2 * 65_536,
-            tsq_pacing_shift: None,
-            tsq_max_bytes: 2 * 65_536,
-            sndbuf_autotune_cwnds: None,
-        }),
-        // Linux constants: include/net/tcp.h TCP_TIMEOUT_INIT (1 s), TCP_RTO_MIN (HZ/5 = 200 ms),
-        // TCP_RTO_MAX (120 s), TCP_DELACK_MIN (HZ/25 = 40 ms); tcp_output.c sends full-sized
-        // segments only (Nagle / tcp_snd_wnd_test); pacing only under fq or when the CC asks.
-        "linux" => Some(StackProfile {
-            name: "linux",
-            initial_rto_ns: SEC,
-            min_rto_ns: 200 * MS,
-            max_rto_ns: 120 * SEC,
-            clock_granularity_ns: MS,
-            dupthresh: 3,
-            delack_ns: 40 * MS,
-            ack_every_segments: 2,
-            partial_sends: false,
-            tso_max_bytes: 65_536,
-            pacing: false,
-            recovery: Recovery::Rfc6675,
-            // tcp_small_queue_check(): max(2 * skb->truesize, sk_pacing_rate >> 10), at most
-            // tcp_limit_output_bytes (1 MB) when not pacing; truesize of a 64 KB TSO skb ~ 64 KB.
-            tsq_floor_bytes: 2 * 65_536,
-            tsq_pacing_shift: Some(10),
-            tsq_max_bytes: 1 << 20,
-            // tcp_input.c tcp_sndbuf_expand(): sk_sndbuf = 2 * max(TCP_INIT_CWND, cwnd) * per_mss,
-            // at most tcp_wmem[2]. Linux counts skb truesize; we count payload, a lower bound.
-            sndbuf_autotune_cwnds: Some(2),
-        }),
+        "rfc" => Some(rfc()),
+        "linux" => Some(linux()),
         _ => None,
     }
 }

@@ -18,6 +18,15 @@ _SVG_META = {"Date": None}
 _PNG_META = {"Software": None}
 
 
+def _finish(ax, xlabel: str, ylabel: str, title: str, legend: str) -> None:
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_ylim(bottom=0)
+    ax.grid(alpha=0.3)
+    ax.legend(loc=legend, fontsize=8)
+    ax.set_title(title)
+
+
 def _save(fig, out: Path, stem: str) -> list[str]:
     fig.tight_layout()
     fig.savefig(out / f"{stem}.png", dpi=110, metadata=_PNG_META)
@@ -42,12 +51,7 @@ def throughput(intervals: pd.DataFrame, flows: list[dict[str, Any]], out: Path) 
     if len(flows) > 1 and total:
         ts = sorted(total)
         ax.step(ts, [total[x] for x in ts], where="pre", label="sum", color="black", linewidth=1.2)
-    ax.set_xlabel("time (s)")
-    ax.set_ylabel("throughput (Mbit/s)")
-    ax.set_ylim(bottom=0)
-    ax.grid(alpha=0.3)
-    ax.legend(loc="lower right", fontsize=8)
-    ax.set_title("Throughput per interval")
+    _finish(ax, "time (s)", "throughput (Mbit/s)", "Throughput per interval", "lower right")
     return _save(fig, out, "throughput")
 
 
@@ -62,12 +66,8 @@ def cwnd(samples: pd.DataFrame, flows: list[dict[str, Any]], out: Path, first_se
         else:
             t = mine["t_ns"] / 1e9
         ax.plot(t, mine["cwnd_bytes"] / 1e3, label=f["name"], linewidth=0.8, drawstyle="steps-post")
-    ax.set_xlabel("time since flow start (ms)" if first_second else "time (s)")
-    ax.set_ylabel("cwnd (kB)")
-    ax.set_ylim(bottom=0)
-    ax.grid(alpha=0.3)
-    ax.legend(loc="upper right", fontsize=8)
-    ax.set_title("cwnd in each flow's first second" if first_second else "cwnd")
+    _finish(ax, "time since flow start (ms)" if first_second else "time (s)", "cwnd (kB)",
+            "cwnd in each flow's first second" if first_second else "cwnd", "upper right")
     return _save(fig, out, "cwnd_first_second" if first_second else "cwnd")
 
 
@@ -76,10 +76,5 @@ def queue(queues: pd.DataFrame, out: Path) -> list[str]:
     fig, ax = plt.subplots(figsize=(9, 3))
     for port, rows in queues.groupby("port", sort=True):
         ax.plot(rows["t_ns"] / 1e9, rows["queue_packets"], label=str(port), linewidth=0.6)
-    ax.set_xlabel("time (s)")
-    ax.set_ylabel("queue (packets)")
-    ax.set_ylim(bottom=0)
-    ax.grid(alpha=0.3)
-    ax.legend(loc="upper right", fontsize=8)
-    ax.set_title("Bottleneck queue")
+    _finish(ax, "time (s)", "queue (packets)", "Bottleneck queue", "upper right")
     return _save(fig, out, "queue")
