@@ -22,10 +22,19 @@ pre{background:#f7f7f7;padding:1em;overflow-x:auto;font-size:.85em}
 """
 
 
+def _show(v: Any) -> str:
+    """Numbers as a reader wants them: 1 decimal from 100 up, else 3 significant decimals."""
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.1f}" if abs(v) >= 100 else f"{v:.3f}"
+    return str(v)
+
+
 def _table(table_id: str, header: list[str], rows: list[list[Any]], left: int = 0) -> str:
     def cell(tag: str, i: int, v: Any) -> str:
         cls = ' class="l"' if i < left else ""
-        return f"<{tag}{cls}>{html.escape('-' if v is None else str(v))}</{tag}>"
+        return f"<{tag}{cls}>{html.escape(_show(v))}</{tag}>"
 
     head = "".join(cell("th", i, h) for i, h in enumerate(header))
     body = "".join("<tr>" + "".join(cell("td", i, v) for i, v in enumerate(r)) + "</tr>" for r in rows)
