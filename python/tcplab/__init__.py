@@ -60,6 +60,15 @@ class Run:
         return df
 
     @property
+    def recovery(self):
+        """Loss-recovery episodes per flow (see tcplab.analysis.recovery)."""
+        from .analysis.recovery import episodes
+
+        sends = self.table("sends")
+        mss = {f["flow"]: f["mss_bytes"] for f in self.info["flows"]}
+        return episodes(self.table("events"), sends if len(sends) else None, mss)
+
+    @property
     def flows(self):
         """Sampled flow state with t_s added."""
         df = self.table("flows")

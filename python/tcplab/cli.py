@@ -144,6 +144,31 @@ def show(
 
 
 @app.command()
+def recovery(
+    rundir: Annotated[Path, typer.Argument(help="A results folder written by tcplab run.")],
+    first: Annotated[bool, typer.Option("--first", help="Only each flow's first episode.")] = False,
+) -> None:
+    """Loss-recovery episodes: cwnd/ssthresh at entry and exit, flight, retransmissions, TSO and
+    fractional sends."""
+    from .analysis.recovery import first_per_flow
+    from .report.text import recovery_table
+
+    try:
+        r = Run(rundir)
+    except FileNotFoundError as e:
+        _fail(str(e))
+    eps = r.recovery
+    if first:
+        eps = first_per_flow(eps)
+    if not len(eps):
+        out_console.print("no loss-recovery episodes")
+        return
+    out_console.print(recovery_table(eps, f"{r.info['name']}: loss recovery"))
+    if eps["tso_sends"].isna().all():
+        out_console.print("TSO/fractional: n/a (the run did not record sends; set trace.sends = true)")
+
+
+@app.command()
 def version() -> None:
     """Print tcplab's version."""
     out_console.print(f"tcplab {__version__}")

@@ -2,7 +2,8 @@
 nothing half-written ever looks like a finished run.
 
 Layout: spec.toml (resolved spec), summary.json, meta.json (provenance: version, git revision,
-wall clock), <table>.parquet (zstd) for flows, intervals, queues, ports and events, plots/, report.html.
+wall clock), <table>.parquet (zstd) for flows, intervals, queues, ports, events and (if
+recorded) sends, plots/, report.html.
 """
 
 from __future__ import annotations
@@ -18,9 +19,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import tomli_w
 
-TABLES = ("flows", "intervals", "queues", "ports", "events")
+TABLES = ("flows", "intervals", "queues", "ports", "events", "sends")
 #: Tables whose integer `flow` column is replaced by the flow's name; `port` by its label.
-_FLOW_TABLES = {"flows", "intervals", "events"}
+_FLOW_TABLES = {"flows", "intervals", "events", "sends"}
 _PORT_TABLES = {"queues", "ports"}
 
 

@@ -16,6 +16,9 @@ pub struct SimConfig {
     pub sample_interval_ns: Ns,
     /// iperf3-style reporting interval (`-i`).
     pub interval_ns: Ns,
+    /// Record every send (TSO chunk, segment, retransmission) in the `sends` table.
+    #[serde(default)]
+    pub record_sends: bool,
     /// Nodes, referred to by index.
     pub nodes: Vec<NodeConfig>,
     /// Full-duplex links between nodes.

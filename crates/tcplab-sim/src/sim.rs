@@ -152,7 +152,9 @@ impl Simulation {
                 return Err(format!("flow {}: mss, iw, sndbuf must be positive and rcvbuf at least one mss", f.name));
             }
             receivers.push(TcpReceiver::new(i as u32, f, &profile));
-            senders.push(TcpSender::new(i as u32, f, profile, algo));
+            let mut sender = TcpSender::new(i as u32, f, profile, algo);
+            sender.record_sends = cfg.record_sends;
+            senders.push(sender);
         }
         let mut udp = Vec::new();
         for u in &cfg.udp {
@@ -435,17 +437,30 @@ impl Simulation {
             let t = self.ports[pi].when_queue_at_most(half, self.now).max(self.now + 1);
             self.senders[fi].tsq_wake = Some(t);
         }
+        if !self.senders[fi].sends.is_empty() {
+            for x in std::mem::take(&mut self.senders[fi].sends) {
+                self.rec.sends.push(&[
+                    x.t as i64,
+                    fi as i64,
+                    x.seq as i64,
+                    x.bytes as i64,
+                    x.segments as i64,
+                    x.retx as i64,
+                    x.state.code(),
+                ]);
+            }
+        }
         if !self.senders[fi].events.is_empty() {
-            let events = std::mem::take(&mut self.senders[fi].events);
-            for (t, e) in events {
-                let s = &self.senders[fi];
+            for (t, e, snap) in std::mem::take(&mut self.senders[fi].events) {
                 self.rec.events.push(&[
                     t as i64,
                     fi as i64,
                     e.code(),
-                    s.v.cwnd as i64,
-                    ssthresh_col(s.v.ssthresh),
-                    s.pipe() as i64,
+                    snap.cwnd as i64,
+                    ssthresh_col(snap.ssthresh),
+                    snap.pipe as i64,
+                    snap.outstanding as i64,
+                    snap.retrans_segs as i64,
                 ]);
                 if e == SenderEvent::Complete {
                     self.push_interval(fi);

@@ -41,6 +41,8 @@ pub struct StackProfile {
     /// Largest burst handed to the NIC at once (TSO), bytes. Packets of a burst leave back to back
     /// at the sender's link rate.
     pub tso_max_bytes: u64,
+    /// Whether TSO chunks are sized to ~1 ms at the pacing rate (Linux tcp_tso_autosize).
+    pub tso_autosize: bool,
     /// Whether the stack paces at the CC's pacing rate when the CC supplies one.
     pub pacing: bool,
     /// Loss recovery scheme.
@@ -75,6 +77,7 @@ fn rfc() -> StackProfile {
         ack_every_segments: 2,
         partial_sends: false,
         tso_max_bytes: 65_536,
+        tso_autosize: false,
         pacing: false,
         recovery: Recovery::Rfc6675,
         // Every real host stops the socket when its interface queue is full; the RFCs do not say
@@ -102,6 +105,7 @@ fn linux() -> StackProfile {
         // tcp_input.c tcp_sndbuf_expand(): sk_sndbuf = 2 * max(TCP_INIT_CWND, cwnd) * per_mss, at
         // most tcp_wmem[2]. Linux counts skb truesize; we count payload, a lower bound.
         sndbuf_autotune_cwnds: Some(2),
+        tso_autosize: true,
         ..rfc()
     }
 }

@@ -69,7 +69,10 @@ pub const QUEUE_COLUMNS: &[&str] = &["t_ns", "port", "queue_packets", "queue_byt
 /// Per-port counters per interval.
 pub const PORT_COLUMNS: &[&str] = &["t_start_ns", "t_end_ns", "port", "tx_bytes", "tx_packets", "drops", "losses"];
 /// Sender events (see `SenderEvent::code`) with the state at that instant.
-pub const EVENT_COLUMNS: &[&str] = &["t_ns", "flow", "event", "cwnd_bytes", "ssthresh_bytes", "flight_bytes"];
+pub const EVENT_COLUMNS: &[&str] =
+    &["t_ns", "flow", "event", "cwnd_bytes", "ssthresh_bytes", "flight_bytes", "outstanding_bytes", "retrans_segs"];
+/// What each output call handed the NIC at once (TSO chunk, segment, retransmission).
+pub const SEND_COLUMNS: &[&str] = &["t_ns", "flow", "seq", "bytes", "segments", "retx", "state"];
 
 /// All tables of a run.
 #[derive(Debug)]
@@ -84,6 +87,8 @@ pub struct Recorder {
     pub ports: Table,
     /// Sender events.
     pub events: Table,
+    /// Sends (only when recorded).
+    pub sends: Table,
 }
 
 impl Default for Recorder {
@@ -94,13 +99,14 @@ impl Default for Recorder {
             queues: Table::new("queues", QUEUE_COLUMNS),
             ports: Table::new("ports", PORT_COLUMNS),
             events: Table::new("events", EVENT_COLUMNS),
+            sends: Table::new("sends", SEND_COLUMNS),
         }
     }
 }
 
 impl Recorder {
     /// All tables, for draining.
-    pub fn tables_mut(&mut self) -> [&mut Table; 5] {
-        [&mut self.flows, &mut self.intervals, &mut self.queues, &mut self.ports, &mut self.events]
+    pub fn tables_mut(&mut self) -> [&mut Table; 6] {
+        [&mut self.flows, &mut self.intervals, &mut self.queues, &mut self.ports, &mut self.events, &mut self.sends]
     }
 }

@@ -45,6 +45,7 @@ pub fn pipe(rate_bps: u64, rtt_ns: Ns, buffer_packets: u64, flows: Vec<FlowConfi
         stop_ns,
         sample_interval_ns: 0,
         interval_ns: SEC,
+        record_sends: false,
         nodes: vec![node("s", NodeKind::Host), node("rt", NodeKind::Router), node("r", NodeKind::Host)],
         links: vec![
             LinkConfig { a: 0, b: 1, ab: dir(10 * GBIT, access, None), ba: dir(10 * GBIT, access, None) },
@@ -120,6 +121,7 @@ pub fn dumbbell(n: u32, rate_bps: u64, rtt_ns: Ns, buffer_packets: u64, jitter_n
         stop_ns,
         sample_interval_ns: 10 * MS,
         interval_ns: SEC,
+        record_sends: false,
         nodes,
         links,
         flows,

@@ -86,6 +86,7 @@ fn random_case(seed: u64) -> SimConfig {
         stop_ns: 400 * SEC,
         sample_interval_ns: 10 * MS,
         interval_ns: SEC,
+        record_sends: false,
         nodes,
         links,
         flows,

@@ -45,7 +45,7 @@ def summarize(resolved: Resolved, totals: dict[str, Any], run_dir: Path) -> dict
             "throughput_mbps": _r(tput), "bytes_delivered": st["bytes_delivered"], "bytes_written": st["bytes_written"],
             "retransmits": st["retrans_segs"], "recoveries": st["recoveries"], "rtos": st["rtos"],
             "final_cwnd_bytes": st["cwnd_bytes"], "srtt_ms": _r(st["srtt_ns"] / 1e6, 3),
-            "min_rtt_ms": _r(st["min_rtt_ns"] / 1e6, 3),
+            "min_rtt_ms": _r(st["min_rtt_ns"] / 1e6, 3), "mss_bytes": info["mss"],
         })
     # Measurement window: from the first start to the last time-limited application's end (or the
     # last completion), on the port counters' interval grid.

@@ -64,3 +64,26 @@ def summary_table(summary: dict[str, Any]) -> Table:
         parts.append(f"Jain fairness {summary['fairness_jain']:.3f}")
     t.caption = ", ".join(parts)
     return t
+
+
+def _kb(v: Any) -> str:
+    return "-" if v is None or v != v else f"{v / 1000:.1f}"
+
+
+def _yes(v: Any) -> str:
+    return "n/a" if v is None or v != v else ("yes" if v else "no")
+
+
+def recovery_table(eps: pd.DataFrame, title: str) -> Table:
+    """Loss-recovery episodes: one row each."""
+    t = Table(title=title)
+    for col in ("flow", "#", "kind", "start s", "dur ms", "cwnd in kB", "ssthr in kB", "cwnd out kB", "flight kB",
+                "retx", "TSO", "fractional", "ended by"):
+        t.add_column(col, justify="left" if col in ("flow", "kind", "ended by") else "right")
+    for r in eps.itertuples(index=False):
+        t.add_row(str(r.flow), str(r.episode), r.kind, f"{r.start_s:.3f}",
+                  "-" if r.duration_s is None or r.duration_s != r.duration_s else f"{1000 * r.duration_s:.1f}",
+                  _kb(r.cwnd_entry_bytes), _kb(r.ssthresh_entry_bytes), _kb(r.cwnd_exit_bytes), _kb(r.flight_before_bytes),
+                  "-" if r.retransmissions is None or r.retransmissions != r.retransmissions else str(int(r.retransmissions)),
+                  _yes(r.tso_sends), _yes(r.fractional_sends), r.ended_by)
+    return t

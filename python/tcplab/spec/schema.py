@@ -426,10 +426,10 @@ def _background(ctx: _Ctx, spec: dict[str, Any], index: dict[str, int], end_ns: 
     return out, norm
 
 
-TRACE_KEYS = ("sample", "interval")
+TRACE_KEYS = ("sample", "interval", "sends")
 
 
-def _trace(ctx: _Ctx, spec: dict[str, Any]) -> tuple[int, int, dict]:
+def _trace(ctx: _Ctx, spec: dict[str, Any]) -> tuple[int, int, bool, dict]:
     t = ctx.table(spec.get("trace", {}), "trace")
     ctx.keys(t, "trace", TRACE_KEYS)
     sample_raw = t.get("sample", "1ms")
@@ -437,7 +437,8 @@ def _trace(ctx: _Ctx, spec: dict[str, Any]) -> tuple[int, int, dict]:
     interval = ctx.unit(t, "trace", "interval", units.parse_duration_ns, "1s")
     if interval <= 0:
         raise ctx.err("trace.interval", "must be longer than zero")
-    return sample, interval, {"sample": sample_raw, "interval": t.get("interval", "1s")}
+    sends = ctx.boolean(t, "trace", "sends", False)
+    return sample, interval, sends, {"sample": sample_raw, "interval": t.get("interval", "1s"), "sends": sends}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -486,9 +487,9 @@ def resolve(spec: dict[str, Any], source: str, *, seed: int | None = None, durat
         stop = max(ends + caps) + (DRAIN_NS if ends else 0)
     app_end = max(ends) if ends else stop
     udp, bg_norm = _background(ctx, spec, index, app_end)
-    sample, interval, trace_norm = _trace(ctx, spec)
+    sample, interval, sends, trace_norm = _trace(ctx, spec)
     sim_config = {
-        "seed": run_seed, "stop_ns": stop, "sample_interval_ns": sample, "interval_ns": interval,
+        "seed": run_seed, "stop_ns": stop, "sample_interval_ns": sample, "interval_ns": interval, "record_sends": sends,
         "nodes": nodes, "links": links, "flows": flows, "udp": udp,
         "monitor": [{"link": bottleneck_port // 2, "dir": "ab"}],
     }

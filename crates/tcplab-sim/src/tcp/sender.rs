@@ -65,6 +65,40 @@ impl SenderEvent {
     }
 }
 
+/// The sender's state at the instant of an event.
+#[derive(Clone, Copy, Debug)]
+pub struct Snapshot {
+    /// cwnd, bytes.
+    pub cwnd: u64,
+    /// ssthresh, bytes.
+    pub ssthresh: u64,
+    /// RFC 6675 pipe, bytes.
+    pub pipe: u64,
+    /// snd_nxt - snd_una (FlightSize, RFC 5681), bytes.
+    pub outstanding: u64,
+    /// Segments retransmitted so far.
+    pub retrans_segs: u64,
+}
+
+/// What one output call handed the NIC at once: a TSO chunk of new data (several segments,
+/// split by the NIC into back-to-back packets), a single segment, or a retransmission. This is
+/// what SIFTR2 (at the IP hook) and tcpdump on the sender see as one packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Send {
+    /// Time.
+    pub t: Ns,
+    /// First byte.
+    pub seq: u64,
+    /// Bytes.
+    pub bytes: u64,
+    /// Segments (packets on the wire).
+    pub segments: u32,
+    /// Whether it is a retransmission.
+    pub retx: bool,
+    /// Loss-recovery state when sent.
+    pub state: State,
+}
+
 /// One TCP sender.
 pub struct TcpSender {
     /// Flow index.
@@ -119,8 +153,12 @@ pub struct TcpSender {
     pub recoveries: u64,
     /// When all of a fixed-size transfer was acknowledged.
     pub completed_at: Option<Ns>,
-    /// Events since the simulation last drained them.
-    pub events: Vec<(Ns, SenderEvent)>,
+    /// Events since the simulation last drained them, with the state at that instant.
+    pub events: Vec<(Ns, SenderEvent, Snapshot)>,
+    /// Whether to keep `sends` (off by default: a row per ACK-clocked send is a lot of rows).
+    pub record_sends: bool,
+    /// Sends since the simulation last drained them.
+    pub sends: Vec<Send>,
     /// Bytes this host has queued below TCP (its NIC FIFO), set by the simulation before each
     /// call into the sender.
     pub nic_backlog: u64,
@@ -179,10 +217,46 @@ impl TcpSender {
             recoveries: 0,
             completed_at: None,
             events: Vec::new(),
+            record_sends: false,
+            sends: Vec::new(),
             nic_backlog: 0,
             tsq_throttled: false,
             tsq_wake: None,
         }
+    }
+
+    fn event(&mut self, now: Ns, e: SenderEvent) {
+        let snap = Snapshot {
+            cwnd: self.v.cwnd,
+            ssthresh: self.v.ssthresh,
+            pipe: self.pipe(),
+            outstanding: self.snd_nxt - self.snd_una,
+            retrans_segs: self.retrans_segs,
+        };
+        self.events.push((now, e, snap));
+    }
+
+    /// Largest TSO chunk of new data one output call hands the NIC: Linux sizes it to about 1 ms
+    /// at the pacing rate, at least 2 segments (tcp_output.c tcp_tso_autosize(),
+    /// sk_pacing_shift 10, tcp_min_tso_segs 2); otherwise the profile's maximum (64 KB).
+    pub fn tso_chunk_limit(&self) -> u64 {
+        if self.profile.tso_autosize {
+            (self.linux_pacing_rate_bytes() >> 10).clamp(2 * self.mss, self.profile.tso_max_bytes)
+        } else {
+            self.profile.tso_max_bytes
+        }
+    }
+
+    fn record_send(&mut self, now: Ns, seq: u64, len: u64, retx: bool, chunk_limit: u64) {
+        if let Some(last) = self.sends.last_mut() {
+            // New data contiguous with the previous chunk of the same output call joins it.
+            if !retx && !last.retx && last.t == now && last.seq + last.bytes == seq && last.bytes + len <= chunk_limit {
+                last.bytes += len;
+                last.segments += 1;
+                return;
+            }
+        }
+        self.sends.push(Send { t: now, seq, bytes: len, segments: 1, retx, state: self.state });
     }
 
     /// Bytes in flight per RFC 6675 (pipe).
@@ -286,11 +360,27 @@ impl TcpSender {
         if len == 0 {
             return None;
         }
-        // Sender-side silly window avoidance (RFC 1122 §4.2.3.4): no runt because of rwnd.
-        if len < self.mss && len < unsent && !self.profile.partial_sends {
-            return None;
+        if len < self.mss && !self.profile.partial_sends {
+            // Sender-side silly window avoidance (RFC 1122 §4.2.3.4): no runt because of rwnd.
+            if len < unsent {
+                return None;
+            }
+            // Nagle (RFC 896; Linux tcp_nagle_check, iperf3 leaves TCP_NODELAY off): the tail of
+            // what the application has written waits while data is outstanding, unless the
+            // application has nothing more to write.
+            if self.snd_nxt > self.snd_una && !self.app_finished() {
+                return None;
+            }
         }
         Some(len)
+    }
+
+    /// Whether the application will write nothing more.
+    fn app_finished(&self) -> bool {
+        match self.app {
+            AppConfig::Time { duration_ns } => self.v.now >= self.start_ns + duration_ns,
+            AppConfig::Bytes { bytes } => self.written >= bytes,
+        }
     }
 
     fn emit(&mut self, seq: u64, len: u64, retx: bool, now: Ns, out: &mut Vec<Packet>, next_id: &mut u64) {
@@ -318,6 +408,10 @@ impl TcpSender {
         }
         self.last_send = Some(now);
         self.nic_backlog += p.size_bytes as u64;
+        if self.record_sends {
+            let limit = self.tso_chunk_limit();
+            self.record_send(now, seq, len, retx, limit);
+        }
         out.push(p);
     }
 
@@ -430,11 +524,11 @@ impl TcpSender {
                 self.v.in_recovery = false;
                 self.sb.reno_sacked_segs = 0;
                 self.cc.post_recovery(&mut self.v);
-                self.events.push((now, SenderEvent::RecoveryEnd));
+                self.event(now, SenderEvent::RecoveryEnd);
             }
             State::Loss { recover } if self.snd_una >= recover => {
                 self.state = State::Open;
-                self.events.push((now, SenderEvent::LossEnd));
+                self.event(now, SenderEvent::LossEnd);
             }
             State::Recovery { .. } if acked > 0 && !self.sack => {
                 // RFC 6582 §3.2 step 5: a partial ACK retransmits the next unacknowledged segment.
@@ -468,7 +562,7 @@ impl TcpSender {
         if let AppConfig::Bytes { bytes } = self.app {
             if self.completed_at.is_none() && self.snd_una == bytes {
                 self.completed_at = Some(now);
-                self.events.push((now, SenderEvent::Complete));
+                self.event(now, SenderEvent::Complete);
             }
         }
     }
@@ -484,7 +578,7 @@ impl TcpSender {
         self.recover_guard = Some(recover);
         self.recoveries += 1;
         self.sb.mark_head_lost();
-        self.events.push((now, SenderEvent::RecoveryStart));
+        self.event(now, SenderEvent::RecoveryStart);
         // Step 4.3: the first retransmission goes out regardless of pipe.
         if let Some((seq, len)) = self.sb.next_lost() {
             self.emit(seq, len as u64, true, now, out, next_id);
@@ -523,7 +617,7 @@ impl TcpSender {
                     self.rto_count += 1;
                     self.rtt.backoff();
                     self.rto_deadline = Some(now + self.rtt.rto_ns);
-                    self.events.push((now, SenderEvent::Rto));
+                    self.event(now, SenderEvent::Rto);
                 } else {
                     self.rto_deadline = None;
                 }
