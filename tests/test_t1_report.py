@@ -57,6 +57,9 @@ def test_t1_report_renders_in_chromium_without_console_errors(t1_run: Path):
         for t in TABLES:
             assert page.locator(f"table#{t} tbody tr").count() >= 1, t
         assert page.locator("table#flows-table tbody tr").count() == 2
+        assert page.locator("table#recovery-table tbody tr").count() >= 2
+        for flow in ("s1", "s2"):
+            assert page.locator(f'figure[data-chart="recovery_{flow}"] img').evaluate("i => i.naturalWidth") > 100
         assert "seed" in page.locator("#provenance").inner_text()
         browser.close()
     assert errors == []

@@ -13,6 +13,7 @@ from typing import Any, Callable
 
 
 from . import __version__
+from .analysis.recovery import episodes, first_per_flow
 from .analysis.summary import summarize
 from .backends import sim as sim_backend
 from .report import html as report_html
@@ -80,8 +81,21 @@ def make_report(directory: Path, flows: list[dict[str, Any]], summary: dict[str,
     if len(queues):
         plots.queue(queues, pdir)
         charts.append(("queue", "Bottleneck queue length"))
+    eps = episodes(read_table(directory, "events"), _or_none(read_table(directory, "sends")),
+                   {f["flow"]: f["mss_bytes"] for f in summary["flows"]})
+    zooms = []
+    for _, ep in first_per_flow(eps).iterrows():
+        stem = f"recovery_{ep['flow']}"
+        plots.recovery_zoom(samples, _or_none(read_table(directory, "sends")), ep.to_dict(),
+                            next(f["mss_bytes"] for f in summary["flows"] if f["flow"] == ep["flow"]), pdir, stem)
+        zooms.append((stem, f"{ep['flow']}: cwnd, ssthresh and send sizes around its first loss-recovery episode"))
+    recovery_html = report_html.recovery_section(eps, zooms, pdir)
     spec_text = (directory / "spec.toml").read_text()
-    return report_html.write(directory, summary, meta, spec_text, intervals, flows, charts)
+    return report_html.write(directory, summary, meta, spec_text, intervals, flows, charts, recovery_html)
+
+
+def _or_none(df):
+    return df if len(df) else None
 
 
 def execute(resolved: Resolved, out: Path, *, force: bool = False, progress: Progress | None = None,

@@ -47,8 +47,27 @@ def _figure(plots: Path, stem: str, caption: str) -> str:
             f"<figcaption>{html.escape(caption)} (also <code>plots/{stem}.svg</code>)</figcaption></figure>")
 
 
+def recovery_section(eps, zooms: list[tuple[str, str]], plots: Path) -> str:
+    """The loss-recovery table (first 50 episodes) and each flow's first-episode chart."""
+    if eps is None or not len(eps):
+        return '<section id="recovery"><h2>Loss recovery</h2><p>No loss-recovery episodes.</p></section>'
+
+    def yes(v: Any) -> str:
+        return "n/a" if v is None or v != v else ("yes" if v else "no")
+
+    rows = [[r.flow, r.episode, r.kind, r.start_s, None if r.duration_s != r.duration_s else r.duration_s * 1e3,
+             r.cwnd_entry_bytes, r.ssthresh_entry_bytes, r.cwnd_exit_bytes, r.flight_before_bytes, r.retransmissions,
+             yes(r.tso_sends), yes(r.fractional_sends), r.ended_by] for r in eps.head(50).itertuples(index=False)]
+    table = _table("recovery-table", ["flow", "#", "kind", "start s", "duration ms", "cwnd entry B", "ssthresh entry B",
+                                      "cwnd exit B", "flight before B", "retransmissions", "TSO sends", "fractional sends",
+                                      "ended by"], rows, left=3)
+    more = f"<p>{len(eps) - 50} more episodes: <code>tcplab recovery RUNDIR</code>.</p>" if len(eps) > 50 else ""
+    figs = "".join(_figure(plots, stem, cap) for stem, cap in zooms)
+    return f'<section id="recovery"><h2>Loss recovery</h2>{table}{more}{figs}</section>'
+
+
 def write(run_dir: Path, summary: dict[str, Any], meta: dict[str, Any], spec_toml: str, intervals, flows: list[dict[str, Any]],
-          charts: list[tuple[str, str]]) -> Path:
+          charts: list[tuple[str, str]], recovery_html: str = "") -> Path:
     """Write run_dir/report.html. `charts` lists (stem, caption) of PNGs in run_dir/plots."""
     b = summary["bottleneck"]
     flow_rows = [[f["flow"], f"{f['from']}->{f['to']}", f["stack"], f["cc"], f["start_s"], f["throughput_mbps"],
@@ -75,6 +94,7 @@ def write(run_dir: Path, summary: dict[str, Any], meta: dict[str, Any], spec_tom
 <h1>{html.escape(summary['name'])}</h1><p class="sub">{desc}</p>
 <section id="summary"><h2>Flows</h2>{flows_html}<h2>Bottleneck</h2>{bott_html}</section>
 <section id="charts"><h2>Charts</h2>{figures}</section>
+{recovery_html}
 <section><h2>Intervals</h2>{iv_html}</section>
 <section id="provenance"><h2>Provenance</h2>{prov_html}<h3>Resolved spec</h3><pre id="spec">{html.escape(spec_toml)}</pre></section>
 </body></html>

@@ -78,3 +78,27 @@ def queue(queues: pd.DataFrame, out: Path) -> list[str]:
         ax.plot(rows["t_ns"] / 1e9, rows["queue_packets"], label=str(port), linewidth=0.6)
     _finish(ax, "time (s)", "queue (packets)", "Bottleneck queue", "upper right")
     return _save(fig, out, "queue")
+
+
+def recovery_zoom(samples: pd.DataFrame, sends: pd.DataFrame | None, episode: dict, mss: int, out: Path, stem: str) -> list[str]:
+    """cwnd and ssthresh around one loss-recovery episode, with each send's size (in MSS) on a
+    second axis: TSO bursts stand above 1, fractional sends below."""
+    t0 = episode["start_s"]
+    dur = episode["duration_s"] if episode["duration_s"] == episode["duration_s"] and episode["duration_s"] else 0.2
+    lo, hi = t0 - max(0.05, dur), t0 + 2 * dur
+    flow = episode["flow"]
+    mine = samples[(samples["flow"] == flow) & (samples["t_ns"] >= lo * 1e9) & (samples["t_ns"] <= hi * 1e9)]
+    fig, ax = plt.subplots(figsize=(9, 3.5))
+    ax.plot(mine["t_ns"] / 1e9, mine["cwnd_bytes"] / 1e3, drawstyle="steps-post", label="cwnd", linewidth=1)
+    ss = mine["ssthresh_bytes"].where(mine["ssthresh_bytes"] >= 0)
+    ax.plot(mine["t_ns"] / 1e9, ss / 1e3, drawstyle="steps-post", label="ssthresh", linewidth=1, linestyle="--")
+    ax.axvspan(t0, t0 + dur, color="orange", alpha=0.15, label=episode["kind"])
+    if sends is not None and len(sends):
+        sm = sends[(sends["flow"] == flow) & (sends["t_ns"] >= lo * 1e9) & (sends["t_ns"] <= hi * 1e9)]
+        ax2 = ax.twinx()
+        ax2.scatter(sm["t_ns"] / 1e9, sm["bytes"] / mss, s=4, color="grey", label="send size")
+        ax2.axhline(1.0, color="grey", linewidth=0.5)
+        ax2.set_ylabel("send size (MSS)")
+        ax2.set_ylim(bottom=0)
+    _finish(ax, "time (s)", "kB", f"{flow}: first loss-recovery episode ({episode['kind']})", "upper right")
+    return _save(fig, out, stem)
