@@ -1,6 +1,7 @@
 //! The resolved experiment as the simulator takes it: every unit already a number, every name
 //! already an index. The Python side (`tcplab.spec`) validates the user's TOML and produces this.
 
+use crate::tcp::prr::PrrVersion;
 use crate::time::Ns;
 use serde::Deserialize;
 
@@ -153,6 +154,19 @@ pub struct FlowConfig {
     pub write_bytes: u64,
     /// What the application does.
     pub app: AppConfig,
+    /// Linux PRR version ("5.15" or "6.x"); only for the linux stack.
+    #[serde(default, deserialize_with = "prr_version")]
+    pub prr: Option<PrrVersion>,
+}
+
+fn prr_version<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<PrrVersion>, D::Error> {
+    let s: Option<String> = Option::deserialize(d)?;
+    match s.as_deref() {
+        None => Ok(None),
+        Some("5.15") => Ok(Some(PrrVersion::Linux515)),
+        Some("6.x") => Ok(Some(PrrVersion::Mainline)),
+        Some(other) => Err(serde::de::Error::custom(format!("prr {other:?} is not 5.15 or 6.x"))),
+    }
 }
 
 /// A background UDP constant-bit-rate source.

@@ -2,11 +2,13 @@
 //! granularity, pacing, loss recovery) is composed with a congestion-control module, as FreeBSD
 //! pairs a TCP stack (`net.inet.tcp.functions_default`) with a cc(4) module.
 //!
-//! This release models two profiles. `rfc` is the textbook stack of the RFCs. `linux` is the same
-//! machinery with Linux's constants; Linux's own loss recovery (PRR, RACK-TLP, undo) and TSO
-//! autosizing are not modelled yet, and `docs/models.md` says so.
+//! This release models two profiles. `rfc` is the textbook stack of the RFCs. `linux` has Linux's
+//! constants, small queues, TSO autosizing and PRR; RACK-TLP and undo are not modelled yet, and
+//! `docs/models.md` says so.
 
 use crate::time::{Ns, MS, SEC};
+
+use crate::tcp::prr::PrrVersion;
 
 /// How a stack recovers from loss.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -14,6 +16,9 @@ pub enum Recovery {
     /// RFC 6675 SACK-based recovery (cwnd = ssthresh on entry, send while pipe < cwnd), with
     /// RFC 6582 NewReno partial-ACK handling when SACK is off.
     Rfc6675,
+    /// Linux: RFC 6675 loss marking and sending while in flight < cwnd, with cwnd set on every
+    /// ACK by PRR (tcp_cwnd_reduction()) and to ssthresh at the end (tcp_end_cwnd_reduction()).
+    LinuxPrr(PrrVersion),
 }
 
 /// The behaviour of one TCP implementation, minus its congestion-control module.
@@ -106,6 +111,7 @@ fn linux() -> StackProfile {
         // most tcp_wmem[2]. Linux counts skb truesize; we count payload, a lower bound.
         sndbuf_autotune_cwnds: Some(2),
         tso_autosize: true,
+        recovery: Recovery::LinuxPrr(PrrVersion::Mainline),
         ..rfc()
     }
 }

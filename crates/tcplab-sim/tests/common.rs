@@ -22,7 +22,7 @@ pub fn flow(name: &str, src: u32, dst: u32, cc: &str, app: AppConfig) -> FlowCon
         src,
         dst,
         start_ns: 0,
-        stack: "linux".into(),
+        stack: "rfc".into(),
         cc: cc.into(),
         mss: 1448,
         timestamps: true,
@@ -32,6 +32,7 @@ pub fn flow(name: &str, src: u32, dst: u32, cc: &str, app: AppConfig) -> FlowCon
         rcvbuf_bytes: 64 << 20,
         write_bytes: 1 << 20,
         app,
+        prr: None,
     }
 }
 

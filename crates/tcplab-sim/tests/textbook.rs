@@ -161,3 +161,36 @@ fn equal_flows_share_drops_only_with_host_timing_noise() {
     let (_, locked_share) = t1_like(0);
     assert!(locked_share < 0.2, "without jitter one flow takes the drops: {locked_share}");
 }
+
+/// Linux recovery (tcp_cwnd_reduction / tcp_end_cwnd_reduction): on the entry ACK cwnd becomes
+/// what is in flight plus PRR's allowance (at least the fast retransmit), not the textbook
+/// ssthresh; at the end of the episode cwnd is exactly ssthresh.
+#[test]
+fn linux_prr_starts_recovery_near_the_flight_and_ends_at_ssthresh() {
+    for prr in [tcplab_sim::tcp::prr::PrrVersion::Mainline, tcplab_sim::tcp::prr::PrrVersion::Linux515] {
+        let mut f = flow("f", 0, 2, "cubic", bulk(60));
+        f.stack = "linux".into();
+        f.prr = Some(prr);
+        let sim = run(&pipe(100 * MBIT, 40 * MS, 333, vec![f], 60 * SEC));
+        let e = &sim.rec.events;
+        let (kind, cwnd, ssth, pipe) = (
+            e.column("event").unwrap(),
+            e.column("cwnd_bytes").unwrap(),
+            e.column("ssthresh_bytes").unwrap(),
+            e.column("flight_bytes").unwrap(),
+        );
+        let mut starts = 0;
+        for i in 0..e.len() {
+            match kind[i] {
+                1 => {
+                    starts += 1;
+                    // cwnd = in flight (packets, rounded up) + sndcnt >= 1
+                    assert!(cwnd[i] >= pipe[i] + 1448 && cwnd[i] <= pipe[i] + 20 * 1448, "{prr:?}: {} vs pipe {}", cwnd[i], pipe[i]);
+                }
+                2 => assert_eq!(cwnd[i], ssth[i], "{prr:?}: cwnd = ssthresh at the end"),
+                _ => {}
+            }
+        }
+        assert!(starts >= 3);
+    }
+}

@@ -324,7 +324,10 @@ def _topology(ctx: _Ctx, spec: dict[str, Any]) -> tuple[list[dict], list[dict], 
 # Senders, background traffic, tracing
 
 
-SENDER_KEYS = ("host", "to", "stack", "cc", "start", "time", "bytes", "write", "initcwnd", "sndbuf", "rcvbuf", "mtu", "sack", "timestamps")
+SENDER_KEYS = ("host", "to", "stack", "cc", "start", "time", "bytes", "write", "initcwnd", "sndbuf", "rcvbuf", "mtu", "sack",
+               "timestamps", "prr")
+#: Linux PRR versions (tcp_cwnd_reduction() before and after the mainline change; docs/models.md).
+PRR_VERSIONS = ("6.x", "5.15")
 
 
 def _senders(ctx: _Ctx, spec: dict[str, Any], index: dict[str, int], hosts: set[str]) -> tuple[list[dict], dict]:
@@ -374,6 +377,11 @@ def _senders(ctx: _Ctx, spec: dict[str, Any], index: dict[str, int], hosts: set[
         sack = ctx.boolean(t, path, "sack", True)
         iw = ctx.integer(t, path, "initcwnd", DEFAULTS["initcwnd"], 1, 10000)
         mss = mtu - 40 - (12 if timestamps else 0)
+        prr = None
+        if "prr" in t:
+            if stack != "linux":
+                raise ctx.err(_join(path, "prr"), f"applies to the linux stack only, not {stack!r}")
+            prr = ctx.choice(t, path, "prr", "6.x", PRR_VERSIONS)
         for key, v in (("write", write), ("sndbuf", sndbuf)):
             if v <= 0:
                 raise ctx.err(_join(path, key), "must be larger than zero")
@@ -383,6 +391,7 @@ def _senders(ctx: _Ctx, spec: dict[str, Any], index: dict[str, int], hosts: set[
             "name": name, "src": index[host], "dst": index[to], "start_ns": start, "stack": stack,
             "cc": "newreno" if cc == "reno" else cc, "mss": mss, "timestamps": timestamps, "sack": sack,
             "iw_segments": iw, "sndbuf_bytes": sndbuf, "rcvbuf_bytes": rcvbuf, "write_bytes": write, "app": app,
+            "prr": prr,
         })
         n = {"host": host, "to": to, "stack": stack, "cc": cc, "start": t.get("start", "0s")}
         if app["kind"] == "bytes":
@@ -392,6 +401,8 @@ def _senders(ctx: _Ctx, spec: dict[str, Any], index: dict[str, int], hosts: set[
         for key in ("write", "initcwnd", "sndbuf", "rcvbuf", "mtu"):
             n[key] = t.get(key, DEFAULTS[key])
         n["sack"], n["timestamps"] = sack, timestamps
+        if stack == "linux":
+            n["prr"] = prr or "6.x"
         norm[name] = n
     return flows, norm
 

@@ -3,5 +3,6 @@
 
 pub mod receiver;
 pub mod rtt;
+pub mod prr;
 pub mod scoreboard;
 pub mod sender;

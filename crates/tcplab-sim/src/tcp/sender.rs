@@ -1,12 +1,13 @@
 //! The TCP sender: application model, RFC 6675 SACK recovery (RFC 6582 NewReno without SACK),
 //! RFC 6298 retransmission timer, and the congestion-control hooks of [`crate::cc`].
 
+use super::prr::{Prr, PrrAck};
 use super::rtt::RttEstimator;
 use super::scoreboard::Scoreboard;
 use crate::cc::{AckKind, CcVars, CongSignal, CongestionControl};
 use crate::config::{AppConfig, FlowConfig};
 use crate::packet::{header_bytes, Kind, Packet};
-use crate::stack::StackProfile;
+use crate::stack::{Recovery, StackProfile};
 use crate::time::{tx_time_ns, Ns};
 
 /// Loss-recovery state, the phase a record's `state` column reports.
@@ -137,6 +138,7 @@ pub struct TcpSender {
     recover_guard: Option<u64>,
     dupacks: u32,
     rescue_done: Option<u64>,
+    prr: Prr,
     /// RTT estimator and RTO.
     pub rtt: RttEstimator,
     rto_deadline: Option<Ns>,
@@ -170,7 +172,10 @@ pub struct TcpSender {
 
 impl TcpSender {
     /// A sender for `f` with the given stack profile and CC module.
-    pub fn new(flow: u32, f: &FlowConfig, profile: StackProfile, cc: Box<dyn CongestionControl>) -> Self {
+    pub fn new(flow: u32, f: &FlowConfig, mut profile: StackProfile, cc: Box<dyn CongestionControl>) -> Self {
+        if let (Some(v), Recovery::LinuxPrr(_)) = (f.prr, profile.recovery) {
+            profile.recovery = Recovery::LinuxPrr(v);
+        }
         let mss = f.mss as u64;
         let rtt = RttEstimator::new(
             profile.initial_rto_ns,
@@ -206,6 +211,7 @@ impl TcpSender {
             recover_guard: None,
             dupacks: 0,
             rescue_done: None,
+            prr: Prr::default(),
             rtt,
             rto_deadline: None,
             pace_next: 0,
@@ -391,6 +397,9 @@ impl TcpSender {
         p.retx = retx;
         p.size_bytes = header_bytes(self.timestamps, 0) + len as u32;
         p.ts_val = now;
+        if matches!(self.state, State::Recovery { .. }) {
+            self.prr.out += 1; // tcp_event_new_data_sent() / tcp_retransmit_skb(): prr_out
+        }
         if retx {
             self.sb.mark_retransmitted(seq, now);
             self.retrans_segs += 1;
@@ -480,6 +489,11 @@ impl TcpSender {
         }
     }
 
+    /// Packets needed to hold `bytes` (Linux counts cwnd and flight in packets).
+    fn pkts(&self, bytes: u64) -> u64 {
+        bytes.div_ceil(self.mss)
+    }
+
     /// Process an ACK.
     pub fn on_ack(&mut self, p: &Packet, now: Ns, out: &mut Vec<Packet>, next_id: &mut u64) {
         self.v.now = now;
@@ -513,9 +527,7 @@ impl TcpSender {
                 self.sb.reno_sacked_segs = (self.sb.reno_sacked_segs + 1).min(self.sb.len() as u64);
             }
         }
-        if self.sack {
-            self.sb.mark_losses(self.profile.dupthresh);
-        }
+        let newly_lost = if self.sack { self.sb.mark_losses(self.profile.dupthresh) } else { 0 };
         self.v.flight = self.snd_nxt - self.snd_una;
 
         match self.state {
@@ -523,7 +535,11 @@ impl TcpSender {
                 self.state = State::Open;
                 self.v.in_recovery = false;
                 self.sb.reno_sacked_segs = 0;
-                self.cc.post_recovery(&mut self.v);
+                match self.profile.recovery {
+                    // tcp_end_cwnd_reduction(): cwnd = ssthresh.
+                    Recovery::LinuxPrr(_) => self.v.cwnd = self.v.ssthresh,
+                    Recovery::Rfc6675 => self.cc.post_recovery(&mut self.v),
+                }
                 self.event(now, SenderEvent::RecoveryEnd);
             }
             State::Loss { recover } if self.snd_una >= recover => {
@@ -551,11 +567,29 @@ impl TcpSender {
             self.cc.new_round(&mut self.v);
         }
 
+        let mut entered = false;
         if self.state == State::Open && self.snd_una < self.snd_nxt {
             let trigger = self.dupacks >= self.profile.dupthresh || (self.sack && self.sb.head_lost());
             let allowed = self.recover_guard.is_none_or(|r| self.snd_una > r);
             if trigger && allowed {
                 self.enter_recovery(now, out, next_id);
+                entered = true;
+            }
+        }
+        if let (State::Recovery { .. }, Recovery::LinuxPrr(version)) = (self.state, self.profile.recovery) {
+            // tcp_cong_control() -> tcp_cwnd_reduction() on every ACK in recovery, the entry ACK
+            // included.
+            let ack = PrrAck {
+                newly_acked_sacked: self.pkts(acked + newly_sacked),
+                newly_lost: self.pkts(newly_lost),
+                una_advanced: acked > 0,
+            };
+            let (ssthresh, in_flight) = (self.v.ssthresh / self.mss, self.pkts(self.pipe()));
+            if let Some(cwnd) = self.prr.on_ack(version, ack, ssthresh, in_flight) {
+                self.v.cwnd = (cwnd * self.mss).max(self.mss);
+            }
+            if entered {
+                self.event(now, SenderEvent::RecoveryStart);
             }
         }
         self.output(now, out, next_id);
@@ -572,16 +606,26 @@ impl TcpSender {
         let recover = self.snd_nxt;
         self.v.flight = self.snd_nxt - self.snd_una;
         self.cc.cong_signal(&mut self.v, CongSignal::NDupAck);
-        self.v.cwnd = self.v.ssthresh;
         self.v.in_recovery = true;
         self.state = State::Recovery { recover };
         self.recover_guard = Some(recover);
         self.recoveries += 1;
         self.sb.mark_head_lost();
-        self.event(now, SenderEvent::RecoveryStart);
-        // Step 4.3: the first retransmission goes out regardless of pipe.
-        if let Some((seq, len)) = self.sb.next_lost() {
-            self.emit(seq, len as u64, true, now, out, next_id);
+        match self.profile.recovery {
+            Recovery::Rfc6675 => {
+                self.v.cwnd = self.v.ssthresh;
+                self.event(now, SenderEvent::RecoveryStart);
+                // Step 4.3: the first retransmission goes out regardless of pipe.
+                if let Some((seq, len)) = self.sb.next_lost() {
+                    self.emit(seq, len as u64, true, now, out, next_id);
+                }
+            }
+            Recovery::LinuxPrr(_) => {
+                // tcp_enter_recovery() -> tcp_init_cwnd_reduction(): cwnd is left as it is and
+                // PRR sets it on this very ACK (at least one packet: the fast retransmit). The
+                // event is recorded after that, with the cwnd a tcp_probe line would show.
+                self.prr = Prr::begin(self.pkts(self.v.cwnd));
+            }
         }
     }
 
