@@ -154,6 +154,9 @@ pub struct FlowConfig {
     pub write_bytes: u64,
     /// What the application does.
     pub app: AppConfig,
+    /// Initial size of an autotuned send buffer (Linux tcp_wmem[1]); default 16 KB.
+    #[serde(default)]
+    pub sndbuf_initial_bytes: Option<u64>,
     /// Linux PRR version ("5.15" or "6.x"); only for the linux stack.
     #[serde(default, deserialize_with = "prr_version")]
     pub prr: Option<PrrVersion>,

@@ -33,6 +33,7 @@ pub fn flow(name: &str, src: u32, dst: u32, cc: &str, app: AppConfig) -> FlowCon
         write_bytes: 1 << 20,
         app,
         prr: None,
+        sndbuf_initial_bytes: None,
     }
 }
 

@@ -13,7 +13,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from . import units
+from . import sysctl, units
 from .units import UnitError
 
 #: Features a spec may ask for that this version does not implement yet: key -> what it is.
@@ -330,9 +330,35 @@ SENDER_KEYS = ("host", "to", "stack", "cc", "start", "time", "bytes", "write", "
 PRR_VERSIONS = ("6.x", "5.15")
 
 
+def _host_sysctls(ctx: _Ctx, spec: dict[str, Any], hosts: set[str]) -> dict[str, dict[str, Any]]:
+    """[hosts.NAME.sysctl] tables, by host."""
+    table = ctx.table(spec.get("hosts", {}), "hosts")
+    out = {}
+    for name, t in table.items():
+        if name not in hosts:
+            raise ctx.err(f"hosts.{name}", f"{name!r} is not a host of this topology", sorted(hosts))
+        t = ctx.table(t, f"hosts.{name}")
+        ctx.keys(t, f"hosts.{name}", ("sysctl",))
+        out[name] = ctx.table(t.get("sysctl", {}), f"hosts.{name}.sysctl")
+    return out
+
+
+def _sysctl_params(ctx: _Ctx, host: str, settings: dict[str, Any], stack: str, role: str) -> dict[str, Any]:
+    try:
+        return sysctl.apply(settings, sysctl.family(stack), role)
+    except KeyError as e:
+        raise ctx.err(f'hosts.{host}.sysctl."{e.args[0]}"', "unknown sysctl",
+                      list(sysctl.LINUX_SYSCTLS) + list(sysctl.FREEBSD_SYSCTLS)) from None
+    except LookupError as e:
+        raise ctx.err(f'hosts.{host}.sysctl."{e.args[0]}"', e.args[1]) from None
+    except ValueError as e:
+        raise ctx.err(f"hosts.{host}.sysctl", str(e)) from None
+
+
 def _senders(ctx: _Ctx, spec: dict[str, Any], index: dict[str, int], hosts: set[str]) -> tuple[list[dict], dict]:
     from .. import _native
 
+    host_sysctls = _host_sysctls(ctx, spec, hosts)
     table = ctx.table(spec.get("senders", {}), "senders")
     if not table:
         raise ctx.err("senders", "at least one sender is required, e.g. [senders.s1] to = \"r1\"")
@@ -355,6 +381,14 @@ def _senders(ctx: _Ctx, spec: dict[str, Any], index: dict[str, int], hosts: set[
         if stack in FUTURE_STACKS:
             raise ctx.err(_join(path, "stack"), f"the {stack} stack is not modelled yet in this version", stacks)
         stack = ctx.choice(t, path, "stack", DEFAULTS["stack"], stacks)
+        from_host = _sysctl_params(ctx, host, host_sysctls.get(host, {}), stack, "sender")
+        from_peer = _sysctl_params(ctx, to, host_sysctls.get(to, {}), stack, "receiver")
+        by_sysctl = from_host | from_peer
+        for key, param in (("cc", "cc"), ("sndbuf", "sndbuf_bytes"), ("rcvbuf", "rcvbuf_bytes"), ("initcwnd", "iw_segments")):
+            if key in t and param in by_sysctl:
+                raise ctx.err(_join(path, key), "is also set by a sysctl of its host or receiver; give one of them")
+        if "cc" in by_sysctl:
+            t = t | {"cc": by_sysctl["cc"]}
         cc = ctx.choice(t, path, "cc", DEFAULTS["cc"], algorithms)
         start = ctx.unit(t, path, "start", units.parse_duration_ns, "0s")
         if "time" in t and "bytes" in t:
@@ -370,12 +404,12 @@ def _senders(ctx: _Ctx, spec: dict[str, Any], index: dict[str, int], hosts: set[
                 raise ctx.err(_join(path, "time"), "must be longer than zero")
             app = {"kind": "time", "duration_ns": dur}
         write = ctx.unit(t, path, "write", units.parse_size_bytes, DEFAULTS["write"])
-        sndbuf = ctx.unit(t, path, "sndbuf", units.parse_size_bytes, DEFAULTS["sndbuf"])
-        rcvbuf = ctx.unit(t, path, "rcvbuf", units.parse_size_bytes, DEFAULTS["rcvbuf"])
+        sndbuf = by_sysctl.get("sndbuf_bytes") or ctx.unit(t, path, "sndbuf", units.parse_size_bytes, DEFAULTS["sndbuf"])
+        rcvbuf = by_sysctl.get("rcvbuf_bytes") or ctx.unit(t, path, "rcvbuf", units.parse_size_bytes, DEFAULTS["rcvbuf"])
         mtu = ctx.integer(t, path, "mtu", DEFAULTS["mtu"], 576, 65535)
         timestamps = ctx.boolean(t, path, "timestamps", True)
         sack = ctx.boolean(t, path, "sack", True)
-        iw = ctx.integer(t, path, "initcwnd", DEFAULTS["initcwnd"], 1, 10000)
+        iw = by_sysctl.get("iw_segments") or ctx.integer(t, path, "initcwnd", DEFAULTS["initcwnd"], 1, 10000)
         mss = mtu - 40 - (12 if timestamps else 0)
         prr = None
         if "prr" in t:
@@ -391,15 +425,20 @@ def _senders(ctx: _Ctx, spec: dict[str, Any], index: dict[str, int], hosts: set[
             "name": name, "src": index[host], "dst": index[to], "start_ns": start, "stack": stack,
             "cc": "newreno" if cc == "reno" else cc, "mss": mss, "timestamps": timestamps, "sack": sack,
             "iw_segments": iw, "sndbuf_bytes": sndbuf, "rcvbuf_bytes": rcvbuf, "write_bytes": write, "app": app,
-            "prr": prr,
+            "prr": prr, "sndbuf_initial_bytes": by_sysctl.get("sndbuf_initial_bytes"),
         })
         n = {"host": host, "to": to, "stack": stack, "cc": cc, "start": t.get("start", "0s")}
+        if "cc" in by_sysctl:
+            del n["cc"]  # set by the host's sysctl, which the resolved spec keeps
         if app["kind"] == "bytes":
             n["bytes"] = t["bytes"]
         else:
             n["time"] = t.get("time", DEFAULTS["time"])
-        for key in ("write", "initcwnd", "sndbuf", "rcvbuf", "mtu"):
-            n[key] = t.get(key, DEFAULTS[key])
+        n["write"], n["mtu"] = t.get("write", DEFAULTS["write"]), t.get("mtu", DEFAULTS["mtu"])
+        for key, param, value in (("initcwnd", "iw_segments", iw), ("sndbuf", "sndbuf_bytes", f"{sndbuf}B"),
+                                  ("rcvbuf", "rcvbuf_bytes", f"{rcvbuf}B")):
+            if param not in by_sysctl:
+                n[key] = value
         n["sack"], n["timestamps"] = sack, timestamps
         if stack == "linux":
             n["prr"] = prr or "6.x"
@@ -455,7 +494,7 @@ def _trace(ctx: _Ctx, spec: dict[str, Any]) -> tuple[int, int, bool, dict]:
 # ---------------------------------------------------------------------------------------------
 
 
-TOP_KEYS = ("name", "description", "seed", "duration", "topology", "senders", "background", "trace") + tuple(NOT_YET)
+TOP_KEYS = ("name", "description", "seed", "duration", "topology", "hosts", "senders", "background", "trace") + tuple(NOT_YET)
 
 #: Simulated time allowed past the last application's end for the data in flight to drain,
 #: and the cap for fixed-size transfers when no duration is given.
@@ -510,6 +549,8 @@ def resolve(spec: dict[str, Any], source: str, *, seed: int | None = None, durat
     if "duration" in spec:
         normalized["duration"] = spec["duration"]
     normalized.update({"topology": topo_norm, "senders": senders_norm, "trace": trace_norm})
+    if spec.get("hosts"):
+        normalized["hosts"] = copy.deepcopy(spec["hosts"])
     if bg_norm:
         normalized["background"] = bg_norm
     node_names = [n["name"] for n in nodes]

@@ -184,8 +184,9 @@ impl TcpSender {
             profile.clock_granularity_ns,
         );
         // Linux starts at tcp_wmem[1] (16 KB by default) and grows from there.
+        let initial = f.sndbuf_initial_bytes.unwrap_or(16_384);
         let sndbuf_now =
-            if profile.sndbuf_autotune_cwnds.is_some() { f.sndbuf_bytes.min(16_384) } else { f.sndbuf_bytes };
+            if profile.sndbuf_autotune_cwnds.is_some() { f.sndbuf_bytes.min(initial) } else { f.sndbuf_bytes };
         TcpSender {
             flow,
             dst: f.dst,

@@ -1,0 +1,74 @@
+"""Host sysctls under their usual names: what they set, and the errors for wrong ones."""
+
+from pathlib import Path
+
+import pytest
+
+import tcplab
+from conftest import tcplab as cli
+from tcplab.spec import SpecError, resolve
+
+BASE = {
+    "name": "k",
+    "topology": {"kind": "pipe", "bottleneck": {"rate": "100Mbit", "rtt": "20ms", "buffer": "100p"}},
+    "senders": {"s1": {"to": "r1", "time": "1s"}},
+}
+
+
+def with_hosts(hosts: dict, **sender) -> dict:
+    spec = {**BASE, "hosts": hosts}
+    spec["senders"] = {"s1": {**BASE["senders"]["s1"], **sender}}
+    return spec
+
+
+def test_linux_sysctls_set_buffers_window_and_cc_per_role():
+    r = resolve(with_hosts({
+        "s1": {"sysctl": {"net.ipv4.tcp_wmem": "4096 32768 8388608", "net.ipv4.tcp_congestion_control": "newreno",
+                          "route.initcwnd": 20, "net.ipv4.tcp_rmem": "4096 87380 1000000"}},
+        "r1": {"sysctl": {"net.ipv4.tcp_rmem": "4096 131072 268435456", "net.ipv4.tcp_no_metrics_save": 1}},
+    }), "t.toml")
+    f = r.sim_config["flows"][0]
+    assert (f["sndbuf_bytes"], f["sndbuf_initial_bytes"]) == (8_388_608, 32_768)  # the sender's wmem
+    assert f["rcvbuf_bytes"] == 268_435_456  # the receiver's rmem, not the sender's
+    assert (f["cc"], f["iw_segments"]) == ("newreno", 20)
+
+
+def test_unknown_sysctl_lists_the_supported_ones():
+    with pytest.raises(SpecError) as e:
+        resolve(with_hosts({"s1": {"sysctl": {"net.ipv4.tcp_bogus": 1}}}), "t.toml")
+    msg = str(e.value)
+    assert msg.startswith('t.toml: hosts.s1.sysctl."net.ipv4.tcp_bogus": unknown sysctl (allowed: net.ipv4.tcp_rmem,')
+    assert "net.inet.tcp.initcwnd_segments" in msg
+
+
+def test_freebsd_sysctl_on_a_linux_host_is_refused_with_the_reason():
+    with pytest.raises(SpecError, match=r'hosts.s1.sysctl."net.inet.tcp.sack.tso": is a FreeBSD setting'):
+        resolve(with_hosts({"s1": {"sysctl": {"net.inet.tcp.sack.tso": 1}}}), "t.toml")
+
+
+@pytest.mark.parametrize("value", ["4096 131072", "big", "8 4 2", 5])
+def test_bad_rmem_values_are_refused(value):
+    with pytest.raises(SpecError, match="hosts.r1.sysctl"):
+        resolve(with_hosts({"r1": {"sysctl": {"net.ipv4.tcp_rmem": value}}}), "t.toml")
+
+
+def test_a_sender_key_and_a_sysctl_setting_the_same_thing_conflict():
+    with pytest.raises(SpecError, match="senders.s1.cc: is also set by a sysctl"):
+        resolve(with_hosts({"s1": {"sysctl": {"net.ipv4.tcp_congestion_control": "cubic"}}}, cc="newreno"), "t.toml")
+
+
+def test_prr_version_is_a_linux_knob():
+    r = resolve(with_hosts({}, prr="5.15"), "t.toml")
+    assert r.sim_config["flows"][0]["prr"] == "5.15"
+    with pytest.raises(SpecError, match="senders.s1.prr: applies to the linux stack only"):
+        resolve(with_hosts({}, prr="5.15", stack="rfc"), "t.toml")
+
+
+def test_t1_preset_takes_its_buffers_from_the_hosts_sysctls(tmp_path: Path):
+    run = tcplab.run("T1", duration="2s", out=tmp_path / "t1", report=False)
+    spec = (run.path / "spec.toml").read_text()
+    assert '"net.ipv4.tcp_rmem" = "4096 131072 268435456"' in spec
+    assert "rcvbuf" not in spec  # it comes from r1's tcp_rmem, which the resolved spec keeps
+    assert run.info["flows"][0]["bytes_delivered"] > 0
+    proc = cli("run", str(run.path / "spec.toml"), "--out", str(tmp_path / "again"), "--no-report", cwd=tmp_path, check=True)
+    assert "results:" in proc.stdout
