@@ -146,7 +146,7 @@ impl Simulation {
             }
             let profile = stack::profile(&f.stack)
                 .ok_or_else(|| format!("flow {}: unknown stack {:?} (known: {})", f.name, f.stack, stack::PROFILES.join(", ")))?;
-            let algo = cc::build(&f.cc)
+            let algo = cc::build(&f.cc, profile.cc_family)
                 .ok_or_else(|| format!("flow {}: unknown cc {:?} (known: {})", f.name, f.cc, cc::ALGORITHMS.join(", ")))?;
             if f.mss == 0 || f.iw_segments == 0 || f.sndbuf_bytes == 0 || f.rcvbuf_bytes < f.mss as u64 {
                 return Err(format!("flow {}: mss, iw, sndbuf must be positive and rcvbuf at least one mss", f.name));

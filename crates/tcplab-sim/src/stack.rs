@@ -60,6 +60,8 @@ pub struct StackProfile {
     pub tsq_pacing_shift: Option<u32>,
     /// Cap of the limit (net.ipv4.tcp_limit_output_bytes).
     pub tsq_max_bytes: u64,
+    /// Which implementations of the CC algorithms the stack uses.
+    pub cc_family: crate::cc::Family,
     /// Send-buffer autotuning: the socket buffer holds at most this many cwnds of data (and
     /// never more than the configured maximum). None: the configured size from the start.
     pub sndbuf_autotune_cwnds: Option<u64>,
@@ -91,6 +93,7 @@ fn rfc() -> StackProfile {
         tsq_pacing_shift: None,
         tsq_max_bytes: 2 * 65_536,
         sndbuf_autotune_cwnds: None,
+        cc_family: crate::cc::Family::Rfc,
     }
 }
 
@@ -112,6 +115,7 @@ fn linux() -> StackProfile {
         sndbuf_autotune_cwnds: Some(2),
         tso_autosize: true,
         recovery: Recovery::LinuxPrr(PrrVersion::Mainline),
+        cc_family: crate::cc::Family::Linux,
         ..rfc()
     }
 }

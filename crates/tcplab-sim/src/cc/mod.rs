@@ -5,6 +5,7 @@
 //! See FreeBSD `sys/netinet/cc/cc.h` (`struct cc_algo`) for the hook set this mirrors.
 
 pub mod cubic;
+pub mod linux;
 pub mod newreno;
 
 use crate::time::Ns;
@@ -34,6 +35,12 @@ pub struct CcVars {
     pub min_rtt_ns: Ns,
     /// Current simulated time.
     pub now: Ns,
+    /// Oldest unacknowledged byte.
+    pub snd_una: u64,
+    /// Next new byte to send.
+    pub snd_nxt: u64,
+    /// The stack's pacing rate, bytes/s (0 if it has none yet); Linux's HyStart reads it.
+    pub pacing_rate_bytes: u64,
 }
 
 impl CcVars {
@@ -51,6 +58,9 @@ impl CcVars {
             srtt_ns: 0,
             min_rtt_ns: 0,
             now: 0,
+            snd_una: 0,
+            snd_nxt: 0,
+            pacing_rate_bytes: 0,
         }
     }
 
@@ -103,8 +113,8 @@ pub trait CongestionControl {
     fn after_idle(&mut self, v: &mut CcVars) {
         newreno::after_idle(v);
     }
-    /// For each valid RTT sample.
-    fn rtt_sample(&mut self, _v: &CcVars, _rtt_ns: Ns) {}
+    /// For each valid RTT sample (Linux pkts_acked; HyStart may set ssthresh here).
+    fn rtt_sample(&mut self, _v: &mut CcVars, _rtt_ns: Ns) {}
     /// When a new round (one window of data) begins.
     fn new_round(&mut self, _v: &mut CcVars) {}
     /// The rate the algorithm wants the stack to pace at, if any, in bit/s.
@@ -114,13 +124,25 @@ pub trait CongestionControl {
 }
 
 /// Names the registry knows, for error messages and the Python config.
-pub const ALGORITHMS: &[&str] = &["newreno", "cubic"];
+pub const ALGORITHMS: &[&str] = &["newreno", "cubic", "cubic-rfc9438"];
 
-/// Build an algorithm by registry name (`reno` is accepted as Linux's name for newreno).
-pub fn build(name: &str) -> Option<Box<dyn CongestionControl>> {
-    match name {
-        "newreno" | "reno" => Some(Box::new(newreno::NewReno::default())),
-        "cubic" => Some(Box::new(cubic::Cubic::default())),
+/// Which family of implementations a stack uses for a CC name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Family {
+    /// The RFCs' algorithms (RFC 5681/3465 NewReno, RFC 9438 CUBIC).
+    Rfc,
+    /// Linux's modules: tcp_cong.c reno, tcp_cubic.c.
+    Linux,
+}
+
+/// Build an algorithm by registry name for a stack family (`reno` is Linux's name for newreno;
+/// `cubic-rfc9438` is the RFC's CUBIC on any stack).
+pub fn build(name: &str, family: Family) -> Option<Box<dyn CongestionControl>> {
+    match (name, family) {
+        ("newreno" | "reno", Family::Rfc) => Some(Box::new(newreno::NewReno::default())),
+        ("newreno" | "reno", Family::Linux) => Some(Box::new(linux::LinuxReno::default())),
+        ("cubic", Family::Rfc) | ("cubic-rfc9438", _) => Some(Box::new(cubic::Cubic::default())),
+        ("cubic", Family::Linux) => Some(Box::new(linux::LinuxCubic::default())),
         _ => None,
     }
 }

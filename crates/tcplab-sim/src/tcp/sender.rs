@@ -139,6 +139,8 @@ pub struct TcpSender {
     dupacks: u32,
     rescue_done: Option<u64>,
     prr: Prr,
+    /// Most bytes outstanding since the round began (Linux tp->max_packets_out).
+    max_out: u64,
     /// RTT estimator and RTO.
     pub rtt: RttEstimator,
     rto_deadline: Option<Ns>,
@@ -213,6 +215,7 @@ impl TcpSender {
             dupacks: 0,
             rescue_done: None,
             prr: Prr::default(),
+            max_out: 0,
             rtt,
             rto_deadline: None,
             pace_next: 0,
@@ -334,6 +337,7 @@ impl TcpSender {
     pub fn start(&mut self, now: Ns, out: &mut Vec<Packet>, next_id: &mut u64) {
         self.started = true;
         self.v.now = now;
+        self.v.snd_nxt = self.snd_nxt;
         self.cc.conn_init(&mut self.v);
         self.output(now, out, next_id);
     }
@@ -417,6 +421,7 @@ impl TcpSender {
             self.pace_next = self.pace_next.max(now) + tx_time_ns(p.size_bytes as u64, rate);
         }
         self.last_send = Some(now);
+        self.max_out = self.max_out.max(self.snd_nxt - self.snd_una);
         self.nic_backlog += p.size_bytes as u64;
         if self.record_sends {
             let limit = self.tso_chunk_limit();
@@ -506,13 +511,16 @@ impl TcpSender {
             acked = p.ack - self.snd_una;
             let karn = self.sb.ack(p.ack);
             let sample = if self.timestamps { Some(now - p.ts_ecr) } else { karn.map(|t| now - t) };
+            self.snd_una = p.ack;
             if let Some(r) = sample {
                 self.rtt.sample(r);
                 self.v.srtt_ns = self.rtt.srtt_ns;
                 self.v.min_rtt_ns = self.rtt.min_rtt_ns;
-                self.cc.rtt_sample(&self.v, r);
+                self.v.snd_una = self.snd_una;
+                self.v.snd_nxt = self.snd_nxt;
+                self.v.pacing_rate_bytes = self.linux_pacing_rate_bytes();
+                self.cc.rtt_sample(&mut self.v, r);
             }
-            self.snd_una = p.ack;
             self.dupacks = 0;
             if !self.sack && matches!(self.state, State::Recovery { .. }) {
                 // Linux tcp_remove_reno_sacks: the ACK accounts for acked - 1 presumed departures.
@@ -554,6 +562,10 @@ impl TcpSender {
             _ => {}
         }
 
+        if self.profile.cc_family == crate::cc::Family::Linux && self.v.in_slow_start() {
+            // tcp_is_cwnd_limited(): in slow start, grow while cwnd < 2 * max_packets_out.
+            self.v.cwnd_limited = self.v.cwnd < 2 * self.max_out;
+        }
         if !matches!(self.state, State::Recovery { .. }) {
             if acked > 0 {
                 self.v.bytes_this_ack = acked;
@@ -565,6 +577,7 @@ impl TcpSender {
         }
         if acked > 0 && self.snd_una >= self.round_end {
             self.round_end = self.snd_nxt;
+            self.max_out = self.snd_nxt - self.snd_una;
             self.cc.new_round(&mut self.v);
         }
 
