@@ -12,7 +12,9 @@ import tcplab
 def test_bulk_presets_run_and_deliver_everything_written(tmp_path: Path, preset: str):
     run = tcplab.run(preset, duration="6s", out=tmp_path / preset, report=False)
     info = run.info
-    assert info["bottleneck"]["utilisation"] > 0.2, info["bottleneck"]
+    b = info["bottleneck"]
+    # the link carried at least the goodput (plus headers and retransmissions), never more than its rate
+    assert b["goodput_utilisation"] <= b["utilisation"] <= 1.0, b
     assert all(f["throughput_mbps"] > 10 for f in info["flows"])
     assert all(f["bytes_delivered"] == f["bytes_written"] for f in info["flows"])
 

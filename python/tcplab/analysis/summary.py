@@ -63,7 +63,14 @@ def summarize(resolved: Resolved, totals: dict[str, Any], run_dir: Path) -> dict
     window_s = (bott["t_end_ns"].max() - bott["t_start_ns"].min()) / 1e9 if len(bott) else 0.0
     util = bott["tx_bytes"].sum() * 8 / (rate * window_s) if window_s else None
     time_flows = [s for s in flows if s["kind"] == "time"]
-    goodput = sum(s["throughput_mbps"] or 0 for s in time_flows)
+    # Goodput over the same window as the link: bytes delivered to the applications in it (the
+    # sum of per-flow average rates would overstate it when flows run over different spans).
+    if len(intervals) and window_s:
+        t_lo, t_hi = bott["t_start_ns"].min(), bott["t_end_ns"].max()
+        inside = intervals[(intervals["t_start_ns"] >= t_lo) & (intervals["t_end_ns"] <= t_hi)]
+        goodput = inside["bytes"].sum() * 8 / window_s / 1e6
+    else:
+        goodput = 0.0
     port_tot = next(p for p in totals["ports"] if p["port"] == resolved.bottleneck_port)
     return {
         "name": resolved.name,
