@@ -60,6 +60,8 @@ pub struct StackProfile {
     pub tsq_pacing_shift: Option<u32>,
     /// Cap of the limit (net.ipv4.tcp_limit_output_bytes).
     pub tsq_max_bytes: u64,
+    /// Loss detection by RACK (Linux tcp_recovery.c, RFC 8985) rather than RFC 6675 IsLost.
+    pub rack: bool,
     /// Which implementations of the CC algorithms the stack uses.
     pub cc_family: crate::cc::Family,
     /// Send-buffer autotuning: the socket buffer holds at most this many cwnds of data (and
@@ -93,6 +95,7 @@ fn rfc() -> StackProfile {
         tsq_pacing_shift: None,
         tsq_max_bytes: 2 * 65_536,
         sndbuf_autotune_cwnds: None,
+        rack: false,
         cc_family: crate::cc::Family::Rfc,
     }
 }
@@ -116,6 +119,8 @@ fn linux() -> StackProfile {
         tso_autosize: true,
         recovery: Recovery::LinuxPrr(PrrVersion::Mainline),
         cc_family: crate::cc::Family::Linux,
+        // net.ipv4.tcp_recovery = 1 (TCP_RACK_LOSS_DETECTION) is the default since 4.18.
+        rack: true,
         ..rfc()
     }
 }

@@ -53,6 +53,8 @@ pub struct Scoreboard {
     lost_mark: u64,
     /// RFC 6675 HighRxt: retransmission search starts here.
     high_rxt: u64,
+    /// Segments newly delivered (acked or SACKed) since `take_delivered`: (sent_at, end, retransmitted).
+    delivered: Vec<(Ns, u64, bool)>,
 }
 
 impl Scoreboard {
@@ -92,6 +94,9 @@ impl Scoreboard {
                 break;
             }
             let s = self.segs.pop_front().expect("front exists");
+            if !s.has(SACKED) {
+                self.delivered.push((s.sent_at, s.end(), s.tx_count > 1));
+            }
             self.forget(&s);
             if s.tx_count == 1 {
                 karn_sample = Some(s.sent_at);
@@ -166,6 +171,7 @@ impl Scoreboard {
                         seg.flags |= SACKED;
                         self.sacked_bytes += len;
                         newly += len;
+                        self.delivered.push((seg.sent_at, seg.end(), seg.tx_count > 1));
                     }
                     i += 1;
                 }
@@ -292,6 +298,59 @@ impl Scoreboard {
             self.retrans_bytes += s.len as u64;
         }
         self.high_rxt = self.high_rxt.max(s.end());
+    }
+
+    /// The segments delivered since the last call: (send time, end, retransmitted).
+    pub fn take_delivered(&mut self) -> Vec<(Ns, u64, bool)> {
+        std::mem::take(&mut self.delivered)
+    }
+
+    /// RACK loss detection (Linux tcp_recovery.c tcp_rack_detect_loss(), RFC 8985 §6.2): every
+    /// segment not SACKed, and not already lost and waiting for its retransmission, that was sent
+    /// before the most recently sent delivered segment (`rack_xmit`, `rack_end`) is lost once
+    /// `rack_rtt + reo_wnd` has passed since it was sent. A lost retransmission is marked lost
+    /// again, so it is sent once more. Returns bytes newly marked lost and the longest wait of
+    /// the segments not yet due (for the reordering timer).
+    pub fn rack_mark_lost(&mut self, rack_xmit: Ns, rack_end: u64, rack_rtt: Ns, reo_wnd: Ns, now: Ns) -> (u64, Option<Ns>) {
+        let (mut newly, mut wait) = (0, None::<Ns>);
+        let mut lowest_marked = None;
+        for seg in self.segs.iter_mut() {
+            if seg.has(SACKED) || (seg.has(LOST) && !seg.has(RETRANS)) {
+                continue;
+            }
+            let sent_before = seg.sent_at < rack_xmit || (seg.sent_at == rack_xmit && seg.end() < rack_end);
+            if !sent_before {
+                // Original transmissions leave in sequence order, so none later can qualify;
+                // a retransmission was sent out of order: look past it.
+                if seg.tx_count == 1 {
+                    break;
+                }
+                continue;
+            }
+            let elapsed = now.saturating_sub(seg.sent_at);
+            if rack_rtt + reo_wnd <= elapsed {
+                let len = seg.len as u64;
+                if seg.has(RETRANS) {
+                    // tcp_mark_skb_lost(): a retransmission lost again leaves retrans_out.
+                    seg.flags &= !RETRANS;
+                    self.retrans_bytes -= len;
+                }
+                if !seg.has(LOST) {
+                    seg.flags |= LOST;
+                    self.lost_bytes += len;
+                }
+                newly += len;
+                lowest_marked.get_or_insert(seg.seq);
+                self.lost_mark = self.lost_mark.max(seg.end());
+            } else {
+                let remaining = rack_rtt + reo_wnd - elapsed;
+                wait = Some(wait.map_or(remaining, |w| w.max(remaining)));
+            }
+        }
+        if let Some(seq) = lowest_marked {
+            self.high_rxt = self.high_rxt.min(seq);
+        }
+        (newly, wait)
     }
 
     /// Highest SACKed sequence number, if anything is SACKed.
@@ -435,6 +494,50 @@ mod tests {
         assert_eq!(b.lost_bytes, 400);
         assert_eq!(b.retrans_bytes, 0);
         assert_eq!(b.pipe(500, 100), 0);
+        assert_eq!(b.next_lost(), Some((0, 100)));
+        b.check().unwrap();
+    }
+
+    #[test]
+    fn rack_marks_segments_sent_before_a_delivered_one_once_rtt_plus_reo_wnd_passed() {
+        // segments 0..5 sent at t = 0, 10, 20, 30, 40 (ms units here), segment 3 SACKed.
+        let mut b = Scoreboard::default();
+        for i in 0..5u64 {
+            b.push(i * 100, 100, i * 10);
+        }
+        b.sack(&[(300, 400)], 0);
+        let delivered = b.take_delivered();
+        assert_eq!(delivered, vec![(30, 400, false)]);
+        // now = 75, rack_rtt = 75 - 30 = 45, reo_wnd 0: segments sent at 0, 10, 20 are due
+        // (elapsed 75, 65, 55 >= 45); segment 4 was sent after the delivered one: untouched.
+        let (lost, wait) = b.rack_mark_lost(30, 400, 45, 0, 75);
+        assert_eq!((lost, wait), (300, None));
+        // with a 25 reordering window, segment 2 (elapsed 55 < 70) waits 15 more
+        let mut c = Scoreboard::default();
+        for i in 0..5u64 {
+            c.push(i * 100, 100, i * 10);
+        }
+        c.sack(&[(300, 400)], 0);
+        let (lost, wait) = c.rack_mark_lost(30, 400, 45, 25, 75);
+        assert_eq!((lost, wait), (100, Some(15)));
+        b.check().unwrap();
+        c.check().unwrap();
+    }
+
+    #[test]
+    fn rack_marks_a_lost_retransmission_again_so_it_is_resent() {
+        let mut b = board(4); // all sent at t = 0
+        b.sack(&[(100, 400)], 0);
+        b.mark_losses(3);
+        assert_eq!(b.next_lost(), Some((0, 100)));
+        b.mark_retransmitted(0, 50);
+        assert_eq!(b.next_lost(), None);
+        // a segment sent at 60 (new data) is delivered at 110: the retransmission sent at 50 is
+        // older than rack_rtt (50) by now = 110 -> lost again
+        b.push(400, 100, 60);
+        b.sack(&[(400, 500)], 0);
+        let (lost, _) = b.rack_mark_lost(60, 500, 50, 0, 110);
+        assert_eq!(lost, 100);
         assert_eq!(b.next_lost(), Some((0, 100)));
         b.check().unwrap();
     }

@@ -141,6 +141,12 @@ pub struct TcpSender {
     prr: Prr,
     /// Most bytes outstanding since the round began (Linux tp->max_packets_out).
     max_out: u64,
+    /// RACK state (Linux tp->rack): send time and end of the most recently sent delivered
+    /// segment, its RTT, and when the reordering timer wants to look again.
+    rack_xmit: Ns,
+    rack_end: u64,
+    rack_rtt: Ns,
+    rack_reo_deadline: Option<Ns>,
     /// RTT estimator and RTO.
     pub rtt: RttEstimator,
     rto_deadline: Option<Ns>,
@@ -216,6 +222,10 @@ impl TcpSender {
             rescue_done: None,
             prr: Prr::default(),
             max_out: 0,
+            rack_xmit: 0,
+            rack_end: 0,
+            rack_rtt: 0,
+            rack_reo_deadline: None,
             rtt,
             rto_deadline: None,
             pace_next: 0,
@@ -298,7 +308,7 @@ impl TcpSender {
     pub fn timer_deadline(&self) -> Option<Ns> {
         let pace = (self.pace_next > self.v.now && self.pacing_rate().is_some() && self.has_sendable())
             .then_some(self.pace_next);
-        [self.rto_deadline, pace, self.tsq_wake].into_iter().flatten().min()
+        [self.rto_deadline, pace, self.tsq_wake, self.rack_reo_deadline].into_iter().flatten().min()
     }
 
     /// Linux's sk_pacing_rate in bytes/s (tcp_input.c tcp_update_pacing_rate()): cwnd * mss / srtt,
@@ -536,7 +546,14 @@ impl TcpSender {
                 self.sb.reno_sacked_segs = (self.sb.reno_sacked_segs + 1).min(self.sb.len() as u64);
             }
         }
-        let newly_lost = if self.sack { self.sb.mark_losses(self.profile.dupthresh) } else { 0 };
+        let newly_lost = if self.sack && self.profile.rack {
+            self.rack_detect(now)
+        } else if self.sack {
+            self.sb.mark_losses(self.profile.dupthresh)
+        } else {
+            self.sb.take_delivered();
+            0
+        };
         self.v.flight = self.snd_nxt - self.snd_una;
 
         match self.state {
@@ -583,7 +600,10 @@ impl TcpSender {
 
         let mut entered = false;
         if self.state == State::Open && self.snd_una < self.snd_nxt {
-            let trigger = self.dupacks >= self.profile.dupthresh || (self.sack && self.sb.head_lost());
+            // Linux tcp_time_to_recover(): any packet marked lost (by RACK) starts recovery.
+            let trigger = self.dupacks >= self.profile.dupthresh
+                || (self.sack && self.sb.head_lost())
+                || (self.sack && self.profile.rack && self.sb.lost_bytes > 0);
             let allowed = self.recover_guard.is_none_or(|r| self.snd_una > r);
             if trigger && allowed {
                 self.enter_recovery(now, out, next_id);
@@ -615,6 +635,45 @@ impl TcpSender {
         }
     }
 
+    /// tcp_rack_advance() for every segment this ACK delivered, then tcp_rack_mark_lost().
+    /// Returns bytes newly marked lost.
+    fn rack_detect(&mut self, now: Ns) -> u64 {
+        let min_rtt = if self.rtt.min_rtt_ns == 0 { Ns::MAX } else { self.rtt.min_rtt_ns };
+        let mut advanced = false;
+        for (sent_at, end, retx) in self.sb.take_delivered() {
+            let rtt = now.saturating_sub(sent_at);
+            // A retransmission delivered faster than min_rtt may be the original's delivery.
+            if retx && rtt < min_rtt {
+                continue;
+            }
+            advanced = true;
+            self.rack_rtt = rtt;
+            if sent_at > self.rack_xmit || (sent_at == self.rack_xmit && end > self.rack_end) {
+                self.rack_xmit = sent_at;
+                self.rack_end = end;
+            }
+        }
+        if !advanced && self.rack_reo_deadline.is_none_or(|t| t > now) {
+            return 0;
+        }
+        self.rack_mark_lost(now)
+    }
+
+    /// tcp_rack_detect_loss() with tcp_rack_reo_wnd(): paths here never reorder, so the window
+    /// is 0 in recovery or once dupthresh packets are SACKed, else min(min_rtt/4, srtt/8).
+    fn rack_mark_lost(&mut self, now: Ns) -> u64 {
+        let sacked_pkts = self.sb.sacked_bytes / self.mss;
+        let reo_wnd = if self.state != State::Open || sacked_pkts >= self.profile.dupthresh as u64 {
+            0
+        } else {
+            (self.rtt.min_rtt_ns / 4).min(self.rtt.srtt_ns / 8)
+        };
+        let (newly, wait) = self.sb.rack_mark_lost(self.rack_xmit, self.rack_end, self.rack_rtt, reo_wnd, now);
+        // tcp_rack_mark_lost(): reordering timer at the longest wait + TCP_TIMEOUT_MIN (2 jiffies).
+        self.rack_reo_deadline = wait.map(|w| now + w + 2 * 1_000_000_000 / crate::cc::linux::HZ);
+        newly
+    }
+
     /// RFC 6675 §5 steps 4.1-4.3 (and RFC 6582 §3.2 step 2 without SACK).
     fn enter_recovery(&mut self, now: Ns, out: &mut Vec<Packet>, next_id: &mut u64) {
         let recover = self.snd_nxt;
@@ -624,7 +683,9 @@ impl TcpSender {
         self.state = State::Recovery { recover };
         self.recover_guard = Some(recover);
         self.recoveries += 1;
-        self.sb.mark_head_lost();
+        if !(self.sack && self.profile.rack) {
+            self.sb.mark_head_lost();
+        }
         match self.profile.recovery {
             Recovery::Rfc6675 => {
                 self.v.cwnd = self.v.ssthresh;
@@ -648,6 +709,25 @@ impl TcpSender {
         self.v.now = now;
         if self.tsq_wake.is_some_and(|t| t <= now) {
             self.tsq_wake = None;
+        }
+        if self.rack_reo_deadline.is_some_and(|t| t <= now) {
+            // tcp_rack_reo_timeout(): waited long enough for reordering; mark and recover.
+            self.rack_reo_deadline = None;
+            if self.rack_mark_lost(now) > 0 && self.state == State::Open && self.snd_una < self.snd_nxt {
+                let allowed = self.recover_guard.is_none_or(|r| self.snd_una > r);
+                if allowed {
+                    self.enter_recovery(now, out, next_id);
+                    if let Recovery::LinuxPrr(version) = self.profile.recovery {
+                        // tcp_cwnd_reduction(sk, 1, 0, 0)
+                        let ack = PrrAck { newly_acked_sacked: 1, newly_lost: 0, una_advanced: false };
+                        let (ssthresh, in_flight) = (self.v.ssthresh / self.mss, self.pkts(self.pipe()));
+                        if let Some(cwnd) = self.prr.on_ack(version, ack, ssthresh, in_flight) {
+                            self.v.cwnd = (cwnd * self.mss).max(self.mss);
+                        }
+                        self.event(now, SenderEvent::RecoveryStart);
+                    }
+                }
+            }
         }
         if let Some(deadline) = self.rto_deadline {
             if deadline <= now {
