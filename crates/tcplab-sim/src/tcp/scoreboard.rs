@@ -53,7 +53,7 @@ pub struct Scoreboard {
     lost_mark: u64,
     /// RFC 6675 HighRxt: retransmission search starts here.
     high_rxt: u64,
-    /// Segments newly delivered (acked or SACKed) since `take_delivered`: (sent_at, end, retransmitted).
+    /// Segments newly delivered (acked or SACKed) since `clear_delivered`: (sent_at, end, retransmitted).
     delivered: Vec<(Ns, u64, bool)>,
 }
 
@@ -300,9 +300,14 @@ impl Scoreboard {
         self.high_rxt = self.high_rxt.max(s.end());
     }
 
-    /// The segments delivered since the last call: (send time, end, retransmitted).
-    pub fn take_delivered(&mut self) -> Vec<(Ns, u64, bool)> {
-        std::mem::take(&mut self.delivered)
+    /// The segments delivered since `clear_delivered`: (send time, end, retransmitted).
+    pub fn delivered(&self) -> &[(Ns, u64, bool)] {
+        &self.delivered
+    }
+
+    /// Forget the delivered segments (keeps the buffer's capacity: this runs on every ACK).
+    pub fn clear_delivered(&mut self) {
+        self.delivered.clear();
     }
 
     /// RACK loss detection (Linux tcp_recovery.c tcp_rack_detect_loss(), RFC 8985 §6.2): every
@@ -506,8 +511,7 @@ mod tests {
             b.push(i * 100, 100, i * 10);
         }
         b.sack(&[(300, 400)], 0);
-        let delivered = b.take_delivered();
-        assert_eq!(delivered, vec![(30, 400, false)]);
+        assert_eq!(b.delivered(), &[(30, 400, false)]);
         // now = 75, rack_rtt = 75 - 30 = 45, reo_wnd 0: segments sent at 0, 10, 20 are due
         // (elapsed 75, 65, 55 >= 45); segment 4 was sent after the delivered one: untouched.
         let (lost, wait) = b.rack_mark_lost(30, 400, 45, 0, 75);

@@ -551,9 +551,9 @@ impl TcpSender {
         } else if self.sack {
             self.sb.mark_losses(self.profile.dupthresh)
         } else {
-            self.sb.take_delivered();
             0
         };
+        self.sb.clear_delivered();
         self.v.flight = self.snd_nxt - self.snd_una;
 
         match self.state {
@@ -640,7 +640,8 @@ impl TcpSender {
     fn rack_detect(&mut self, now: Ns) -> u64 {
         let min_rtt = if self.rtt.min_rtt_ns == 0 { Ns::MAX } else { self.rtt.min_rtt_ns };
         let mut advanced = false;
-        for (sent_at, end, retx) in self.sb.take_delivered() {
+        for i in 0..self.sb.delivered().len() {
+            let (sent_at, end, retx) = self.sb.delivered()[i];
             let rtt = now.saturating_sub(sent_at);
             // A retransmission delivered faster than min_rtt may be the original's delivery.
             if retx && rtt < min_rtt {
