@@ -63,3 +63,22 @@ def test_recovery_command_on_a_run_with_send_records(tmp_path: Path):
     assert (eps["kind"] == "fast recovery").sum() == run.info["flows"][0]["recoveries"]
     proc = cli("recovery", str(run.path), "--first", cwd=tmp_path, check=True)
     assert "fast recovery" in proc.stdout and "TSO" in proc.stdout
+
+
+def test_chart_envelope_keeps_every_extreme_in_time_order():
+    import numpy as np
+
+    from tcplab.report.plots import envelope
+
+    rng = np.random.default_rng(5)
+    values = rng.integers(0, 1_000_000, 100_000)
+    values[54_321] = 5_000_000  # a spike
+    values[77_777] = -1  # a drop
+    df = pd.DataFrame({"t_ns": np.arange(100_000), "cwnd_bytes": values})
+    env = envelope(df, "cwnd_bytes", buckets=1000)
+    assert len(env) <= 2000
+    assert list(env["t_ns"]) == sorted(env["t_ns"])
+    assert {54_321, 77_777} <= set(env["t_ns"])
+    # every bucket's max survives: the envelope's max over any bucket equals the original's
+    for a in range(0, 100_000, 100):
+        assert env[(env.t_ns >= a) & (env.t_ns < a + 100)]["cwnd_bytes"].max() == values[a:a + 100].max()

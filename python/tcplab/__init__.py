@@ -9,10 +9,16 @@
 
 from __future__ import annotations
 
-import json
-import tempfile
-from pathlib import Path
-from typing import Any
+import os
+
+# numpy's OpenBLAS starts spinning worker threads that compete with the simulator for the CPU
+# (seen in profiles when pinned to one core); tcplab does no linear algebra that needs them.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import json  # noqa: E402
+import tempfile  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
 
 __version__ = "0.1.0"
 

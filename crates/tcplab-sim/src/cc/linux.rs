@@ -11,7 +11,7 @@ use crate::time::Ns;
 pub const HZ: u64 = 250;
 
 fn jiffies(now: Ns) -> u32 {
-    (now as u128 * HZ as u128 / 1_000_000_000) as u32
+    (now / (1_000_000_000 / HZ)) as u32 // HZ divides 10^9: one u64 division, no rounding
 }
 
 fn usecs_to_jiffies(us: u32) -> u32 {
