@@ -63,6 +63,19 @@ fn acked_pkts(v: &CcVars) -> u32 {
     v.bytes_this_ack.div_ceil(v.mss) as u32
 }
 
+/// The opening both tcp_reno_cong_avoid() and cubictcp_cong_avoid() share: nothing unless
+/// cwnd-limited; slow start first; the acked packets left for congestion avoidance, if any.
+fn slow_start_then(v: &mut CcVars, kind: AckKind) -> Option<u32> {
+    if kind != AckKind::Ack || !v.cwnd_limited {
+        return None;
+    }
+    let mut acked = acked_pkts(v);
+    if v.in_slow_start() {
+        acked = slow_start(v, acked);
+    }
+    (acked > 0).then_some(acked)
+}
+
 /// Linux Reno (tcp_cong.c).
 #[derive(Clone, Debug, Default)]
 pub struct LinuxReno {
@@ -75,18 +88,10 @@ impl CongestionControl for LinuxReno {
     }
 
     fn ack_received(&mut self, v: &mut CcVars, kind: AckKind) {
-        if kind != AckKind::Ack || !v.cwnd_limited {
-            return;
+        if let Some(acked) = slow_start_then(v, kind) {
+            let w = pkts(v);
+            cong_avoid_ai(v, &mut self.cwnd_cnt, w, acked);
         }
-        let mut acked = acked_pkts(v);
-        if v.in_slow_start() {
-            acked = slow_start(v, acked);
-            if acked == 0 {
-                return;
-            }
-        }
-        let w = pkts(v);
-        cong_avoid_ai(v, &mut self.cwnd_cnt, w, acked);
     }
 
     fn cong_signal(&mut self, v: &mut CcVars, sig: CongSignal) {
@@ -129,7 +134,7 @@ pub fn cubic_root(a: u64) -> u32 {
     let shift = (a >> (b * 3)) as usize;
     let mut x = ((V[shift] as u32 + 10) << b) >> 6;
     x = 2 * x + (a / (x as u64 * (x as u64 - 1))) as u32;
-    (x as u64 * 341 >> 10) as u32
+    ((x as u64 * 341) >> 10) as u32
 }
 
 /// Linux CUBIC with HyStart (struct bictcp).
@@ -232,7 +237,7 @@ impl LinuxCubic {
         if now_us.wrapping_sub(self.last_ack_us) as i32 <= HYSTART_ACK_DELTA_US as i32 {
             self.last_ack_us = now_us;
             // hystart_ack_delay(): min(1 ms, 4 * gso_max_size / pacing rate), gso_max_size 64 KB.
-            let ack_delay = if v.pacing_rate_bytes > 0 { (65_536u64 * 4 * 1_000_000 / v.pacing_rate_bytes).min(1000) } else { 0 };
+            let ack_delay = (65_536u64 * 4 * 1_000_000).checked_div(v.pacing_rate_bytes).map_or(0, |d| d.min(1000));
             let threshold = (self.delay_min_us + ack_delay as u32) >> 1;
             if now_us.wrapping_sub(self.round_start_us) as i32 > threshold as i32 {
                 self.found = true;
@@ -279,20 +284,12 @@ impl CongestionControl for LinuxCubic {
 
     /// cubictcp_cong_avoid()
     fn ack_received(&mut self, v: &mut CcVars, kind: AckKind) {
-        if kind != AckKind::Ack || !v.cwnd_limited {
-            return;
+        if let Some(acked) = slow_start_then(v, kind) {
+            let cwnd = pkts(v);
+            self.update(v, cwnd, acked);
+            let w = self.cnt;
+            cong_avoid_ai(v, &mut self.cwnd_cnt, w, acked);
         }
-        let mut acked = acked_pkts(v);
-        if v.in_slow_start() {
-            acked = slow_start(v, acked);
-            if acked == 0 {
-                return;
-            }
-        }
-        let cwnd = pkts(v);
-        self.update(v, cwnd, acked);
-        let w = self.cnt;
-        cong_avoid_ai(v, &mut self.cwnd_cnt, w, acked);
     }
 
     /// cubictcp_recalc_ssthresh() (and cubictcp_state(TCP_CA_Loss) on a timeout).

@@ -505,6 +505,14 @@ impl TcpSender {
         }
     }
 
+    /// tcp_cwnd_reduction(): cwnd = in flight + PRR's allowance, in packets.
+    fn prr_reduce(&mut self, version: crate::tcp::prr::PrrVersion, ack: PrrAck) {
+        let (ssthresh, in_flight) = (self.v.ssthresh / self.mss, self.pkts(self.pipe()));
+        if let Some(cwnd) = self.prr.on_ack(version, ack, ssthresh, in_flight) {
+            self.v.cwnd = (cwnd * self.mss).max(self.mss);
+        }
+    }
+
     /// Packets needed to hold `bytes` (Linux counts cwnd and flight in packets).
     fn pkts(&self, bytes: u64) -> u64 {
         bytes.div_ceil(self.mss)
@@ -618,10 +626,7 @@ impl TcpSender {
                 newly_lost: self.pkts(newly_lost),
                 una_advanced: acked > 0,
             };
-            let (ssthresh, in_flight) = (self.v.ssthresh / self.mss, self.pkts(self.pipe()));
-            if let Some(cwnd) = self.prr.on_ack(version, ack, ssthresh, in_flight) {
-                self.v.cwnd = (cwnd * self.mss).max(self.mss);
-            }
+            self.prr_reduce(version, ack);
             if entered {
                 self.event(now, SenderEvent::RecoveryStart);
             }
@@ -720,11 +725,7 @@ impl TcpSender {
                     self.enter_recovery(now, out, next_id);
                     if let Recovery::LinuxPrr(version) = self.profile.recovery {
                         // tcp_cwnd_reduction(sk, 1, 0, 0)
-                        let ack = PrrAck { newly_acked_sacked: 1, newly_lost: 0, una_advanced: false };
-                        let (ssthresh, in_flight) = (self.v.ssthresh / self.mss, self.pkts(self.pipe()));
-                        if let Some(cwnd) = self.prr.on_ack(version, ack, ssthresh, in_flight) {
-                            self.v.cwnd = (cwnd * self.mss).max(self.mss);
-                        }
+                        self.prr_reduce(version, PrrAck { newly_acked_sacked: 1, newly_lost: 0, una_advanced: false });
                         self.event(now, SenderEvent::RecoveryStart);
                     }
                 }
