@@ -3,12 +3,11 @@
 //! pairs a TCP stack (`net.inet.tcp.functions_default`) with a cc(4) module.
 //!
 //! This release models two profiles. `rfc` is the textbook stack of the RFCs. `linux` has Linux's
-//! constants, small queues, TSO autosizing and PRR; RACK-TLP and undo are not modelled yet, and
-//! `docs/models.md` says so.
-
-use crate::time::{Ns, MS, SEC};
+//! constants, small queues, TSO autosizing, PRR, RACK and the kernel CC modules; TLP and undo are
+//! not modelled yet, and `docs/models.md` says so.
 
 use crate::tcp::prr::PrrVersion;
+use crate::time::{Ns, MS, SEC};
 
 /// How a stack recovers from loss.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
