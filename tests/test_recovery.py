@@ -47,6 +47,19 @@ def test_episodes_follow_events_with_one_rule_for_tso_and_fractional_sends():
     assert b["ended_by"] == "end of run" and b["tso_sends"]
 
 
+def test_a_probe_whose_loss_fast_recovery_repairs_is_its_own_episode():
+    events = pd.DataFrame([
+        ev(5.0, 6, 20_000, 10_000, 20_000, 0, flow="c"),   # tail loss probe
+        ev(5.05, 1, 18_000, 14_000, 20_000, 1, flow="c"),  # its SACK reveals a loss
+        ev(5.1, 2, 14_000, 14_000, 10_000, 2, flow="c"),
+        ev(7.0, 6, 20_000, 14_000, 20_000, 2, flow="c"), ev(7.04, 7, 20_000, 14_000, 5_000, 3, flow="c"),
+    ])
+    eps = episodes(events, None, {"c": MSS})
+    assert list(eps["kind"]) == ["tlp", "fast recovery", "tlp"]
+    assert list(eps["ended_by"]) == ["fast recovery", "full ack", "probe acked"]
+    assert eps["duration_s"].round(9).tolist() == [0.05, 0.05, 0.04]
+
+
 def test_without_send_records_tso_and_fractional_are_unknown():
     eps = episodes(EVENTS, None, {"a": MSS, "b": MSS})
     assert eps["tso_sends"].isna().all() and eps["fractional_sends"].isna().all()

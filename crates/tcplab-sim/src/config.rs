@@ -80,6 +80,10 @@ pub struct DirConfig {
     /// Extra one-way delay per packet, uniform in [0, jitter_ns], never reordering packets.
     #[serde(default)]
     pub jitter_ns: Ns,
+    /// Drop exactly these packets, counted from 1 as they arrive at the port (like ns-3's
+    /// ListErrorModel): deterministic losses for tests and for scripted scenarios.
+    #[serde(default)]
+    pub drop_arrivals: Vec<u64>,
 }
 
 /// A full-duplex link.

@@ -35,6 +35,8 @@ pub struct Port {
     ns_per_byte: Option<u64>,
     loss: f64,
     jitter_ns: Ns,
+    drop_arrivals: Vec<u64>,
+    arrivals: u64,
     limit_packets: Option<u64>,
     limit_bytes: Option<u64>,
     /// Shared buffer pool of the owning switch, if any.
@@ -69,6 +71,8 @@ impl Port {
             ns_per_byte: (8 * SEC).is_multiple_of(d.rate_bps).then(|| 8 * SEC / d.rate_bps),
             loss: d.loss,
             jitter_ns: d.jitter_ns,
+            drop_arrivals: d.drop_arrivals.clone(),
+            arrivals: 0,
             limit_packets: d.buffer_packets,
             limit_bytes: d.buffer_bytes,
             pool,
@@ -132,7 +136,8 @@ impl Port {
     /// Admission at `now` (after `advance`): random loss first (netem and Dummynet drop on entry),
     /// then the drop-tail limits. `pool_free` is the free space of the shared pool, if any.
     pub fn admit(&mut self, p: &Packet, now: Ns, pool_free: Option<u64>) -> Result<(), Drop> {
-        if self.rng.chance(self.loss) {
+        self.arrivals += 1;
+        if self.rng.chance(self.loss) || (!self.drop_arrivals.is_empty() && self.drop_arrivals.contains(&self.arrivals)) {
             self.losses += 1;
             return Err(Drop::Random);
         }

@@ -39,6 +39,9 @@ pub struct StackProfile {
     pub delack_ns: Ns,
     /// ACK at least every this many full-sized segments (RFC 5681 §4.2, RFC 1122: 2).
     pub ack_every_segments: u32,
+    /// Segments the receiver ACKs at once when data starts (Linux quickack mode: tcp_event_data_recv()
+    /// -> tcp_incr_quickack(sk, TCP_MAX_QUICKACKS = 16), at most rcv_wnd / (2 mss)).
+    pub quickack_segments: u32,
     /// Whether the sender emits segments smaller than one MSS when the window leaves room for
     /// only part of one (FreeBSD's byte-difference windows) or waits for a full MSS (Linux).
     pub partial_sends: bool,
@@ -61,6 +64,8 @@ pub struct StackProfile {
     pub tsq_max_bytes: u64,
     /// Loss detection by RACK (Linux tcp_recovery.c, RFC 8985) rather than RFC 6675 IsLost.
     pub rack: bool,
+    /// Tail loss probes (RFC 8985 §7; Linux tcp_schedule_loss_probe / tcp_send_loss_probe).
+    pub tlp: bool,
     /// Which implementations of the CC algorithms the stack uses.
     pub cc_family: crate::cc::Family,
     /// Send-buffer autotuning: the socket buffer holds at most this many cwnds of data (and
@@ -83,6 +88,7 @@ fn rfc() -> StackProfile {
         dupthresh: 3,
         delack_ns: 40 * MS,
         ack_every_segments: 2,
+        quickack_segments: 0,
         partial_sends: false,
         tso_max_bytes: 65_536,
         tso_autosize: false,
@@ -95,6 +101,7 @@ fn rfc() -> StackProfile {
         tsq_max_bytes: 2 * 65_536,
         sndbuf_autotune_cwnds: None,
         rack: false,
+        tlp: false,
         cc_family: crate::cc::Family::Rfc,
     }
 }
@@ -120,6 +127,9 @@ fn linux() -> StackProfile {
         cc_family: crate::cc::Family::Linux,
         // net.ipv4.tcp_recovery = 1 (TCP_RACK_LOSS_DETECTION) is the default since 4.18.
         rack: true,
+        // net.ipv4.tcp_early_retrans = 3 (RACK + TLP) is the default.
+        tlp: true,
+        quickack_segments: 16,
         ..rfc()
     }
 }

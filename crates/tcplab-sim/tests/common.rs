@@ -9,7 +9,7 @@ pub const GBIT: u64 = 1_000_000_000;
 pub const MBIT: u64 = 1_000_000;
 
 pub fn dir(rate_bps: u64, delay_ns: Ns, buffer_packets: Option<u64>) -> DirConfig {
-    DirConfig { rate_bps, delay_ns, buffer_packets, buffer_bytes: None, loss: 0.0, jitter_ns: 0 }
+    DirConfig { rate_bps, delay_ns, buffer_packets, buffer_bytes: None, loss: 0.0, jitter_ns: 0, drop_arrivals: vec![] }
 }
 
 pub fn node(name: &str, kind: NodeKind) -> NodeConfig {

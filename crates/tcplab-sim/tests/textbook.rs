@@ -194,3 +194,29 @@ fn linux_prr_starts_recovery_near_the_flight_and_ends_at_ssthresh() {
         assert!(starts >= 3);
     }
 }
+
+/// A tail loss: the last two data packets of a 100-segment transfer are dropped. Linux sends a
+/// tail loss probe after ~2 srtt (tcp_schedule_loss_probe), its SACK lets RACK mark the other
+/// lost, and fast recovery repairs both without a timeout; the textbook stack (no TLP) waits for
+/// the RTO.
+#[test]
+fn tail_loss_is_repaired_by_a_probe_on_linux_and_by_the_rto_on_the_textbook_stack() {
+    let run_stack = |stack: &str| {
+        let mut f = flow("f", 0, 2, "cubic", AppConfig::Bytes { bytes: 100 * 1448 });
+        f.stack = stack.into();
+        let mut cfg = pipe(100 * MBIT, 40 * MS, 1000, vec![f], 20 * SEC);
+        cfg.links[1].ab.drop_arrivals = vec![99, 100];
+        run(&cfg)
+    };
+    let linux = run_stack("linux");
+    let st = &linux.flow_stats()[0];
+    assert_eq!(st.bytes_delivered, 100 * 1448);
+    assert_eq!(st.rtos, 0, "linux repaired the tail without an RTO");
+    assert_eq!(events(&linux, 0, 6).len(), 1, "one tail loss probe");
+    assert_eq!(st.recoveries, 1);
+    let rfc = run_stack("rfc");
+    let rt = &rfc.flow_stats()[0];
+    assert_eq!(rt.bytes_delivered, 100 * 1448);
+    assert!(rt.rtos >= 1, "the textbook stack needs the RTO");
+    assert!(st.completion_ns.unwrap() < rt.completion_ns.unwrap());
+}

@@ -2,9 +2,10 @@
 ssthresh at entry and exit, the flight before the loss, the retransmissions, and whether segments
 larger than one MSS (TSO bursts) or smaller (fractional) were sent during the episode.
 
-One rule for every stack and every source of records: an episode starts at a recovery-start or
-RTO event and ends at the matching end event (an RTO inside a fast recovery ends that episode and
-starts an RTO episode; repeated timeouts stay in one). Sends come from the `sends` table: TSO =
+One rule for every stack and every source of records: an episode starts at a recovery-start, RTO
+or tail-loss-probe event and ends at the matching end event (an RTO inside a fast recovery ends that
+episode and starts an RTO episode; repeated timeouts stay in one; a probe whose loss is then
+repaired by fast recovery ends when the recovery starts). Sends come from the `sends` table: TSO =
 any send of more than one MSS, fractional = any send of less than one MSS.
 """
 
@@ -14,7 +15,7 @@ from typing import Any
 
 import pandas as pd
 
-RECOVERY_START, RECOVERY_END, RTO, LOSS_END = 1, 2, 3, 4
+RECOVERY_START, RECOVERY_END, RTO, LOSS_END, TLP, TLP_END = 1, 2, 3, 4, 6, 7
 
 COLUMNS = [
     "flow", "episode", "kind", "start_s", "duration_s", "ended_by", "cwnd_entry_bytes", "ssthresh_entry_bytes",
@@ -73,7 +74,7 @@ def episodes(events: pd.DataFrame, sends: pd.DataFrame | None, mss: dict[str, in
         for e in ev.itertuples(index=False):
             if e.event == RECOVERY_START:
                 if open_ep is not None:
-                    close(e, "new episode")
+                    close(e, "fast recovery" if open_ep["kind"] == "tlp" else "new episode")
                 begin(e, "fast recovery")
             elif e.event == RTO:
                 if open_ep is not None and open_ep["kind"] == "rto":
@@ -82,6 +83,10 @@ def episodes(events: pd.DataFrame, sends: pd.DataFrame | None, mss: dict[str, in
                 if open_ep is not None:
                     close(e, "rto")
                 begin(e, "rto")
+            elif e.event == TLP and open_ep is None:
+                begin(e, "tlp")
+            elif e.event == TLP_END and open_ep is not None and open_ep["kind"] == "tlp":
+                close(e, "probe acked")
             elif e.event in (RECOVERY_END, LOSS_END) and open_ep is not None:
                 close(e, "full ack")
         if open_ep is not None:

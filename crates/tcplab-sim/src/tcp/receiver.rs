@@ -29,6 +29,7 @@ pub struct TcpReceiver {
     last_ack_sent: u64,
     ts_recent: Ns,
     unacked_segs: u32,
+    quickacks: u32,
     delack_deadline: Option<Ns>,
     /// ACKs sent.
     pub acks_sent: u64,
@@ -64,6 +65,7 @@ impl TcpReceiver {
             last_ack_sent: 0,
             ts_recent: 0,
             unacked_segs: 0,
+            quickacks: profile.quickack_segments.min((f.rcvbuf_bytes / (2 * f.mss as u64)).max(2) as u32),
             delack_deadline: None,
             acks_sent: 0,
         }
@@ -104,7 +106,11 @@ impl TcpReceiver {
             }
             self.recent_blocks.retain(|b| b.1 > self.rcv_nxt);
             self.unacked_segs += if p.len as u64 >= self.mss { 1 } else { 0 };
-            if had_ooo || self.unacked_segs >= self.ack_every || (p.len as u64) < self.mss {
+            let quick = self.quickacks > 0;
+            if quick {
+                self.quickacks -= 1;
+            }
+            if quick || had_ooo || self.unacked_segs >= self.ack_every || (p.len as u64) < self.mss {
                 // RFC 5681 §4.2: ACK at once when a segment fills (part of) a gap; every 2nd full
                 // segment; a short segment (the end of a transfer) is ACKed at once as Linux does
                 // for a pushed runt rather than waiting out the timer.

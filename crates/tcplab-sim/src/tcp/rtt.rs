@@ -54,6 +54,15 @@ impl RttEstimator {
         self.rto_ns = rto.clamp(self.min_rto_ns, self.max_rto_ns);
     }
 
+    /// Lower min_rtt with a sample that excludes ACK delay (Linux feeds tcp_update_rtt_min() with
+    /// ca_rtt_us, from the newest packet an ACK covers, not with the timestamp echo).
+    pub fn observe_min(&mut self, r: Ns) {
+        let r = r.max(1);
+        if self.min_rtt_ns == 0 || r < self.min_rtt_ns {
+            self.min_rtt_ns = r;
+        }
+    }
+
     /// Double the RTO after a timeout (RFC 6298 §5.5), up to the maximum.
     pub fn backoff(&mut self) {
         self.rto_ns = (self.rto_ns * 2).min(self.max_rto_ns);

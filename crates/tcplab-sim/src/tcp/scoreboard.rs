@@ -358,6 +358,11 @@ impl Scoreboard {
         (newly, wait)
     }
 
+    /// The last outstanding segment, if not SACKed (what a tail loss probe retransmits).
+    pub fn last_unsacked(&self) -> Option<(u64, u32)> {
+        self.segs.back().filter(|s| !s.has(SACKED)).map(|s| (s.seq, s.len))
+    }
+
     /// Highest SACKed sequence number, if anything is SACKed.
     pub fn highest_sacked(&self) -> Option<u64> {
         self.sacked_ranges.last().map(|r| r.1)

@@ -51,6 +51,10 @@ pub enum SenderEvent {
     LossEnd,
     /// The application's data is all acknowledged.
     Complete,
+    /// A tail loss probe was sent.
+    Tlp,
+    /// The tail loss probe's data was acknowledged.
+    TlpEnd,
 }
 
 impl SenderEvent {
@@ -62,6 +66,8 @@ impl SenderEvent {
             SenderEvent::Rto => 3,
             SenderEvent::LossEnd => 4,
             SenderEvent::Complete => 5,
+            SenderEvent::Tlp => 6,
+            SenderEvent::TlpEnd => 7,
         }
     }
 }
@@ -147,6 +153,9 @@ pub struct TcpSender {
     rack_end: u64,
     rack_rtt: Ns,
     rack_reo_deadline: Option<Ns>,
+    /// Tail loss probe timer and the snd_nxt when the last probe went out (Linux tlp_high_seq).
+    tlp_deadline: Option<Ns>,
+    tlp_high_seq: Option<u64>,
     /// RTT estimator and RTO.
     pub rtt: RttEstimator,
     rto_deadline: Option<Ns>,
@@ -226,6 +235,8 @@ impl TcpSender {
             rack_end: 0,
             rack_rtt: 0,
             rack_reo_deadline: None,
+            tlp_deadline: None,
+            tlp_high_seq: None,
             rtt,
             rto_deadline: None,
             pace_next: 0,
@@ -308,7 +319,7 @@ impl TcpSender {
     pub fn timer_deadline(&self) -> Option<Ns> {
         let pace = (self.pace_next > self.v.now && self.pacing_rate().is_some() && self.has_sendable())
             .then_some(self.pace_next);
-        [self.rto_deadline, pace, self.tsq_wake, self.rack_reo_deadline].into_iter().flatten().min()
+        [self.rto_deadline, pace, self.tsq_wake, self.rack_reo_deadline, self.tlp_deadline].into_iter().flatten().min()
     }
 
     /// Linux's sk_pacing_rate in bytes/s (tcp_input.c tcp_update_pacing_rate()): cwnd * mss / srtt,
@@ -554,6 +565,14 @@ impl TcpSender {
                 self.sb.reno_sacked_segs = (self.sb.reno_sacked_segs + 1).min(self.sb.len() as u64);
             }
         }
+        if self.profile.rack {
+            // tcp_clean_rtx_queue(): ca_rtt from the newest never-retransmitted packet delivered.
+            let newest = self.sb.delivered().iter().filter(|d| !d.2).map(|d| d.0).max();
+            if let Some(sent_at) = newest {
+                self.rtt.observe_min(now.saturating_sub(sent_at));
+                self.v.min_rtt_ns = self.rtt.min_rtt_ns;
+            }
+        }
         let newly_lost = if self.sack && self.profile.rack {
             self.rack_detect(now)
         } else if self.sack {
@@ -632,6 +651,11 @@ impl TcpSender {
             }
         }
         self.output(now, out, next_id);
+        if self.tlp_high_seq.is_some_and(|h| self.snd_una >= h) {
+            self.tlp_high_seq = None;
+            self.event(now, SenderEvent::TlpEnd);
+        }
+        self.schedule_tlp(now);
         if let AppConfig::Bytes { bytes } = self.app {
             if self.completed_at.is_none() && self.snd_una == bytes {
                 self.completed_at = Some(now);
@@ -680,6 +704,46 @@ impl TcpSender {
         newly
     }
 
+    /// tcp_schedule_loss_probe(): PTO = 2 srtt, plus TCP_RTO_MIN when one packet is out (the
+    /// receiver may delay its ACK) else TCP_TIMEOUT_MIN (2 jiffies); 1 s before any RTT sample;
+    /// never later than the RTO. Only in the open state, with SACK, with data outstanding.
+    fn schedule_tlp(&mut self, now: Ns) {
+        if !(self.profile.tlp && self.sack) || self.state != State::Open || self.snd_una == self.snd_nxt {
+            self.tlp_deadline = None;
+            return;
+        }
+        let jiffy = 1_000_000_000 / crate::cc::linux::HZ;
+        let mut pto = if self.rtt.srtt_ns == 0 {
+            self.profile.initial_rto_ns
+        } else {
+            let one_packet = self.snd_nxt - self.snd_una <= self.mss;
+            2 * self.rtt.srtt_ns + if one_packet { self.profile.min_rto_ns } else { 2 * jiffy }
+        };
+        if let Some(rto) = self.rto_deadline {
+            pto = pto.min(rto.saturating_sub(now));
+        }
+        self.tlp_deadline = Some(now + pto);
+    }
+
+    /// tcp_send_loss_probe(): one new segment if there is one (past cwnd), else the last
+    /// outstanding segment again; at most one probe outstanding; then the RTO is re-armed.
+    fn send_tlp(&mut self, now: Ns, out: &mut Vec<Packet>, next_id: &mut u64) {
+        if self.tlp_high_seq.is_none() {
+            self.app_fill(now);
+            let new_len = self.new_data_len();
+            if let Some(len) = new_len {
+                self.emit(self.snd_nxt, len, false, now, out, next_id);
+            } else if let Some((seq, len)) = self.sb.last_unsacked() {
+                self.emit(seq, len as u64, true, now, out, next_id);
+            } else {
+                return;
+            }
+            self.tlp_high_seq = Some(self.snd_nxt);
+            self.event(now, SenderEvent::Tlp);
+        }
+        self.rto_deadline = Some(now + self.rtt.rto_ns);
+    }
+
     /// RFC 6675 §5 steps 4.1-4.3 (and RFC 6582 §3.2 step 2 without SACK).
     fn enter_recovery(&mut self, now: Ns, out: &mut Vec<Packet>, next_id: &mut u64) {
         let recover = self.snd_nxt;
@@ -715,6 +779,12 @@ impl TcpSender {
         self.v.now = now;
         if self.tsq_wake.is_some_and(|t| t <= now) {
             self.tsq_wake = None;
+        }
+        if self.tlp_deadline.is_some_and(|t| t <= now) {
+            self.tlp_deadline = None;
+            if self.state == State::Open && self.snd_una < self.snd_nxt {
+                self.send_tlp(now, out, next_id);
+            }
         }
         if self.rack_reo_deadline.is_some_and(|t| t <= now) {
             // tcp_rack_reo_timeout(): waited long enough for reordering; mark and recover.
@@ -752,6 +822,8 @@ impl TcpSender {
                     self.v.in_recovery = false;
                     self.sb.mark_all_lost();
                     self.state = State::Loss { recover: self.snd_nxt };
+                    self.tlp_deadline = None;
+                    self.tlp_high_seq = None;
                     self.recover_guard = Some(self.snd_nxt);
                     self.dupacks = 0;
                     self.rto_count += 1;
