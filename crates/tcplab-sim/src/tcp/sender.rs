@@ -627,10 +627,13 @@ impl TcpSender {
 
         let mut entered = false;
         if self.state == State::Open && self.snd_una < self.snd_nxt {
-            // Linux tcp_time_to_recover(): any packet marked lost (by RACK) starts recovery.
-            let trigger = self.dupacks >= self.profile.dupthresh
-                || (self.sack && self.sb.head_lost())
-                || (self.sack && self.profile.rack && self.sb.lost_bytes > 0);
+            let trigger = if self.sack && self.profile.rack {
+                // Linux tcp_time_to_recover(): with RACK, recovery starts when a packet is marked
+                // lost; the dupack heuristic applies only without RACK.
+                self.sb.lost_bytes > 0
+            } else {
+                self.dupacks >= self.profile.dupthresh || (self.sack && self.sb.head_lost())
+            };
             let allowed = self.recover_guard.is_none_or(|r| self.snd_una > r);
             if trigger && allowed {
                 self.enter_recovery(now, out, next_id);
