@@ -81,13 +81,13 @@ def make_report(directory: Path, flows: list[dict[str, Any]], summary: dict[str,
     if len(queues):
         plots.queue(queues, pdir)
         charts.append(("queue", "Bottleneck queue length"))
-    eps = episodes(read_table(directory, "events"), _or_none(read_table(directory, "sends")),
-                   {f["flow"]: f["mss_bytes"] for f in summary["flows"]})
+    sends = _or_none(read_table(directory, "sends"))
+    mss = {f["flow"]: f["mss_bytes"] for f in summary["flows"]}
+    eps = episodes(read_table(directory, "events"), sends, mss)
     zooms = []
     for _, ep in first_per_flow(eps).iterrows():
         stem = f"recovery_{ep['flow']}"
-        plots.recovery_zoom(samples, _or_none(read_table(directory, "sends")), ep.to_dict(),
-                            next(f["mss_bytes"] for f in summary["flows"] if f["flow"] == ep["flow"]), pdir, stem)
+        plots.recovery_zoom(samples, sends, ep.to_dict(), mss[ep["flow"]], pdir, stem)
         zooms.append((stem, f"{ep['flow']}: cwnd, ssthresh and send sizes around its first loss-recovery episode"))
     recovery_html = report_html.recovery_section(eps, zooms, pdir)
     spec_text = (directory / "spec.toml").read_text()

@@ -61,7 +61,8 @@ class TableWriter:
             self.writers[name].write_table(table)
 
     def close(self) -> None:
-        """Close the files; tables that never received a row are written empty with their columns."""
+        """Close the files. A table that never received a row has no file; read_table() returns an
+        empty DataFrame for it."""
         for w in self.writers.values():
             w.close()
 

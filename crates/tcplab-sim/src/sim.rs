@@ -65,7 +65,6 @@ pub struct Simulation {
     q: EventQueue,
     /// Node names.
     pub node_names: Vec<String>,
-    kinds: Vec<NodeKind>,
     /// All egress ports: link i has ports 2i (a -> b) and 2i + 1 (b -> a).
     pub ports: Vec<Port>,
     pools: Vec<Pool>,
@@ -198,7 +197,6 @@ impl Simulation {
             stop_ns: cfg.stop_ns,
             q,
             node_names: cfg.nodes.iter().map(|n| n.name.clone()).collect(),
-            kinds,
             port_iv: vec![(0, 0, 0, 0); ports.len()],
             ports,
             pools,
@@ -652,11 +650,6 @@ impl Simulation {
             }
         }
         Ok(())
-    }
-
-    /// Kinds of nodes (for bindings).
-    pub fn node_kinds(&self) -> &[NodeKind] {
-        &self.kinds
     }
 }
 

@@ -12,7 +12,7 @@ from typing import Any, Callable
 LINUX = "linux"
 FREEBSD = "freebsd"
 
-#: Linux names -> (sender/receiver parameter, parser). `route.initcwnd` is `ip route ... initcwnd N`.
+#: Linux names -> what each sets (shown to users); `route.initcwnd` is `ip route ... initcwnd N`.
 LINUX_SYSCTLS = {
     "net.ipv4.tcp_rmem": "receive buffer: the third value (max) is the window the receiver can offer",
     "net.ipv4.tcp_wmem": "send buffer: second value (initial) and third (max) of the autotuned buffer",

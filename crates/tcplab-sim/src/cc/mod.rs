@@ -64,8 +64,9 @@ impl CcVars {
         }
     }
 
-    /// Whether the connection is in slow start (RFC 5681 §3.1: cwnd < ssthresh; FreeBSD and
-    /// Linux both grow by slow start while cwnd <= ssthresh... Linux `tcp_in_slow_start`: cwnd < ssthresh).
+    /// Whether the connection is in slow start: cwnd < ssthresh (RFC 5681 §3.1, Linux
+    /// `tcp_in_slow_start`). FreeBSD's newreno also slow-starts at cwnd == ssthresh; that edge
+    /// belongs to its own module.
     pub fn in_slow_start(&self) -> bool {
         self.cwnd < self.ssthresh
     }

@@ -90,7 +90,7 @@ impl TcpReceiver {
         }
         if e <= self.rcv_nxt {
             // Entirely old: a spurious retransmission. ACK at once (RFC 5681 §4.2 / RFC 2883).
-            self.send_ack(now, out, next_id);
+            self.send_ack(out, next_id);
             return;
         }
         if s <= self.rcv_nxt {
@@ -114,7 +114,7 @@ impl TcpReceiver {
                 // RFC 5681 §4.2: ACK at once when a segment fills (part of) a gap; every 2nd full
                 // segment; a short segment (the end of a transfer) is ACKed at once as Linux does
                 // for a pushed runt rather than waiting out the timer.
-                self.send_ack(now, out, next_id);
+                self.send_ack(out, next_id);
             } else if self.delack_deadline.is_none() {
                 self.delack_deadline = Some(now + self.delack_ns);
             }
@@ -127,7 +127,7 @@ impl TcpReceiver {
             if self.sack {
                 self.note_recent_block(s);
             }
-            self.send_ack(now, out, next_id);
+            self.send_ack(out, next_id);
         }
     }
 
@@ -151,13 +151,12 @@ impl TcpReceiver {
     pub fn on_timer(&mut self, now: Ns, out: &mut Vec<Packet>, next_id: &mut u64) {
         if let Some(d) = self.delack_deadline {
             if d <= now {
-                self.send_ack(now, out, next_id);
+                self.send_ack(out, next_id);
             }
         }
     }
 
-    fn send_ack(&mut self, now: Ns, out: &mut Vec<Packet>, next_id: &mut u64) {
-        let _ = now;
+    fn send_ack(&mut self, out: &mut Vec<Packet>, next_id: &mut u64) {
         *next_id += 1;
         let mut a = Packet::new(*next_id, Kind::Ack, self.flow, self.peer);
         a.ack = self.rcv_nxt;
