@@ -164,6 +164,26 @@ pub struct FlowConfig {
     /// Linux PRR version ("5.15" or "6.x"); only for the linux stack.
     #[serde(default, deserialize_with = "prr_version")]
     pub prr: Option<PrrVersion>,
+    /// FreeBSD default-stack knobs; only for the freebsd stack.
+    #[serde(default)]
+    pub freebsd: Option<FreeBsdKnobs>,
+}
+
+/// FreeBSD default-stack settings (review D43470 and the net.inet.tcp sysctls that shape
+/// recovery and sending).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FreeBsdKnobs {
+    /// With review D43470 (true) or before it (false).
+    pub d43470: bool,
+    /// net.inet.tcp.do_prr.
+    pub do_prr: bool,
+    /// net.inet.tcp.sack.tso.
+    pub sack_tso: bool,
+    /// net.inet.tcp.tso.
+    pub tso: bool,
+    /// net.inet.tcp.sendbuf_inc, bytes (0: no send-buffer autosizing).
+    pub sendbuf_inc_bytes: u64,
 }
 
 fn prr_version<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<PrrVersion>, D::Error> {
@@ -172,7 +192,9 @@ fn prr_version<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<PrrVersi
         None => Ok(None),
         Some("5.15") => Ok(Some(PrrVersion::Linux515)),
         Some("6.x") => Ok(Some(PrrVersion::Mainline)),
-        Some(other) => Err(serde::de::Error::custom(format!("prr {other:?} is not 5.15 or 6.x"))),
+        Some(other) => Err(serde::de::Error::custom(format!(
+            "prr {other:?} is not 5.15 or 6.x"
+        ))),
     }
 }
 

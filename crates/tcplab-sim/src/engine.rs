@@ -60,7 +60,10 @@ impl EventQueue {
     /// Schedule `action` at time `t`.
     pub fn push(&mut self, t: Ns, action: Action) {
         self.seq += 1;
-        self.heap.push(Event { key: ((t as u128) << 64) | self.seq as u128, action });
+        self.heap.push(Event {
+            key: ((t as u128) << 64) | self.seq as u128,
+            action,
+        });
     }
 
     /// Time of the next event, if any.
@@ -91,7 +94,12 @@ mod tests {
         let order: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
         assert_eq!(
             order,
-            vec![(5, Action::PortInterval), (10, Action::UdpSend(1)), (10, Action::UdpSend(2)), (20, Action::Sample)]
+            vec![
+                (5, Action::PortInterval),
+                (10, Action::UdpSend(1)),
+                (10, Action::UdpSend(2)),
+                (20, Action::Sample)
+            ]
         );
     }
 }

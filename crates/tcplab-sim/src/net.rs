@@ -68,7 +68,9 @@ impl Port {
             to,
             rate_bps: d.rate_bps,
             delay_ns: d.delay_ns,
-            ns_per_byte: (8 * SEC).is_multiple_of(d.rate_bps).then(|| 8 * SEC / d.rate_bps),
+            ns_per_byte: (8 * SEC)
+                .is_multiple_of(d.rate_bps)
+                .then(|| 8 * SEC / d.rate_bps),
             loss: d.loss,
             jitter_ns: d.jitter_ns,
             drop_arrivals: d.drop_arrivals.clone(),
@@ -137,7 +139,9 @@ impl Port {
     /// then the drop-tail limits. `pool_free` is the free space of the shared pool, if any.
     pub fn admit(&mut self, p: &Packet, now: Ns, pool_free: Option<u64>) -> Result<(), Drop> {
         self.arrivals += 1;
-        if self.rng.chance(self.loss) || (!self.drop_arrivals.is_empty() && self.drop_arrivals.contains(&self.arrivals)) {
+        if self.rng.chance(self.loss)
+            || (!self.drop_arrivals.is_empty() && self.drop_arrivals.contains(&self.arrivals))
+        {
             self.losses += 1;
             return Err(Drop::Random);
         }
@@ -145,8 +149,12 @@ impl Port {
             return Ok(()); // goes straight onto the wire
         }
         let size = p.size_bytes as u64;
-        let over_packets = self.limit_packets.is_some_and(|l| self.waiting.len() as u64 + 1 > l);
-        let over_bytes = self.limit_bytes.is_some_and(|l| self.queue_bytes + size > l);
+        let over_packets = self
+            .limit_packets
+            .is_some_and(|l| self.waiting.len() as u64 + 1 > l);
+        let over_bytes = self
+            .limit_bytes
+            .is_some_and(|l| self.queue_bytes + size > l);
         let over_pool = pool_free.is_some_and(|free| size > free);
         if over_packets || over_bytes || over_pool {
             self.drops += 1;
@@ -217,8 +225,20 @@ pub struct Pool {
 }
 
 /// Build both ports of a link: (a -> b, b -> a).
-pub fn link_ports(l: &LinkConfig, kinds: &[NodeKind], pools: &[Option<u32>], rng: &Rng, idx: u32) -> [Port; 2] {
-    let pool_of = |n: u32| if kinds[n as usize] == NodeKind::Switch { pools[n as usize] } else { None };
+pub fn link_ports(
+    l: &LinkConfig,
+    kinds: &[NodeKind],
+    pools: &[Option<u32>],
+    rng: &Rng,
+    idx: u32,
+) -> [Port; 2] {
+    let pool_of = |n: u32| {
+        if kinds[n as usize] == NodeKind::Switch {
+            pools[n as usize]
+        } else {
+            None
+        }
+    };
     [
         Port::new(l.a, l.b, &l.ab, pool_of(l.a), rng.fork(2 * idx as u64 + 1)),
         Port::new(l.b, l.a, &l.ba, pool_of(l.b), rng.fork(2 * idx as u64 + 2)),

@@ -86,7 +86,11 @@ impl Packet {
 /// padded to 4 bytes with NOPs as stacks do).
 pub fn header_bytes(timestamps: bool, nsack: usize) -> u32 {
     let ts = if timestamps { TS_OPT } else { 0 };
-    let sack = if nsack > 0 { (2 + 8 * nsack as u32).div_ceil(4) * 4 } else { 0 };
+    let sack = if nsack > 0 {
+        (2 + 8 * nsack as u32).div_ceil(4) * 4
+    } else {
+        0
+    };
     IP_HDR + TCP_HDR + ts + sack
 }
 

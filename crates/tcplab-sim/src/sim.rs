@@ -103,7 +103,13 @@ impl Simulation {
     pub fn new(cfg: &SimConfig) -> Result<Self, String> {
         let n = cfg.nodes.len();
         let check_node = |i: u32, what: &str| {
-            if (i as usize) < n { Ok(()) } else { Err(format!("{what} refers to node {i}, but there are {n} nodes")) }
+            if (i as usize) < n {
+                Ok(())
+            } else {
+                Err(format!(
+                    "{what} refers to node {i}, but there are {n} nodes"
+                ))
+            }
         };
         let kinds: Vec<NodeKind> = cfg.nodes.iter().map(|n| n.kind).collect();
         let mut pools = Vec::new();
@@ -111,7 +117,11 @@ impl Simulation {
         for (i, node) in cfg.nodes.iter().enumerate() {
             if let (NodeKind::Switch, Some(b)) = (node.kind, node.shared_buffer_bytes) {
                 pool_of[i] = Some(pools.len() as u32);
-                pools.push(Pool { limit_bytes: b, used_bytes: 0, ports: Vec::new() });
+                pools.push(Pool {
+                    limit_bytes: b,
+                    used_bytes: 0,
+                    ports: Vec::new(),
+                });
             }
         }
         let rng = Rng::new(cfg.seed);
@@ -140,15 +150,36 @@ impl Simulation {
         for (i, f) in cfg.flows.iter().enumerate() {
             check_node(f.src, "a flow")?;
             check_node(f.dst, "a flow")?;
-            if routes[f.src as usize][f.dst as usize] == u32::MAX || routes[f.dst as usize][f.src as usize] == u32::MAX {
+            if routes[f.src as usize][f.dst as usize] == u32::MAX
+                || routes[f.dst as usize][f.src as usize] == u32::MAX
+            {
                 return Err(format!("flow {} has no path between its hosts", f.name));
             }
-            let profile = stack::profile(&f.stack)
-                .ok_or_else(|| format!("flow {}: unknown stack {:?} (known: {})", f.name, f.stack, stack::PROFILES.join(", ")))?;
-            let algo = cc::build(&f.cc, profile.cc_family)
-                .ok_or_else(|| format!("flow {}: unknown cc {:?} (known: {})", f.name, f.cc, cc::ALGORITHMS.join(", ")))?;
-            if f.mss == 0 || f.iw_segments == 0 || f.sndbuf_bytes == 0 || f.rcvbuf_bytes < f.mss as u64 {
-                return Err(format!("flow {}: mss, iw, sndbuf must be positive and rcvbuf at least one mss", f.name));
+            let profile = stack::profile(&f.stack).ok_or_else(|| {
+                format!(
+                    "flow {}: unknown stack {:?} (known: {})",
+                    f.name,
+                    f.stack,
+                    stack::PROFILES.join(", ")
+                )
+            })?;
+            let algo = cc::build(&f.cc, profile.cc_family).ok_or_else(|| {
+                format!(
+                    "flow {}: unknown cc {:?} (known: {})",
+                    f.name,
+                    f.cc,
+                    cc::ALGORITHMS.join(", ")
+                )
+            })?;
+            if f.mss == 0
+                || f.iw_segments == 0
+                || f.sndbuf_bytes == 0
+                || f.rcvbuf_bytes < f.mss as u64
+            {
+                return Err(format!(
+                    "flow {}: mss, iw, sndbuf must be positive and rcvbuf at least one mss",
+                    f.name
+                ));
             }
             receivers.push(TcpReceiver::new(i as u32, f, &profile));
             let mut sender = TcpSender::new(i as u32, f, profile, algo);
@@ -160,7 +191,10 @@ impl Simulation {
             check_node(u.src, "a UDP source")?;
             check_node(u.dst, "a UDP source")?;
             if u.rate_bps == 0 || u.size_bytes == 0 {
-                return Err(format!("UDP source {} needs a positive rate and size", u.name));
+                return Err(format!(
+                    "UDP source {} needs a positive rate and size",
+                    u.name
+                ));
             }
             udp.push(UdpSource::new(u.clone()));
         }
@@ -172,7 +206,11 @@ impl Simulation {
                 other => return Err(format!("monitor direction {other:?} is not ab or ba")),
             };
             if m.link as usize >= cfg.links.len() {
-                return Err(format!("monitor refers to link {}, but there are {}", m.link, cfg.links.len()));
+                return Err(format!(
+                    "monitor refers to link {}, but there are {}",
+                    m.link,
+                    cfg.links.len()
+                ));
             }
             monitor.push(2 * m.link + dir);
         }
@@ -390,7 +428,12 @@ impl Simulation {
                 }
             }
             let port = &self.ports[p as usize];
-            self.rec.queues.push(&[self.now as i64, p as i64, port.queue_packets() as i64, port.queue_bytes as i64]);
+            self.rec.queues.push(&[
+                self.now as i64,
+                p as i64,
+                port.queue_packets() as i64,
+                port.queue_bytes as i64,
+            ]);
         }
     }
 
@@ -432,7 +475,9 @@ impl Simulation {
             // again; we wake the sender once its NIC queue is down to half the limit.
             let pi = self.host_port(fi);
             let half = self.senders[fi].tsq_limit() / 2;
-            let t = self.ports[pi].when_queue_at_most(half, self.now).max(self.now + 1);
+            let t = self.ports[pi]
+                .when_queue_at_most(half, self.now)
+                .max(self.now + 1);
             self.senders[fi].tsq_wake = Some(t);
         }
         if !self.senders[fi].sends.is_empty() {
@@ -468,12 +513,24 @@ impl Simulation {
             self.sample_flow(fi);
         }
         let deadline = self.senders[fi].timer_deadline();
-        arm(&mut self.q, &mut self.sender_timer_at[fi], deadline, self.now, Action::SenderTimer(fi as u32));
+        arm(
+            &mut self.q,
+            &mut self.sender_timer_at[fi],
+            deadline,
+            self.now,
+            Action::SenderTimer(fi as u32),
+        );
     }
 
     fn sync_receiver_timer(&mut self, fi: usize) {
         let deadline = self.receivers[fi].timer_deadline();
-        arm(&mut self.q, &mut self.receiver_timer_at[fi], deadline, self.now, Action::ReceiverTimer(fi as u32));
+        arm(
+            &mut self.q,
+            &mut self.receiver_timer_at[fi],
+            deadline,
+            self.now,
+            Action::ReceiverTimer(fi as u32),
+        );
     }
 
     fn udp_send(&mut self, u: usize) {
@@ -618,18 +675,29 @@ impl Simulation {
     /// Check the invariants every run must keep; Err names the first one broken.
     pub fn check_invariants(&self) -> Result<(), String> {
         for (i, (s, r)) in self.senders.iter().zip(&self.receivers).enumerate() {
-            s.scoreboard().check().map_err(|e| format!("flow {i}: {e}"))?;
+            s.scoreboard()
+                .check()
+                .map_err(|e| format!("flow {i}: {e}"))?;
             if s.started && s.v.cwnd < s.v.mss {
                 return Err(format!("flow {i}: cwnd {} below one MSS", s.v.cwnd));
             }
             if r.rcv_nxt > s.snd_nxt || r.rcv_nxt > s.written {
-                return Err(format!("flow {i}: receiver has {} bytes but sender sent {}", r.rcv_nxt, s.snd_nxt));
+                return Err(format!(
+                    "flow {i}: receiver has {} bytes but sender sent {}",
+                    r.rcv_nxt, s.snd_nxt
+                ));
             }
             if s.snd_una > r.rcv_nxt {
-                return Err(format!("flow {i}: sender saw {} acked, receiver has {}", s.snd_una, r.rcv_nxt));
+                return Err(format!(
+                    "flow {i}: sender saw {} acked, receiver has {}",
+                    s.snd_una, r.rcv_nxt
+                ));
             }
             if s.pipe() > s.snd_nxt - s.snd_una + s.scoreboard().retrans_bytes {
-                return Err(format!("flow {i}: pipe {} exceeds outstanding data", s.pipe()));
+                return Err(format!(
+                    "flow {i}: pipe {} exceeds outstanding data",
+                    s.pipe()
+                ));
             }
         }
         let in_network: u64 = self.ports.iter().map(Port::packets_held).sum();
@@ -646,7 +714,10 @@ impl Simulation {
         }
         for (i, p) in self.pools.iter().enumerate() {
             if p.used_bytes > p.limit_bytes {
-                return Err(format!("shared buffer {i} holds {} > {} bytes", p.used_bytes, p.limit_bytes));
+                return Err(format!(
+                    "shared buffer {i} holds {} > {} bytes",
+                    p.used_bytes, p.limit_bytes
+                ));
             }
         }
         Ok(())
@@ -656,7 +727,13 @@ impl Simulation {
 /// Lazy timers: an endpoint states when it next wants to run; an event is queued only if none is
 /// pending for an earlier time (`pending`). A timer pushed later (an RTO restarted on every ACK)
 /// costs nothing until the pending event fires and finds it not yet due.
-fn arm(q: &mut EventQueue, pending: &mut Option<Ns>, deadline: Option<Ns>, now: Ns, action: Action) {
+fn arm(
+    q: &mut EventQueue,
+    pending: &mut Option<Ns>,
+    deadline: Option<Ns>,
+    now: Ns,
+    action: Action,
+) {
     if let Some(d) = deadline {
         if pending.is_none_or(|t| d < t) {
             q.push(d.max(now), action);
@@ -666,5 +743,9 @@ fn arm(q: &mut EventQueue, pending: &mut Option<Ns>, deadline: Option<Ns>, now: 
 }
 
 fn ssthresh_col(ssthresh: u64) -> i64 {
-    if ssthresh >= u64::MAX / 8 { -1 } else { ssthresh as i64 }
+    if ssthresh >= u64::MAX / 8 {
+        -1
+    } else {
+        ssthresh as i64
+    }
 }

@@ -2,9 +2,10 @@
 //! granularity, pacing, loss recovery) is composed with a congestion-control module, as FreeBSD
 //! pairs a TCP stack (`net.inet.tcp.functions_default`) with a cc(4) module.
 //!
-//! This release models two profiles. `rfc` is the textbook stack of the RFCs. `linux` has Linux's
-//! constants, small queues, TSO autosizing, PRR, RACK and the kernel CC modules; TLP and undo are
-//! not modelled yet, and `docs/models.md` says so.
+//! Profiles: `rfc` is the textbook stack of the RFCs. `linux` has Linux's constants, small queues,
+//! TSO autosizing, PRR, RACK, TLP and the kernel CC modules. `freebsd` is FreeBSD's default stack
+//! (tcp_input.c / tcp_output.c / tcp_sack.c, before or after review D43470) with its cc(4)
+//! modules. What each leaves out is in `docs/models.md`.
 
 use crate::tcp::prr::PrrVersion;
 use crate::time::{Ns, MS, SEC};
@@ -18,6 +19,44 @@ pub enum Recovery {
     /// Linux: RFC 6675 loss marking and sending while in flight < cwnd, with cwnd set on every
     /// ACK by PRR (tcp_cwnd_reduction()) and to ssthresh at the end (tcp_end_cwnd_reduction()).
     LinuxPrr(PrrVersion),
+    /// FreeBSD's default stack: SACK fast recovery with tcp_do_prr_ack() (or
+    /// tcp_sack_partialack() without PRR), sends sized by byte differences of the window.
+    FreeBsd(FreeBsdRecovery),
+}
+
+/// The FreeBSD default stack's recovery knobs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FreeBsdRecovery {
+    /// Review D43470 (commit 7dc78150c730, "tcp: refactor cwnd during SACK transmissions to allow
+    /// TSO"): on entry cwnd = pipe + MSS for the first retransmission, then ssthresh; PRR sets
+    /// cwnd from pipe. Before it: cwnd = 1 MSS on entry, PRR counts what recovery has sent.
+    pub d43470: bool,
+    /// net.inet.tcp.do_prr (default 1).
+    pub prr: bool,
+    /// net.inet.tcp.sack.tso (D45068, default 0): hole retransmissions may be TSO bursts.
+    pub sack_tso: bool,
+}
+
+impl Default for FreeBsdRecovery {
+    fn default() -> Self {
+        FreeBsdRecovery {
+            d43470: true,
+            prr: true,
+            sack_tso: false,
+        }
+    }
+}
+
+/// How the send buffer's size evolves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SndbufPolicy {
+    /// The configured size from the start.
+    Fixed,
+    /// Linux tcp_sndbuf_expand(): at least this many cwnds of data, up to the maximum.
+    Cwnds(u64),
+    /// FreeBSD tcp_output.c send-buffer autosizing: grow by this many bytes per output call
+    /// while the buffer is 7/8 full and the window could take all of it.
+    FreeBsdInc(u64),
 }
 
 /// The behaviour of one TCP implementation, minus its congestion-control module.
@@ -33,6 +72,8 @@ pub struct StackProfile {
     pub max_rto_ns: Ns,
     /// Clock granularity G of RFC 6298 §2.
     pub clock_granularity_ns: Ns,
+    /// Added to every RTO before its bounds (FreeBSD tcp_rexmit_slop).
+    pub rto_slop_ns: Ns,
     /// Duplicate-ACK threshold (RFC 5681 §3.2, RFC 6675 DupThresh).
     pub dupthresh: u32,
     /// Delayed-ACK timer.
@@ -68,13 +109,21 @@ pub struct StackProfile {
     pub tlp: bool,
     /// Which implementations of the CC algorithms the stack uses.
     pub cc_family: crate::cc::Family,
-    /// Send-buffer autotuning: the socket buffer holds at most this many cwnds of data (and
-    /// never more than the configured maximum). None: the configured size from the start.
-    pub sndbuf_autotune_cwnds: Option<u64>,
+    /// Send-buffer sizing.
+    pub sndbuf: SndbufPolicy,
+    /// Initial send-buffer size of an autotuned buffer (Linux tcp_wmem[1], FreeBSD sendspace).
+    pub sndbuf_initial_bytes: u64,
+    /// Free send-buffer space at which a blocked writer copies in what fits; None: it waits
+    /// until a whole write fits.
+    pub write_lowat_bytes: Option<u64>,
+    /// Whether contiguous retransmissions sent at one instant leave as one TSO burst (Linux
+    /// tcp_retransmit_skb() sends up to cwnd - in_flight segments of an skb; FreeBSD only with
+    /// net.inet.tcp.sack.tso).
+    pub retx_tso: bool,
 }
 
 /// Profile names the registry knows.
-pub const PROFILES: &[&str] = &["linux", "rfc"];
+pub const PROFILES: &[&str] = &["freebsd", "linux", "rfc"];
 
 /// The textbook stack: RFC 6298 §2 (1 s initial and minimum RTO, 60 s maximum allowed), RFC 5681
 /// §4.2 (ACK every 2nd full segment, delay < 500 ms; 40 ms as is common in practice), RFC 6675.
@@ -85,6 +134,7 @@ fn rfc() -> StackProfile {
         min_rto_ns: SEC,
         max_rto_ns: 60 * SEC,
         clock_granularity_ns: MS,
+        rto_slop_ns: 0,
         dupthresh: 3,
         delack_ns: 40 * MS,
         ack_every_segments: 2,
@@ -99,7 +149,10 @@ fn rfc() -> StackProfile {
         tsq_floor_bytes: 2 * 65_536,
         tsq_pacing_shift: None,
         tsq_max_bytes: 2 * 65_536,
-        sndbuf_autotune_cwnds: None,
+        sndbuf: SndbufPolicy::Fixed,
+        sndbuf_initial_bytes: 0,
+        retx_tso: false,
+        write_lowat_bytes: None,
         rack: false,
         tlp: false,
         cc_family: crate::cc::Family::Rfc,
@@ -121,7 +174,9 @@ fn linux() -> StackProfile {
         tsq_max_bytes: 1 << 20,
         // tcp_input.c tcp_sndbuf_expand(): sk_sndbuf = 2 * max(TCP_INIT_CWND, cwnd) * per_mss, at
         // most tcp_wmem[2]. Linux counts skb truesize; we count payload, a lower bound.
-        sndbuf_autotune_cwnds: Some(2),
+        sndbuf: SndbufPolicy::Cwnds(2),
+        sndbuf_initial_bytes: 16_384,
+        retx_tso: true,
         tso_autosize: true,
         recovery: Recovery::LinuxPrr(PrrVersion::Mainline),
         cc_family: crate::cc::Family::Linux,
@@ -134,11 +189,35 @@ fn linux() -> StackProfile {
     }
 }
 
+/// FreeBSD's default stack with its constants: sys/netinet/tcp_timer.h TCPTV_RTOBASE (1 s),
+/// TCPTV_MIN (30 ms), TCPTV_REXMTMAX (64 s), TCPTV_DELACK (40 ms), TCPT_RANGESET adding
+/// tcp_rexmit_slop (TCPTV_CPU_VAR = 200 ms) to every RTO, 1 ms ticks; ACK every second
+/// full segment (tcp_input.c DELAY_ACK); no pacing; TSO bursts up to 64 KB; send-buffer
+/// autosizing from net.inet.tcp.sendspace (32 KB) in steps of sendbuf_inc (8 KB).
+fn freebsd() -> StackProfile {
+    StackProfile {
+        name: "freebsd",
+        initial_rto_ns: SEC,
+        min_rto_ns: 30 * MS,
+        max_rto_ns: 64 * SEC,
+        clock_granularity_ns: MS,
+        rto_slop_ns: 200 * MS,
+        partial_sends: true,
+        recovery: Recovery::FreeBsd(FreeBsdRecovery::default()),
+        cc_family: crate::cc::Family::FreeBsd,
+        sndbuf: SndbufPolicy::FreeBsdInc(8192),
+        sndbuf_initial_bytes: 32_768,
+        write_lowat_bytes: Some(2048),
+        ..rfc()
+    }
+}
+
 /// Look a profile up by name.
 pub fn profile(name: &str) -> Option<StackProfile> {
     match name {
         "rfc" => Some(rfc()),
         "linux" => Some(linux()),
+        "freebsd" => Some(freebsd()),
         _ => None,
     }
 }

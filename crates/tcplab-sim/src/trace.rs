@@ -13,7 +13,11 @@ pub struct Table {
 
 impl Table {
     fn new(name: &'static str, columns: &'static [&'static str]) -> Self {
-        Table { name, columns, data: columns.iter().map(|_| Vec::new()).collect() }
+        Table {
+            name,
+            columns,
+            data: columns.iter().map(|_| Vec::new()).collect(),
+        }
     }
 
     /// Append one row; `row` has one value per column.
@@ -41,7 +45,10 @@ impl Table {
 
     /// One buffered column by name (tests).
     pub fn column(&self, name: &str) -> Option<&[i64]> {
-        self.columns.iter().position(|c| *c == name).map(|i| self.data[i].as_slice())
+        self.columns
+            .iter()
+            .position(|c| *c == name)
+            .map(|i| self.data[i].as_slice())
     }
 }
 
@@ -62,15 +69,38 @@ pub const FLOW_COLUMNS: &[&str] = &[
     "state",
 ];
 /// iperf3-style intervals: bytes delivered to the receiving application in [t_start, t_end).
-pub const INTERVAL_COLUMNS: &[&str] =
-    &["flow", "t_start_ns", "t_end_ns", "bytes", "retrans_segs", "cwnd_bytes", "srtt_us"];
+pub const INTERVAL_COLUMNS: &[&str] = &[
+    "flow",
+    "t_start_ns",
+    "t_end_ns",
+    "bytes",
+    "retrans_segs",
+    "cwnd_bytes",
+    "srtt_us",
+];
 /// Queue samples of monitored ports.
 pub const QUEUE_COLUMNS: &[&str] = &["t_ns", "port", "queue_packets", "queue_bytes"];
 /// Per-port counters per interval.
-pub const PORT_COLUMNS: &[&str] = &["t_start_ns", "t_end_ns", "port", "tx_bytes", "tx_packets", "drops", "losses"];
+pub const PORT_COLUMNS: &[&str] = &[
+    "t_start_ns",
+    "t_end_ns",
+    "port",
+    "tx_bytes",
+    "tx_packets",
+    "drops",
+    "losses",
+];
 /// Sender events (see `SenderEvent::code`) with the state at that instant.
-pub const EVENT_COLUMNS: &[&str] =
-    &["t_ns", "flow", "event", "cwnd_bytes", "ssthresh_bytes", "flight_bytes", "outstanding_bytes", "retrans_segs"];
+pub const EVENT_COLUMNS: &[&str] = &[
+    "t_ns",
+    "flow",
+    "event",
+    "cwnd_bytes",
+    "ssthresh_bytes",
+    "flight_bytes",
+    "outstanding_bytes",
+    "retrans_segs",
+];
 /// What each output call handed the NIC at once (TSO chunk, segment, retransmission).
 pub const SEND_COLUMNS: &[&str] = &["t_ns", "flow", "seq", "bytes", "segments", "retx", "state"];
 
@@ -107,6 +137,13 @@ impl Default for Recorder {
 impl Recorder {
     /// All tables, for draining.
     pub fn tables_mut(&mut self) -> [&mut Table; 6] {
-        [&mut self.flows, &mut self.intervals, &mut self.queues, &mut self.ports, &mut self.events, &mut self.sends]
+        [
+            &mut self.flows,
+            &mut self.intervals,
+            &mut self.queues,
+            &mut self.ports,
+            &mut self.events,
+            &mut self.sends,
+        ]
     }
 }

@@ -18,7 +18,12 @@ pub struct UdpSource {
 impl UdpSource {
     /// A source that has sent nothing yet.
     pub fn new(cfg: UdpConfig) -> Self {
-        UdpSource { cfg, sent: 0, received_bytes: 0, received: 0 }
+        UdpSource {
+            cfg,
+            sent: 0,
+            received_bytes: 0,
+            received: 0,
+        }
     }
 
     /// Time of datagram number `k` (0-based): start + k * size * 8 / rate.

@@ -9,11 +9,23 @@ pub const GBIT: u64 = 1_000_000_000;
 pub const MBIT: u64 = 1_000_000;
 
 pub fn dir(rate_bps: u64, delay_ns: Ns, buffer_packets: Option<u64>) -> DirConfig {
-    DirConfig { rate_bps, delay_ns, buffer_packets, buffer_bytes: None, loss: 0.0, jitter_ns: 0, drop_arrivals: vec![] }
+    DirConfig {
+        rate_bps,
+        delay_ns,
+        buffer_packets,
+        buffer_bytes: None,
+        loss: 0.0,
+        jitter_ns: 0,
+        drop_arrivals: vec![],
+    }
 }
 
 pub fn node(name: &str, kind: NodeKind) -> NodeConfig {
-    NodeConfig { name: name.into(), kind, shared_buffer_bytes: None }
+    NodeConfig {
+        name: name.into(),
+        kind,
+        shared_buffer_bytes: None,
+    }
 }
 
 pub fn flow(name: &str, src: u32, dst: u32, cc: &str, app: AppConfig) -> FlowConfig {
@@ -34,12 +46,19 @@ pub fn flow(name: &str, src: u32, dst: u32, cc: &str, app: AppConfig) -> FlowCon
         app,
         prr: None,
         sndbuf_initial_bytes: None,
+        freebsd: None,
     }
 }
 
 /// s (0) --access 10 Gbit/s, 10 us-- rt (1) --bottleneck rate, rtt/2 - 20 us, buffer-- r (2).
 /// The access link is fast so that only the bottleneck queues.
-pub fn pipe(rate_bps: u64, rtt_ns: Ns, buffer_packets: u64, flows: Vec<FlowConfig>, stop_ns: Ns) -> SimConfig {
+pub fn pipe(
+    rate_bps: u64,
+    rtt_ns: Ns,
+    buffer_packets: u64,
+    flows: Vec<FlowConfig>,
+    stop_ns: Ns,
+) -> SimConfig {
     let access = 10 * MS / 1000; // 10 us each way
     let one_way = rtt_ns / 2 - access;
     SimConfig {
@@ -48,9 +67,18 @@ pub fn pipe(rate_bps: u64, rtt_ns: Ns, buffer_packets: u64, flows: Vec<FlowConfi
         sample_interval_ns: 0,
         interval_ns: SEC,
         record_sends: false,
-        nodes: vec![node("s", NodeKind::Host), node("rt", NodeKind::Router), node("r", NodeKind::Host)],
+        nodes: vec![
+            node("s", NodeKind::Host),
+            node("rt", NodeKind::Router),
+            node("r", NodeKind::Host),
+        ],
         links: vec![
-            LinkConfig { a: 0, b: 1, ab: dir(10 * GBIT, access, None), ba: dir(10 * GBIT, access, None) },
+            LinkConfig {
+                a: 0,
+                b: 1,
+                ab: dir(10 * GBIT, access, None),
+                ba: dir(10 * GBIT, access, None),
+            },
             LinkConfig {
                 a: 1,
                 b: 2,
@@ -60,12 +88,17 @@ pub fn pipe(rate_bps: u64, rtt_ns: Ns, buffer_packets: u64, flows: Vec<FlowConfi
         ],
         flows,
         udp: vec![],
-        monitor: vec![PortRef { link: 1, dir: "ab".into() }],
+        monitor: vec![PortRef {
+            link: 1,
+            dir: "ab".into(),
+        }],
     }
 }
 
 pub fn bulk(secs: u64) -> AppConfig {
-    AppConfig::Time { duration_ns: secs * SEC }
+    AppConfig::Time {
+        duration_ns: secs * SEC,
+    }
 }
 
 /// Run to the stop time, draining nothing (tests read the tables afterwards).
@@ -86,27 +119,50 @@ pub fn events(sim: &Simulation, flow: i64, code: i64) -> Vec<(i64, i64, i64)> {
         e.column("cwnd_bytes").unwrap(),
         e.column("ssthresh_bytes").unwrap(),
     );
-    (0..t.len()).filter(|&i| f[i] == flow && k[i] == code).map(|i| (t[i], c[i], s[i])).collect()
+    (0..t.len())
+        .filter(|&i| f[i] == flow && k[i] == code)
+        .map(|i| (t[i], c[i], s[i]))
+        .collect()
 }
 
 /// Flow samples for one flow: (t_ns, cwnd_bytes, state).
 pub fn samples(sim: &Simulation, flow: i64) -> Vec<(i64, i64, i64)> {
     let r = &sim.rec.flows;
-    let (t, f, c, st) =
-        (r.column("t_ns").unwrap(), r.column("flow").unwrap(), r.column("cwnd_bytes").unwrap(), r.column("state").unwrap());
-    (0..t.len()).filter(|&i| f[i] == flow).map(|i| (t[i], c[i], st[i])).collect()
+    let (t, f, c, st) = (
+        r.column("t_ns").unwrap(),
+        r.column("flow").unwrap(),
+        r.column("cwnd_bytes").unwrap(),
+        r.column("state").unwrap(),
+    );
+    (0..t.len())
+        .filter(|&i| f[i] == flow)
+        .map(|i| (t[i], c[i], st[i]))
+        .collect()
 }
 
 /// Dumbbell: senders 0..n, receivers n..2n, rt1 = 2n, rt2 = 2n + 1; access links at the
 /// bottleneck's rate with `jitter_ns` of host timing noise on the hosts' side.
-pub fn dumbbell(n: u32, rate_bps: u64, rtt_ns: Ns, buffer_packets: u64, jitter_ns: Ns, flows: Vec<FlowConfig>, stop_ns: Ns) -> SimConfig {
+pub fn dumbbell(
+    n: u32,
+    rate_bps: u64,
+    rtt_ns: Ns,
+    buffer_packets: u64,
+    jitter_ns: Ns,
+    flows: Vec<FlowConfig>,
+    stop_ns: Ns,
+) -> SimConfig {
     let access = 50 * MS / 1000;
     let (rt1, rt2) = (2 * n, 2 * n + 1);
-    let mut nodes: Vec<NodeConfig> = (0..n).map(|i| node(&format!("s{i}"), NodeKind::Host)).collect();
+    let mut nodes: Vec<NodeConfig> = (0..n)
+        .map(|i| node(&format!("s{i}"), NodeKind::Host))
+        .collect();
     nodes.extend((0..n).map(|i| node(&format!("r{i}"), NodeKind::Host)));
     nodes.push(node("rt1", NodeKind::Router));
     nodes.push(node("rt2", NodeKind::Router));
-    let host = DirConfig { jitter_ns, ..dir(rate_bps, access, None) };
+    let host = DirConfig {
+        jitter_ns,
+        ..dir(rate_bps, access, None)
+    };
     let router = dir(rate_bps, access, Some(buffer_packets));
     let mut links = vec![LinkConfig {
         a: rt1,
@@ -115,8 +171,18 @@ pub fn dumbbell(n: u32, rate_bps: u64, rtt_ns: Ns, buffer_packets: u64, jitter_n
         ba: dir(rate_bps, rtt_ns / 2 - 2 * access, Some(buffer_packets)),
     }];
     for i in 0..n {
-        links.push(LinkConfig { a: i, b: rt1, ab: host.clone(), ba: router.clone() });
-        links.push(LinkConfig { a: rt2, b: n + i, ab: router.clone(), ba: host.clone() });
+        links.push(LinkConfig {
+            a: i,
+            b: rt1,
+            ab: host.clone(),
+            ba: router.clone(),
+        });
+        links.push(LinkConfig {
+            a: rt2,
+            b: n + i,
+            ab: router.clone(),
+            ba: host.clone(),
+        });
     }
     SimConfig {
         seed: 1,
@@ -128,6 +194,9 @@ pub fn dumbbell(n: u32, rate_bps: u64, rtt_ns: Ns, buffer_packets: u64, jitter_n
         links,
         flows,
         udp: vec![],
-        monitor: vec![PortRef { link: 0, dir: "ab".into() }],
+        monitor: vec![PortRef {
+            link: 0,
+            dir: "ab".into(),
+        }],
     }
 }

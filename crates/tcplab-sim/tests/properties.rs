@@ -34,10 +34,20 @@ fn random_case(seed: u64) -> SimConfig {
         sw.shared_buffer_bytes = Some(pick(3, 200) * 1500);
         nodes.push(sw);
         for i in 0..pairs {
-            links.push(LinkConfig { a: i, b: a, ab: access(10 * rate), ba: access(10 * rate) });
+            links.push(LinkConfig {
+                a: i,
+                b: a,
+                ab: access(10 * rate),
+                ba: access(10 * rate),
+            });
             let mut d = dir(rate, delay, None);
             d.loss = loss_permille as f64 / 1000.0;
-            links.push(LinkConfig { a, b: pairs + i, ab: d, ba: access(rate) });
+            links.push(LinkConfig {
+                a,
+                b: pairs + i,
+                ab: d,
+                ba: access(rate),
+            });
         }
     } else {
         nodes.push(node("rt1", NodeKind::Router));
@@ -49,19 +59,38 @@ fn random_case(seed: u64) -> SimConfig {
         }
         bott.loss = loss_permille as f64 / 1000.0;
         let rev = dir(rate, delay, Some(1000));
-        links.push(LinkConfig { a, b: a + 1, ab: bott, ba: rev });
+        links.push(LinkConfig {
+            a,
+            b: a + 1,
+            ab: bott,
+            ba: rev,
+        });
         for i in 0..pairs {
             let acc_rate = pick(1, 20) * rate / 2 + MBIT;
-            links.push(LinkConfig { a: i, b: a, ab: access(acc_rate), ba: access(acc_rate) });
-            links.push(LinkConfig { a: a + 1, b: pairs + i, ab: access(acc_rate), ba: access(acc_rate) });
+            links.push(LinkConfig {
+                a: i,
+                b: a,
+                ab: access(acc_rate),
+                ba: access(acc_rate),
+            });
+            links.push(LinkConfig {
+                a: a + 1,
+                b: pairs + i,
+                ab: access(acc_rate),
+                ba: access(acc_rate),
+            });
         }
     }
     let mut flows = Vec::new();
     for i in 0..pairs {
         let app = if pick(0, 1) == 0 {
-            AppConfig::Bytes { bytes: pick(1, 3_000_000) }
+            AppConfig::Bytes {
+                bytes: pick(1, 3_000_000),
+            }
         } else {
-            AppConfig::Time { duration_ns: pick(1, 4) * SEC }
+            AppConfig::Time {
+                duration_ns: pick(1, 4) * SEC,
+            }
         };
         let cc = if pick(0, 1) == 0 { "newreno" } else { "cubic" };
         let mut f = flow(&format!("f{i}"), i, pairs + i, cc, app);
@@ -70,14 +99,32 @@ fn random_case(seed: u64) -> SimConfig {
         f.timestamps = pick(0, 3) != 0;
         f.mss = if f.timestamps { 1448 } else { 1460 };
         f.iw_segments = pick(1, 40) as u32;
-        f.stack = if pick(0, 1) == 0 { "linux".into() } else { "rfc".into() };
+        f.stack = ["linux", "rfc", "freebsd"][pick(0, 2) as usize].into();
+        if f.stack == "freebsd" {
+            f.sack = true; // the FreeBSD model covers SACK connections only
+            f.freebsd = Some(FreeBsdKnobs {
+                d43470: pick(0, 1) == 0,
+                do_prr: pick(0, 3) != 0,
+                sack_tso: pick(0, 1) == 0,
+                tso: pick(0, 3) != 0,
+                sendbuf_inc_bytes: [0, 8192, 1000][pick(0, 2) as usize],
+            });
+        }
         f.rcvbuf_bytes = pick(3, 3000) * 1448;
         f.sndbuf_bytes = pick(1, 3000) * 1448;
         f.write_bytes = pick(1, 1 << 20);
         flows.push(f);
     }
     let udp = if pick(0, 3) == 0 && !switch {
-        vec![UdpConfig { name: "bg".into(), src: a, dst: a + 1, rate_bps: rate / 3, size_bytes: 1500, start_ns: 0, stop_ns: 3 * SEC }]
+        vec![UdpConfig {
+            name: "bg".into(),
+            src: a,
+            dst: a + 1,
+            rate_bps: rate / 3,
+            size_bytes: 1500,
+            start_ns: 0,
+            stop_ns: 3 * SEC,
+        }]
     } else {
         vec![]
     };
@@ -91,7 +138,10 @@ fn random_case(seed: u64) -> SimConfig {
         links,
         flows,
         udp,
-        monitor: vec![PortRef { link: 0, dir: "ab".into() }],
+        monitor: vec![PortRef {
+            link: 0,
+            dir: "ab".into(),
+        }],
     }
 }
 
@@ -111,9 +161,18 @@ fn check_case(seed: u64) {
             table.take();
         }
     }
-    assert!(sim.flows_done(), "case {seed}: flows unfinished after {} s: {:#?}", t / SEC, sim.flow_stats());
+    assert!(
+        sim.flows_done(),
+        "case {seed}: flows unfinished after {} s: {:#?}",
+        t / SEC,
+        sim.flow_stats()
+    );
     for (st, f) in sim.flow_stats().iter().zip(&cfg.flows) {
-        assert_eq!(st.bytes_delivered, st.bytes_written, "case {seed} flow {}: delivered != written", f.name);
+        assert_eq!(
+            st.bytes_delivered, st.bytes_written,
+            "case {seed} flow {}: delivered != written",
+            f.name
+        );
         if let AppConfig::Bytes { bytes } = f.app {
             assert_eq!(st.bytes_written, bytes, "case {seed} flow {}", f.name);
         }
@@ -122,7 +181,10 @@ fn check_case(seed: u64) {
 
 #[test]
 fn invariants_hold_over_random_networks() {
-    let cases: u64 = std::env::var("TCPLAB_PROPTEST_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(60);
+    let cases: u64 = std::env::var("TCPLAB_PROPTEST_CASES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(60);
     for seed in 0..cases {
         check_case(seed);
     }

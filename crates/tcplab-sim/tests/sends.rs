@@ -14,9 +14,15 @@ fn sends(stack: &str, bytes: u64, loss: f64) -> (Simulation, Vec<(i64, i64, i64,
     cfg.links[1].ab.loss = loss;
     let sim = run(&cfg);
     let t = &sim.rec.sends;
-    let (seq, b, segs, retx) =
-        (t.column("seq").unwrap(), t.column("bytes").unwrap(), t.column("segments").unwrap(), t.column("retx").unwrap());
-    let rows = (0..t.len()).map(|i| (seq[i], b[i], segs[i], retx[i])).collect();
+    let (seq, b, segs, retx) = (
+        t.column("seq").unwrap(),
+        t.column("bytes").unwrap(),
+        t.column("segments").unwrap(),
+        t.column("retx").unwrap(),
+    );
+    let rows = (0..t.len())
+        .map(|i| (seq[i], b[i], segs[i], retx[i]))
+        .collect();
     (sim, rows)
 }
 
@@ -45,7 +51,11 @@ fn linux_sizes_tso_chunks_to_about_a_millisecond_at_the_pacing_rate() {
     // tcp_tso_autosize(): max(pacing_rate >> 10, 2 MSS), at most 64 KB. Early on (no RTT sample
     // yet) the pacing rate is unknown, so chunks are 2 segments; later they may grow.
     let (_, rows) = sends("linux", 3_000_000, 0.0);
-    assert_eq!(rows[0].1, 2 * 1448, "first chunk: 2 segments before any RTT sample");
+    assert_eq!(
+        rows[0].1,
+        2 * 1448,
+        "first chunk: 2 segments before any RTT sample"
+    );
     assert!(rows.iter().all(|r| r.1 <= 65_536));
 }
 

@@ -11,7 +11,13 @@ const RECOVERY_END: i64 = 2;
 /// 100 Mbit/s x 40 ms; buffer of one BDP in 1500-byte packets.
 fn newreno_run() -> tcplab_sim::sim::Simulation {
     let bdp_packets = 100 * MBIT * 40 / 1000 / 8 / 1500; // 333
-    run(&pipe(100 * MBIT, 40 * MS, bdp_packets, vec![flow("f", 0, 2, "newreno", bulk(120))], 120 * SEC))
+    run(&pipe(
+        100 * MBIT,
+        40 * MS,
+        bdp_packets,
+        vec![flow("f", 0, 2, "newreno", bulk(120))],
+        120 * SEC,
+    ))
 }
 
 #[test]
@@ -21,8 +27,15 @@ fn newreno_fills_a_one_bdp_buffer_link_after_slow_start() {
     // Utilisation over whole seconds after the first recovery ended, from the bottleneck port's
     // per-second counters (port 2 = link 1, a -> b).
     let p = &sim.rec.ports;
-    let (t0, port, tx) = (p.column("t_start_ns").unwrap(), p.column("port").unwrap(), p.column("tx_bytes").unwrap());
-    let rows: Vec<i64> = (0..t0.len()).filter(|&i| port[i] == 2 && t0[i] >= first_exit + SEC as i64).map(|i| tx[i]).collect();
+    let (t0, port, tx) = (
+        p.column("t_start_ns").unwrap(),
+        p.column("port").unwrap(),
+        p.column("tx_bytes").unwrap(),
+    );
+    let rows: Vec<i64> = (0..t0.len())
+        .filter(|&i| port[i] == 2 && t0[i] >= first_exit + SEC as i64)
+        .map(|i| tx[i])
+        .collect();
     let util = rows.iter().sum::<i64>() as f64 * 8.0 / (rows.len() as f64 * 100e6);
     assert!(rows.len() > 90, "{} seconds measured", rows.len());
     assert!(util >= 0.95, "utilisation {util:.4}");
@@ -38,7 +51,10 @@ fn newreno_halves_cwnd_at_each_loss() {
         // cwnd just before the loss was detected: the last sample before the event.
         let before = samples.iter().rev().find(|s| s.0 < t).unwrap().1;
         let ratio = ssthresh as f64 / before as f64;
-        assert!((0.45..=0.55).contains(&ratio), "ssthresh {ssthresh} / cwnd before {before} = {ratio}");
+        assert!(
+            (0.45..=0.55).contains(&ratio),
+            "ssthresh {ssthresh} / cwnd before {before} = {ratio}"
+        );
         assert_eq!(cwnd_after, ssthresh, "RFC 6675: cwnd = ssthresh on entry");
     }
 }
@@ -52,19 +68,34 @@ fn newreno_time_between_losses_matches_aimd_theory() {
     let base = 0.040;
     let bdp = c * base / 8.0 / 1500.0;
     let w_max = bdp + 333.0;
-    let period: f64 = ((w_max / 2.0) as u64..=w_max as u64).map(|w| (w as f64 * 1500.0 * 8.0 / c).max(base)).sum();
+    let period: f64 = ((w_max / 2.0) as u64..=w_max as u64)
+        .map(|w| (w as f64 * 1500.0 * 8.0 / c).max(base))
+        .sum();
     let sim = newreno_run();
     let starts = events(&sim, 0, RECOVERY_START);
-    let gaps: Vec<f64> = starts.windows(2).skip(1).map(|w| (w[1].0 - w[0].0) as f64 / 1e9).collect();
+    let gaps: Vec<f64> = starts
+        .windows(2)
+        .skip(1)
+        .map(|w| (w[1].0 - w[0].0) as f64 / 1e9)
+        .collect();
     assert!(gaps.len() >= 3);
     let mean = gaps.iter().sum::<f64>() / gaps.len() as f64;
-    assert!((mean / period - 1.0).abs() < 0.10, "measured {mean:.2} s vs theory {period:.2} s ({gaps:?})");
+    assert!(
+        (mean / period - 1.0).abs() < 0.10,
+        "measured {mean:.2} s vs theory {period:.2} s ({gaps:?})"
+    );
 }
 
 #[test]
 fn cubic_window_follows_rfc9438_cubic_function_between_losses() {
     let bdp_packets = 100 * MBIT * 40 / 1000 / 8 / 1500;
-    let sim = run(&pipe(100 * MBIT, 40 * MS, bdp_packets, vec![flow("f", 0, 2, "cubic", bulk(100))], 100 * SEC));
+    let sim = run(&pipe(
+        100 * MBIT,
+        40 * MS,
+        bdp_packets,
+        vec![flow("f", 0, 2, "cubic", bulk(100))],
+        100 * SEC,
+    ));
     let starts = events(&sim, 0, RECOVERY_START);
     let ends = events(&sim, 0, RECOVERY_END);
     let samples = samples(&sim, 0);
@@ -76,7 +107,11 @@ fn cubic_window_follows_rfc9438_cubic_function_between_losses() {
     let mut checked = 0;
     for i in 1..starts.len() - 1 {
         let before = samples.iter().rev().find(|s| s.0 < starts[i].0).unwrap().1 as f64 / mss;
-        let w_max = if before < w_max_prev { before * 1.7 / 2.0 } else { before };
+        let w_max = if before < w_max_prev {
+            before * 1.7 / 2.0
+        } else {
+            before
+        };
         w_max_prev = w_max;
         let epoch_start = ends.iter().find(|e| e.0 > starts[i].0).unwrap().0;
         let next_loss = starts[i + 1].0;
@@ -88,7 +123,10 @@ fn cubic_window_follows_rfc9438_cubic_function_between_losses() {
             let at = epoch_start + (t * 1e9) as i64;
             let cwnd = samples.iter().rev().find(|s| s.0 <= at).unwrap().1 as f64 / mss;
             let w = 0.4 * (t - k).powi(3) + w_max;
-            assert!((cwnd / w - 1.0).abs() < 0.05, "epoch {i} t={t:.2}s: cwnd {cwnd:.1} vs W(t) {w:.1} (K {k:.2}, W_max {w_max:.1})");
+            assert!(
+                (cwnd / w - 1.0).abs() < 0.05,
+                "epoch {i} t={t:.2}s: cwnd {cwnd:.1} vs W(t) {w:.1} (K {k:.2}, W_max {w_max:.1})"
+            );
             checked += 1;
         }
     }
@@ -112,7 +150,10 @@ fn lossless_flow_limited_by_64k_receive_window_achieves_rwnd_over_rtt() {
     // 64 KB = 64 000 bytes: 44 full segments of 1448 bytes fit (63 712 bytes).
     let rate = rwnd_limited_rate(64_000);
     let expect = 64_000.0 * 8.0 / 0.040;
-    assert!((rate / expect - 1.0).abs() < 0.02, "rate {rate:.0} vs rwnd/RTT {expect:.0}");
+    assert!(
+        (rate / expect - 1.0).abs() < 0.02,
+        "rate {rate:.0} vs rwnd/RTT {expect:.0}"
+    );
 }
 
 #[test]
@@ -122,7 +163,10 @@ fn odd_segment_window_loses_one_segment_per_rtt_to_the_delayed_ack() {
     // steady state: 44 * 1448 bytes per RTT.
     let rate = rwnd_limited_rate(65_536);
     let expect = 44.0 * 1448.0 * 8.0 / 0.040;
-    assert!((rate / expect - 1.0).abs() < 0.01, "rate {rate:.0} vs 44 segments/RTT {expect:.0}");
+    assert!(
+        (rate / expect - 1.0).abs() < 0.01,
+        "rate {rate:.0} vs 44 segments/RTT {expect:.0}"
+    );
 }
 
 #[test]
@@ -144,7 +188,10 @@ fn fixed_size_transfer_delivers_exactly_n_bytes_in_order() {
 /// of them (Floyd & Jacobson, "On Traffic Phase Effects in Packet-Switched Gateways", 1992).
 /// Returns (Jain index of throughput, smaller / larger retransmission count).
 fn t1_like(jitter_ns: u64) -> (f64, f64) {
-    let flows = vec![flow("a", 0, 2, "cubic", bulk(60)), flow("b", 1, 3, "cubic", bulk(60))];
+    let flows = vec![
+        flow("a", 0, 2, "cubic", bulk(60)),
+        flow("b", 1, 3, "cubic", bulk(60)),
+    ];
     let sim = run(&dumbbell(2, GBIT, 40 * MS, 256, jitter_ns, flows, 60 * SEC));
     let st = sim.flow_stats();
     let x: Vec<f64> = st.iter().map(|f| f.bytes_delivered as f64).collect();
@@ -157,9 +204,15 @@ fn t1_like(jitter_ns: u64) -> (f64, f64) {
 fn equal_flows_share_drops_only_with_host_timing_noise() {
     let (jain, drop_share) = t1_like(1_000);
     assert!(jain > 0.95, "Jain index with 1 us host jitter: {jain}");
-    assert!(drop_share > 0.5, "retransmissions with jitter are shared: {drop_share}");
+    assert!(
+        drop_share > 0.5,
+        "retransmissions with jitter are shared: {drop_share}"
+    );
     let (_, locked_share) = t1_like(0);
-    assert!(locked_share < 0.2, "without jitter one flow takes the drops: {locked_share}");
+    assert!(
+        locked_share < 0.2,
+        "without jitter one flow takes the drops: {locked_share}"
+    );
 }
 
 /// Linux recovery (tcp_cwnd_reduction / tcp_end_cwnd_reduction): on the entry ACK cwnd becomes
@@ -167,7 +220,10 @@ fn equal_flows_share_drops_only_with_host_timing_noise() {
 /// ssthresh; at the end of the episode cwnd is exactly ssthresh.
 #[test]
 fn linux_prr_starts_recovery_near_the_flight_and_ends_at_ssthresh() {
-    for prr in [tcplab_sim::tcp::prr::PrrVersion::Mainline, tcplab_sim::tcp::prr::PrrVersion::Linux515] {
+    for prr in [
+        tcplab_sim::tcp::prr::PrrVersion::Mainline,
+        tcplab_sim::tcp::prr::PrrVersion::Linux515,
+    ] {
         let mut f = flow("f", 0, 2, "cubic", bulk(60));
         f.stack = "linux".into();
         f.prr = Some(prr);
@@ -185,7 +241,12 @@ fn linux_prr_starts_recovery_near_the_flight_and_ends_at_ssthresh() {
                 1 => {
                     starts += 1;
                     // cwnd = in flight (packets, rounded up) + sndcnt >= 1
-                    assert!(cwnd[i] >= pipe[i] + 1448 && cwnd[i] <= pipe[i] + 20 * 1448, "{prr:?}: {} vs pipe {}", cwnd[i], pipe[i]);
+                    assert!(
+                        cwnd[i] >= pipe[i] + 1448 && cwnd[i] <= pipe[i] + 20 * 1448,
+                        "{prr:?}: {} vs pipe {}",
+                        cwnd[i],
+                        pipe[i]
+                    );
                 }
                 2 => assert_eq!(cwnd[i], ssth[i], "{prr:?}: cwnd = ssthresh at the end"),
                 _ => {}

@@ -23,7 +23,7 @@ NOT_YET = {
 }
 
 #: Stacks that users name but that are not modelled yet.
-FUTURE_STACKS = {"freebsd", "freebsd-rack"}
+FUTURE_STACKS = {"freebsd-rack"}
 
 TOPOLOGY_KINDS = ("dumbbell", "pipe", "switch", "tri-point")
 
@@ -325,7 +325,11 @@ def _topology(ctx: _Ctx, spec: dict[str, Any]) -> tuple[list[dict], list[dict], 
 
 
 SENDER_KEYS = ("host", "to", "stack", "cc", "start", "time", "bytes", "write", "initcwnd", "sndbuf", "rcvbuf", "mtu", "sack",
-               "timestamps", "prr")
+               "timestamps", "prr", "d43470")
+
+#: FreeBSD default-stack knobs and their defaults (FreeBSD 15: tso 1, sack.tso 0, do_prr 1,
+#: sendbuf_inc 8192).
+FREEBSD_KNOBS = {"tso": True, "sack_tso": False, "do_prr": True, "sendbuf_inc_bytes": 8192}
 #: Linux PRR versions (tcp_cwnd_reduction() before and after the mainline change; docs/models.md).
 PRR_VERSIONS = ("6.x", "5.15")
 
@@ -384,6 +388,9 @@ def _senders(ctx: _Ctx, spec: dict[str, Any], index: dict[str, int], hosts: set[
         from_host = _sysctl_params(ctx, host, host_sysctls.get(host, {}), stack, "sender")
         from_peer = _sysctl_params(ctx, to, host_sysctls.get(to, {}), stack, "receiver")
         by_sysctl = from_host | from_peer
+        if by_sysctl.get("stack_from_sysctl", stack) != stack:
+            raise ctx.err(f'hosts.{host}.sysctl."net.inet.tcp.functions_default"',
+                          f"names the {by_sysctl['stack_from_sysctl']} stack but sender {name} uses {stack}")
         for key, param in (("cc", "cc"), ("sndbuf", "sndbuf_bytes"), ("rcvbuf", "rcvbuf_bytes"), ("initcwnd", "iw_segments")):
             if key in t and param in by_sysctl:
                 raise ctx.err(_join(path, key), "is also set by a sysctl of its host or receiver; give one of them")
@@ -416,6 +423,16 @@ def _senders(ctx: _Ctx, spec: dict[str, Any], index: dict[str, int], hosts: set[
             if stack != "linux":
                 raise ctx.err(_join(path, "prr"), f"applies to the linux stack only, not {stack!r}")
             prr = ctx.choice(t, path, "prr", "6.x", PRR_VERSIONS)
+        freebsd = None
+        if "d43470" in t and stack != "freebsd":
+            raise ctx.err(_join(path, "d43470"), f"applies to the freebsd stack only, not {stack!r}")
+        if stack == "freebsd":
+            if not sack:
+                raise ctx.err(_join(path, "sack"), "the freebsd stack is modelled for SACK connections only; "
+                              "NewReno recovery without SACK is not modelled")
+            freebsd = {"d43470": ctx.boolean(t, path, "d43470", True)}
+            for knob, default in FREEBSD_KNOBS.items():
+                freebsd[knob] = by_sysctl.get(f"freebsd.{knob}", default)
         for key, v in (("write", write), ("sndbuf", sndbuf)):
             if v <= 0:
                 raise ctx.err(_join(path, key), "must be larger than zero")
@@ -425,7 +442,7 @@ def _senders(ctx: _Ctx, spec: dict[str, Any], index: dict[str, int], hosts: set[
             "name": name, "src": index[host], "dst": index[to], "start_ns": start, "stack": stack,
             "cc": "newreno" if cc == "reno" else cc, "mss": mss, "timestamps": timestamps, "sack": sack,
             "iw_segments": iw, "sndbuf_bytes": sndbuf, "rcvbuf_bytes": rcvbuf, "write_bytes": write, "app": app,
-            "prr": prr, "sndbuf_initial_bytes": by_sysctl.get("sndbuf_initial_bytes"),
+            "prr": prr, "sndbuf_initial_bytes": by_sysctl.get("sndbuf_initial_bytes"), "freebsd": freebsd,
         })
         n = {"host": host, "to": to, "stack": stack, "cc": cc, "start": t.get("start", "0s")}
         if "cc" in by_sysctl:
@@ -442,6 +459,8 @@ def _senders(ctx: _Ctx, spec: dict[str, Any], index: dict[str, int], hosts: set[
         n["sack"], n["timestamps"] = sack, timestamps
         if stack == "linux":
             n["prr"] = prr or "6.x"
+        if freebsd is not None:
+            n["d43470"] = freebsd["d43470"]
         norm[name] = n
     return flows, norm
 

@@ -21,14 +21,24 @@ LINUX_SYSCTLS = {
     "route.initcwnd": "initial congestion window, segments (ip route ... initcwnd N)",
 }
 
-#: FreeBSD names, recognised so that a spec naming them gets a precise error until the FreeBSD
-#: stacks are modelled.
-FREEBSD_SYSCTLS = (
-    "net.inet.tcp.initcwnd_segments", "net.inet.tcp.tso", "net.inet.tcp.sack.tso", "net.inet.tcp.do_prr",
-    "net.inet.tcp.sendbuf_max", "net.inet.tcp.recvbuf_max", "net.inet.tcp.sendspace", "net.inet.tcp.recvspace",
-    "net.inet.tcp.sendbuf_inc", "net.inet.tcp.hostcache.enable", "net.inet.tcp.functions_default",
-    "net.inet.tcp.cc.algorithm", "kern.ipc.maxsockbuf",
-)
+#: FreeBSD names -> what each sets.
+FREEBSD_SYSCTLS = {
+    "net.inet.tcp.initcwnd_segments": "initial congestion window, segments",
+    "net.inet.tcp.tso": "0 or 1: TSO bursts of up to 64 KB (1, default) or single segments",
+    "net.inet.tcp.sack.tso": "0 (default) or 1: hole retransmissions in SACK recovery may be TSO bursts",
+    "net.inet.tcp.do_prr": "0 or 1 (default): PRR (tcp_do_prr_ack) or tcp_sack_partialack in SACK recovery",
+    "net.inet.tcp.sendbuf_max": "largest send buffer autosizing may reach, bytes",
+    "net.inet.tcp.sendspace": "initial send buffer, bytes (default 32768)",
+    "net.inet.tcp.sendbuf_inc": "send-buffer autosizing step, bytes (default 8192; 0 turns autosizing off)",
+    "net.inet.tcp.recvbuf_max": "receive buffer: the largest window the receiver can offer, bytes",
+    "net.inet.tcp.recvspace": "initial receive buffer, bytes; receive autosizing is not modelled, the window is recvbuf_max",
+    "net.inet.tcp.hostcache.enable": "0 or 1; simulated runs never share cached metrics, so both act as 0",
+    "net.inet.tcp.functions_default": "TCP stack: freebsd or rack; must agree with the sender's stack",
+    "net.inet.tcp.cc.algorithm": "congestion control of connections this host opens",
+}
+
+#: net.inet.tcp.functions_default values and the sender stack each one names.
+FUNCTIONS = {"freebsd": "freebsd", "rack": "freebsd-rack"}
 
 
 def family(stack: str) -> str:
@@ -61,7 +71,10 @@ def apply(settings: dict[str, Any], stack_family: str, role: str) -> dict[str, A
     out: dict[str, Any] = {}
     for name, value in settings.items():
         if name in FREEBSD_SYSCTLS:
-            raise LookupError(name, "is a FreeBSD setting; the FreeBSD stacks are not modelled yet")
+            if stack_family != FREEBSD:
+                raise LookupError(name, "is a FreeBSD setting, not for a Linux host")
+            out |= _freebsd(name, value, role)
+            continue
         if name not in LINUX_SYSCTLS:
             raise KeyError(name)
         if stack_family != LINUX:
@@ -84,3 +97,34 @@ def apply(settings: dict[str, Any], stack_family: str, role: str) -> dict[str, A
             if role == "sender":
                 out["iw_segments"] = _int(1, 10000)(value)
     return out
+
+
+def _freebsd(name: str, value: Any, role: str) -> dict[str, Any]:
+    """One FreeBSD sysctl for one role."""
+    size = _int(1, 1 << 40)
+    if name == "net.inet.tcp.initcwnd_segments":
+        return {"iw_segments": _int(1, 10000)(value)} if role == "sender" else {}
+    if name in ("net.inet.tcp.tso", "net.inet.tcp.sack.tso", "net.inet.tcp.do_prr"):
+        knob = {"net.inet.tcp.tso": "tso", "net.inet.tcp.sack.tso": "sack_tso", "net.inet.tcp.do_prr": "do_prr"}[name]
+        return {f"freebsd.{knob}": bool(_int(0, 1)(value))} if role == "sender" else {}
+    if name == "net.inet.tcp.sendbuf_max":
+        return {"sndbuf_bytes": size(value)} if role == "sender" else {}
+    if name == "net.inet.tcp.sendspace":
+        return {"sndbuf_initial_bytes": size(value)} if role == "sender" else {}
+    if name == "net.inet.tcp.sendbuf_inc":
+        return {"freebsd.sendbuf_inc_bytes": _int(0, 1 << 30)(value)} if role == "sender" else {}
+    if name == "net.inet.tcp.recvbuf_max":
+        return {"rcvbuf_bytes": size(value)} if role == "receiver" else {}
+    if name == "net.inet.tcp.recvspace":
+        size(value)
+        return {}
+    if name == "net.inet.tcp.hostcache.enable":
+        _int(0, 1)(value)
+        return {}
+    if name == "net.inet.tcp.functions_default":
+        if value not in FUNCTIONS:
+            raise ValueError(f"{value!r} is not one of {', '.join(FUNCTIONS)}")
+        return {"stack_from_sysctl": FUNCTIONS[value]} if role == "sender" else {}
+    if name == "net.inet.tcp.cc.algorithm":
+        return {"cc": str(value)} if role == "sender" else {}
+    raise KeyError(name)

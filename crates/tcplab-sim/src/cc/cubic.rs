@@ -59,7 +59,11 @@ impl Cubic {
             self.w_max = cwnd_epoch;
             0.0
         };
-        Epoch { start: v.now, k_s, w_est: cwnd_epoch }
+        Epoch {
+            start: v.now,
+            k_s,
+            w_est: cwnd_epoch,
+        }
     }
 
     fn congestion_avoidance(&mut self, v: &mut CcVars) {
@@ -72,7 +76,11 @@ impl Cubic {
         let (t_s, w_est) = {
             let e = self.epoch.as_mut().expect("epoch set above");
             // RFC 9438 §4.3: alpha_cubic = 3 (1 - beta) / (1 + beta) until W_est reaches cwnd_prior.
-            let alpha = if e.w_est >= self.cwnd_prior { 1.0 } else { 3.0 * (1.0 - BETA) / (1.0 + BETA) };
+            let alpha = if e.w_est >= self.cwnd_prior {
+                1.0
+            } else {
+                3.0 * (1.0 - BETA) / (1.0 + BETA)
+            };
             e.w_est += alpha * acked_seg / cwnd_seg;
             (secs(v.now - e.start), e.w_est)
         };
@@ -119,7 +127,11 @@ impl CongestionControl for Cubic {
             CongSignal::NDupAck | CongSignal::Ecn | CongSignal::Rto => {
                 let cwnd_seg = v.cwnd as f64 / v.mss as f64;
                 // RFC 9438 §4.7 fast convergence.
-                self.w_max = if cwnd_seg < self.w_max { cwnd_seg * (1.0 + BETA) / 2.0 } else { cwnd_seg };
+                self.w_max = if cwnd_seg < self.w_max {
+                    cwnd_seg * (1.0 + BETA) / 2.0
+                } else {
+                    cwnd_seg
+                };
                 self.cwnd_prior = cwnd_seg;
                 // RFC 9438 §4.6: ssthresh = flight_size * beta_cubic, at least 2 segments.
                 v.ssthresh = ((v.flight as f64 * BETA) as u64).max(2 * v.mss);
@@ -241,7 +253,7 @@ mod tests {
             w_est += alpha / cwnd_seg;
             cc.ack_received(&mut v, AckKind::Ack);
         }
-                // W_cubic(0.6 ms) = 0.4 (0.0006 - cbrt(7.5))^3 + 10 = 7.0016 < W_est = 7.53.
+        // W_cubic(0.6 ms) = 0.4 (0.0006 - cbrt(7.5))^3 + 10 = 7.0016 < W_est = 7.53.
         assert!(cc.w_cubic(0.0006) < w_est);
         assert_eq!(v.cwnd, (w_est * MSS as f64) as u64);
     }

@@ -122,9 +122,10 @@ const CUBE_FACTOR: u64 = (1u64 << (10 + 3 * BICTCP_HZ)) / (BIC_SCALE as u64 * 10
 /// tcp_cubic.c cubic_root(): table lookup and one Newton-Raphson step (avg error ~0.2%).
 pub fn cubic_root(a: u64) -> u32 {
     const V: [u8; 64] = [
-        0, 54, 54, 54, 118, 118, 118, 118, 123, 129, 134, 138, 143, 147, 151, 156, 157, 161, 164, 168, 170, 173, 176,
-        179, 181, 185, 187, 190, 192, 194, 197, 199, 200, 202, 204, 206, 209, 211, 213, 215, 217, 219, 221, 222, 224,
-        225, 227, 229, 231, 232, 234, 236, 237, 239, 240, 242, 244, 245, 246, 248, 250, 251, 252, 254,
+        0, 54, 54, 54, 118, 118, 118, 118, 123, 129, 134, 138, 143, 147, 151, 156, 157, 161, 164,
+        168, 170, 173, 176, 179, 181, 185, 187, 190, 192, 194, 197, 199, 200, 202, 204, 206, 209,
+        211, 213, 215, 217, 219, 221, 222, 224, 225, 227, 229, 231, 232, 234, 236, 237, 239, 240,
+        242, 244, 245, 246, 248, 250, 251, 252, 254,
     ];
     let b = 64 - a.leading_zeros(); // fls64
     if b < 7 {
@@ -162,7 +163,10 @@ pub struct LinuxCubic {
 impl LinuxCubic {
     fn reset(&mut self) {
         let cwnd_cnt = self.cwnd_cnt;
-        *self = LinuxCubic { cwnd_cnt, ..Default::default() };
+        *self = LinuxCubic {
+            cwnd_cnt,
+            ..Default::default()
+        };
     }
 
     fn hystart_reset(&mut self, v: &CcVars) {
@@ -204,8 +208,16 @@ impl LinuxCubic {
             let k = self.bic_k as u64;
             let offs = t.abs_diff(k);
             let delta = ((CUBE_RTT_SCALE * offs * offs * offs) >> (10 + 3 * BICTCP_HZ)) as u32;
-            let target = if t < k { self.bic_origin_point.saturating_sub(delta) } else { self.bic_origin_point + delta };
-            self.cnt = if target > cwnd { cwnd / (target - cwnd) } else { 100 * cwnd };
+            let target = if t < k {
+                self.bic_origin_point.saturating_sub(delta)
+            } else {
+                self.bic_origin_point + delta
+            };
+            self.cnt = if target > cwnd {
+                cwnd / (target - cwnd)
+            } else {
+                100 * cwnd
+            };
             // The initial growth of the cubic function may be too conservative.
             if self.last_max_cwnd == 0 && self.cnt > 20 {
                 self.cnt = 20;
@@ -237,7 +249,9 @@ impl LinuxCubic {
         if now_us.wrapping_sub(self.last_ack_us) as i32 <= HYSTART_ACK_DELTA_US as i32 {
             self.last_ack_us = now_us;
             // hystart_ack_delay(): min(1 ms, 4 * gso_max_size / pacing rate), gso_max_size 64 KB.
-            let ack_delay = (65_536u64 * 4 * 1_000_000).checked_div(v.pacing_rate_bytes).map_or(0, |d| d.min(1000));
+            let ack_delay = (65_536u64 * 4 * 1_000_000)
+                .checked_div(v.pacing_rate_bytes)
+                .map_or(0, |d| d.min(1000));
             let threshold = (self.delay_min_us + ack_delay as u32) >> 1;
             if now_us.wrapping_sub(self.round_start_us) as i32 > threshold as i32 {
                 self.found = true;
@@ -248,7 +262,10 @@ impl LinuxCubic {
         self.curr_rtt_us = self.curr_rtt_us.min(delay_us);
         if self.sample_cnt < HYSTART_MIN_SAMPLES {
             self.sample_cnt += 1;
-        } else if self.curr_rtt_us > self.delay_min_us + (self.delay_min_us >> 3).clamp(HYSTART_DELAY_MIN, HYSTART_DELAY_MAX) {
+        } else if self.curr_rtt_us
+            > self.delay_min_us
+                + (self.delay_min_us >> 3).clamp(HYSTART_DELAY_MIN, HYSTART_DELAY_MAX)
+        {
             self.found = true;
             v.ssthresh = v.cwnd;
         }
@@ -327,10 +344,23 @@ mod tests {
 
     #[test]
     fn cubic_root_is_within_its_documented_error() {
-        for a in [1u64, 7, 63, 64, 1000, 123_456, 1 << 30, 3 * (1u64 << 40), 999_999_999_999] {
+        for a in [
+            1u64,
+            7,
+            63,
+            64,
+            1000,
+            123_456,
+            1 << 30,
+            3 * (1u64 << 40),
+            999_999_999_999,
+        ] {
             let exact = (a as f64).cbrt();
             let got = cubic_root(a) as f64;
-            assert!((got - exact).abs() <= (0.01 * exact).max(1.0), "cbrt({a}) = {got}, exact {exact}");
+            assert!(
+                (got - exact).abs() <= (0.01 * exact).max(1.0),
+                "cbrt({a}) = {got}, exact {exact}"
+            );
         }
     }
 

@@ -5,6 +5,7 @@
 //! See FreeBSD `sys/netinet/cc/cc.h` (`struct cc_algo`) for the hook set this mirrors.
 
 pub mod cubic;
+pub mod freebsd;
 pub mod linux;
 pub mod newreno;
 
@@ -41,6 +42,13 @@ pub struct CcVars {
     pub snd_nxt: u64,
     /// The stack's pacing rate, bytes/s (0 if it has none yet); Linux's HyStart reads it.
     pub pacing_rate_bytes: u64,
+    /// Peer's advertised window, bytes (FreeBSD's RTO ssthresh reads it).
+    pub snd_wnd: u64,
+    /// Whether the sender is resending after a retransmission timeout (FreeBSD's ABC tests
+    /// snd_nxt != snd_max for this).
+    pub after_rto: bool,
+    /// RTT samples taken so far (FreeBSD `t_rttupdated`).
+    pub rtt_samples: u64,
 }
 
 impl CcVars {
@@ -61,6 +69,9 @@ impl CcVars {
             snd_una: 0,
             snd_nxt: 0,
             pacing_rate_bytes: 0,
+            snd_wnd: 0,
+            after_rto: false,
+            rtt_samples: 0,
         }
     }
 
@@ -134,6 +145,8 @@ pub enum Family {
     Rfc,
     /// Linux's modules: tcp_cong.c reno, tcp_cubic.c.
     Linux,
+    /// FreeBSD's cc(4) modules: cc_newreno.c (with cc.c), cc_cubic.c.
+    FreeBsd,
 }
 
 /// Build an algorithm by registry name for a stack family (`reno` is Linux's name for newreno;
@@ -144,6 +157,8 @@ pub fn build(name: &str, family: Family) -> Option<Box<dyn CongestionControl>> {
         ("newreno" | "reno", Family::Linux) => Some(Box::new(linux::LinuxReno::default())),
         ("cubic", Family::Rfc) | ("cubic-rfc9438", _) => Some(Box::new(cubic::Cubic::default())),
         ("cubic", Family::Linux) => Some(Box::new(linux::LinuxCubic::default())),
+        ("newreno" | "reno", Family::FreeBsd) => Some(Box::new(freebsd::FreeBsdNewReno::default())),
+        ("cubic", Family::FreeBsd) => Some(Box::new(freebsd::FreeBsdCubic::default())),
         _ => None,
     }
 }

@@ -1,8 +1,8 @@
 //! TCP endpoints: a sender with SACK scoreboard, RTO and a pluggable congestion control, and a
 //! receiver with delayed ACKs, SACK generation and a buffer-limited window.
 
+pub mod prr;
 pub mod receiver;
 pub mod rtt;
-pub mod prr;
 pub mod scoreboard;
 pub mod sender;

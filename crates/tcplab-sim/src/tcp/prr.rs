@@ -43,18 +43,32 @@ pub struct PrrAck {
 impl Prr {
     /// Start an episode (tcp_init_cwnd_reduction()).
     pub fn begin(prior_cwnd_pkts: u64) -> Self {
-        Prr { prior_cwnd: prior_cwnd_pkts.max(1), delivered: 0, out: 0 }
+        Prr {
+            prior_cwnd: prior_cwnd_pkts.max(1),
+            delivered: 0,
+            out: 0,
+        }
     }
 
     /// tcp_cwnd_reduction(): the new cwnd in packets, or None when this ACK delivered nothing
     /// (Linux returns without touching cwnd).
-    pub fn on_ack(&mut self, v: PrrVersion, ack: PrrAck, ssthresh_pkts: u64, in_flight_pkts: u64) -> Option<u64> {
+    pub fn on_ack(
+        &mut self,
+        v: PrrVersion,
+        ack: PrrAck,
+        ssthresh_pkts: u64,
+        in_flight_pkts: u64,
+    ) -> Option<u64> {
         if ack.newly_acked_sacked == 0 {
             return None;
         }
         let delta = ssthresh_pkts as i64 - in_flight_pkts as i64;
         self.delivered += ack.newly_acked_sacked;
-        let (delivered, out, newly) = (self.delivered as i64, self.out as i64, ack.newly_acked_sacked as i64);
+        let (delivered, out, newly) = (
+            self.delivered as i64,
+            self.out as i64,
+            ack.newly_acked_sacked as i64,
+        );
         let bonus = ack.una_advanced && ack.newly_lost == 0;
         let mut sndcnt = if delta < 0 {
             // Proportional part: ceil(ssthresh * prr_delivered / prior_cwnd) - prr_out.
@@ -78,7 +92,11 @@ mod tests {
     use super::*;
 
     fn ack(newly: u64, lost: u64, una: bool) -> PrrAck {
-        PrrAck { newly_acked_sacked: newly, newly_lost: lost, una_advanced: una }
+        PrrAck {
+            newly_acked_sacked: newly,
+            newly_lost: lost,
+            una_advanced: una,
+        }
     }
 
     #[test]
@@ -87,41 +105,73 @@ mod tests {
         let mut p = Prr::begin(100);
         // first ACK: 3 SACKed. ceil(70 * 3 / 100) - 0 = ceil(2.1) = 3 -> cwnd = 100 - 3 + 3 ... in
         // flight after SACK and loss marking is given by the caller: 96.
-        assert_eq!(p.on_ack(PrrVersion::Mainline, ack(3, 1, false), 70, 96), Some(96 + 3));
+        assert_eq!(
+            p.on_ack(PrrVersion::Mainline, ack(3, 1, false), 70, 96),
+            Some(96 + 3)
+        );
         p.out += 3;
         // next: 10 more delivered, 13 total: ceil(70 * 13 / 100) - 3 = 10 - 3 = 7
-        assert_eq!(p.on_ack(PrrVersion::Mainline, ack(10, 0, true), 70, 90), Some(97));
+        assert_eq!(
+            p.on_ack(PrrVersion::Mainline, ack(10, 0, true), 70, 90),
+            Some(97)
+        );
     }
 
     #[test]
     fn first_ack_always_allows_the_fast_retransmit() {
         let mut p = Prr::begin(10);
         // ceil(5 * 1 / 10) = 1 anyway; with ssthresh 2 and delivered 1: ceil(0.2) = 1.
-        assert_eq!(p.on_ack(PrrVersion::Mainline, ack(1, 1, false), 2, 9), Some(10));
+        assert_eq!(
+            p.on_ack(PrrVersion::Mainline, ack(1, 1, false), 2, 9),
+            Some(10)
+        );
         let mut q = Prr::begin(1000);
         // ceil(1 * 1 / 1000) = 1: still at least one
-        assert_eq!(q.on_ack(PrrVersion::Linux515, ack(1, 1, false), 1, 5), Some(6));
+        assert_eq!(
+            q.on_ack(PrrVersion::Linux515, ack(1, 1, false), 1, 5),
+            Some(6)
+        );
     }
 
     #[test]
     fn slow_start_bound_differs_between_515_and_mainline() {
         // In flight 20 below ssthresh 50 (delta = 30); delivered so far 40, sent 10; this ACK
         // delivers 2 and reports a new loss without advancing snd_una.
-        let setup = || Prr { prior_cwnd: 100, delivered: 38, out: 10 };
+        let setup = || Prr {
+            prior_cwnd: 100,
+            delivered: 38,
+            out: 10,
+        };
         let (mut a, mut b) = (setup(), setup());
         // 5.15: min(delta, newly) = 2
-        assert_eq!(a.on_ack(PrrVersion::Linux515, ack(2, 1, false), 50, 20), Some(22));
+        assert_eq!(
+            a.on_ack(PrrVersion::Linux515, ack(2, 1, false), 50, 20),
+            Some(22)
+        );
         // mainline: min(delta, max(40 - 10, 2)) = 30
-        assert_eq!(b.on_ack(PrrVersion::Mainline, ack(2, 1, false), 50, 20), Some(50));
+        assert_eq!(
+            b.on_ack(PrrVersion::Mainline, ack(2, 1, false), 50, 20),
+            Some(50)
+        );
     }
 
     #[test]
     fn una_advancing_without_new_loss_earns_one_extra_packet_in_both() {
-        let setup = || Prr { prior_cwnd: 100, delivered: 8, out: 10 };
+        let setup = || Prr {
+            prior_cwnd: 100,
+            delivered: 8,
+            out: 10,
+        };
         let (mut a, mut b) = (setup(), setup());
         // delivered becomes 10, out 10: max(0, 2) + 1 = 3, below delta 30
-        assert_eq!(a.on_ack(PrrVersion::Linux515, ack(2, 0, true), 50, 20), Some(23));
-        assert_eq!(b.on_ack(PrrVersion::Mainline, ack(2, 0, true), 50, 20), Some(23));
+        assert_eq!(
+            a.on_ack(PrrVersion::Linux515, ack(2, 0, true), 50, 20),
+            Some(23)
+        );
+        assert_eq!(
+            b.on_ack(PrrVersion::Mainline, ack(2, 0, true), 50, 20),
+            Some(23)
+        );
     }
 
     #[test]

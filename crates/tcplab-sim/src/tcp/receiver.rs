@@ -65,7 +65,9 @@ impl TcpReceiver {
             last_ack_sent: 0,
             ts_recent: 0,
             unacked_segs: 0,
-            quickacks: profile.quickack_segments.min((f.rcvbuf_bytes / (2 * f.mss as u64)).max(2) as u32),
+            quickacks: profile
+                .quickack_segments
+                .min((f.rcvbuf_bytes / (2 * f.mss as u64)).max(2) as u32),
             delack_deadline: None,
             acks_sent: 0,
         }
@@ -110,7 +112,8 @@ impl TcpReceiver {
             if quick {
                 self.quickacks -= 1;
             }
-            if quick || had_ooo || self.unacked_segs >= self.ack_every || (p.len as u64) < self.mss {
+            if quick || had_ooo || self.unacked_segs >= self.ack_every || (p.len as u64) < self.mss
+            {
                 // RFC 5681 §4.2: ACK at once when a segment fills (part of) a gap; every 2nd full
                 // segment; a short segment (the end of a transfer) is ACKed at once as Linux does
                 // for a pushed runt rather than waiting out the timer.
@@ -134,7 +137,9 @@ impl TcpReceiver {
     /// RFC 2018 §4: the first block reports the segment just received; then the most recently
     /// reported other blocks.
     fn note_recent_block(&mut self, seq: u64) {
-        let Some(&blk) = self.ooo.iter().find(|r| r.0 <= seq && seq < r.1) else { return };
+        let Some(&blk) = self.ooo.iter().find(|r| r.0 <= seq && seq < r.1) else {
+            return;
+        };
         let mut order = vec![blk];
         for &b in &self.recent_blocks {
             if let Some(&cur) = self.ooo.iter().find(|r| r.0 <= b.0 && b.0 < r.1) {

@@ -15,9 +15,16 @@ pub struct RttEstimator {
     pub latest_ns: Ns,
     /// Current RTO including backoff.
     pub rto_ns: Ns,
+    /// Timeouts since the last sample (FreeBSD `t_rxtshift`).
+    pub rxtshift: u32,
+    /// Samples taken (FreeBSD `t_rttupdated`).
+    pub samples: u64,
     min_rto_ns: Ns,
     max_rto_ns: Ns,
     granularity_ns: Ns,
+    /// Added to every computed RTO before the bounds (FreeBSD tcp_timer.h TCPT_RANGESET adds
+    /// tcp_rexmit_slop, TCPTV_CPU_VAR = 200 ms); 0 for RFC 6298 and Linux.
+    pub slop_ns: Ns,
 }
 
 impl RttEstimator {
@@ -29,9 +36,12 @@ impl RttEstimator {
             min_rtt_ns: 0,
             latest_ns: 0,
             rto_ns: initial_rto_ns,
+            rxtshift: 0,
+            samples: 0,
             min_rto_ns,
             max_rto_ns,
             granularity_ns,
+            slop_ns: 0,
         }
     }
 
@@ -50,7 +60,9 @@ impl RttEstimator {
             self.min_rtt_ns = self.min_rtt_ns.min(r);
         }
         self.latest_ns = r;
-        let rto = self.srtt_ns + (4 * self.rttvar_ns).max(self.granularity_ns);
+        self.rxtshift = 0;
+        self.samples += 1;
+        let rto = self.srtt_ns + (4 * self.rttvar_ns).max(self.granularity_ns) + self.slop_ns;
         self.rto_ns = rto.clamp(self.min_rto_ns, self.max_rto_ns);
     }
 
@@ -66,6 +78,7 @@ impl RttEstimator {
     /// Double the RTO after a timeout (RFC 6298 §5.5), up to the maximum.
     pub fn backoff(&mut self) {
         self.rto_ns = (self.rto_ns * 2).min(self.max_rto_ns);
+        self.rxtshift += 1;
     }
 }
 
@@ -91,6 +104,15 @@ mod tests {
         assert_eq!(e.rttvar_ns, 57_500_000);
         assert_eq!(e.srtt_ns, 110 * MS);
         assert_eq!(e.rto_ns, 110 * MS + 230 * MS);
+    }
+
+    #[test]
+    fn freebsd_slop_is_added_before_the_bounds() {
+        // TCPT_RANGESET(t_rxtcur, srtt + 4 rttvar, t_rttmin, max): value + 200 ms slop.
+        let mut e = RttEstimator::new(1000 * MS, 30 * MS, 64_000 * MS, MS);
+        e.slop_ns = 200 * MS;
+        e.sample(40 * MS);
+        assert_eq!(e.rto_ns, 40 * MS + 80 * MS + 200 * MS);
     }
 
     #[test]

@@ -61,7 +61,13 @@ impl Scoreboard {
     /// Record a newly transmitted segment (must follow the previous one).
     pub fn push(&mut self, seq: u64, len: u32, now: Ns) {
         debug_assert!(self.segs.back().is_none_or(|s| s.end() == seq));
-        self.segs.push_back(Seg { seq, len, sent_at: now, tx_count: 1, flags: 0 });
+        self.segs.push_back(Seg {
+            seq,
+            len,
+            sent_at: now,
+            tx_count: 1,
+            flags: 0,
+        });
     }
 
     /// Number of outstanding segments.
@@ -171,7 +177,8 @@ impl Scoreboard {
                         seg.flags |= SACKED;
                         self.sacked_bytes += len;
                         newly += len;
-                        self.delivered.push((seg.sent_at, seg.end(), seg.tx_count > 1));
+                        self.delivered
+                            .push((seg.sent_at, seg.end(), seg.tx_count > 1));
                     }
                     i += 1;
                 }
@@ -219,7 +226,9 @@ impl Scoreboard {
     /// Mark the first outstanding segment lost (fast retransmit without SACK; RFC 6582 partial
     /// ACK). Returns whether it was newly marked.
     pub fn mark_head_lost(&mut self) -> bool {
-        let Some(seg) = self.segs.front_mut() else { return false };
+        let Some(seg) = self.segs.front_mut() else {
+            return false;
+        };
         if seg.has(SACKED) || seg.has(LOST) {
             return false;
         }
@@ -283,13 +292,41 @@ impl Scoreboard {
     pub fn rescue_candidate(&self) -> Option<(u64, u32)> {
         let &(_, top) = self.sacked_ranges.last()?;
         let i = self.lower_bound(top);
-        self.segs.range(..i).rev().find(|s| !s.has(SACKED)).filter(|s| !s.has(RETRANS)).map(|s| (s.seq, s.len))
+        self.segs
+            .range(..i)
+            .rev()
+            .find(|s| !s.has(SACKED))
+            .filter(|s| !s.has(RETRANS))
+            .map(|s| (s.seq, s.len))
+    }
+
+    /// Split the segment containing `at` so that a segment starts there (FreeBSD retransmits part
+    /// of a hole: tcp_output.c sends min(cwin, hole) bytes and advances the hole's rxmit). Both
+    /// parts keep the segment's flags and send time; the byte counters are unchanged.
+    pub fn split_at(&mut self, at: u64) {
+        let i = self.lower_bound(at);
+        if i == 0 || self.segs.get(i).is_some_and(|s| s.seq == at) {
+            return;
+        }
+        let prev = &mut self.segs[i - 1];
+        if prev.end() <= at {
+            return;
+        }
+        let tail = Seg {
+            seq: at,
+            len: (prev.end() - at) as u32,
+            ..prev.clone()
+        };
+        prev.len = (at - prev.seq) as u32;
+        self.segs.insert(i, tail);
     }
 
     /// Record a retransmission of the segment starting at `seq`.
     pub fn mark_retransmitted(&mut self, seq: u64, now: Ns) {
         let i = self.lower_bound(seq);
-        let Some(s) = self.segs.get_mut(i) else { return };
+        let Some(s) = self.segs.get_mut(i) else {
+            return;
+        };
         debug_assert_eq!(s.seq, seq);
         s.sent_at = now;
         s.tx_count = s.tx_count.saturating_add(1);
@@ -316,14 +353,22 @@ impl Scoreboard {
     /// `rack_rtt + reo_wnd` has passed since it was sent. A lost retransmission is marked lost
     /// again, so it is sent once more. Returns bytes newly marked lost and the longest wait of
     /// the segments not yet due (for the reordering timer).
-    pub fn rack_mark_lost(&mut self, rack_xmit: Ns, rack_end: u64, rack_rtt: Ns, reo_wnd: Ns, now: Ns) -> (u64, Option<Ns>) {
+    pub fn rack_mark_lost(
+        &mut self,
+        rack_xmit: Ns,
+        rack_end: u64,
+        rack_rtt: Ns,
+        reo_wnd: Ns,
+        now: Ns,
+    ) -> (u64, Option<Ns>) {
         let (mut newly, mut wait) = (0, None::<Ns>);
         let mut lowest_marked = None;
         for seg in self.segs.iter_mut() {
             if seg.has(SACKED) || (seg.has(LOST) && !seg.has(RETRANS)) {
                 continue;
             }
-            let sent_before = seg.sent_at < rack_xmit || (seg.sent_at == rack_xmit && seg.end() < rack_end);
+            let sent_before =
+                seg.sent_at < rack_xmit || (seg.sent_at == rack_xmit && seg.end() < rack_end);
             if !sent_before {
                 // Original transmissions leave in sequence order, so none later can qualify;
                 // a retransmission was sent out of order: look past it.
@@ -360,7 +405,10 @@ impl Scoreboard {
 
     /// The last outstanding segment, if not SACKed (what a tail loss probe retransmits).
     pub fn last_unsacked(&self) -> Option<(u64, u32)> {
-        self.segs.back().filter(|s| !s.has(SACKED)).map(|s| (s.seq, s.len))
+        self.segs
+            .back()
+            .filter(|s| !s.has(SACKED))
+            .map(|s| (s.seq, s.len))
     }
 
     /// Highest SACKed sequence number, if anything is SACKed.
@@ -456,14 +504,17 @@ mod tests {
 
     #[test]
     fn uncovered_returns_gaps_only() {
-        assert_eq!(uncovered(&[(10, 20), (30, 40)], 0, 50), vec![(0, 10), (20, 30), (40, 50)]);
+        assert_eq!(
+            uncovered(&[(10, 20), (30, 40)], 0, 50),
+            vec![(0, 10), (20, 30), (40, 50)]
+        );
         assert_eq!(uncovered(&[(10, 20)], 12, 18), vec![]);
     }
 
     #[test]
     fn one_hole_with_three_segments_sacked_above_is_lost_and_pipe_follows_rfc6675() {
         let mut b = board(10); // segments 0..9, 100 bytes each
-        // segment 2 lost; 3,4,5 SACKed
+                               // segment 2 lost; 3,4,5 SACKed
         assert_eq!(b.sack(&[(300, 600)], 0), 300);
         assert_eq!(b.mark_losses(3), 100 + 100 + 100); // segments 0, 1, 2 lie below 3 SACKed ones
         b.ack(200); // segments 0,1 acked: only 2 remains lost

@@ -7,8 +7,10 @@ use super::scoreboard::Scoreboard;
 use crate::cc::{AckKind, CcVars, CongSignal, CongestionControl};
 use crate::config::{AppConfig, FlowConfig};
 use crate::packet::{header_bytes, Kind, Packet};
-use crate::stack::{Recovery, StackProfile};
+use crate::stack::{Recovery, SndbufPolicy, StackProfile};
 use crate::time::{tx_time_ns, Ns};
+
+mod freebsd;
 
 /// Loss-recovery state, the phase a record's `state` column reports.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -185,25 +187,55 @@ pub struct TcpSender {
     pub tsq_throttled: bool,
     /// When the NIC queue will have drained enough to send again (set by the simulation).
     pub tsq_wake: Option<Ns>,
+    /// FreeBSD default-stack recovery state.
+    fb: freebsd::FbState,
 }
 
 impl TcpSender {
     /// A sender for `f` with the given stack profile and CC module.
-    pub fn new(flow: u32, f: &FlowConfig, mut profile: StackProfile, cc: Box<dyn CongestionControl>) -> Self {
+    pub fn new(
+        flow: u32,
+        f: &FlowConfig,
+        mut profile: StackProfile,
+        cc: Box<dyn CongestionControl>,
+    ) -> Self {
         if let (Some(v), Recovery::LinuxPrr(_)) = (f.prr, profile.recovery) {
             profile.recovery = Recovery::LinuxPrr(v);
         }
+        if let (Some(k), Recovery::FreeBsd(_)) = (&f.freebsd, profile.recovery) {
+            profile.recovery = Recovery::FreeBsd(crate::stack::FreeBsdRecovery {
+                d43470: k.d43470,
+                prr: k.do_prr,
+                sack_tso: k.sack_tso,
+            });
+            // tcp_output.c: without net.inet.tcp.tso every send is at most one segment.
+            if !k.tso {
+                profile.tso_max_bytes = f.mss as u64;
+            }
+            profile.retx_tso = k.tso && k.sack_tso;
+            profile.sndbuf = if k.sendbuf_inc_bytes > 0 {
+                SndbufPolicy::FreeBsdInc(k.sendbuf_inc_bytes)
+            } else {
+                SndbufPolicy::Fixed
+            };
+        }
         let mss = f.mss as u64;
-        let rtt = RttEstimator::new(
+        let mut rtt = RttEstimator::new(
             profile.initial_rto_ns,
             profile.min_rto_ns,
             profile.max_rto_ns,
             profile.clock_granularity_ns,
         );
-        // Linux starts at tcp_wmem[1] (16 KB by default) and grows from there.
-        let initial = f.sndbuf_initial_bytes.unwrap_or(16_384);
-        let sndbuf_now =
-            if profile.sndbuf_autotune_cwnds.is_some() { f.sndbuf_bytes.min(initial) } else { f.sndbuf_bytes };
+        rtt.slop_ns = profile.rto_slop_ns;
+        // An autotuned buffer starts at Linux tcp_wmem[1] / FreeBSD sendspace and grows from there.
+        let initial = f
+            .sndbuf_initial_bytes
+            .unwrap_or(profile.sndbuf_initial_bytes);
+        let sndbuf_now = if profile.sndbuf == SndbufPolicy::Fixed {
+            f.sndbuf_bytes
+        } else {
+            f.sndbuf_bytes.min(initial)
+        };
         TcpSender {
             flow,
             dst: f.dst,
@@ -253,6 +285,7 @@ impl TcpSender {
             nic_backlog: 0,
             tsq_throttled: false,
             tsq_wake: None,
+            fb: freebsd::FbState::default(),
         }
     }
 
@@ -280,18 +313,36 @@ impl TcpSender {
 
     fn record_send(&mut self, now: Ns, seq: u64, len: u64, retx: bool, chunk_limit: u64) {
         if let Some(last) = self.sends.last_mut() {
-            // New data contiguous with the previous chunk of the same output call joins it.
-            if !retx && !last.retx && last.t == now && last.seq + last.bytes == seq && last.bytes + len <= chunk_limit {
+            // Data contiguous with the previous chunk of the same output call joins it (new data
+            // always, retransmissions where the stack retransmits with TSO).
+            let joins = retx == last.retx && (!retx || self.profile.retx_tso);
+            if joins
+                && last.t == now
+                && last.seq + last.bytes == seq
+                && last.bytes + len <= chunk_limit
+            {
                 last.bytes += len;
                 last.segments += 1;
                 return;
             }
         }
-        self.sends.push(Send { t: now, seq, bytes: len, segments: 1, retx, state: self.state });
+        self.sends.push(Send {
+            t: now,
+            seq,
+            bytes: len,
+            segments: 1,
+            retx,
+            state: self.state,
+        });
     }
 
-    /// Bytes in flight per RFC 6675 (pipe).
+    /// Bytes in flight per RFC 6675 (pipe); in FreeBSD's fast recovery, its tcp_compute_pipe().
     pub fn pipe(&self) -> u64 {
+        if matches!(self.profile.recovery, Recovery::FreeBsd(_))
+            && matches!(self.state, State::Recovery { .. })
+        {
+            return self.fb_pipe();
+        }
         self.sb.pipe(self.snd_nxt - self.snd_una, self.mss)
     }
 
@@ -317,9 +368,19 @@ impl TcpSender {
 
     /// The earliest time the sender wants to be woken (RTO, pacing, small-queue release).
     pub fn timer_deadline(&self) -> Option<Ns> {
-        let pace = (self.pace_next > self.v.now && self.pacing_rate().is_some() && self.has_sendable())
-            .then_some(self.pace_next);
-        [self.rto_deadline, pace, self.tsq_wake, self.rack_reo_deadline, self.tlp_deadline].into_iter().flatten().min()
+        let pace =
+            (self.pace_next > self.v.now && self.pacing_rate().is_some() && self.has_sendable())
+                .then_some(self.pace_next);
+        [
+            self.rto_deadline,
+            pace,
+            self.tsq_wake,
+            self.rack_reo_deadline,
+            self.tlp_deadline,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     /// Linux's sk_pacing_rate in bytes/s (tcp_input.c tcp_update_pacing_rate()): cwnd * mss / srtt,
@@ -328,7 +389,11 @@ impl TcpSender {
         if self.rtt.srtt_ns == 0 {
             return 0;
         }
-        let ratio = if self.v.cwnd < self.v.ssthresh / 2 { 200 } else { 120 };
+        let ratio = if self.v.cwnd < self.v.ssthresh / 2 {
+            200
+        } else {
+            120
+        };
         (self.v.cwnd.max(self.snd_nxt - self.snd_una) as u128 * ratio * 1_000_000_000
             / (100 * self.rtt.srtt_ns as u128)) as u64
     }
@@ -369,9 +434,9 @@ impl TcpSender {
             AppConfig::Time { .. } => return,
             AppConfig::Bytes { bytes } => bytes,
         };
-        // The application blocks until a whole write fits in the send buffer (a write larger
-        // than the buffer goes in as far as it fits).
-        if let Some(k) = self.profile.sndbuf_autotune_cwnds {
+        // Without a low-water mark the application blocks until a whole write fits in the send
+        // buffer (a write larger than the buffer goes in as far as it fits).
+        if let SndbufPolicy::Cwnds(k) = self.profile.sndbuf {
             // The buffer only grows (tcp_sndbuf_expand is called as cwnd grows, never to shrink).
             let want = k * self.v.cwnd.max(10 * self.mss);
             self.sndbuf_now = self.sndbuf_now.max(want.min(self.sndbuf));
@@ -381,8 +446,20 @@ impl TcpSender {
             return;
         }
         let room = cap - self.written;
+        if let Some(lowat) = self.profile.write_lowat_bytes {
+            // A blocking write(2) copies in whatever fits once sb_lowat bytes are free (FreeBSD
+            // uipc_socket.c sosend_generic(), so_snd.sb_lowat = 2048), so the buffer stays full.
+            if room >= lowat.min(cap - self.written) {
+                self.written += room;
+            }
+            return;
+        }
         let whole_writes = room / self.write_bytes * self.write_bytes;
-        self.written += if cap == total || self.write_bytes > self.sndbuf_now { room } else { whole_writes };
+        self.written += if cap == total || self.write_bytes > self.sndbuf_now {
+            room
+        } else {
+            whole_writes
+        };
     }
 
     fn new_data_len(&self) -> Option<u64> {
@@ -415,7 +492,15 @@ impl TcpSender {
         }
     }
 
-    fn emit(&mut self, seq: u64, len: u64, retx: bool, now: Ns, out: &mut Vec<Packet>, next_id: &mut u64) {
+    fn emit(
+        &mut self,
+        seq: u64,
+        len: u64,
+        retx: bool,
+        now: Ns,
+        out: &mut Vec<Packet>,
+        next_id: &mut u64,
+    ) {
         *next_id += 1;
         let mut p = Packet::new(*next_id, Kind::Data, self.flow, self.dst);
         p.seq = seq;
@@ -425,6 +510,7 @@ impl TcpSender {
         p.ts_val = now;
         if matches!(self.state, State::Recovery { .. }) {
             self.prr.out += 1; // tcp_event_new_data_sent() / tcp_retransmit_skb(): prr_out
+            self.fb.prr_out += len; // FreeBSD tcp_output.c: sackhint.prr_out, bytes
         }
         if retx {
             self.sb.mark_retransmitted(seq, now);
@@ -457,13 +543,11 @@ impl TcpSender {
             return;
         }
         self.v.now = now;
-        self.app_fill(now);
-        if let Some(last) = self.last_send {
-            // RFC 5681 §4.1: restart window after an idle period longer than the RTO.
-            if self.snd_una == self.snd_nxt && self.written > self.snd_nxt && now - last > self.rtt.rto_ns {
-                self.cc.after_idle(&mut self.v);
-            }
+        if let Recovery::FreeBsd(k) = self.profile.recovery {
+            return self.output_freebsd(k, now, out, next_id);
         }
+        self.app_fill(now);
+        self.restart_after_idle(now);
         self.tsq_throttled = false;
         let tsq_limit = self.tsq_limit();
         loop {
@@ -499,12 +583,7 @@ impl TcpSender {
                     break;
                 }
             }
-            // TSQ: with data outstanding, stop while the NIC holds more than the limit (doubled
-            // for retransmissions); the simulation wakes us when it drains.
-            let limit = if retx { 2 * tsq_limit } else { tsq_limit };
-            if self.snd_nxt > self.snd_una && self.nic_backlog + len > limit {
-                self.tsq_throttled = true;
-                self.v.cwnd_limited = self.pipe() + self.mss > self.v.cwnd;
+            if self.tsq_blocks(len, retx, tsq_limit) {
                 break;
             }
             if rescue {
@@ -514,6 +593,30 @@ impl TcpSender {
             }
             self.emit(seq, len, retx, now, out, next_id);
         }
+    }
+
+    /// RFC 5681 §4.1: restart window after an idle period longer than the RTO.
+    fn restart_after_idle(&mut self, now: Ns) {
+        if let Some(last) = self.last_send {
+            if self.snd_una == self.snd_nxt
+                && self.written > self.snd_nxt
+                && now - last > self.rtt.rto_ns
+            {
+                self.cc.after_idle(&mut self.v);
+            }
+        }
+    }
+
+    /// TSQ: with data outstanding, the NIC may hold at most the limit (doubled for
+    /// retransmissions); the simulation wakes the sender when it drains.
+    fn tsq_blocks(&mut self, len: u64, retx: bool, tsq_limit: u64) -> bool {
+        let limit = if retx { 2 * tsq_limit } else { tsq_limit };
+        if self.snd_nxt > self.snd_una && self.nic_backlog + len > limit {
+            self.tsq_throttled = true;
+            self.v.cwnd_limited = self.pipe() + self.mss > self.v.cwnd;
+            return true;
+        }
+        false
     }
 
     /// tcp_cwnd_reduction(): cwnd = in flight + PRR's allowance, in packets.
@@ -532,14 +635,27 @@ impl TcpSender {
     /// Process an ACK.
     pub fn on_ack(&mut self, p: &Packet, now: Ns, out: &mut Vec<Packet>, next_id: &mut u64) {
         self.v.now = now;
+        if let Recovery::FreeBsd(k) = self.profile.recovery {
+            self.on_ack_freebsd(k, p, now, out, next_id);
+            self.after_ack(now);
+            return;
+        }
         self.snd_wnd = p.rwnd;
-        let newly_sacked = if self.sack { self.sb.sack(p.sack_blocks(), self.snd_una) } else { 0 };
+        let newly_sacked = if self.sack {
+            self.sb.sack(p.sack_blocks(), self.snd_una)
+        } else {
+            0
+        };
         let mut acked = 0;
         let mut dup = false;
         if p.ack > self.snd_una && p.ack <= self.snd_nxt {
             acked = p.ack - self.snd_una;
             let karn = self.sb.ack(p.ack);
-            let sample = if self.timestamps { Some(now - p.ts_ecr) } else { karn.map(|t| now - t) };
+            let sample = if self.timestamps {
+                Some(now - p.ts_ecr)
+            } else {
+                karn.map(|t| now - t)
+            };
             self.snd_una = p.ack;
             if let Some(r) = sample {
                 self.rtt.sample(r);
@@ -558,7 +674,10 @@ impl TcpSender {
             }
             // RFC 6298 §5.2, §5.3: stop the timer when all is acked, else restart it.
             self.rto_deadline = (self.snd_una < self.snd_nxt).then(|| now + self.rtt.rto_ns);
-        } else if p.ack == self.snd_una && self.snd_nxt > self.snd_una && (newly_sacked > 0 || !self.sack) {
+        } else if p.ack == self.snd_una
+            && self.snd_nxt > self.snd_una
+            && (newly_sacked > 0 || !self.sack)
+        {
             dup = true;
             self.dupacks += 1;
             if !self.sack {
@@ -567,7 +686,13 @@ impl TcpSender {
         }
         if self.profile.rack {
             // tcp_clean_rtx_queue(): ca_rtt from the newest never-retransmitted packet delivered.
-            let newest = self.sb.delivered().iter().filter(|d| !d.2).map(|d| d.0).max();
+            let newest = self
+                .sb
+                .delivered()
+                .iter()
+                .filter(|d| !d.2)
+                .map(|d| d.0)
+                .max();
             if let Some(sent_at) = newest {
                 self.rtt.observe_min(now.saturating_sub(sent_at));
                 self.v.min_rtt_ns = self.rtt.min_rtt_ns;
@@ -591,7 +716,7 @@ impl TcpSender {
                 match self.profile.recovery {
                     // tcp_end_cwnd_reduction(): cwnd = ssthresh.
                     Recovery::LinuxPrr(_) => self.v.cwnd = self.v.ssthresh,
-                    Recovery::Rfc6675 => self.cc.post_recovery(&mut self.v),
+                    Recovery::Rfc6675 | Recovery::FreeBsd(_) => self.cc.post_recovery(&mut self.v),
                 }
                 self.event(now, SenderEvent::RecoveryEnd);
             }
@@ -640,7 +765,9 @@ impl TcpSender {
                 entered = true;
             }
         }
-        if let (State::Recovery { .. }, Recovery::LinuxPrr(version)) = (self.state, self.profile.recovery) {
+        if let (State::Recovery { .. }, Recovery::LinuxPrr(version)) =
+            (self.state, self.profile.recovery)
+        {
             // tcp_cong_control() -> tcp_cwnd_reduction() on every ACK in recovery, the entry ACK
             // included.
             let ack = PrrAck {
@@ -659,6 +786,11 @@ impl TcpSender {
             self.event(now, SenderEvent::TlpEnd);
         }
         self.schedule_tlp(now);
+        self.after_ack(now);
+    }
+
+    /// Completion of a fixed-size transfer.
+    fn after_ack(&mut self, now: Ns) {
         if let AppConfig::Bytes { bytes } = self.app {
             if self.completed_at.is_none() && self.snd_una == bytes {
                 self.completed_at = Some(now);
@@ -670,7 +802,11 @@ impl TcpSender {
     /// tcp_rack_advance() for every segment this ACK delivered, then tcp_rack_mark_lost().
     /// Returns bytes newly marked lost.
     fn rack_detect(&mut self, now: Ns) -> u64 {
-        let min_rtt = if self.rtt.min_rtt_ns == 0 { Ns::MAX } else { self.rtt.min_rtt_ns };
+        let min_rtt = if self.rtt.min_rtt_ns == 0 {
+            Ns::MAX
+        } else {
+            self.rtt.min_rtt_ns
+        };
         let mut advanced = false;
         for i in 0..self.sb.delivered().len() {
             let (sent_at, end, retx) = self.sb.delivered()[i];
@@ -701,7 +837,9 @@ impl TcpSender {
         } else {
             (self.rtt.min_rtt_ns / 4).min(self.rtt.srtt_ns / 8)
         };
-        let (newly, wait) = self.sb.rack_mark_lost(self.rack_xmit, self.rack_end, self.rack_rtt, reo_wnd, now);
+        let (newly, wait) =
+            self.sb
+                .rack_mark_lost(self.rack_xmit, self.rack_end, self.rack_rtt, reo_wnd, now);
         // tcp_rack_mark_lost(): reordering timer at the longest wait + TCP_TIMEOUT_MIN (2 jiffies).
         self.rack_reo_deadline = wait.map(|w| now + w + 2 * 1_000_000_000 / crate::cc::linux::HZ);
         newly
@@ -711,7 +849,10 @@ impl TcpSender {
     /// receiver may delay its ACK) else TCP_TIMEOUT_MIN (2 jiffies); 1 s before any RTT sample;
     /// never later than the RTO. Only in the open state, with SACK, with data outstanding.
     fn schedule_tlp(&mut self, now: Ns) {
-        if !(self.profile.tlp && self.sack) || self.state != State::Open || self.snd_una == self.snd_nxt {
+        if !(self.profile.tlp && self.sack)
+            || self.state != State::Open
+            || self.snd_una == self.snd_nxt
+        {
             self.tlp_deadline = None;
             return;
         }
@@ -720,7 +861,12 @@ impl TcpSender {
             self.profile.initial_rto_ns
         } else {
             let one_packet = self.snd_nxt - self.snd_una <= self.mss;
-            2 * self.rtt.srtt_ns + if one_packet { self.profile.min_rto_ns } else { 2 * jiffy }
+            2 * self.rtt.srtt_ns
+                + if one_packet {
+                    self.profile.min_rto_ns
+                } else {
+                    2 * jiffy
+                }
         };
         if let Some(rto) = self.rto_deadline {
             pto = pto.min(rto.saturating_sub(now));
@@ -774,6 +920,9 @@ impl TcpSender {
                 // event is recorded after that, with the cwnd a tcp_probe line would show.
                 self.prr = Prr::begin(self.pkts(self.v.cwnd));
             }
+            Recovery::FreeBsd(_) => {
+                unreachable!("the FreeBSD stack enters recovery in fb_enter_recovery")
+            }
         }
     }
 
@@ -792,13 +941,23 @@ impl TcpSender {
         if self.rack_reo_deadline.is_some_and(|t| t <= now) {
             // tcp_rack_reo_timeout(): waited long enough for reordering; mark and recover.
             self.rack_reo_deadline = None;
-            if self.rack_mark_lost(now) > 0 && self.state == State::Open && self.snd_una < self.snd_nxt {
+            if self.rack_mark_lost(now) > 0
+                && self.state == State::Open
+                && self.snd_una < self.snd_nxt
+            {
                 let allowed = self.recover_guard.is_none_or(|r| self.snd_una > r);
                 if allowed {
                     self.enter_recovery(now, out, next_id);
                     if let Recovery::LinuxPrr(version) = self.profile.recovery {
                         // tcp_cwnd_reduction(sk, 1, 0, 0)
-                        self.prr_reduce(version, PrrAck { newly_acked_sacked: 1, newly_lost: 0, una_advanced: false });
+                        self.prr_reduce(
+                            version,
+                            PrrAck {
+                                newly_acked_sacked: 1,
+                                newly_lost: 0,
+                                una_advanced: false,
+                            },
+                        );
                         self.event(now, SenderEvent::RecoveryStart);
                     }
                 }
@@ -812,11 +971,25 @@ impl TcpSender {
                     // (RFC 5681 §3.1 holds ssthresh on repeated timeouts; Linux tcp_input.c
                     // tcp_enter_loss(): "Reduce ssthresh if it has not yet been made inside this
                     // window").
-                    let reduced_already = match self.state {
-                        State::Open => false,
-                        State::Recovery { recover } | State::Loss { recover } => self.snd_una < recover,
+                    let freebsd = matches!(self.profile.recovery, Recovery::FreeBsd(_));
+                    let reduced_already = if freebsd {
+                        // tcp_timer.c / cc.c: ssthresh only when t_rxtshift == 1, the first timeout
+                        // since the last RTT sample, with pipe as tcp_compute_pipe() has it.
+                        self.rtt.rxtshift > 0
+                    } else {
+                        match self.state {
+                            State::Open => false,
+                            State::Recovery { recover } | State::Loss { recover } => {
+                                self.snd_una < recover
+                            }
+                        }
                     };
-                    self.v.flight = self.snd_nxt - self.snd_una;
+                    self.v.flight = if freebsd {
+                        self.fb_pipe()
+                    } else {
+                        self.snd_nxt - self.snd_una
+                    };
+                    self.v.snd_wnd = self.snd_wnd;
                     if !reduced_already {
                         self.cc.cong_signal(&mut self.v, CongSignal::Rto);
                     }
@@ -824,7 +997,9 @@ impl TcpSender {
                     self.v.cwnd = self.mss;
                     self.v.in_recovery = false;
                     self.sb.mark_all_lost();
-                    self.state = State::Loss { recover: self.snd_nxt };
+                    self.state = State::Loss {
+                        recover: self.snd_nxt,
+                    };
                     self.tlp_deadline = None;
                     self.tlp_high_seq = None;
                     self.recover_guard = Some(self.snd_nxt);
