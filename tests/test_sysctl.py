@@ -41,6 +41,43 @@ def test_unknown_sysctl_lists_the_supported_ones():
     assert "net.inet.tcp.initcwnd_segments" in msg
 
 
+def test_freebsd_sysctls_set_the_freebsd_knobs_per_role():
+    r = resolve(with_hosts({
+        "s1": {"sysctl": {"net.inet.tcp.sack.tso": 1, "net.inet.tcp.do_prr": 0, "net.inet.tcp.tso": 0,
+                          "net.inet.tcp.sendbuf_max": 4_000_000, "net.inet.tcp.sendspace": 65_536,
+                          "net.inet.tcp.sendbuf_inc": 16_384, "net.inet.tcp.initcwnd_segments": 4,
+                          "net.inet.tcp.cc.algorithm": "newreno", "net.inet.tcp.functions_default": "freebsd",
+                          "net.inet.tcp.hostcache.enable": 0}},
+        "r1": {"sysctl": {"net.inet.tcp.recvbuf_max": 8_000_000, "net.inet.tcp.recvspace": 65_536}},
+    }, stack="freebsd", d43470=False), "t.toml")
+    f = r.sim_config["flows"][0]
+    assert f["freebsd"] == {"d43470": False, "tso": False, "sack_tso": True, "do_prr": False, "sendbuf_inc_bytes": 16_384}
+    assert (f["sndbuf_bytes"], f["sndbuf_initial_bytes"], f["rcvbuf_bytes"]) == (4_000_000, 65_536, 8_000_000)
+    assert (f["cc"], f["iw_segments"]) == ("newreno", 4)
+
+
+def test_freebsd_defaults_are_those_of_freebsd_15():
+    f = resolve(with_hosts({}, stack="freebsd"), "t.toml").sim_config["flows"][0]
+    assert f["freebsd"] == {"d43470": True, "tso": True, "sack_tso": False, "do_prr": True, "sendbuf_inc_bytes": 8192}
+
+
+def test_functions_default_must_name_the_senders_stack():
+    with pytest.raises(SpecError, match=r'functions_default": names the freebsd-rack stack but sender s1 uses freebsd'):
+        resolve(with_hosts({"s1": {"sysctl": {"net.inet.tcp.functions_default": "rack"}}}, stack="freebsd"), "t.toml")
+
+
+def test_d43470_is_a_freebsd_knob_and_freebsd_needs_sack():
+    with pytest.raises(SpecError, match="senders.s1.d43470: applies to the freebsd stack only"):
+        resolve(with_hosts({}, d43470=True), "t.toml")
+    with pytest.raises(SpecError, match="senders.s1.sack: the freebsd stack is modelled for SACK connections only"):
+        resolve(with_hosts({}, stack="freebsd", sack=False), "t.toml")
+
+
+def test_linux_sysctl_on_a_freebsd_host_is_refused_with_the_reason():
+    with pytest.raises(SpecError, match=r'hosts.s1.sysctl."route.initcwnd": is a Linux setting'):
+        resolve(with_hosts({"s1": {"sysctl": {"route.initcwnd": 4}}}, stack="freebsd"), "t.toml")
+
+
 def test_freebsd_sysctl_on_a_linux_host_is_refused_with_the_reason():
     with pytest.raises(SpecError, match=r'hosts.s1.sysctl."net.inet.tcp.sack.tso": is a FreeBSD setting'):
         resolve(with_hosts({"s1": {"sysctl": {"net.inet.tcp.sack.tso": 1}}}), "t.toml")

@@ -187,7 +187,7 @@ pub fn cubic_cwnd(usecs_since_epoch: i64, wmax: u64, smss: u64, k: i64) -> u64 {
     if c < -CUBED_ROOT_MAX_ULONG {
         return 0;
     }
-    c *= c * c;
+    c = c * c * c;
     let cwnd = ((c * CUBIC_C_FACTOR) >> 32) * smss as i64 + wmax as i64;
     cwnd.max(0) as u64
 }

@@ -1,0 +1,38 @@
+"""T4 acceptance: the first loss-recovery episode of FreeBSD with D43470 (s1), FreeBSD base (s2)
+and Linux 5.15 (s3), each alone against 500 Mbit/s of UDP, judged by one rule for all stacks."""
+
+from pathlib import Path
+
+import pytest
+
+import tcplab
+from tcplab.analysis.recovery import first_per_flow
+
+MSS = 1448
+
+
+@pytest.fixture(scope="module")
+def first(tmp_path_factory: pytest.TempPathFactory):
+    run = tcplab.run("T4", out=tmp_path_factory.mktemp("t4") / "run", report=False)
+    eps = first_per_flow(run.recovery).set_index("flow")
+    assert list(eps.index) == ["s1", "s2", "s3"]
+    assert (eps["kind"] == "fast recovery").all()
+    return eps
+
+
+def test_base_freebsd_enters_recovery_with_one_mss(first):
+    assert first.loc["s2", "cwnd_entry_bytes"] == MSS
+
+
+def test_d43470_and_linux_enter_recovery_with_at_least_half_the_flight(first):
+    for flow in ("s1", "s3"):
+        ep = first.loc[flow]
+        assert ep["cwnd_entry_bytes"] >= ep["flight_before_bytes"] / 2, flow
+
+
+def test_all_three_send_tso_bursts_during_recovery(first):
+    assert first["tso_sends"].all()
+
+
+def test_linux_sends_no_fractional_segments(first):
+    assert not first.loc["s3", "fractional_sends"]
