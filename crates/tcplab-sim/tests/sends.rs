@@ -33,7 +33,7 @@ fn new_data_sends_cover_the_stream_exactly_once_in_order() {
     for &(seq, bytes, segs, retx) in &rows {
         assert_eq!(retx, 0);
         assert_eq!(seq, next, "sends are contiguous");
-        assert!(bytes <= 65_536 && segs as i64 == (bytes + 1447) / 1448);
+        assert!(bytes <= 65_536 && segs == (bytes + 1447) / 1448);
         next += bytes;
     }
     assert_eq!(next as u64, sim.flow_stats()[0].bytes_written);

@@ -433,7 +433,7 @@ mod tests {
         // t = (0 + usecs_to_jiffies(40 ms) = 10 jiffies) << 10 / 250 = 40 ticks
         let t = (10u64 << 10) / 250;
         let offs = k - t;
-        let delta = (410 * offs * offs * offs >> 40) as u32;
+        let delta = ((410 * offs * offs * offs) >> 40) as u32;
         let target = 1000 - delta;
         assert_eq!(cc.cnt, (700 / (target - 700)).max(2));
     }
