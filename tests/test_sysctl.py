@@ -109,3 +109,10 @@ def test_t1_preset_takes_its_buffers_from_the_hosts_sysctls(tmp_path: Path):
     assert run.info["flows"][0]["bytes_delivered"] > 0
     proc = cli("run", str(run.path / "spec.toml"), "--out", str(tmp_path / "again"), "--no-report", cwd=tmp_path, check=True)
     assert "results:" in proc.stdout
+
+
+@pytest.mark.parametrize("name,value", [("net.inet.tcp.do_prr", 2), ("net.inet.tcp.functions_default", "bbr"),
+                                        ("net.inet.tcp.sendbuf_max", -1)])
+def test_a_bad_freebsd_value_names_its_sysctl(name, value):
+    with pytest.raises(SpecError, match=rf'hosts.s1.sysctl."{name}": '):
+        resolve(with_hosts({"s1": {"sysctl": {name: value}}}, stack="freebsd"), "t.toml")

@@ -355,8 +355,6 @@ def _sysctl_params(ctx: _Ctx, host: str, settings: dict[str, Any], stack: str, r
                       list(sysctl.LINUX_SYSCTLS) + list(sysctl.FREEBSD_SYSCTLS)) from None
     except LookupError as e:
         raise ctx.err(f'hosts.{host}.sysctl."{e.args[0]}"', e.args[1]) from None
-    except ValueError as e:
-        raise ctx.err(f"hosts.{host}.sysctl", str(e)) from None
 
 
 def _senders(ctx: _Ctx, spec: dict[str, Any], index: dict[str, int], hosts: set[str]) -> tuple[list[dict], dict]:

@@ -66,36 +66,45 @@ def _int(lo: int, hi: int) -> Callable[[Any], int]:
 def apply(settings: dict[str, Any], stack_family: str, role: str) -> dict[str, Any]:
     """Translate one host's sysctls for one role ("sender" or "receiver") into flow parameters.
 
-    Raises KeyError(name, allowed) for an unknown name and ValueError for a bad value; the
-    caller turns them into SpecErrors naming the file and key."""
+    Raises KeyError(name) for an unknown name and LookupError(name, reason) for a name on the
+    wrong family or a bad value; the caller turns them into SpecErrors naming the file and key."""
     out: dict[str, Any] = {}
     for name, value in settings.items():
-        if name in FREEBSD_SYSCTLS:
-            if stack_family != FREEBSD:
-                raise LookupError(name, "is a FreeBSD setting, not for a Linux host")
-            out |= _freebsd(name, value, role)
-            continue
-        if name not in LINUX_SYSCTLS:
-            raise KeyError(name)
-        if stack_family != LINUX:
-            raise LookupError(name, "is a Linux setting, not for a FreeBSD host")
-        if name == "net.ipv4.tcp_rmem":
-            _, _, mx = _triple(value)
-            if role == "receiver":
-                out["rcvbuf_bytes"] = mx
-        elif name == "net.ipv4.tcp_wmem":
-            _, default, mx = _triple(value)
-            if role == "sender":
-                out["sndbuf_bytes"] = mx
-                out["sndbuf_initial_bytes"] = default
-        elif name == "net.ipv4.tcp_congestion_control":
-            if role == "sender":
-                out["cc"] = str(value)
-        elif name == "net.ipv4.tcp_no_metrics_save":
-            _int(0, 1)(value)
-        elif name == "route.initcwnd":
-            if role == "sender":
-                out["iw_segments"] = _int(1, 10000)(value)
+        try:
+            out |= _one(name, value, stack_family, role)
+        except ValueError as e:
+            raise LookupError(name, str(e)) from None
+    return out
+
+
+def _one(name: str, value: Any, stack_family: str, role: str) -> dict[str, Any]:
+    """What one sysctl sets for one role."""
+    out: dict[str, Any] = {}
+    if name in FREEBSD_SYSCTLS:
+        if stack_family != FREEBSD:
+            raise LookupError(name, "is a FreeBSD setting, not for a Linux host")
+        return _freebsd(name, value, role)
+    if name not in LINUX_SYSCTLS:
+        raise KeyError(name)
+    if stack_family != LINUX:
+        raise LookupError(name, "is a Linux setting, not for a FreeBSD host")
+    if name == "net.ipv4.tcp_rmem":
+        _, _, mx = _triple(value)
+        if role == "receiver":
+            out["rcvbuf_bytes"] = mx
+    elif name == "net.ipv4.tcp_wmem":
+        _, default, mx = _triple(value)
+        if role == "sender":
+            out["sndbuf_bytes"] = mx
+            out["sndbuf_initial_bytes"] = default
+    elif name == "net.ipv4.tcp_congestion_control":
+        if role == "sender":
+            out["cc"] = str(value)
+    elif name == "net.ipv4.tcp_no_metrics_save":
+        _int(0, 1)(value)
+    elif name == "route.initcwnd":
+        if role == "sender":
+            out["iw_segments"] = _int(1, 10000)(value)
     return out
 
 

@@ -344,18 +344,14 @@ impl CongestionControl for FreeBsdCubic {
     fn cong_signal(&mut self, v: &mut CcVars, sig: CongSignal) {
         let now_ticks = ticks(v.now);
         match sig {
-            CongSignal::NDupAck => {
+            CongSignal::NDupAck | CongSignal::Ecn => {
                 self.ssthresh_update(v);
                 self.cong_event = true;
                 self.t_epoch = now_ticks;
                 self.k = cubic_k(self.w_max / v.mss);
-            }
-            CongSignal::Ecn => {
-                self.ssthresh_update(v);
-                self.cong_event = true;
-                self.t_epoch = now_ticks;
-                self.k = cubic_k(self.w_max / v.mss);
-                v.cwnd = v.ssthresh;
+                if sig == CongSignal::Ecn {
+                    v.cwnd = v.ssthresh; // CC_ECN cuts cwnd itself; for NDUPACK the stack does
+                }
             }
             CongSignal::Rto => {
                 v.ssthresh = rto_ssthresh(v, CUBIC_BETA, 1 << CUBIC_SHIFT);
@@ -463,7 +459,7 @@ mod tests {
             let want = if i < 7 { 13 } else { 14 };
             assert_eq!(v.cwnd, want * MSS, "after ACK {i}");
         }
-        // No growth in recovery or when not cwnd-limited.
+        // No growth in recovery.
         v.in_recovery = true;
         for _ in 0..20 {
             cc.ack_received(&mut v, AckKind::Ack);

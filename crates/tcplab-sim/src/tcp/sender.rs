@@ -637,7 +637,7 @@ impl TcpSender {
         self.v.now = now;
         if let Recovery::FreeBsd(k) = self.profile.recovery {
             self.on_ack_freebsd(k, p, now, out, next_id);
-            self.after_ack(now);
+            self.note_completion(now);
             return;
         }
         self.snd_wnd = p.rwnd;
@@ -786,11 +786,11 @@ impl TcpSender {
             self.event(now, SenderEvent::TlpEnd);
         }
         self.schedule_tlp(now);
-        self.after_ack(now);
+        self.note_completion(now);
     }
 
-    /// Completion of a fixed-size transfer.
-    fn after_ack(&mut self, now: Ns) {
+    /// Record when a fixed-size transfer is all acknowledged.
+    fn note_completion(&mut self, now: Ns) {
         if let AppConfig::Bytes { bytes } = self.app {
             if self.completed_at.is_none() && self.snd_una == bytes {
                 self.completed_at = Some(now);
