@@ -5,7 +5,7 @@
 //! Profiles: `rfc` is the textbook stack of the RFCs. `linux` has Linux's constants, small queues,
 //! TSO autosizing, PRR, RACK, TLP and the kernel CC modules. `freebsd` is FreeBSD's default stack
 //! (tcp_input.c / tcp_output.c / tcp_sack.c, before or after review D43470) with its cc(4)
-//! modules. What each leaves out is in `docs/models.md`.
+//! modules; `freebsd-rack` is FreeBSD's RACK stack (tcp_stacks/rack.c) with the same modules. What each leaves out is in `docs/models.md`.
 
 use crate::tcp::prr::PrrVersion;
 use crate::time::{Ns, MS, SEC};
@@ -22,6 +22,10 @@ pub enum Recovery {
     /// FreeBSD's default stack: SACK fast recovery with tcp_do_prr_ack() (or
     /// tcp_sack_partialack() without PRR), sends sized by byte differences of the window.
     FreeBsd(FreeBsdRecovery),
+    /// FreeBSD's RACK stack (tcp_stacks/rack.c): RACK-TLP loss detection, cwnd left as it is on
+    /// entry while PRR (in bytes) gates what is sent, cwnd at least ssthresh at exit, and the
+    /// HPTS burst mitigation of unpaced connections.
+    FreeBsdRack,
 }
 
 /// The FreeBSD default stack's recovery knobs.
@@ -123,7 +127,7 @@ pub struct StackProfile {
 }
 
 /// Profile names the registry knows.
-pub const PROFILES: &[&str] = &["freebsd", "linux", "rfc"];
+pub const PROFILES: &[&str] = &["freebsd", "freebsd-rack", "linux", "rfc"];
 
 /// The textbook stack: RFC 6298 §2 (1 s initial and minimum RTO, 60 s maximum allowed), RFC 5681
 /// §4.2 (ACK every 2nd full segment, delay < 500 ms; 40 ms as is common in practice), RFC 6675.
@@ -212,12 +216,32 @@ fn freebsd() -> StackProfile {
     }
 }
 
+/// FreeBSD's RACK stack (`net.inet.tcp.functions_default=rack`) with the constants of
+/// sys/netinet/tcp_stacks/rack.c (freebsd/freebsd-src @ 01cb9895 and its vendored copies):
+/// rack_rto_min 30 ms, rack_rto_max 4 s, RACK_TCPT_RANGESET without the default stack's 200 ms
+/// slop (rack's timer_slop is taken as 0: its initial value was not read), rack_tlp_min 10 ms,
+/// rack_delayed_ack_time 40 ms; RACK and TLP always on (RACK requires SACK); the same socket
+/// layer, send-buffer autosizing and cc(4) modules as the default stack.
+fn freebsd_rack() -> StackProfile {
+    StackProfile {
+        name: "freebsd-rack",
+        max_rto_ns: 4 * SEC,
+        rto_slop_ns: 0,
+        partial_sends: false,
+        recovery: Recovery::FreeBsdRack,
+        rack: true,
+        tlp: true,
+        ..freebsd()
+    }
+}
+
 /// Look a profile up by name.
 pub fn profile(name: &str) -> Option<StackProfile> {
     match name {
         "rfc" => Some(rfc()),
         "linux" => Some(linux()),
         "freebsd" => Some(freebsd()),
+        "freebsd-rack" => Some(freebsd_rack()),
         _ => None,
     }
 }

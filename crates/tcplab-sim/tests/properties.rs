@@ -99,9 +99,9 @@ fn random_case(seed: u64) -> SimConfig {
         f.timestamps = pick(0, 3) != 0;
         f.mss = if f.timestamps { 1448 } else { 1460 };
         f.iw_segments = pick(1, 40) as u32;
-        f.stack = ["linux", "rfc", "freebsd"][pick(0, 2) as usize].into();
-        if f.stack == "freebsd" {
-            f.sack = true; // the FreeBSD model covers SACK connections only
+        f.stack = ["linux", "rfc", "freebsd", "freebsd-rack"][pick(0, 3) as usize].into();
+        if f.stack.starts_with("freebsd") {
+            f.sack = true; // the FreeBSD models cover SACK connections only
             f.freebsd = Some(FreeBsdKnobs {
                 d43470: pick(0, 1) == 0,
                 do_prr: pick(0, 3) != 0,

@@ -22,9 +22,6 @@ NOT_YET = {
     "measure": "CPU-cost accounting of the congestion-control hooks ([measure])",
 }
 
-#: Stacks that users name but that are not modelled yet.
-FUTURE_STACKS = {"freebsd-rack"}
-
 TOPOLOGY_KINDS = ("dumbbell", "pipe", "switch", "tri-point")
 
 DEFAULTS = {
@@ -347,20 +344,30 @@ def _host_sysctls(ctx: _Ctx, spec: dict[str, Any], hosts: set[str]) -> dict[str,
     return out
 
 
-def _sysctl_params(ctx: _Ctx, host: str, settings: dict[str, Any], stack: str, role: str) -> dict[str, Any]:
+def _sysctl_params(ctx: _Ctx, where: str, settings: dict[str, Any], stack: str, role: str) -> dict[str, Any]:
+    """Model parameters from the sysctls at table `where` (e.g. hosts.s1.sysctl)."""
     try:
         return sysctl.apply(settings, sysctl.family(stack), role)
     except KeyError as e:
-        raise ctx.err(f'hosts.{host}.sysctl."{e.args[0]}"', "unknown sysctl",
+        raise ctx.err(f'{where}."{e.args[0]}"', "unknown sysctl",
                       list(sysctl.LINUX_SYSCTLS) + list(sysctl.FREEBSD_SYSCTLS)) from None
     except LookupError as e:
-        raise ctx.err(f'hosts.{host}.sysctl."{e.args[0]}"', e.args[1]) from None
+        raise ctx.err(f'{where}."{e.args[0]}"', e.args[1]) from None
+
+
+def _stack_sysctls(ctx: _Ctx, spec: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """[stack_sysctl.linux] / [stack_sysctl.freebsd]: sysctls of every sending host whose sender
+    runs a stack of that family (so one spec can run either, e.g. for `tcplab peers`)."""
+    table = ctx.table(spec.get("stack_sysctl", {}), "stack_sysctl")
+    ctx.keys(table, "stack_sysctl", sysctl.FAMILIES)
+    return {fam: ctx.table(t, f"stack_sysctl.{fam}") for fam, t in table.items()}
 
 
 def _senders(ctx: _Ctx, spec: dict[str, Any], index: dict[str, int], hosts: set[str]) -> tuple[list[dict], dict]:
     from .. import _native
 
     host_sysctls = _host_sysctls(ctx, spec, hosts)
+    family_sysctls = _stack_sysctls(ctx, spec)
     table = ctx.table(spec.get("senders", {}), "senders")
     if not table:
         raise ctx.err("senders", "at least one sender is required, e.g. [senders.s1] to = \"r1\"")
@@ -380,12 +387,12 @@ def _senders(ctx: _Ctx, spec: dict[str, Any], index: dict[str, int], hosts: set[
         if to not in hosts or to == host:
             raise ctx.err(_join(path, "to"), f"{to!r} is not another host of this topology", sorted(hosts - {host}))
         stack = t.get("stack", DEFAULTS["stack"])
-        if stack in FUTURE_STACKS:
-            raise ctx.err(_join(path, "stack"), f"the {stack} stack is not modelled yet in this version", stacks)
         stack = ctx.choice(t, path, "stack", DEFAULTS["stack"], stacks)
-        from_host = _sysctl_params(ctx, host, host_sysctls.get(host, {}), stack, "sender")
-        from_peer = _sysctl_params(ctx, to, host_sysctls.get(to, {}), stack, "receiver")
-        by_sysctl = from_host | from_peer
+        fam = sysctl.family(stack)
+        from_family = _sysctl_params(ctx, f"stack_sysctl.{fam}", family_sysctls.get(fam, {}), stack, "sender")
+        from_host = _sysctl_params(ctx, f"hosts.{host}.sysctl", host_sysctls.get(host, {}), stack, "sender")
+        from_peer = _sysctl_params(ctx, f"hosts.{to}.sysctl", host_sysctls.get(to, {}), stack, "receiver")
+        by_sysctl = from_family | from_host | from_peer
         if by_sysctl.get("stack_from_sysctl", stack) != stack:
             raise ctx.err(f'hosts.{host}.sysctl."net.inet.tcp.functions_default"',
                           f"names the {by_sysctl['stack_from_sysctl']} stack but sender {name} uses {stack}")
@@ -424,11 +431,11 @@ def _senders(ctx: _Ctx, spec: dict[str, Any], index: dict[str, int], hosts: set[
         freebsd = None
         if "d43470" in t and stack != "freebsd":
             raise ctx.err(_join(path, "d43470"), f"applies to the freebsd stack only, not {stack!r}")
-        if stack == "freebsd":
+        if stack.startswith("freebsd"):
             if not sack:
-                raise ctx.err(_join(path, "sack"), "the freebsd stack is modelled for SACK connections only; "
-                              "NewReno recovery without SACK is not modelled")
-            freebsd = {"d43470": ctx.boolean(t, path, "d43470", True)}
+                raise ctx.err(_join(path, "sack"), f"the {stack} stack is modelled for SACK connections only; "
+                              "recovery without SACK is not modelled")
+            freebsd = {"d43470": ctx.boolean(t, path, "d43470", True) if stack == "freebsd" else False}
             for knob, default in FREEBSD_KNOBS.items():
                 freebsd[knob] = by_sysctl.get(f"freebsd.{knob}", default)
         for key, v in (("write", write), ("sndbuf", sndbuf)):
@@ -457,7 +464,7 @@ def _senders(ctx: _Ctx, spec: dict[str, Any], index: dict[str, int], hosts: set[
         n["sack"], n["timestamps"] = sack, timestamps
         if stack == "linux":
             n["prr"] = prr or "6.x"
-        if freebsd is not None:
+        if stack == "freebsd":
             n["d43470"] = freebsd["d43470"]
         norm[name] = n
     return flows, norm
@@ -511,7 +518,34 @@ def _trace(ctx: _Ctx, spec: dict[str, Any]) -> tuple[int, int, bool, dict]:
 # ---------------------------------------------------------------------------------------------
 
 
-TOP_KEYS = ("name", "description", "seed", "duration", "topology", "hosts", "senders", "background", "trace") + tuple(NOT_YET)
+TOP_KEYS = ("name", "description", "seed", "duration", "topology", "hosts", "stack_sysctl", "senders", "background", "trace",
+            "peers") + tuple(NOT_YET)
+
+#: [peers]: the stacks and cc modules `tcplab peers` runs every sender with, and their defaults.
+PEERS_KEYS = {"stacks": ["freebsd", "freebsd-rack", "linux"], "cc": ["newreno", "cubic"]}
+
+
+def peers_matrix(spec: dict[str, Any], source: str) -> list[tuple[str, str]]:
+    """The (stack, cc) pairs of the spec's [peers] table (the seeds' peer compare: every FreeBSD
+    row against Linux with the same cc). Linux must be among the stacks."""
+    from .. import _native
+
+    ctx = _Ctx(source)
+    t = ctx.table(spec.get("peers", {}), "peers")
+    ctx.keys(t, "peers", PEERS_KEYS)
+    allowed = {"stacks": list(_native.stacks()), "cc": list(_native.algorithms()) + ["reno"]}
+    picked = {}
+    for key, default in PEERS_KEYS.items():
+        v = t.get(key, default)
+        if not isinstance(v, list) or not v or not all(isinstance(x, str) for x in v):
+            raise ctx.err(f"peers.{key}", "must be a non-empty list of names", allowed[key])
+        for x in v:
+            if x not in allowed[key]:
+                raise ctx.err(f"peers.{key}", f"{x!r} is not known", allowed[key])
+        picked[key] = list(dict.fromkeys(v))
+    if "linux" not in picked["stacks"]:
+        raise ctx.err("peers.stacks", "must include linux: every other row is compared with it", allowed["stacks"])
+    return [(st, cc) for st in picked["stacks"] for cc in picked["cc"]]
 
 #: Simulated time allowed past the last application's end for the data in flight to drain,
 #: and the cap for fixed-size transfers when no duration is given.
@@ -568,6 +602,10 @@ def resolve(spec: dict[str, Any], source: str, *, seed: int | None = None, durat
     normalized.update({"topology": topo_norm, "senders": senders_norm, "trace": trace_norm})
     if spec.get("hosts"):
         normalized["hosts"] = copy.deepcopy(spec["hosts"])
+    if spec.get("stack_sysctl"):
+        normalized["stack_sysctl"] = copy.deepcopy(spec["stack_sysctl"])
+    if spec.get("peers"):
+        normalized["peers"] = copy.deepcopy(spec["peers"])
     if bg_norm:
         normalized["background"] = bg_norm
     node_names = [n["name"] for n in nodes]

@@ -11,6 +11,8 @@ from typing import Any, Callable
 
 LINUX = "linux"
 FREEBSD = "freebsd"
+#: Sysctl families: each stack belongs to one (family()).
+FAMILIES = (LINUX, FREEBSD)
 
 #: Linux names -> what each sets (shown to users); `route.initcwnd` is `ip route ... initcwnd N`.
 LINUX_SYSCTLS = {
@@ -78,15 +80,17 @@ def apply(settings: dict[str, Any], stack_family: str, role: str) -> dict[str, A
 
 
 def _one(name: str, value: Any, stack_family: str, role: str) -> dict[str, Any]:
-    """What one sysctl sets for one role."""
+    """What one sysctl sets for one role. A sending host's sysctls must be of its stack's family;
+    a receiving host runs its own OS (the seeds' receivers are Linux under FreeBSD senders too), so
+    either family is taken there."""
     out: dict[str, Any] = {}
     if name in FREEBSD_SYSCTLS:
-        if stack_family != FREEBSD:
+        if stack_family != FREEBSD and role == "sender":
             raise LookupError(name, "is a FreeBSD setting, not for a Linux host")
         return _freebsd(name, value, role)
     if name not in LINUX_SYSCTLS:
         raise KeyError(name)
-    if stack_family != LINUX:
+    if stack_family != LINUX and role == "sender":
         raise LookupError(name, "is a Linux setting, not for a FreeBSD host")
     if name == "net.ipv4.tcp_rmem":
         _, _, mx = _triple(value)

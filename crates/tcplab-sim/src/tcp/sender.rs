@@ -11,6 +11,7 @@ use crate::stack::{Recovery, SndbufPolicy, StackProfile};
 use crate::time::{tx_time_ns, Ns};
 
 mod freebsd;
+mod freebsd_rack;
 
 /// Loss-recovery state, the phase a record's `state` column reports.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -189,6 +190,8 @@ pub struct TcpSender {
     pub tsq_wake: Option<Ns>,
     /// FreeBSD default-stack recovery state.
     fb: freebsd::FbState,
+    /// FreeBSD RACK-stack state.
+    rk: freebsd_rack::RackState,
 }
 
 impl TcpSender {
@@ -202,12 +205,18 @@ impl TcpSender {
         if let (Some(v), Recovery::LinuxPrr(_)) = (f.prr, profile.recovery) {
             profile.recovery = Recovery::LinuxPrr(v);
         }
-        if let (Some(k), Recovery::FreeBsd(_)) = (&f.freebsd, profile.recovery) {
-            profile.recovery = Recovery::FreeBsd(crate::stack::FreeBsdRecovery {
-                d43470: k.d43470,
-                prr: k.do_prr,
-                sack_tso: k.sack_tso,
-            });
+        let freebsd_stack = matches!(
+            profile.recovery,
+            Recovery::FreeBsd(_) | Recovery::FreeBsdRack
+        );
+        if let (Some(k), true) = (&f.freebsd, freebsd_stack) {
+            if let Recovery::FreeBsd(_) = profile.recovery {
+                profile.recovery = Recovery::FreeBsd(crate::stack::FreeBsdRecovery {
+                    d43470: k.d43470,
+                    prr: k.do_prr,
+                    sack_tso: k.sack_tso,
+                });
+            }
             // tcp_output.c: without net.inet.tcp.tso every send is at most one segment.
             if !k.tso {
                 profile.tso_max_bytes = f.mss as u64;
@@ -286,6 +295,7 @@ impl TcpSender {
             tsq_throttled: false,
             tsq_wake: None,
             fb: freebsd::FbState::default(),
+            rk: freebsd_rack::RackState::default(),
         }
     }
 
@@ -368,15 +378,17 @@ impl TcpSender {
 
     /// The earliest time the sender wants to be woken (RTO, pacing, small-queue release).
     pub fn timer_deadline(&self) -> Option<Ns> {
+        let paced = self.pacing_rate().is_some() || self.profile.recovery == Recovery::FreeBsdRack;
         let pace =
-            (self.pace_next > self.v.now && self.pacing_rate().is_some() && self.has_sendable())
-                .then_some(self.pace_next);
+            (self.pace_next > self.v.now && paced && self.has_sendable()).then_some(self.pace_next);
+        let rapid = self.rack_rapid_recovery_deadline();
         [
             self.rto_deadline,
             pace,
             self.tsq_wake,
             self.rack_reo_deadline,
             self.tlp_deadline,
+            rapid,
         ]
         .into_iter()
         .flatten()
@@ -511,6 +523,8 @@ impl TcpSender {
         if matches!(self.state, State::Recovery { .. }) {
             self.prr.out += 1; // tcp_event_new_data_sent() / tcp_retransmit_skb(): prr_out
             self.fb.prr_out += len; // FreeBSD tcp_output.c: sackhint.prr_out, bytes
+            self.rk.prr_out += len; // rack.c rack_log_output(): rc_prr_out
+            self.rk.prr_sndcnt = self.rk.prr_sndcnt.saturating_sub(len);
         }
         if retx {
             self.sb.mark_retransmitted(seq, now);
@@ -546,22 +560,34 @@ impl TcpSender {
         if let Recovery::FreeBsd(k) = self.profile.recovery {
             return self.output_freebsd(k, now, out, next_id);
         }
+        let rack = self.profile.recovery == Recovery::FreeBsdRack;
+        if rack {
+            self.fb_sndbuf_autosize();
+            self.rk.largest_cwnd = self.rk.largest_cwnd.max(self.v.cwnd);
+        }
         self.app_fill(now);
         self.restart_after_idle(now);
         self.tsq_throttled = false;
         let tsq_limit = self.tsq_limit();
+        let mut tot_len = 0;
         loop {
-            if self.pacing_rate().is_some() && now < self.pace_next {
+            if (rack || self.pacing_rate().is_some()) && now < self.pace_next {
                 break;
             }
-            let room = self.v.cwnd.saturating_sub(self.pipe());
+            let room = if rack {
+                self.rack_room()
+            } else {
+                self.v.cwnd.saturating_sub(self.pipe())
+            };
             let mut rescue = false;
             let cand = if let Some((seq, len)) = self.sb.next_lost() {
                 Some((seq, len as u64, true))
             } else if let Some(len) = self.new_data_len() {
                 Some((self.snd_nxt, len, false))
-            } else if let (State::Recovery { recover }, true) = (self.state, self.sack) {
-                // RFC 6675 NextSeg() rule 4, once per recovery.
+            } else if let (State::Recovery { recover }, true, false) = (self.state, self.sack, rack)
+            {
+                // RFC 6675 NextSeg() rule 4, once per recovery (FreeBSD's RACK stack probes with
+                // TLP instead).
                 if self.rescue_done != Some(recover) {
                     rescue = true;
                     self.sb.rescue_candidate().map(|(s, l)| (s, l as u64, true))
@@ -575,9 +601,12 @@ impl TcpSender {
                 self.v.cwnd_limited = room < self.mss;
                 break;
             };
+            let mut rapid = false;
             if len > room {
                 if self.profile.partial_sends && !retx && room > 0 {
                     len = room;
+                } else if rack && retx && self.rack_rapid_recovery_due(now) {
+                    rapid = true;
                 } else {
                     self.v.cwnd_limited = true;
                     break;
@@ -586,12 +615,24 @@ impl TcpSender {
             if self.tsq_blocks(len, retx, tsq_limit) {
                 break;
             }
+            if rapid {
+                self.rack_rapid_recovery_sent(now);
+            }
             if rescue {
                 if let State::Recovery { recover } = self.state {
                     self.rescue_done = Some(recover);
                 }
             }
             self.emit(seq, len, retx, now, out, next_id);
+            if rack {
+                // HPTS burst mitigation: stop once the burst needs a pacing slot, and wait it out.
+                tot_len += len;
+                let slot = self.rack_burst_slot_ns(tot_len);
+                if slot > 0 {
+                    self.pace_next = now + slot;
+                    break;
+                }
+            }
         }
     }
 
@@ -661,6 +702,7 @@ impl TcpSender {
                 self.rtt.sample(r);
                 self.v.srtt_ns = self.rtt.srtt_ns;
                 self.v.min_rtt_ns = self.rtt.min_rtt_ns;
+                self.v.rtt_samples = self.rtt.samples;
                 self.v.snd_una = self.snd_una;
                 self.v.snd_nxt = self.snd_nxt;
                 self.v.pacing_rate_bytes = self.linux_pacing_rate_bytes();
@@ -698,6 +740,15 @@ impl TcpSender {
                 self.v.min_rtt_ns = self.rtt.min_rtt_ns;
             }
         }
+        if self.profile.recovery == Recovery::FreeBsdRack
+            && newly_sacked > 0
+            && self.snd_una < self.snd_nxt
+        {
+            // rack.c rack_start_hpts_timer(): "RACK, TLP, persists and RXT timers all are
+            // restartable based on actions input .. i.e we received a packet (ack or sack)"; with
+            // SACK-passed segments the RACK timer, not the RXT timer, is the one armed.
+            self.rto_deadline = Some(now + self.rtt.rto_ns);
+        }
         let newly_lost = if self.sack && self.profile.rack {
             self.rack_detect(now)
         } else if self.sack {
@@ -717,6 +768,7 @@ impl TcpSender {
                     // tcp_end_cwnd_reduction(): cwnd = ssthresh.
                     Recovery::LinuxPrr(_) => self.v.cwnd = self.v.ssthresh,
                     Recovery::Rfc6675 | Recovery::FreeBsd(_) => self.cc.post_recovery(&mut self.v),
+                    Recovery::FreeBsdRack => self.rack_post_recovery(),
                 }
                 self.event(now, SenderEvent::RecoveryEnd);
             }
@@ -734,6 +786,13 @@ impl TcpSender {
         if self.profile.cc_family == crate::cc::Family::Linux && self.v.in_slow_start() {
             // tcp_is_cwnd_limited(): in slow start, grow while cwnd < 2 * max_packets_out.
             self.v.cwnd_limited = self.v.cwnd < 2 * self.max_out;
+        }
+        if self.profile.cc_family == crate::cc::Family::FreeBsd {
+            // rack.c rack_ack_received(), as tcp_input.c: CCF_CWND_LIMITED when cwnd <= snd_wnd;
+            // the cc modules also read snd_wnd and whether this ACK follows a timeout.
+            self.v.cwnd_limited = self.v.cwnd <= self.snd_wnd;
+            self.v.snd_wnd = self.snd_wnd;
+            self.v.after_rto = matches!(self.state, State::Loss { .. }) && self.sb.lost_bytes > 0;
         }
         if !matches!(self.state, State::Recovery { .. }) {
             if acked > 0 {
@@ -764,6 +823,11 @@ impl TcpSender {
                 self.enter_recovery(now, out, next_id);
                 entered = true;
             }
+        }
+        if let (State::Recovery { .. }, Recovery::FreeBsdRack, false) =
+            (self.state, self.profile.recovery, entered)
+        {
+            self.rack_prr_update(acked + newly_sacked);
         }
         if let (State::Recovery { .. }, Recovery::LinuxPrr(version)) =
             (self.state, self.profile.recovery)
@@ -830,7 +894,18 @@ impl TcpSender {
 
     /// tcp_rack_detect_loss() with tcp_rack_reo_wnd(): paths here never reorder, so the window
     /// is 0 in recovery or once dupthresh packets are SACKed, else min(min_rtt/4, srtt/8).
+    /// FreeBSD's rack.c (rack_calc_thresh_rack() with rack_dsack_std_based, no reordering seen):
+    /// the window is always a quarter of the last RTT, and the timer fires at that threshold, at
+    /// least rack_min_to (1 ms) from now.
     fn rack_mark_lost(&mut self, now: Ns) -> u64 {
+        if self.profile.recovery == Recovery::FreeBsdRack {
+            let reo_wnd = self.rack_rtt / 4;
+            let (newly, wait) =
+                self.sb
+                    .rack_mark_lost(self.rack_xmit, self.rack_end, self.rack_rtt, reo_wnd, now);
+            self.rack_reo_deadline = wait.map(|w| now + w.max(crate::time::MS));
+            return newly;
+        }
         let sacked_pkts = self.sb.sacked_bytes / self.mss;
         let reo_wnd = if self.state != State::Open || sacked_pkts >= self.profile.dupthresh as u64 {
             0
@@ -854,6 +929,10 @@ impl TcpSender {
             || self.snd_una == self.snd_nxt
         {
             self.tlp_deadline = None;
+            return;
+        }
+        if self.profile.recovery == Recovery::FreeBsdRack {
+            self.tlp_deadline = Some(self.rack_tlp_deadline(now));
             return;
         }
         let jiffy = 1_000_000_000 / crate::cc::linux::HZ;
@@ -920,6 +999,10 @@ impl TcpSender {
                 // event is recorded after that, with the cwnd a tcp_probe line would show.
                 self.prr = Prr::begin(self.pkts(self.v.cwnd));
             }
+            Recovery::FreeBsdRack => {
+                self.rack_enter_recovery();
+                self.event(now, SenderEvent::RecoveryStart);
+            }
             Recovery::FreeBsd(_) => {
                 unreachable!("the FreeBSD stack enters recovery in fb_enter_recovery")
             }
@@ -972,9 +1055,14 @@ impl TcpSender {
                     // tcp_enter_loss(): "Reduce ssthresh if it has not yet been made inside this
                     // window").
                     let freebsd = matches!(self.profile.recovery, Recovery::FreeBsd(_));
+                    let rack = self.profile.recovery == Recovery::FreeBsdRack;
                     let reduced_already = if freebsd {
                         // tcp_timer.c / cc.c: ssthresh only when t_rxtshift == 1, the first timeout
                         // since the last RTT sample, with pipe as tcp_compute_pipe() has it.
+                        self.rtt.rxtshift > 0
+                    } else if rack {
+                        // rack.c rack_remxt_tmr() reduces on every timeout; after the first the
+                        // window is already one segment, so only the first matters here.
                         self.rtt.rxtshift > 0
                     } else {
                         match self.state {
@@ -990,7 +1078,9 @@ impl TcpSender {
                         self.snd_nxt - self.snd_una
                     };
                     self.v.snd_wnd = self.snd_wnd;
-                    if !reduced_already {
+                    if !reduced_already && rack {
+                        self.rack_rto_reduction();
+                    } else if !reduced_already {
                         self.cc.cong_signal(&mut self.v, CongSignal::Rto);
                     }
                     // RFC 5681 §3.1: loss window of one segment.

@@ -386,7 +386,7 @@ impl TcpSender {
 
     /// tcp_output.c send-buffer autosizing: grow by sendbuf_inc while the buffer is 7/8 full, the
     /// peer's window could take 5/4 of it, and the window could take all unsent data.
-    fn fb_sndbuf_autosize(&mut self) {
+    pub(super) fn fb_sndbuf_autosize(&mut self) {
         let SndbufPolicy::FreeBsdInc(inc) = self.profile.sndbuf else {
             return;
         };
