@@ -58,12 +58,10 @@ impl TcpSender {
         let ssthresh = self.v.ssthresh;
         self.rk.prr_sndcnt = if pipe > ssthresh {
             // sndcnt = prr_delivered * ssthresh / recovery_fs + 1 - prr_out, not below 0.
-            let fs = self.rk.recovery_fs;
-            if fs == 0 {
-                0
-            } else {
-                (self.rk.prr_delivered * ssthresh / fs + 1).saturating_sub(self.rk.prr_out)
-            }
+            // A zero recovery_fs allows nothing (rack.c sets rc_prr_sndcnt = 0 then).
+            (self.rk.prr_delivered * ssthresh)
+                .checked_div(self.rk.recovery_fs)
+                .map_or(0, |p| (p + 1).saturating_sub(self.rk.prr_out))
         } else {
             // Slow-start reduction bound: min(ssthresh - pipe, max(delivered - out, changed) + mss).
             let limit = self
@@ -143,11 +141,9 @@ impl TcpSender {
         if tr_perms == 0 {
             tr_perms = self.mss;
         }
-        let mut slot = tot_len / tr_perms;
-        if slot > 0 {
-            let reduce = slot / SLOT_REDUCTION;
-            slot = if reduce < slot { slot - reduce } else { 0 };
-        }
+        let slot = tot_len / tr_perms;
+        // "reduce = slot / rack_slot_reduction; if (reduce < slot) slot -= reduce;"
+        let slot = slot - slot / SLOT_REDUCTION;
         slot * crate::time::MS
     }
 

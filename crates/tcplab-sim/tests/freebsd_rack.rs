@@ -1,0 +1,118 @@
+//! FreeBSD's RACK stack around one scripted loss: cwnd kept on entry (rack.c rack_cong_signal()),
+//! the cc.c newreno ssthresh, the bytes PRR lets out (rack_log_ack()'s PRR block, RFC 6937), the
+//! exit rule (rack_post_recovery()), and the burst mitigation of unpaced sends
+//! (rack_get_pacing_delay(), old method), each against an independent calculation.
+
+mod common;
+use common::*;
+use tcplab_sim::config::AppConfig;
+use tcplab_sim::sim::Simulation;
+use tcplab_sim::time::{MS, SEC};
+
+const MSS: i64 = 1448;
+const RECOVERY_START: i64 = 1;
+const RECOVERY_END: i64 = 2;
+
+/// 100 Mbit/s x 40 ms, a 1000-packet buffer, one newreno flow of 30 MB on the RACK stack, and
+/// exactly one packet dropped at the bottleneck (the 300th to arrive, in slow start).
+fn one_loss() -> Simulation {
+    let mut f = flow("f", 0, 2, "newreno", AppConfig::Bytes { bytes: 30_000_000 });
+    f.stack = "freebsd-rack".into();
+    let mut cfg = pipe(100 * MBIT, 40 * MS, 1000, vec![f], 20 * SEC);
+    cfg.record_sends = true;
+    cfg.links[1].ab.drop_arrivals = vec![300];
+    run(&cfg)
+}
+
+/// (t, cwnd) of every flow sample of flow 0.
+fn cwnd_before(sim: &Simulation, t: i64) -> i64 {
+    samples(sim, 0)
+        .iter()
+        .rev()
+        .find(|s| s.0 < t)
+        .expect("a sample before the loss")
+        .1
+}
+
+/// Sends (t, bytes, retx, state) of flow 0.
+fn sends(sim: &Simulation) -> Vec<(i64, i64, i64, i64)> {
+    let t = &sim.rec.sends;
+    let col = |n| t.column(n).unwrap();
+    let (tt, b, r, st) = (col("t_ns"), col("bytes"), col("retx"), col("state"));
+    (0..t.len()).map(|i| (tt[i], b[i], r[i], st[i])).collect()
+}
+
+/// cc.c newreno_cc_cong_signal(CC_NDUPACK): max(cwnd * 50 / (100 * mss), 2) * mss.
+fn newreno_ssthresh(cwnd: i64) -> i64 {
+    (cwnd * 50 / (100 * MSS)).max(2) * MSS
+}
+
+#[test]
+fn rack_keeps_cwnd_on_entry_and_sets_ssthresh_from_it() {
+    let sim = one_loss();
+    let st = sim.flow_stats();
+    assert_eq!((st[0].recoveries, st[0].rtos), (1, 0));
+    assert_eq!(st[0].retrans_segs, 1, "only the dropped segment is resent");
+    let (t0, cwnd, ssthresh) = events(&sim, 0, RECOVERY_START)[0];
+    let before = cwnd_before(&sim, t0);
+    // rack_cong_signal(CC_NDUPACK) resets PRR and lets the cc module set ssthresh; cwnd stays.
+    assert!(
+        cwnd >= before,
+        "cwnd at entry {cwnd} collapsed below the {before} before"
+    );
+    assert_eq!(ssthresh, newreno_ssthresh(cwnd));
+    // rc_prr_sndcnt = maxseg at entry: the retransmission goes at once.
+    let first_retx = sends(&sim).into_iter().find(|s| s.2 == 1).unwrap();
+    assert_eq!((first_retx.0, first_retx.1), (t0, MSS));
+}
+
+#[test]
+fn prr_lets_about_ssthresh_out_during_recovery() {
+    // rack_log_ack(): with pipe > ssthresh, sndcnt = prr_delivered * ssthresh / recovery_fs + 1
+    // - prr_out, in bytes; by the full ACK about recovery_fs has been delivered, so what was sent
+    // in recovery (the retransmission included) comes to ssthresh, within whole segments.
+    let sim = one_loss();
+    let (_, _, ssthresh) = events(&sim, 0, RECOVERY_START)[0];
+    let sent: i64 = sends(&sim).iter().filter(|s| s.3 == 1).map(|s| s.1).sum();
+    let ratio = sent as f64 / ssthresh as f64;
+    assert!(
+        (0.9..=1.05).contains(&ratio),
+        "sent {sent} in recovery, ssthresh {ssthresh}"
+    );
+}
+
+#[test]
+fn exit_raises_cwnd_to_ssthresh_plus_at_most_two_segments_of_prr_allowance() {
+    // rack_post_recovery(): cc post_recovery, then cwnd = max(cwnd, ssthresh), then
+    // += min(rack_prr_addbackmax (2) * maxseg, rc_prr_sndcnt).
+    let sim = one_loss();
+    let (_, _, ssthresh) = events(&sim, 0, RECOVERY_START)[0];
+    let (_, cwnd_exit, ssthresh_exit) = events(&sim, 0, RECOVERY_END)[0];
+    assert_eq!(ssthresh_exit, ssthresh);
+    assert!(
+        (ssthresh..=ssthresh + 2 * MSS).contains(&cwnd_exit),
+        "{cwnd_exit} vs ssthresh {ssthresh}"
+    );
+}
+
+#[test]
+fn unpaced_bursts_wait_out_the_burst_mitigation_slot() {
+    // rack_get_pacing_delay(), old method: tr_perms = largest cwnd / min RTT (ms); a burst of
+    // tot_len bytes waits tot_len / tr_perms ms less a quarter, so one output call stops as soon
+    // as it has put out tr_perms bytes (the whole-ms division reaches 1): sends at one instant
+    // never sum past 2 x tr_perms (tr_perms taken at the largest cwnd, its upper bound).
+    let sim = one_loss();
+    let s = sends(&sim);
+    let mut by_instant: std::collections::BTreeMap<i64, i64> = Default::default();
+    // After the first RTT sample (the initial window leaves before there is a min RTT).
+    for x in s.iter().filter(|x| x.2 == 0 && x.0 > 50 * MS as i64) {
+        *by_instant.entry(x.0).or_default() += x.1;
+    }
+    let largest_cwnd = samples(&sim, 0).iter().map(|x| x.1).max().unwrap();
+    let tr_perms = largest_cwnd / 40; // min RTT 40 ms (+ 0.2 ms access, truncated to whole ms)
+    let worst = by_instant.values().max().unwrap();
+    assert!(
+        *worst <= 2 * tr_perms + MSS,
+        "a {worst}-byte burst with tr_perms {tr_perms}"
+    );
+}
