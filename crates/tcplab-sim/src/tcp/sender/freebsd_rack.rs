@@ -128,23 +128,13 @@ impl TcpSender {
     /// whole ms; the output loop sends until `tot_len / tr_perms` is at least 1 ms, then waits that
     /// many ms less a quarter. Zero while no RTT has been measured.
     pub(super) fn rack_burst_slot_ns(&self, tot_len: u64) -> Ns {
-        let min_rtt_ms = self.rtt.min_rtt_ns / crate::time::MS;
-        if min_rtt_ms == 0 {
-            return 0;
-        }
         let cwnd = if self.rk.largest_cwnd > 0 {
             self.rk.largest_cwnd
         } else {
             self.v.cwnd
         };
-        let mut tr_perms = cwnd / min_rtt_ms;
-        if tr_perms == 0 {
-            tr_perms = self.mss;
-        }
-        let slot = tot_len / tr_perms;
-        // "reduce = slot / rack_slot_reduction; if (reduce < slot) slot -= reduce;"
-        let slot = slot - slot / SLOT_REDUCTION;
-        slot * crate::time::MS
+        let min_rtt_ms = self.rtt.min_rtt_ns / crate::time::MS;
+        burst_slot_ms(tot_len, cwnd, min_rtt_ms, self.mss) * crate::time::MS
     }
 
     /// rack_calc_thresh_tlp() with rack_tlp_threshold_use = TLP_USE_TWO_ONE: 2 x RTT (the larger
@@ -164,5 +154,35 @@ impl TcpSender {
         thresh = thresh.min(self.rtt.rto_ns).max(TLP_MIN_NS);
         let since = self.last_send.map_or(0, |t| now.saturating_sub(t));
         now + thresh.saturating_sub(since).max(MIN_TO_NS)
+    }
+}
+
+/// rack_get_pacing_delay()'s old method in whole ms: tr_perms = cwnd / min_rtt_ms (one segment if
+/// that is 0), slot = tot_len / tr_perms, less slot / rack_slot_reduction. 0 without an RTT.
+fn burst_slot_ms(tot_len: u64, cwnd: u64, min_rtt_ms: u64, mss: u64) -> u64 {
+    if min_rtt_ms == 0 {
+        return 0;
+    }
+    let tr_perms = match cwnd / min_rtt_ms {
+        0 => mss,
+        n => n,
+    };
+    let slot = tot_len / tr_perms;
+    // "reduce = slot / rack_slot_reduction; if (reduce < slot) slot -= reduce;"
+    slot - slot / SLOT_REDUCTION
+}
+
+#[cfg(test)]
+mod tests {
+    use super::burst_slot_ms;
+
+    #[test]
+    fn burst_slot_follows_rack_get_pacing_delay_old_method() {
+        // cwnd 1 MB over 40 ms: tr_perms = 25_000 bytes per ms.
+        assert_eq!(burst_slot_ms(24_999, 1_000_000, 40, 1448), 0); // under 1 ms: keep sending
+        assert_eq!(burst_slot_ms(57_920, 1_000_000, 40, 1448), 2); // 2 ms, 2/4 = 0 off
+        assert_eq!(burst_slot_ms(200_000, 1_000_000, 40, 1448), 6); // 8 ms less 8/4
+        assert_eq!(burst_slot_ms(2_896, 10, 40, 1448), 2); // tr_perms 0 -> one segment
+        assert_eq!(burst_slot_ms(1_000_000, 1_000_000, 0, 1448), 0); // no RTT yet
     }
 }
