@@ -16,7 +16,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, Ti
 from rich.table import Table
 
 from . import Run, __version__
-from .report.text import interval_lines, summary_table
+from .report.text import interval_lines, peers_table, summary_table
 from .spec import SpecError, load_spec, resolve
 from .spec.schema import apply_set, find_preset, preset_names
 
@@ -113,6 +113,56 @@ def _print_iterations(summaries: list[dict], seeds: list[int]) -> None:
         t.add_row(f["flow"], f"{statistics.fmean(xs):.2f}", f"{statistics.stdev(xs):.2f}", f"{min(xs):.2f}", f"{max(xs):.2f}",
                   f"{statistics.fmean(rs):.1f}")
     out_console.print(t)
+
+
+@app.command()
+def peers(
+    spec: Annotated[str, typer.Argument(help="Spec file (TOML) or preset name (e.g. T1).")],
+    set_: Annotated[Optional[list[str]], typer.Option("--set", help="Override a key before the matrix is applied (repeatable).")] = None,
+    out: Annotated[Optional[Path], typer.Option(help="Results folder (default results/<name>-peers-<time>).")] = None,
+    seed: Annotated[Optional[int], typer.Option(help="Seed (default: the spec's, else 1).")] = None,
+    duration: Annotated[Optional[str], typer.Option(help="Override every time-limited sender's time, e.g. 20s.")] = None,
+    force: Annotated[bool, typer.Option(help="Replace an existing results folder.")] = False,
+    report: Annotated[bool, typer.Option(help="Make each run's report and peers.html.")] = True,
+) -> None:
+    """Peer compare: run the experiment with every sender on each stack x cc of its [peers] table
+    (default freebsd, freebsd-rack, linux x newreno, cubic) and print each row as % vs Linux."""
+    from .runner import default_out, execute_peers
+    from .spec.schema import peers_matrix
+
+    try:
+        data, source = load_spec(spec)
+        for s in set_ or []:
+            apply_set(data, s, source)
+        pairs = peers_matrix(data, source)
+
+        def resolve_pair(stack: str, cc: str):
+            d = json.loads(json.dumps(data))
+            apply_set(d, f"senders.*.stack={stack}", source)
+            apply_set(d, f"senders.*.cc={cc}", source)
+            return resolve(d, source, seed=seed, duration=duration)
+
+        for stack, cc in pairs:  # every combination must be valid before anything runs
+            name = resolve_pair(stack, cc).name
+    except SpecError as e:
+        _fail(str(e))
+    target = out or default_out(f"{name}-peers")
+    if target.exists() and not force:
+        _fail(f"{target} already exists (choose another --out or pass --force)")
+    command = shlex.join(["tcplab", *sys.argv[1:]])
+    with _progress() as prog:
+        task = prog.add_task(name, total=1000, sim="0.0s")
+
+        def step(i: int, now: int, stop: int) -> None:
+            st, cc = pairs[i]
+            prog.update(task, completed=1000 * (i + now / stop) / len(pairs),
+                        description=f"{name} {st}/{cc} [{i + 1}/{len(pairs)}]", sim=f"{now / 1e9:.1f}s")
+
+        path, rows = execute_peers(resolve_pair, pairs, target, force=force, progress=step, report=report, command=command)
+    out_console.print(peers_table(rows, f"{name}: peer compare"))
+    out_console.print(f"results: {path}")
+    if report:
+        out_console.print(f"report:  {path / 'peers.html'}")
 
 
 @app.command()

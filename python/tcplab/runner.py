@@ -130,6 +130,33 @@ def execute_iterations(resolve_seed: Callable[[int], Resolved], seeds: list[int]
         raise
 
 
+def execute_peers(resolve_pair: Callable[[str, str], Resolved], pairs: list[tuple[str, str]], out: Path, *,
+                  force: bool = False, progress: Callable[[int, int, int], None] | None = None, report: bool = True,
+                  command: str = "") -> tuple[Path, list[dict[str, Any]]]:
+    """Run every (stack, cc) pair into out/<stack>-<cc>, then write out/peers.json and, with
+    `report`, out/peers.html (the peer-compare table linking each run's report)."""
+    from .analysis.peers import compare
+
+    rd = RunDir(out, force=force)
+    try:
+        runs = []
+        for i, (stack, cc) in enumerate(pairs):
+            sub = rd.tmp / f"{stack}-{cc}"
+            sub.mkdir()
+            step = (lambda now, stop, i=i: progress(i, now, stop)) if progress else None
+            runs.append((stack, cc, _into(sub, resolve_pair(stack, cc), step, report, command)))
+        rows = compare(runs)
+        name = runs[0][2]["name"]
+        write_json(rd.tmp / "peers.json", {"name": name, "runs": [f"{st}-{cc}" for st, cc in pairs], "rows": rows,
+                                           "command": command})
+        if report:
+            report_html.write_peers(rd.tmp, name, rows)
+        return rd.commit(), rows
+    except BaseException:
+        rd.abort()
+        raise
+
+
 def default_out(name: str) -> Path:
     """results/<name>-<UTC timestamp>, the convention of flent's data files."""
     stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%d-%H%M%S")

@@ -87,3 +87,17 @@ def recovery_table(eps: pd.DataFrame, title: str) -> Table:
                   "-" if r.retransmissions is None or r.retransmissions != r.retransmissions else str(int(r.retransmissions)),
                   _yes(r.tso_sends), _yes(r.fractional_sends), r.ended_by)
     return t
+
+
+def peers_table(rows: list[dict[str, Any]], title: str) -> Table:
+    """The peer-compare rows: summed throughput, utilisation, fairness, and % vs Linux same cc."""
+    t = Table(title=title)
+    for col in ("stack", "cc", "Mbit/s", "util", "Jain", "retr", "RTOs", "vs Linux"):
+        t.add_column(col, justify="left" if col in ("stack", "cc") else "right")
+    for r in rows:
+        t.add_row(r["stack"], r["cc"], f"{r['throughput_mbps']:.1f}",
+                  "-" if r["utilisation"] is None else f"{100 * r['utilisation']:.1f}%",
+                  "-" if r["fairness_jain"] is None else f"{r['fairness_jain']:.3f}", str(r["retransmits"]), str(r["rtos"]),
+                  "-" if r["vs_linux_pct"] is None else f"{r['vs_linux_pct']:+.1f}%")
+    return t
+
