@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import shlex
 import statistics
@@ -136,16 +137,16 @@ def peers(
             apply_set(data, s, source)
         pairs = peers_matrix(data, source)
 
-        def resolve_pair(stack: str, cc: str):
-            d = json.loads(json.dumps(data))
+        # Every combination is resolved, and so validated, before anything runs.
+        resolved = {}
+        for stack, cc in pairs:
+            d = copy.deepcopy(data)
             apply_set(d, f"senders.*.stack={stack}", source)
             apply_set(d, f"senders.*.cc={cc}", source)
-            return resolve(d, source, seed=seed, duration=duration)
-
-        for stack, cc in pairs:  # every combination must be valid before anything runs
-            name = resolve_pair(stack, cc).name
+            resolved[(stack, cc)] = resolve(d, source, seed=seed, duration=duration)
     except SpecError as e:
         _fail(str(e))
+    name = resolved[pairs[0]].name
     target = out or default_out(f"{name}-peers")
     if target.exists() and not force:
         _fail(f"{target} already exists (choose another --out or pass --force)")
@@ -158,7 +159,7 @@ def peers(
             prog.update(task, completed=1000 * (i + now / stop) / len(pairs),
                         description=f"{name} {st}/{cc} [{i + 1}/{len(pairs)}]", sim=f"{now / 1e9:.1f}s")
 
-        path, rows = execute_peers(resolve_pair, pairs, target, force=force, progress=step, report=report, command=command)
+        path, rows = execute_peers(lambda st, cc: resolved[(st, cc)], pairs, target, force=force, progress=step, report=report, command=command)
     out_console.print(peers_table(rows, f"{name}: peer compare"))
     out_console.print(f"results: {path}")
     if report:

@@ -140,6 +140,39 @@ pub fn samples(sim: &Simulation, flow: i64) -> Vec<(i64, i64, i64)> {
         .collect()
 }
 
+/// cwnd in flow 0's last sample before `t`.
+pub fn cwnd_before(sim: &Simulation, t: i64) -> i64 {
+    samples(sim, 0)
+        .iter()
+        .rev()
+        .find(|s| s.0 < t)
+        .expect("a sample before the loss")
+        .1
+}
+
+/// Sends of flow 0 (the record needs `record_sends`): (t_ns, seq, bytes, retx, state).
+pub fn sends(sim: &Simulation) -> Vec<(i64, i64, i64, i64, i64)> {
+    let t = &sim.rec.sends;
+    let col = |n| t.column(n).unwrap();
+    let (tt, seq, b, r, st) = (
+        col("t_ns"),
+        col("seq"),
+        col("bytes"),
+        col("retx"),
+        col("state"),
+    );
+    (0..t.len())
+        .map(|i| (tt[i], seq[i], b[i], r[i], st[i]))
+        .collect()
+}
+
+/// FreeBSD cc.c newreno_cc_cong_signal(CC_NDUPACK) with a 1448-byte maxseg:
+/// max(cwnd * 50 / (100 * mss), 2) * mss.
+pub fn freebsd_newreno_ssthresh(cwnd: i64) -> i64 {
+    const MSS: i64 = 1448;
+    (cwnd * 50 / (100 * MSS)).max(2) * MSS
+}
+
 /// Dumbbell: senders 0..n, receivers n..2n, rt1 = 2n, rt2 = 2n + 1; access links at the
 /// bottleneck's rate with `jitter_ns` of host timing noise on the hosts' side.
 pub fn dumbbell(

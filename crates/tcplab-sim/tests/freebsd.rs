@@ -36,37 +36,6 @@ fn one_loss(d43470: bool) -> Simulation {
     one_loss_with(d43470, true)
 }
 
-/// cwnd in the last flow sample before `t`.
-fn cwnd_before(sim: &Simulation, t: i64) -> i64 {
-    samples(sim, 0)
-        .iter()
-        .rev()
-        .find(|s| s.0 < t)
-        .expect("a sample before the loss")
-        .1
-}
-
-/// Sends (t, seq, bytes, retx, state) of flow 0.
-fn sends(sim: &Simulation) -> Vec<(i64, i64, i64, i64, i64)> {
-    let t = &sim.rec.sends;
-    let col = |n| t.column(n).unwrap();
-    let (tt, seq, b, r, st) = (
-        col("t_ns"),
-        col("seq"),
-        col("bytes"),
-        col("retx"),
-        col("state"),
-    );
-    (0..t.len())
-        .map(|i| (tt[i], seq[i], b[i], r[i], st[i]))
-        .collect()
-}
-
-/// cc.c newreno_cc_cong_signal(CC_NDUPACK): max(cwnd * 50 / (100 * mss), 2) * mss.
-fn newreno_ssthresh(cwnd: i64) -> i64 {
-    (cwnd * 50 / (100 * MSS)).max(2) * MSS
-}
-
 #[test]
 fn base_stack_enters_recovery_with_one_segment_and_retransmits_one() {
     let sim = one_loss(false);
@@ -78,7 +47,7 @@ fn base_stack_enters_recovery_with_one_segment_and_retransmits_one() {
     let start = events(&sim, 0, RECOVERY_START);
     let (t0, cwnd, ssthresh) = start[0];
     assert_eq!(cwnd, MSS, "tcp_input.c enter_recovery: snd_cwnd = maxseg");
-    assert_eq!(ssthresh, newreno_ssthresh(cwnd_before(&sim, t0)));
+    assert_eq!(ssthresh, freebsd_newreno_ssthresh(cwnd_before(&sim, t0)));
     let at_entry: Vec<_> = sends(&sim).into_iter().filter(|s| s.0 == t0).collect();
     assert_eq!(at_entry.len(), 1);
     assert_eq!(
@@ -97,7 +66,7 @@ fn d43470_enters_recovery_at_ssthresh_after_one_retransmission() {
         (1, 0, 1)
     );
     let (t0, cwnd, ssthresh) = events(&sim, 0, RECOVERY_START)[0];
-    assert_eq!(ssthresh, newreno_ssthresh(cwnd_before(&sim, t0)));
+    assert_eq!(ssthresh, freebsd_newreno_ssthresh(cwnd_before(&sim, t0)));
     assert_eq!(
         cwnd, ssthresh,
         "cwnd = pipe + maxseg for the retransmission, then ssthresh"

@@ -24,29 +24,6 @@ fn one_loss() -> Simulation {
     run(&cfg)
 }
 
-/// (t, cwnd) of every flow sample of flow 0.
-fn cwnd_before(sim: &Simulation, t: i64) -> i64 {
-    samples(sim, 0)
-        .iter()
-        .rev()
-        .find(|s| s.0 < t)
-        .expect("a sample before the loss")
-        .1
-}
-
-/// Sends (t, bytes, retx, state) of flow 0.
-fn sends(sim: &Simulation) -> Vec<(i64, i64, i64, i64)> {
-    let t = &sim.rec.sends;
-    let col = |n| t.column(n).unwrap();
-    let (tt, b, r, st) = (col("t_ns"), col("bytes"), col("retx"), col("state"));
-    (0..t.len()).map(|i| (tt[i], b[i], r[i], st[i])).collect()
-}
-
-/// cc.c newreno_cc_cong_signal(CC_NDUPACK): max(cwnd * 50 / (100 * mss), 2) * mss.
-fn newreno_ssthresh(cwnd: i64) -> i64 {
-    (cwnd * 50 / (100 * MSS)).max(2) * MSS
-}
-
 #[test]
 fn rack_keeps_cwnd_on_entry_and_sets_ssthresh_from_it() {
     let sim = one_loss();
@@ -60,10 +37,10 @@ fn rack_keeps_cwnd_on_entry_and_sets_ssthresh_from_it() {
         cwnd >= before,
         "cwnd at entry {cwnd} collapsed below the {before} before"
     );
-    assert_eq!(ssthresh, newreno_ssthresh(cwnd));
+    assert_eq!(ssthresh, freebsd_newreno_ssthresh(cwnd));
     // rc_prr_sndcnt = maxseg at entry: the retransmission goes at once.
-    let first_retx = sends(&sim).into_iter().find(|s| s.2 == 1).unwrap();
-    assert_eq!((first_retx.0, first_retx.1), (t0, MSS));
+    let first_retx = sends(&sim).into_iter().find(|s| s.3 == 1).unwrap();
+    assert_eq!((first_retx.0, first_retx.2), (t0, MSS));
 }
 
 #[test]
@@ -73,7 +50,7 @@ fn prr_lets_about_ssthresh_out_during_recovery() {
     // in recovery (the retransmission included) comes to ssthresh, within whole segments.
     let sim = one_loss();
     let (_, _, ssthresh) = events(&sim, 0, RECOVERY_START)[0];
-    let sent: i64 = sends(&sim).iter().filter(|s| s.3 == 1).map(|s| s.1).sum();
+    let sent: i64 = sends(&sim).iter().filter(|s| s.4 == 1).map(|s| s.2).sum();
     let ratio = sent as f64 / ssthresh as f64;
     assert!(
         (0.9..=1.05).contains(&ratio),
