@@ -51,9 +51,10 @@ def run(
     force: Annotated[bool, typer.Option(help="Replace an existing results folder.")] = False,
     intervals: Annotated[bool, typer.Option(help="Print iperf3-style interval lines.")] = True,
     report: Annotated[bool, typer.Option(help="Make charts and report.html.")] = True,
+    backend: Annotated[str, typer.Option(help="sim (the simulator) or netns (this machine's Linux TCP in network namespaces; root).")] = "sim",
 ) -> None:
-    """Run an experiment on the simulator and write its results folder."""
-    from .runner import default_out, execute, execute_iterations
+    """Run an experiment and write its results folder (simulator by default, or real Linux TCP)."""
+    from .runner import BACKENDS, default_out
 
     try:
         data, source = load_spec(spec)
@@ -62,18 +63,53 @@ def run(
         resolved = resolve(data, source, seed=seed, duration=duration)
     except SpecError as e:
         _fail(str(e))
+    if backend not in BACKENDS:
+        _fail(f"--backend: {backend!r} is not a backend; allowed: {', '.join(BACKENDS)}")
+    if backend == "netns":
+        _netns_precheck(resolved)
     target = out or default_out(resolved.name)
     if target.exists() and not force:
         _fail(f"{target} already exists (choose another --out or pass --force)")
     command = shlex.join(["tcplab", *sys.argv[1:]])
     seeds = [resolved.seed + i for i in range(iterations)]
+    from .backends.netns import HostError, PlanError
+
+    try:
+        _run_with_progress(resolved, data, source, duration, target, force, report, command, backend, iterations, seeds,
+                           intervals)
+    except (HostError, PlanError) as e:
+        _fail(f"netns backend: {e}")
+    except KeyboardInterrupt:
+        _fail("interrupted; nothing was kept")
+
+
+def _netns_precheck(resolved) -> None:
+    """Refuse early, before any output, what the netns backend cannot run."""
+    import os
+
+    from .backends.netns import PlanError
+    from .backends.netns.plan import build
+
+    if os.geteuid() != 0:
+        _fail("the netns backend needs root (network namespaces, qdiscs, tracefs): run it with sudo")
+    try:
+        build(resolved, "tl0000")
+    except PlanError as e:
+        _fail(f"netns backend: {e}")
+
+
+def _run_with_progress(resolved, data, source, duration, target, force, report, command, backend, iterations, seeds,
+                       intervals) -> None:
+    from .runner import execute, execute_iterations
+
     with _progress() as prog:
         task = prog.add_task(resolved.name, total=1000, sim="0.0s")
         if iterations == 1:
             def step(now: int, stop: int) -> None:
                 prog.update(task, completed=1000 * now / stop, sim=f"{now / 1e9:.1f}s")
 
-            path, summary = execute(resolved, target, force=force, progress=step, report=report, command=command)
+            path, summary = execute(resolved, target, force=force, progress=step, report=report, command=command,
+                                    backend=backend)
             summaries = [summary]
         else:
             def step_i(i: int, now: int, stop: int) -> None:
@@ -81,7 +117,8 @@ def run(
                             description=f"{resolved.name} [{i + 1}/{iterations}]", sim=f"{now / 1e9:.1f}s")
 
             path, summaries = execute_iterations(lambda s: resolve(data, source, seed=s, duration=duration), seeds, target,
-                                                 force=force, progress=step_i, report=report, command=command)
+                                                 force=force, progress=step_i, report=report, command=command,
+                                                 backend=backend)
     if iterations == 1:
         _print_run(path, intervals)
     else:

@@ -39,17 +39,29 @@ def git_revision() -> str:
     return out.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
 
 
-def _into(directory: Path, resolved: Resolved, progress: Progress | None, report: bool, command: str) -> dict[str, Any]:
+BACKENDS = ("sim", "netns")
+
+
+def _backend_run(backend: str):
+    if backend == "netns":
+        from .backends import netns
+
+        return netns.run
+    return sim_backend.run
+
+
+def _into(directory: Path, resolved: Resolved, progress: Progress | None, report: bool, command: str,
+          backend: str = "sim") -> dict[str, Any]:
     wall0 = time.monotonic()
     write_toml(directory / "spec.toml", resolved.spec)
-    totals = sim_backend.run(resolved, directory, progress)
+    totals = _backend_run(backend)(resolved, directory, progress)
     summary = summarize(resolved, totals, directory)
     write_json(directory / "summary.json", summary)
     meta = {
         "tcplab_version": __version__,
         "git_revision": git_revision(),
         "seed": resolved.seed,
-        "backend": "sim",
+        "backend": backend,
         "source": resolved.source,
         "description": resolved.spec.get("description", ""),
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
@@ -99,11 +111,11 @@ def _or_none(df):
 
 
 def execute(resolved: Resolved, out: Path, *, force: bool = False, progress: Progress | None = None,
-            report: bool = True, command: str = "") -> tuple[Path, dict[str, Any]]:
-    """Run into `out`, atomically. Returns (final folder, summary)."""
+            report: bool = True, command: str = "", backend: str = "sim") -> tuple[Path, dict[str, Any]]:
+    """Run into `out`, atomically, on `backend` (sim or netns). Returns (final folder, summary)."""
     rd = RunDir(out, force=force)
     try:
-        summary = _into(rd.tmp, resolved, progress, report, command)
+        summary = _into(rd.tmp, resolved, progress, report, command, backend)
         return rd.commit(), summary
     except BaseException:
         rd.abort()
@@ -112,7 +124,7 @@ def execute(resolved: Resolved, out: Path, *, force: bool = False, progress: Pro
 
 def execute_iterations(resolve_seed: Callable[[int], Resolved], seeds: list[int], out: Path, *, force: bool = False,
                        progress: Callable[[int, int, int], None] | None = None, report: bool = True,
-                       command: str = "") -> tuple[Path, list[dict[str, Any]]]:
+                       command: str = "", backend: str = "sim") -> tuple[Path, list[dict[str, Any]]]:
     """Run one iteration per seed into out/iter-NNN, then write out/iterations.json."""
     rd = RunDir(out, force=force)
     try:
@@ -121,7 +133,7 @@ def execute_iterations(resolve_seed: Callable[[int], Resolved], seeds: list[int]
             sub = rd.tmp / f"iter-{i + 1:03d}"
             sub.mkdir()
             step = (lambda now, stop, i=i: progress(i, now, stop)) if progress else None
-            summaries.append(_into(sub, resolve_seed(seed), step, report, command))
+            summaries.append(_into(sub, resolve_seed(seed), step, report, command, backend))
         write_json(rd.tmp / "iterations.json", {"seeds": seeds, "runs": [f"iter-{i + 1:03d}" for i in range(len(seeds))]})
         write_toml(rd.tmp / "spec.toml", resolve_seed(seeds[0]).spec | {"seed": seeds[0]})
         return rd.commit(), summaries

@@ -22,7 +22,7 @@ def _r(x: float | None, nd: int = 6) -> float | None:
 
 
 def summarize(resolved: Resolved, totals: dict[str, Any], run_dir: Path) -> dict[str, Any]:
-    """Build summary.json's content from the resolved spec, the simulator totals and the tables."""
+    """Build summary.json's content from the resolved spec, the backend's totals and the tables."""
     intervals = read_table(run_dir, "intervals")
     ports = read_table(run_dir, "ports")
     flows = []
@@ -49,17 +49,20 @@ def summarize(resolved: Resolved, totals: dict[str, Any], run_dir: Path) -> dict
         })
     # Measurement window: from the first start to the last time-limited application's end (or the
     # last completion), on the port counters' interval grid.
-    starts = [f["start_ns"] for f in resolved.flows]
+    # A real-kernel run reports when each client actually started; the simulator starts on time.
+    starts = [st.get("start_ns", f["start_ns"]) for f, st in zip(resolved.flows, totals["flows"])]
     ends = []
-    for f, s in zip(resolved.flows, flows):
+    for f, t_start, s in zip(resolved.flows, starts, flows):
         if f["app"]["kind"] == "time":
-            ends.append(f["start_ns"] + f["app"]["duration_ns"])
+            ends.append(t_start + f["app"]["duration_ns"])
         elif s["completion_s"] is not None:
-            ends.append(f["start_ns"] + int(s["completion_s"] * 1e9))
+            ends.append(t_start + int(s["completion_s"] * 1e9))
     t0, t1 = min(starts), max(ends) if ends else totals["end_ns"]
     label = f"{resolved.ports[resolved.bottleneck_port]['from']}->{resolved.ports[resolved.bottleneck_port]['to']}"
     rate = resolved.ports[resolved.bottleneck_port]["rate_bps"]
-    bott = ports[(ports["port"] == label) & (ports["t_start_ns"] >= t0) & (ports["t_end_ns"] <= t1)] if len(ports) else ports
+    # Counter intervals overlapping the window (on the simulator's grid they lie exactly inside it;
+    # a kernel run's sampler starts and stops a little off it).
+    bott = ports[(ports["port"] == label) & (ports["t_end_ns"] > t0) & (ports["t_start_ns"] < t1)] if len(ports) else ports
     window_s = (bott["t_end_ns"].max() - bott["t_start_ns"].min()) / 1e9 if len(bott) else 0.0
     util = bott["tx_bytes"].sum() * 8 / (rate * window_s) if window_s else None
     time_flows = [s for s in flows if s["kind"] == "time"]
@@ -72,10 +75,10 @@ def summarize(resolved: Resolved, totals: dict[str, Any], run_dir: Path) -> dict
     else:
         goodput = 0.0
     port_tot = next(p for p in totals["ports"] if p["port"] == resolved.bottleneck_port)
-    return {
+    out = {
         "name": resolved.name,
         "seed": resolved.seed,
-        "backend": "sim",
+        "backend": totals.get("backend", "sim"),
         "flows": flows,
         "bottleneck": {
             "link": label,
@@ -90,5 +93,9 @@ def summarize(resolved: Resolved, totals: dict[str, Any], run_dir: Path) -> dict
         },
         "fairness_jain": _r(jain_index([s["throughput_mbps"] or 0.0 for s in time_flows])),
         "background": totals["udp"],
-        "simulator": {"events": totals["events"], "packets": totals["packets"], "end_s": _r(totals["end_ns"] / 1e9)},
     }
+    if "events" in totals:
+        out["simulator"] = {"events": totals["events"], "packets": totals["packets"], "end_s": _r(totals["end_ns"] / 1e9)}
+    if "emulation" in totals:
+        out["emulation"] = totals["emulation"]
+    return out

@@ -1,0 +1,414 @@
+"""The real-kernel backend: runs a spec on this machine's Linux TCP in network namespaces, with
+htb/pfifo bottlenecks, tcplab-linkem for delay and loss, iperf3 for traffic and the tcp_probe
+tracepoint for cwnd, and writes the same tables as the simulator.
+
+Order of a run: preflight -> plan -> register -> build -> linkem -> self-check (RTT, rate) ->
+servers -> trace -> clients (each at its start time) -> sample counters until done -> collect ->
+self-check (RTT again) -> teardown (always: on success, error, Ctrl-C and SIGTERM).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import pandas as pd
+
+from ...spec import Resolved
+from . import host, plan as planmod, trace
+from .host import HostError, in_ns
+from .plan import BG_PORT_BASE, CPORT_BASE, SERVER_PORT_BASE, UDP_OVERHEAD, PlanError
+
+__all__ = ["run", "HostError", "PlanError", "linkem_binary"]
+
+#: A self-check beyond these marks the run "emulation unfaithful" (issue 4's thresholds).
+MAX_RATE_ERROR = 0.05
+MAX_RTT_ERROR_MS = 1.0
+QUEUE_SAMPLE_NS = 100_000_000
+
+
+class Interrupted(Exception):
+    """SIGTERM arrived; raised in the main thread so teardown runs."""
+
+
+def linkem_binary() -> str:
+    """The tcplab-linkem executable: $TCPLAB_LINKEM, else the workspace's release build."""
+    env = os.environ.get("TCPLAB_LINKEM")
+    if env:
+        return env
+    root = Path(__file__).resolve().parents[4]
+    exe = root / "target" / "release" / "tcplab-linkem"
+    if not exe.is_file():
+        raise HostError(f"{exe} is missing: build it with `cargo build --release -p tcplab-linkem` (./scripts/install does)")
+    return str(exe)
+
+
+def _sysctls(resolved: Resolved, p: planmod.Plan) -> dict[str, dict[str, str]]:
+    """Per-namespace sysctls: no cached metrics anywhere (or ssthresh carries over between runs);
+    the flows' buffer maxima as tcp_wmem at senders and tcp_rmem at receivers."""
+    names = [n["name"] for n in resolved.sim_config["nodes"]]
+    out: dict[str, dict[str, str]] = {ns: {"net.ipv4.tcp_no_metrics_save": "1"} for ns in p.node_ns.values()}
+    for f in resolved.sim_config["flows"]:
+        src, dst = p.node_ns[names[f["src"]]], p.node_ns[names[f["dst"]]]
+        out[src]["net.ipv4.tcp_wmem"] = f"4096 16384 {f['sndbuf_bytes']}"
+        out[dst]["net.ipv4.tcp_rmem"] = f"4096 131072 {f['rcvbuf_bytes']}"
+    return out
+
+
+def _ping_rtt_ms(ns: str, addr: str, count: int = 12) -> float | None:
+    """Smallest of `count` pings (the first, which waits for ARP, is dropped)."""
+    out = host.run(in_ns(ns, ["ping", "-n", "-c", str(count), "-i", "0.05", "-W", "2", addr]), check=False,
+                   timeout=30).stdout
+    times = [float(x.split("=")[1]) for x in out.split() if x.startswith("time=")]
+    return min(times[1:]) if len(times) > 1 else None
+
+
+class _Procs:
+    """Child processes of a run, killed at teardown whatever happened."""
+
+    def __init__(self) -> None:
+        self.items: list[subprocess.Popen] = []
+
+    def start(self, args: list[str], **kw: Any) -> subprocess.Popen:
+        p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+        self.items.append(p)
+        return p
+
+    def kill_all(self) -> None:
+        for p in self.items:
+            if p.poll() is None:
+                p.kill()
+        for p in self.items:
+            try:
+                p.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
+
+
+def _start_linkems(p: planmod.Plan, procs: _Procs, seed: int, stats_dir: Path) -> list[tuple[planmod.Linkem, subprocess.Popen, Path]]:
+    exe = linkem_binary()
+    out = []
+    for i, e in enumerate(p.linkems):
+        stats = stats_dir / f"linkem-{i}.json"
+        args = in_ns(e.ns, [exe, "--a", e.dev_a, "--b", e.dev_b, "--delay-ab-us", str(e.delay_ab_ns // 1000),
+                            "--delay-ba-us", str(e.delay_ba_ns // 1000), "--loss-ab", repr(e.loss_ab),
+                            "--loss-ba", repr(e.loss_ba), "--seed", str(seed + i), "--stats", str(stats)])
+        proc = procs.start(args)
+        line = proc.stdout.readline() if proc.stdout else ""
+        if line.strip() != "ready":
+            err = proc.stderr.read() if proc.stderr and proc.poll() is not None else ""
+            raise HostError(f"tcplab-linkem in {e.ns} did not start: {err.strip() or line.strip()}")
+        out.append((e, proc, stats))
+    return out
+
+
+def _stop_linkems(items: list[tuple[planmod.Linkem, subprocess.Popen, Path]]) -> list[dict[str, Any]]:
+    res = []
+    for e, proc, stats in items:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        data = json.loads(stats.read_text()) if stats.is_file() else {}
+        res.append({"link": e.link_label} | data)
+    return res
+
+
+def _calibrate_rate(resolved: Resolved, p: planmod.Plan, procs: _Procs) -> dict[str, Any] | None:
+    """A 1 s UDP flow at 1.1x the bottleneck rate through it; the receiver's rate vs the rate htb
+    allows (it counts L2 frames: payload share of a full 1514-byte frame)."""
+    bott = resolved.ports[resolved.bottleneck_port]
+    label = f"{bott['from']}->{bott['to']}"
+    if label not in {s.port_label for s in p.shapers}:
+        return None
+    f0 = resolved.flows[0]
+    src, dst = p.node_ns[f0["host"]], p.node_ns[f0["to"]]
+    port = str(BG_PORT_BASE + 90)
+    procs.start(in_ns(dst, ["iperf3", "-s", "-1", "-p", port]))
+    time.sleep(0.3)
+    payload = 1472
+    out = host.run(in_ns(src, ["iperf3", "-c", p.host_addr[f0["to"]], "-p", port, "-u", "-b",
+                               str(int(bott["rate_bps"] * 1.1)), "-l", str(payload), "-t", "1.5", "-J"]),
+                   check=False, timeout=30).stdout
+    try:
+        recv_bps = json.loads(out)["end"]["sum_received"]["bits_per_second"]
+    except (ValueError, KeyError):
+        return {"port": label, "error": "calibration flow produced no result"}
+    expected = bott["rate_bps"] * payload / (payload + UDP_OVERHEAD)
+    return {"port": label, "configured_mbps": bott["rate_bps"] / 1e6, "expected_payload_mbps": round(expected / 1e6, 3),
+            "measured_payload_mbps": round(recv_bps / 1e6, 3), "error": round(recv_bps / expected - 1, 4)}
+
+
+def _iperf_args(f: dict[str, Any], i: int, dst_addr: str, interval_ns: int) -> list[str]:
+    args = ["iperf3", "-c", dst_addr, "-p", str(SERVER_PORT_BASE + i), "--cport", str(CPORT_BASE + i), "-C",
+            "reno" if f["cc"] == "newreno" else f["cc"], "-l", str(f["write_bytes"]), "-J",
+            "-i", f"{max(interval_ns, 100_000_000) / 1e9:g}"]
+    if f["app"]["kind"] == "time":
+        args += ["-t", f"{f['app']['duration_ns'] / 1e9:g}"]
+    else:
+        args += ["-n", str(f["app"]["bytes"])]
+    return args
+
+
+def _netstat(ns: str) -> dict[str, int]:
+    """TcpExt and Tcp counters of a namespace (per-netns, so per sender here)."""
+    vals: dict[str, int] = {}
+    for path in ("/proc/net/netstat", "/proc/net/snmp"):
+        lines = host.run(in_ns(ns, ["cat", path]), check=False).stdout.splitlines()
+        for head, body in zip(lines[::2], lines[1::2]):
+            prefix = head.split(":")[0]
+            for k, v in zip(head.split()[1:], body.split()[1:]):
+                try:
+                    vals[f"{prefix}.{k}"] = int(v)
+                except ValueError:
+                    pass
+    return vals
+
+
+class _Sampler(threading.Thread):
+    """Port counters every interval and the bottleneck queue every 100 ms, relative to t0."""
+
+    def __init__(self, p: planmod.Plan, bott_label: str, interval_ns: int, t0_ns: int):
+        super().__init__(name="tcplab-sampler", daemon=True)
+        self.p, self.bott, self.interval_ns, self.t0 = p, bott_label, interval_ns, t0_ns
+        self.stop_ev = threading.Event()
+        self.ports: list[dict[str, Any]] = []
+        self.queues: list[dict[str, Any]] = []
+        self.max_queue: dict[str, int] = {}
+        self._shaped = {s.port_label: s for s in p.shapers}
+
+    def _snapshot(self) -> dict[str, tuple[int, int, int]]:
+        by_ns: dict[str, dict[str, tuple[int, int]]] = {}
+        snap = {}
+        for label, (ns, dev) in self.p.egress.items():
+            if ns not in by_ns:
+                by_ns[ns] = host.link_tx(ns)
+            b, pk = by_ns[ns].get(dev, (0, 0))
+            drops = host.qdisc_stats(ns, dev).get("drops", 0) if label in self._shaped else 0
+            snap[label] = (b, pk, drops)
+        return snap
+
+    def _rows(self, snap: dict[str, tuple[int, int, int]], prev: dict[str, tuple[int, int, int]], t_start: int,
+              t_end: int) -> None:
+        for label, (b, pk, dr) in snap.items():
+            pb, ppk, pdr = prev[label]
+            self.ports.append({"t_start_ns": t_start, "t_end_ns": t_end, "port": label, "tx_bytes": b - pb,
+                               "tx_packets": pk - ppk, "drops": dr - pdr, "losses": 0})
+
+    def run(self) -> None:
+        prev = self._snapshot()
+        prev_t = time.monotonic_ns() - self.t0
+        next_port = prev_t + self.interval_ns
+        ns, dev = self.p.egress[self.bott]
+        while True:
+            if self.stop_ev.is_set():
+                # The last, partial interval, so the counters cover the whole run.
+                self._rows(self._snapshot(), prev, prev_t, time.monotonic_ns() - self.t0)
+                break
+            now = time.monotonic_ns() - self.t0
+            if self.bott in self._shaped:
+                q = host.qdisc_stats(ns, dev)
+                self.queues.append({"t_ns": now, "port": self.bott, "queue_packets": q.get("backlog_packets", 0),
+                                    "queue_bytes": q.get("backlog_bytes", 0)})
+                self.max_queue[self.bott] = max(self.max_queue.get(self.bott, 0), q.get("backlog_packets", 0))
+            if now >= next_port:
+                snap = self._snapshot()
+                self._rows(snap, prev, prev_t, now)
+                prev, prev_t = snap, now
+                next_port = now + self.interval_ns
+            self.stop_ev.wait(QUEUE_SAMPLE_NS / 1e9)
+
+
+def _write(directory: Path, name: str, rows: list[dict[str, Any]], columns: list[str]) -> None:
+    if not rows:
+        return
+    df = pd.DataFrame(rows, columns=columns)
+    for c in columns:
+        if c not in ("flow", "port"):
+            df[c] = df[c].astype("int64")
+    df.to_parquet(directory / f"{name}.parquet", compression="zstd", index=False)
+
+
+def run(resolved: Resolved, directory: Path, progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+    """Run `resolved` on real Linux TCP, writing tables into `directory`. Returns totals in the
+    simulator's shape plus an `emulation` section (what was built and the self-checks)."""
+    p = planmod.build(resolved, planmod.new_run_id())
+    info = host.preflight({("reno" if f["cc"] == "newreno" else f["cc"]) for f in resolved.flows})
+    root = host.tracefs()
+    instance = f"tcplab-{p.run_id}"
+    host.register(p, extra={"instance": instance})
+    procs = _Procs()
+    old_term = signal.getsignal(signal.SIGTERM)
+
+    def on_term(signum: int, frame: Any) -> None:
+        raise Interrupted("SIGTERM")
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, on_term)
+    try:
+        return _run(resolved, directory, progress, p, info, root, instance, procs)
+    finally:
+        procs.kill_all()
+        left = host.teardown(p.run_id, p.namespaces, instance)
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, old_term)
+        if left:
+            raise HostError(f"could not remove {', '.join(left)}; run `tcplab netns cleanup`")
+
+
+def _run(resolved: Resolved, directory: Path, progress: Callable[[int, int], None] | None, p: planmod.Plan,
+         info: dict[str, Any], root: Path, instance: str, procs: _Procs) -> dict[str, Any]:
+    cfg = resolved.sim_config
+    names = [n["name"] for n in cfg["nodes"]]
+    host.build(p, _sysctls(resolved, p))
+    work = directory / "netns"
+    work.mkdir()
+    linkems = _start_linkems(p, procs, resolved.seed, work)
+    host.register(p, pids=[x[1].pid for x in linkems], extra={"instance": instance})
+    flows = resolved.flows
+    rtt_cfg = {f["name"]: planmod.path_rtt_ns(resolved, f["host"], f["to"]) / 1e6 for f in flows}
+    rtt_before = {f["name"]: _ping_rtt_ms(p.node_ns[f["host"]], p.host_addr[f["to"]]) for f in flows}
+    calibration = _calibrate_rate(resolved, p, procs)
+    # Servers, one per flow and per background stream.
+    for i, f in enumerate(flows):
+        procs.start(in_ns(p.node_ns[f["to"]], ["iperf3", "-s", "-1", "-p", str(SERVER_PORT_BASE + i)]))
+    for j, u in enumerate(cfg["udp"]):
+        procs.start(in_ns(p.node_ns[names[u["dst"]]], ["iperf3", "-s", "-1", "-J", "-p", str(BG_PORT_BASE + j)]))
+    time.sleep(0.5)
+    stats_before = {f["name"]: _netstat(p.node_ns[f["host"]]) for f in flows}
+    session = trace.TraceSession(root, instance, [CPORT_BASE + i for i in range(len(flows))], cfg["sample_interval_ns"])
+    session.start()
+    t0 = time.monotonic_ns()
+    bott = resolved.ports[resolved.bottleneck_port]
+    sampler = _Sampler(p, f"{bott['from']}->{bott['to']}", cfg["interval_ns"], t0)
+    sampler.start()
+    # Launch schedule: background first, then each client at its start time.
+    launches: list[tuple[int, str, list[str], str]] = []
+    for j, u in enumerate(cfg["udp"]):
+        dur = max(0.1, (min(u["stop_ns"], cfg["stop_ns"]) - u["start_ns"]) / 1e9)
+        args = ["iperf3", "-c", p.host_addr[names[u["dst"]]], "-p", str(BG_PORT_BASE + j), "-u", "-b", str(u["rate_bps"]),
+                "-l", str(max(1, u["size_bytes"] - 28)), "-t", f"{dur:g}", "-J"]
+        launches.append((u["start_ns"], f"udp{j}", in_ns(p.node_ns[names[u["src"]]], args), "udp"))
+    for i, f in enumerate(flows):
+        args = _iperf_args(cfg["flows"][i] | {"app": f["app"]}, i, p.host_addr[f["to"]], cfg["interval_ns"])
+        launches.append((f["start_ns"], f["name"], in_ns(p.node_ns[f["host"]], args), "tcp"))
+    launches.sort(key=lambda x: x[0])
+    clients: dict[str, tuple[subprocess.Popen, int]] = {}
+    end_ns = max(f["start_ns"] + f["app"].get("duration_ns", 0) for f in flows)
+    deadline_ns = max(cfg["stop_ns"], end_ns) + 60_000_000_000
+    for start_ns, name, args, _ in launches:
+        while time.monotonic_ns() - t0 < start_ns:
+            time.sleep(min(0.05, (start_ns - (time.monotonic_ns() - t0)) / 1e9 + 0.0005))
+        clients[name] = (procs.start(args), time.monotonic_ns() - t0)
+    tcp_names = [f["name"] for f in flows]
+    while any(clients[n][0].poll() is None for n in tcp_names):
+        now = time.monotonic_ns() - t0
+        if progress:
+            progress(min(now, end_ns), end_ns)
+        if now > deadline_ns:
+            raise HostError("iperf3 clients did not finish within 60 s of their end")
+        time.sleep(0.2)
+    time.sleep(0.2)
+    sampler.stop_ev.set()
+    sampler.join(timeout=10)
+    collector = session.stop()
+    results = {}
+    for name, (proc, launched_ns) in clients.items():
+        try:
+            out, err = proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, err = proc.communicate()
+        try:
+            results[name] = (json.loads(out), launched_ns)
+        except ValueError:
+            raise HostError(f"iperf3 client {name} gave no JSON: {err.strip()[:300]}") from None
+        if "error" in results[name][0]:
+            raise HostError(f"iperf3 client {name}: {results[name][0]['error']}")
+    stats_after = {f["name"]: _netstat(p.node_ns[f["host"]]) for f in flows}
+    rtt_after = {f["name"]: _ping_rtt_ms(p.node_ns[f["host"]], p.host_addr[f["to"]]) for f in flows}
+    linkem_stats = _stop_linkems(linkems)
+    # Records.
+    intervals, flow_totals = [], []
+    for i, f in enumerate(flows):
+        data, launched = results[f["name"]]
+        for iv in data.get("intervals", []):
+            st = iv["streams"][0]
+            intervals.append({"flow": f["name"], "t_start_ns": launched + int(st["start"] * 1e9),
+                              "t_end_ns": launched + int(st["end"] * 1e9), "bytes": int(st["bytes"]),
+                              "retrans_segs": int(st.get("retransmits", 0)), "cwnd_bytes": int(st.get("snd_cwnd", 0)),
+                              "srtt_us": int(st.get("rtt", 0))})
+        end = data["end"]
+        snd, rcv = end["streams"][0]["sender"], end["streams"][0]["receiver"]
+        d = {k: stats_after[f["name"]].get(k, 0) - stats_before[f["name"]].get(k, 0)
+             for k in ("TcpExt.TCPSackRecovery", "TcpExt.TCPRenoRecovery", "TcpExt.TCPTimeouts")}
+        completion = None if f["app"]["kind"] == "time" else int(rcv["seconds"] * 1e9)
+        flow_totals.append({
+            "flow": f["name"], "cc": f["cc"], "stack": "linux", "start_ns": launched,
+            "bytes_written": int(snd["bytes"]), "bytes_delivered": int(rcv["bytes"]), "bytes_sent": int(snd["bytes"]),
+            "retrans_segs": int(snd.get("retransmits", 0)),
+            "recoveries": d["TcpExt.TCPSackRecovery"] + d["TcpExt.TCPRenoRecovery"], "rtos": d["TcpExt.TCPTimeouts"],
+            "completion_ns": completion, "cwnd_bytes": int(intervals[-1]["cwnd_bytes"]) if intervals else 0,
+            "srtt_ns": int(snd.get("mean_rtt", 0)) * 1000, "min_rtt_ns": int(snd.get("min_rtt", 0)) * 1000,
+        })
+    samples, events = trace.to_records(collector, flows, t0)
+    _write(directory, "flows", samples, ["t_ns", "flow", "cwnd_bytes", "ssthresh_bytes", "snd_una", "snd_nxt",
+                                         "flight_bytes", "srtt_us", "rto_us", "bytes_sent", "bytes_acked",
+                                         "retrans_segs", "state"])
+    _write(directory, "intervals", intervals, ["flow", "t_start_ns", "t_end_ns", "bytes", "retrans_segs", "cwnd_bytes", "srtt_us"])
+    _write(directory, "events", events, ["t_ns", "flow", "event", "cwnd_bytes", "ssthresh_bytes", "flight_bytes",
+                                         "outstanding_bytes", "retrans_segs"])
+    _write(directory, "ports", sampler.ports, ["t_start_ns", "t_end_ns", "port", "tx_bytes", "tx_packets", "drops", "losses"])
+    _write(directory, "queues", sampler.queues, ["t_ns", "port", "queue_packets", "queue_bytes"])
+    ports_tot = []
+    losses_by_port: dict[str, int] = {}
+    for e, st in zip(p.linkems, linkem_stats):
+        a, b = e.link_label.split("<->")
+        losses_by_port[f"{a}->{b}"] = st.get("ab", {}).get("lost", 0)
+        losses_by_port[f"{b}->{a}"] = st.get("ba", {}).get("lost", 0)
+    for port in resolved.ports:
+        label = f"{port['from']}->{port['to']}"
+        rows = [r for r in sampler.ports if r["port"] == label]
+        ports_tot.append({"port": port["port"], "from": port["from"], "to": port["to"], "rate_bps": port["rate_bps"],
+                          "tx_bytes": sum(r["tx_bytes"] for r in rows), "tx_packets": sum(r["tx_packets"] for r in rows),
+                          "drops": sum(r["drops"] for r in rows), "losses": losses_by_port.get(label, 0),
+                          "max_queue_packets": sampler.max_queue.get(label, 0)})
+    udp = []
+    for j, u in enumerate(cfg["udp"]):
+        data = results.get(f"udp{j}", ({}, 0))[0]
+        sent, recv = data.get("end", {}).get("sum_sent", {}), data.get("end", {}).get("sum_received", {})
+        udp.append({"name": u["name"], "sent": int(sent.get("packets", 0)),
+                    "received": int(recv.get("packets", 0)) - int(recv.get("lost_packets", 0)),
+                    "received_bytes": int(recv.get("bytes", 0))})
+    rtt_check = []
+    for f in flows:
+        for when, val in (("before", rtt_before[f["name"]]), ("after", rtt_after[f["name"]])):
+            err = None if val is None else round(val - rtt_cfg[f["name"]], 3)
+            rtt_check.append({"flow": f["name"], "when": when, "configured_ms": round(rtt_cfg[f["name"]], 3),
+                              "measured_min_ms": val, "error_ms": err})
+    problems = [f"RTT {r['flow']} {r['when']}: " + ("no reply" if r["error_ms"] is None else f"{r['error_ms']:+.3f} ms")
+                for r in rtt_check if r["error_ms"] is None or abs(r["error_ms"]) > MAX_RTT_ERROR_MS]
+    if calibration and "error" in calibration and isinstance(calibration["error"], float) \
+            and abs(calibration["error"]) > MAX_RATE_ERROR:
+        problems.append(f"rate {calibration['port']}: {calibration['error'] * 100:+.1f}%")
+    queue_check = [{"port": s.port_label, "limit_packets": s.limit_packets, "limit_bytes": s.limit_bytes,
+                    "drops": next((pt["drops"] for pt in ports_tot if f"{pt['from']}->{pt['to']}" == s.port_label), 0),
+                    "max_backlog_sampled_packets": sampler.max_queue.get(s.port_label)} for s in p.shapers]
+    emulation = {
+        "host": info, "plan": planmod.describe(p), "offloads": "TSO, GSO, GRO and tx checksum off on every veth",
+        "delay_element": "tcplab-linkem (userspace, AF_PACKET)" if p.linkems else "none",
+        "rtt_check": rtt_check, "rate_check": calibration, "queue_check": queue_check, "linkem": linkem_stats,
+        "trace": {"lines": collector.lines, "bad_lines": collector.bad_lines,
+                  "overruns": getattr(collector, "overruns", None), "error": session.error},
+        "faithful": not problems, "problems": problems,
+    }
+    (work / "iperf3.json").write_text(json.dumps({k: v[0] for k, v in results.items()}, indent=1, sort_keys=True))
+    return {"backend": "netns", "end_ns": time.monotonic_ns() - t0, "flows": flow_totals, "ports": ports_tot, "udp": udp,
+            "emulation": emulation}
