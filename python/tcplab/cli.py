@@ -257,6 +257,60 @@ def recovery(
 
 
 @app.command()
+def compare(
+    run_a: Annotated[Path, typer.Argument(help="First results folder (e.g. the simulator's run).")],
+    run_b: Annotated[Path, typer.Argument(help="Second results folder (e.g. the kernel's run of the same spec).")],
+    out: Annotated[Optional[Path], typer.Option(help="Write compare.json and overlaid cwnd charts here.")] = None,
+) -> None:
+    """Two runs side by side: per-flow throughput and difference, retransmissions, recovery
+    episodes, cwnd-trajectory distance; with --out, overlaid cwnd charts."""
+    from .analysis.compare import compare as compare_runs
+    from .report.plots import cwnd_overlay
+    from .report.text import compare_table
+    from .store import RunDir, write_json
+
+    try:
+        ra, rb = Run(run_a), Run(run_b)
+    except FileNotFoundError as e:
+        _fail(str(e))
+    sa, sb = ra.table("flows"), rb.table("flows")
+    rows = compare_runs(ra.info, rb.info, sa, sb, ra.recovery, rb.recovery)
+    if not rows:
+        _fail(f"{run_a} and {run_b} have no flow in common")
+    labels = (f"A ({ra.info.get('backend', 'sim')})", f"B ({rb.info.get('backend', 'sim')})")
+    out_console.print(compare_table(rows, f"{ra.info['name']}: {run_a} vs {run_b}", labels))
+    if out:
+        rd = RunDir(out, force=True)
+        try:
+            write_json(rd.tmp / "compare.json", {"a": str(run_a), "b": str(run_b), "rows": rows})
+            for r in rows:
+                cwnd_overlay(sa, sb, r["flow"], labels, rd.tmp, f"cwnd_{r['flow']}")
+            rd.commit()
+        except BaseException:
+            rd.abort()
+            raise
+        out_console.print(f"compare: {out}")
+
+
+netns_app = typer.Typer(help="The real-kernel backend's housekeeping.", no_args_is_help=True)
+app.add_typer(netns_app, name="netns")
+
+
+@netns_app.command("cleanup")
+def netns_cleanup() -> None:
+    """Remove what killed netns runs left behind (namespaces, processes, trace instances) — only
+    what tcplab's registry says it created."""
+    import os
+
+    from .backends.netns import host
+
+    if os.geteuid() != 0:
+        _fail("tcplab netns cleanup needs root")
+    done = host.cleanup_leftovers()
+    out_console.print(f"removed the leftovers of {len(done)} run(s)" + (f": {', '.join(done)}" if done else ""))
+
+
+@app.command()
 def version() -> None:
     """Print tcplab's version."""
     out_console.print(f"tcplab {__version__}")

@@ -13,6 +13,7 @@ from .text import interval_lines
 _CSS = """
 body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#222}
 h1{margin-bottom:0}.sub{color:#666;margin-top:.2em}
+.ok{color:#185c18}.bad{color:#a00000}
 table{border-collapse:collapse;margin:1em 0;font-size:.9em}
 th,td{border:1px solid #ccc;padding:.25em .6em;text-align:right}
 th{background:#f3f3f3}td.l,th.l{text-align:left}
@@ -66,6 +67,40 @@ def recovery_section(eps, zooms: list[tuple[str, str]], plots: Path) -> str:
     return f'<section id="recovery"><h2>Loss recovery</h2>{table}{more}{figs}</section>'
 
 
+def emulation_section(em: dict[str, Any] | None) -> str:
+    """A kernel run's emulation self-check: verdict, RTT and rate checks, queues, what was built."""
+    if not em:
+        return ""
+    verdict = ("<p class=ok>Emulation faithful: every self-check within its bound (RTT 1 ms, rate 5%).</p>"
+               if em["faithful"] else
+               f"<p class=bad><b>Emulation unfaithful</b>: {html.escape('; '.join(em['problems']))}</p>")
+    rtt = _table("rtt-check", ["flow", "when", "configured ms", "measured min ms", "error ms"],
+                 [[r["flow"], r["when"], r["configured_ms"], r["measured_min_ms"], r["error_ms"]] for r in em["rtt_check"]], left=2)
+    rc = em.get("rate_check") or {}
+    rate = _table("rate-check", ["port", "configured Mbit/s", "expected payload Mbit/s", "measured payload Mbit/s", "error"],
+                  [[rc.get("port"), rc.get("configured_mbps"), rc.get("expected_payload_mbps"), rc.get("measured_payload_mbps"),
+                    rc.get("error")]], left=1) if rc else "<p>No shaped bottleneck: no rate check.</p>"
+    queues = _table("queue-check", ["port", "limit pkts", "limit bytes", "drops", "max backlog sampled"],
+                    [[q["port"], q["limit_packets"], q["limit_bytes"], q["drops"], q["max_backlog_sampled_packets"]]
+                     for q in em["queue_check"]], left=1)
+    lk = _table("linkem", ["link", "dir", "delay us", "frames in", "frames out", "lost", "ring drops", "late mean us", "late max us"],
+                [[e["link"], d, e[d]["delay_us"], e[d]["frames_in"], e[d]["frames_out"], e[d]["lost"], e[d]["ring_drops"],
+                  e[d]["late_mean_us"], e[d]["late_max_us"]] for e in em["linkem"] for d in ("ab", "ba") if d in e], left=2)
+    plan = em["plan"]
+    notes = "".join(f"<li>{html.escape(x)}</li>" for x in
+                    [f"offloads: {em['offloads']}", f"delay element: {em['delay_element']}",
+                     f"kernel {em['host']['kernel']}, netem available: {em['host']['netem']}",
+                     "host-global (shared by all namespaces): tcp_allowed_congestion_control = "
+                     + " ".join(em["host"]["tcp_allowed_congestion_control (host-global)"])]
+                    + [f"not emulated: {x}" for x in plan["not_emulated"]]
+                    + [f"unshaped (no buffer in the spec, veth speed): {x}" for x in plan["unshaped"]])
+    tr = em["trace"]
+    trace = (f"<p>tcp_probe / tcp_cong_state_set: {tr['lines']} lines, {tr['bad_lines']} malformed, "
+             f"{tr['overruns']} ring-buffer overruns.</p>")
+    return (f'<section id="emulation"><h2>Emulation self-check</h2>{verdict}<h3>RTT</h3>{rtt}<h3>Bottleneck rate</h3>{rate}'
+            f"<h3>Queues</h3>{queues}<h3>Delay element</h3>{lk}{trace}<ul>{notes}</ul></section>")
+
+
 def write(run_dir: Path, summary: dict[str, Any], meta: dict[str, Any], spec_toml: str, intervals, flows: list[dict[str, Any]],
           charts: list[tuple[str, str]], recovery_html: str = "") -> Path:
     """Write run_dir/report.html. `charts` lists (stem, caption) of PNGs in run_dir/plots."""
@@ -93,6 +128,7 @@ def write(run_dir: Path, summary: dict[str, Any], meta: dict[str, Any], spec_tom
 <style>{_CSS}</style></head><body>
 <h1>{html.escape(summary['name'])}</h1><p class="sub">{desc}</p>
 <section id="summary"><h2>Flows</h2>{flows_html}<h2>Bottleneck</h2>{bott_html}</section>
+{emulation_section(summary.get("emulation"))}
 <section id="charts"><h2>Charts</h2>{figures}</section>
 {recovery_html}
 <section><h2>Intervals</h2>{iv_html}</section>

@@ -122,3 +122,16 @@ def recovery_zoom(samples: pd.DataFrame, sends: pd.DataFrame | None, episode: di
         ax2.set_ylim(bottom=0)
     _finish(ax, "time (s)", "kB", f"{flow}: first loss-recovery episode ({episode['kind']})", "upper right")
     return _save(fig, out, stem)
+
+
+def cwnd_overlay(samples_a: pd.DataFrame, samples_b: pd.DataFrame, flow: str, labels: tuple[str, str], out: Path,
+                 stem: str) -> list[str]:
+    """One flow's cwnd from two runs on one chart (e.g. simulator vs kernel)."""
+    fig, ax = plt.subplots(figsize=(9, 4))
+    for df, label, style in ((samples_a, labels[0], "-"), (samples_b, labels[1], "--")):
+        mine = df[df["flow"] == flow] if len(df) else df
+        if len(mine):
+            env = envelope(mine, "cwnd_bytes")
+            ax.plot(env["t_ns"] / 1e9, env["cwnd_bytes"] / 1e3, style, label=f"{label}", linewidth=0.9)
+    _finish(ax, "time (s)", "cwnd (KB)", f"{flow}: cwnd, two runs", "lower right")
+    return _save(fig, out, stem)

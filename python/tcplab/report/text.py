@@ -62,6 +62,9 @@ def summary_table(summary: dict[str, Any]) -> Table:
     parts.append(f"drops {b['drops']}")
     if summary["fairness_jain"] is not None:
         parts.append(f"Jain fairness {summary['fairness_jain']:.3f}")
+    em = summary.get("emulation")
+    if em is not None:
+        parts.append("emulation faithful" if em["faithful"] else "EMULATION UNFAITHFUL: " + "; ".join(em["problems"]))
     t.caption = ", ".join(parts)
     return t
 
@@ -101,3 +104,21 @@ def peers_table(rows: list[dict[str, Any]], title: str) -> Table:
                   "-" if r["vs_linux_pct"] is None else f"{r['vs_linux_pct']:+.1f}%")
     return t
 
+
+
+def compare_table(rows: list[dict[str, Any]], title: str, labels: tuple[str, str]) -> Table:
+    """`tcplab compare`: one row per flow, B relative to A."""
+    t = Table(title=title)
+    for col in ("flow", "cc", f"{labels[0]} Mbit/s", f"{labels[1]} Mbit/s", "diff", "retr A", "retr B", "episodes A",
+                "episodes B", "cwnd |diff|"):
+        t.add_column(col, justify="left" if col in ("flow", "cc") else "right")
+    for r in rows:
+        t.add_row(r["flow"], r["cc"], _num(r["a_mbps"]), _num(r["b_mbps"]),
+                  "-" if r["diff_pct"] is None else f"{r['diff_pct']:+.1f}%", str(r["a_retransmits"]),
+                  str(r["b_retransmits"]), str(r["a_episodes"]), str(r["b_episodes"]),
+                  "-" if r["cwnd_relative_diff"] is None else f"{r['cwnd_relative_diff'] * 100:.1f}%")
+    return t
+
+
+def _num(x: float | None) -> str:
+    return "-" if x is None else f"{x:.1f}"

@@ -1,0 +1,201 @@
+"""The real-kernel backend: its plan (no root needed), trace parsing, and — as root, which CI is —
+a 100 Mbit/s x 40 ms dumbbell on real Linux cubic, plus runs killed midway that must leave nothing
+behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tcplab.backends.netns import plan as planmod
+from tcplab.backends.netns.trace import Collector, ProbeSample, StateChange, TraceParseError, parse_line, to_records
+from tcplab.spec import load_spec, resolve
+
+ROOT = Path(__file__).resolve().parents[1]
+TCPLAB = [sys.executable, "-m", "tcplab.cli"]
+
+SPEC = """
+name = "netns-test"
+seed = 3
+[topology]
+kind = "dumbbell"
+pairs = 2
+[topology.access]
+rate = "1Gbit"
+delay = "50us"
+buffer = "256p"
+[topology.bottleneck]
+rate = "100Mbit"
+delay = "20ms"
+buffer = "350p"
+[senders.s1]
+to = "r1"
+cc = "cubic"
+time = "{t}"
+[senders.s2]
+to = "r2"
+cc = "cubic"
+time = "{t}"
+"""
+
+
+def _resolved(text: str, tmp_path: Path):
+    p = tmp_path / "spec.toml"
+    p.write_text(text)
+    data, src = load_spec(str(p))
+    return resolve(data, src)
+
+
+def test_plan_of_the_t1_dumbbell():
+    data, src = load_spec("T1")
+    r = resolve(data, src)
+    p = planmod.build(r, "tl00ab")
+    # Six nodes, one delay element (only the 20 ms bottleneck has delay worth emulating).
+    assert sorted(p.namespaces) == sorted([f"tl00ab-{n}" for n in ("s1", "s2", "r1", "r2", "rt1", "rt2")] + ["tl00ab-em2"])
+    assert [(e.delay_ab_ns, e.delay_ba_ns) for e in p.linkems] == [(20_000_000, 20_000_000)]
+    shaped = {s.port_label: s for s in p.shapers}
+    assert shaped["rt1->rt2"].rate_bps == 1_000_000_000 and shaped["rt1->rt2"].limit_packets == 256
+    assert "s1->rt1" in p.unshaped  # hosts' own egress has no buffer in the spec
+    assert all(len(v.a_dev) <= 15 and len(v.b_dev) <= 15 for v in p.veths)
+    # Every sender reaches its receiver: a route to r1's address via rt1 in s1's namespace.
+    assert ("tl00ab-s1", f"{p.host_addr['r1']}/32", p.host_addr["rt1"]) in p.routes
+    assert planmod.path_rtt_ns(r, "s1", "r1") == 40_200_000
+
+
+def test_plan_refuses_what_it_cannot_build(tmp_path):
+    r = _resolved(SPEC.format(t="2s").replace('cc = "cubic"\ntime = "2s"\n[senders.s2]', 'cc = "cubic"\nstack = "freebsd"\ntime = "2s"\n[senders.s2]'), tmp_path)
+    with pytest.raises(planmod.PlanError, match="'freebsd' stack.*Linux TCP only"):
+        planmod.build(r, "tl0001")
+    data, src = load_spec("T2")
+    with pytest.raises(planmod.PlanError, match="shared buffer"):
+        planmod.build(resolve(data, src), "tl0002")
+
+
+PROBE = ("          iperf3-1234    [001] ..s1.  5012.345678: tcp_probe: family=AF_INET src=10.100.0.1:40000 "
+         "dest=10.100.4.2:5201 mark=0x0 data_len=0 snd_nxt=0x1000 snd_una=0xa00 snd_cwnd=20 ssthresh=2147483647 "
+         "snd_wnd=65535 srtt=40123 rcv_wnd=64256 sock_cookie=3 skbaddr=0000 skaddr=0000")
+STATE = ("          <idle>-0       [000] ..s2.  5012.400000: tcp_cong_state_set: family=AF_INET sport=40000 dport=5201 "
+         "saddr=10.100.0.1 daddr=10.100.4.2 saddrv6=::ffff:10.100.0.1 daddrv6=::ffff:10.100.4.2 cong_state=3")
+
+
+def test_trace_lines_parse_and_convert():
+    s = parse_line(PROBE)
+    assert s == ProbeSample(5_012_345_678_000, 40000, 0x1000, 0xA00, 20, 2147483647, 40123)
+    ch = parse_line(STATE)
+    assert ch == StateChange(5_012_400_000_000, 40000, 3)
+    assert parse_line("# tracer: nop") is None
+    with pytest.raises(TraceParseError, match="line 7"):
+        parse_line(PROBE.replace("snd_cwnd=20", "snd_cwnd=x"), 7)
+    c = Collector(sample_ns=1_000_000, ports={40000})
+    c.add(s)
+    c.add(ch)
+    samples, events = to_records(c, [{"name": "s1", "mss": 1448}], t0_ns=5_012_000_000_000)
+    # cwnd in packets x MSS; sequence relative to the first snd_una; infinite ssthresh -> -1.
+    assert samples[0]["cwnd_bytes"] == 20 * 1448 and samples[0]["flight_bytes"] == 0x600
+    assert samples[0]["ssthresh_bytes"] == -1 and samples[0]["t_ns"] == 345_678_000
+    assert events == [{"t_ns": 400_000_000, "flow": "s1", "event": 1, "cwnd_bytes": 20 * 1448, "ssthresh_bytes": -1,
+                       "flight_bytes": 0x600, "outstanding_bytes": 0x600, "retrans_segs": -1}]
+
+
+# ---------------------------------------------------------------------------------------------
+# As root: the real kernel.
+
+
+def _require_root():
+    assert os.geteuid() == 0, "the netns tests need root (CI runs as root); run them with sudo"
+
+
+def _leftovers() -> dict[str, list[str]]:
+    ns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split()
+    links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout
+    procs = subprocess.run(["pgrep", "-a", "-f", "tcplab-linkem|iperf3 -[sc]"], capture_output=True, text=True).stdout
+    inst = [p.name for p in Path("/sys/kernel/tracing/instances").glob("tcplab-tl*")] if Path("/sys/kernel/tracing/instances").is_dir() else []
+    return {"namespaces": [n for n in ns if n.startswith("tl") and "-" in n],
+            "veths": [line.split(":")[1].strip() for line in links.splitlines() if line.split(":")[1].strip().startswith("tl")],
+            # A killed child whose parent was SIGKILLed stays a zombie until init reaps it: it holds
+            # nothing but a PID, and no one but its parent or init can remove it.
+            "processes": [x for x in procs.splitlines() if "<defunct>" not in x], "trace_instances": inst}
+
+
+def _assert_clean():
+    left = _leftovers()
+    assert left == {"namespaces": [], "veths": [], "processes": [], "trace_instances": []}, left
+
+
+def test_kernel_dumbbell_two_cubic_flows(tmp_path):
+    _require_root()
+    spec = tmp_path / "spec.toml"
+    spec.write_text(SPEC.format(t="4s"))
+    out = tmp_path / "run"
+    try:
+        p = subprocess.run([*TCPLAB, "run", str(spec), "--backend", "netns", "--out", str(out), "--no-intervals"],
+                           capture_output=True, text=True, timeout=180, cwd=ROOT)
+        assert p.returncode == 0, p.stderr[-3000:]
+        s = json.loads((out / "summary.json").read_text())
+        assert s["backend"] == "netns"
+        assert s["bottleneck"]["utilisation"] > 0.8, s["bottleneck"]
+        for r in s["emulation"]["rtt_check"]:
+            assert r["error_ms"] is not None and abs(r["error_ms"]) < 1.0, r
+        from tcplab.store import read_table
+
+        flows = read_table(out, "flows")
+        for name in ("s1", "s2"):
+            mine = flows[flows["flow"] == name]
+            assert len(mine) > 100 and mine["cwnd_bytes"].max() > 10 * 1448, name
+        assert (out / "report.html").read_text().count('id="emulation"') == 1
+    finally:
+        subprocess.run([*TCPLAB, "netns", "cleanup"], capture_output=True, cwd=ROOT)
+    _assert_clean()
+
+
+def _start_and_wait_for_namespaces(spec: Path, out: Path) -> subprocess.Popen:
+    proc = subprocess.Popen([*TCPLAB, "run", str(spec), "--backend", "netns", "--out", str(out), "--no-intervals"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if any(n.endswith("-em2") for n in _leftovers()["namespaces"]) and _leftovers()["processes"]:
+            time.sleep(3)  # well into the run: traffic flowing
+            return proc
+        time.sleep(0.2)
+    proc.kill()
+    proc.communicate()
+    raise AssertionError("the run never built its namespaces")
+
+
+def test_sigterm_midway_leaves_nothing(tmp_path):
+    _require_root()
+    spec = tmp_path / "spec.toml"
+    spec.write_text(SPEC.format(t="60s"))
+    out = tmp_path / "run"
+    try:
+        proc = _start_and_wait_for_namespaces(spec, out)
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=60)
+        assert proc.returncode != 0
+        _assert_clean()
+        assert not out.exists() and not list(tmp_path.glob(".run.partial-*"))
+    finally:
+        subprocess.run([*TCPLAB, "netns", "cleanup"], capture_output=True, cwd=ROOT)
+
+
+def test_sigkill_then_cleanup_removes_the_leftovers(tmp_path):
+    _require_root()
+    spec = tmp_path / "spec.toml"
+    spec.write_text(SPEC.format(t="60s"))
+    try:
+        proc = _start_and_wait_for_namespaces(spec, tmp_path / "run")
+        proc.kill()  # no handler runs: namespaces and processes stay
+        proc.communicate(timeout=30)
+        assert _leftovers()["namespaces"], "a SIGKILLed run should have left its namespaces"
+        c = subprocess.run([*TCPLAB, "netns", "cleanup"], capture_output=True, text=True, cwd=ROOT)
+        assert c.returncode == 0 and "removed the leftovers of 1 run" in c.stdout, c.stdout + c.stderr
+        _assert_clean()
+    finally:
+        subprocess.run([*TCPLAB, "netns", "cleanup"], capture_output=True, cwd=ROOT)
