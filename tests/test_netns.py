@@ -199,3 +199,11 @@ def test_sigkill_then_cleanup_removes_the_leftovers(tmp_path):
         _assert_clean()
     finally:
         subprocess.run([*TCPLAB, "netns", "cleanup"], capture_output=True, cwd=ROOT)
+
+
+def test_bbr_is_kernel_only(tmp_path):
+    spec = tmp_path / "spec.toml"
+    spec.write_text(SPEC.format(t="1s").replace('cc = "cubic"', 'cc = "bbr"'))
+    p = subprocess.run([*TCPLAB, "run", str(spec), "--out", str(tmp_path / "r")], capture_output=True, text=True, cwd=ROOT)
+    assert p.returncode == 2 and "not modelled by the simulator yet" in p.stderr and "--backend netns" in p.stderr
+    assert not (tmp_path / "r").exists()

@@ -77,8 +77,8 @@ def emulation_section(em: dict[str, Any] | None) -> str:
     rtt = _table("rtt-check", ["flow", "when", "configured ms", "measured min ms", "error ms"],
                  [[r["flow"], r["when"], r["configured_ms"], r["measured_min_ms"], r["error_ms"]] for r in em["rtt_check"]], left=2)
     rc = em.get("rate_check") or {}
-    rate = _table("rate-check", ["port", "configured Mbit/s", "expected payload Mbit/s", "measured payload Mbit/s", "error"],
-                  [[rc.get("port"), rc.get("configured_mbps"), rc.get("expected_payload_mbps"), rc.get("measured_payload_mbps"),
+    rate = _table("rate-check", ["port", "configured Mbit/s", "achieved Mbit/s (L2, at the qdisc)", "queue backlogged", "error"],
+                  [[rc.get("port"), rc.get("configured_mbps"), rc.get("achieved_l2_mbps"), rc.get("queue_backlogged"),
                     rc.get("error")]], left=1) if rc else "<p>No shaped bottleneck: no rate check.</p>"
     queues = _table("queue-check", ["port", "limit pkts", "limit bytes", "drops", "max backlog sampled"],
                     [[q["port"], q["limit_packets"], q["limit_bytes"], q["drops"], q["max_backlog_sampled_packets"]]

@@ -23,8 +23,6 @@ CPORT_BASE = 40000
 #: Server ports: flow i listens on SERVER_PORT_BASE + i, background j on BG_PORT_BASE + j.
 SERVER_PORT_BASE = 5201
 BG_PORT_BASE = 5301
-#: Ethernet + IP + UDP header bytes, for background datagram sizes.
-UDP_OVERHEAD = 14 + 20 + 8
 
 
 class PlanError(Exception):
