@@ -132,7 +132,7 @@ def _assert_clean():
 def test_kernel_dumbbell_two_cubic_flows(tmp_path):
     _require_root()
     spec = tmp_path / "spec.toml"
-    spec.write_text(SPEC.format(t="4s"))
+    spec.write_text(SPEC.format(t="4s") + "[trace]\npcap = true\n")
     out = tmp_path / "run"
     try:
         p = subprocess.run([*TCPLAB, "run", str(spec), "--backend", "netns", "--out", str(out), "--no-intervals"],
@@ -150,6 +150,9 @@ def test_kernel_dumbbell_two_cubic_flows(tmp_path):
             mine = flows[flows["flow"] == name]
             assert len(mine) > 100 and mine["cwnd_bytes"].max() > 10 * 1448, name
         assert (out / "report.html").read_text().count('id="emulation"') == 1
+        # tcpdump -s 100 at the bottleneck: a pcap header then records of at most 100 bytes each.
+        pcap = (out / "netns" / "bottleneck.pcap").read_bytes()
+        assert pcap[:4] in (b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\xc3\xd4") and len(pcap) > 100_000
     finally:
         subprocess.run([*TCPLAB, "netns", "cleanup"], capture_output=True, cwd=ROOT)
     _assert_clean()

@@ -505,7 +505,7 @@ def _background(ctx: _Ctx, spec: dict[str, Any], index: dict[str, int], end_ns: 
     return out, norm
 
 
-TRACE_KEYS = ("sample", "interval", "sends")
+TRACE_KEYS = ("sample", "interval", "sends", "pcap")
 
 
 def _trace(ctx: _Ctx, spec: dict[str, Any]) -> tuple[int, int, bool, dict]:
@@ -517,7 +517,11 @@ def _trace(ctx: _Ctx, spec: dict[str, Any]) -> tuple[int, int, bool, dict]:
     if interval <= 0:
         raise ctx.err("trace.interval", "must be longer than zero")
     sends = ctx.boolean(t, "trace", "sends", False)
-    return sample, interval, sends, {"sample": sample_raw, "interval": t.get("interval", "1s"), "sends": sends}
+    norm = {"sample": sample_raw, "interval": t.get("interval", "1s"), "sends": sends}
+    # pcap: the netns backend's tcpdump -s 100 at the bottleneck (the simulator has `sends`).
+    if ctx.boolean(t, "trace", "pcap", False):
+        norm["pcap"] = True
+    return sample, interval, sends, norm
 
 
 # ---------------------------------------------------------------------------------------------

@@ -291,6 +291,12 @@ def _run(resolved: Resolved, directory: Path, progress: Callable[[int, int], Non
         procs.start(in_ns(p.node_ns[names[u["dst"]]], ["iperf3", "-s", "-1", "-J", "-p", str(BG_PORT_BASE + j)]))
     time.sleep(0.5)
     stats_before = {f["name"]: _netstat(p.node_ns[f["host"]]) for f in flows}
+    pcap = None
+    if resolved.spec.get("trace", {}).get("pcap"):
+        # tcpdump -s 100 on the bottleneck's egress device, as the seeds capture (snaplen 100).
+        ns, dev = p.egress[f"{resolved.ports[resolved.bottleneck_port]['from']}->{resolved.ports[resolved.bottleneck_port]['to']}"]
+        pcap = procs.start(in_ns(ns, ["tcpdump", "-q", "-n", "-i", dev, "-s", "100", "-w", str(work / "bottleneck.pcap")]))
+        time.sleep(0.5)
     session = trace.TraceSession(root, instance, [CPORT_BASE + i for i in range(len(flows))], cfg["sample_interval_ns"])
     session.start()
     t0 = time.monotonic_ns()
@@ -327,6 +333,12 @@ def _run(resolved: Resolved, directory: Path, progress: Callable[[int, int], Non
     sampler.stop_ev.set()
     sampler.join(timeout=10)
     collector = session.stop()
+    if pcap is not None:
+        pcap.send_signal(signal.SIGINT)
+        try:
+            pcap.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            pcap.kill()
     results = {}
     for name, (proc, launched_ns) in clients.items():
         try:
