@@ -180,8 +180,8 @@ def test_sigterm_midway_leaves_nothing(tmp_path):
     try:
         proc = _start_and_wait_for_namespaces(spec, out)
         proc.send_signal(signal.SIGTERM)
-        proc.communicate(timeout=60)
-        assert proc.returncode != 0
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 2 and err.strip().endswith("error: interrupted; nothing was kept"), err[-2000:]
         _assert_clean()
         assert not out.exists() and not list(tmp_path.glob(".run.partial-*"))
     finally:

@@ -67,6 +67,20 @@ class TableWriter:
             w.close()
 
 
+def write_rows(directory: Path, name: str, rows: list[dict[str, Any]], columns: list[str]) -> None:
+    """One table from row dicts (backends that produce records in Python, e.g. netns): int64
+    columns except `flow` and `port`, which are strings; no file when there are no rows."""
+    import pandas as pd
+
+    if not rows:
+        return
+    df = pd.DataFrame(rows, columns=columns)
+    for c in columns:
+        if c not in ("flow", "port"):
+            df[c] = df[c].astype("int64")
+    df.to_parquet(directory / f"{name}.parquet", compression="zstd", index=False)
+
+
 def write_json(path: Path, data: Any) -> None:
     """Deterministic JSON: sorted keys, fixed indentation, trailing newline."""
     path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")

@@ -18,9 +18,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-import pandas as pd
-
 from ...spec import Resolved
+from ...store import write_rows
 from . import host, plan as planmod, trace
 from .host import HostError, in_ns
 from .plan import BG_PORT_BASE, CPORT_BASE, SERVER_PORT_BASE, PlanError
@@ -33,8 +32,9 @@ MAX_RTT_ERROR_MS = 1.0
 QUEUE_SAMPLE_NS = 100_000_000
 
 
-class Interrupted(Exception):
-    """SIGTERM arrived; raised in the main thread so teardown runs."""
+class Interrupted(KeyboardInterrupt):
+    """SIGTERM arrived; raised in the main thread so teardown runs and the CLI reports it as an
+    interruption, like Ctrl-C."""
 
 
 def linkem_binary() -> str:
@@ -234,16 +234,6 @@ class _Sampler(threading.Thread):
             self.stop_ev.wait(QUEUE_SAMPLE_NS / 1e9)
 
 
-def _write(directory: Path, name: str, rows: list[dict[str, Any]], columns: list[str]) -> None:
-    if not rows:
-        return
-    df = pd.DataFrame(rows, columns=columns)
-    for c in columns:
-        if c not in ("flow", "port"):
-            df[c] = df[c].astype("int64")
-    df.to_parquet(directory / f"{name}.parquet", compression="zstd", index=False)
-
-
 def run(resolved: Resolved, directory: Path, progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
     """Run `resolved` on real Linux TCP, writing tables into `directory`. Returns totals in the
     simulator's shape plus an `emulation` section (what was built and the self-checks)."""
@@ -260,9 +250,12 @@ def run(resolved: Resolved, directory: Path, progress: Callable[[int, int], None
 
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, on_term)
+    sessions: list[trace.TraceSession] = []
     try:
-        return _run(resolved, directory, progress, p, info, root, instance, procs)
+        return _run(resolved, directory, progress, p, info, root, instance, procs, sessions)
     finally:
+        for session in sessions:
+            session.close()  # the reader holds trace_pipe open, which keeps the instance alive
         procs.kill_all()
         left = host.teardown(p.run_id, p.namespaces, instance)
         if threading.current_thread() is threading.main_thread():
@@ -272,7 +265,8 @@ def run(resolved: Resolved, directory: Path, progress: Callable[[int, int], None
 
 
 def _run(resolved: Resolved, directory: Path, progress: Callable[[int, int], None] | None, p: planmod.Plan,
-         info: dict[str, Any], root: Path, instance: str, procs: _Procs) -> dict[str, Any]:
+         info: dict[str, Any], root: Path, instance: str, procs: _Procs,
+         sessions: list[trace.TraceSession]) -> dict[str, Any]:
     cfg = resolved.sim_config
     names = [n["name"] for n in cfg["nodes"]]
     host.build(p, _sysctls(resolved, p))
@@ -298,6 +292,7 @@ def _run(resolved: Resolved, directory: Path, progress: Callable[[int, int], Non
         pcap = procs.start(in_ns(ns, ["tcpdump", "-q", "-n", "-i", dev, "-s", "100", "-w", str(work / "bottleneck.pcap")]))
         time.sleep(0.5)
     session = trace.TraceSession(root, instance, [CPORT_BASE + i for i in range(len(flows))], cfg["sample_interval_ns"])
+    sessions.append(session)
     session.start()
     t0 = time.monotonic_ns()
     bott = resolved.ports[resolved.bottleneck_port]
@@ -379,14 +374,14 @@ def _run(resolved: Resolved, directory: Path, progress: Callable[[int, int], Non
             "srtt_ns": int(snd.get("mean_rtt", 0)) * 1000, "min_rtt_ns": int(snd.get("min_rtt", 0)) * 1000,
         })
     samples, events = trace.to_records(collector, flows, t0)
-    _write(directory, "flows", samples, ["t_ns", "flow", "cwnd_bytes", "ssthresh_bytes", "snd_una", "snd_nxt",
+    write_rows(directory, "flows", samples, ["t_ns", "flow", "cwnd_bytes", "ssthresh_bytes", "snd_una", "snd_nxt",
                                          "flight_bytes", "srtt_us", "rto_us", "bytes_sent", "bytes_acked",
                                          "retrans_segs", "state"])
-    _write(directory, "intervals", intervals, ["flow", "t_start_ns", "t_end_ns", "bytes", "retrans_segs", "cwnd_bytes", "srtt_us"])
-    _write(directory, "events", events, ["t_ns", "flow", "event", "cwnd_bytes", "ssthresh_bytes", "flight_bytes",
+    write_rows(directory, "intervals", intervals, ["flow", "t_start_ns", "t_end_ns", "bytes", "retrans_segs", "cwnd_bytes", "srtt_us"])
+    write_rows(directory, "events", events, ["t_ns", "flow", "event", "cwnd_bytes", "ssthresh_bytes", "flight_bytes",
                                          "outstanding_bytes", "retrans_segs"])
-    _write(directory, "ports", sampler.ports, ["t_start_ns", "t_end_ns", "port", "tx_bytes", "tx_packets", "drops", "losses"])
-    _write(directory, "queues", sampler.queues, ["t_ns", "port", "queue_packets", "queue_bytes"])
+    write_rows(directory, "ports", sampler.ports, ["t_start_ns", "t_end_ns", "port", "tx_bytes", "tx_packets", "drops", "losses"])
+    write_rows(directory, "queues", sampler.queues, ["t_ns", "port", "queue_packets", "queue_bytes"])
     ports_tot = []
     losses_by_port: dict[str, int] = {}
     for e, st in zip(p.linkems, linkem_stats):
@@ -426,7 +421,7 @@ def _run(resolved: Resolved, directory: Path, progress: Callable[[int, int], Non
         "delay_element": "tcplab-linkem (userspace, AF_PACKET)" if p.linkems else "none",
         "rtt_check": rtt_check, "rate_check": calibration, "queue_check": queue_check, "linkem": linkem_stats,
         "trace": {"lines": collector.lines, "bad_lines": collector.bad_lines,
-                  "overruns": getattr(collector, "overruns", None), "error": session.error},
+                  "overruns": collector.overruns, "error": session.error},
         "faithful": not problems, "problems": problems,
     }
     (work / "iperf3.json").write_text(json.dumps({k: v[0] for k, v in results.items()}, indent=1, sort_keys=True))

@@ -76,6 +76,7 @@ class Collector:
     changes: list[StateChange] = field(default_factory=list)
     lines: int = 0
     bad_lines: int = 0
+    overruns: int | None = None
 
     def add(self, item: ProbeSample | StateChange | None) -> None:
         if item is None or item.sport not in self.ports:
@@ -145,13 +146,20 @@ class TraceSession:
         finally:
             os.close(fd)
 
-    def stop(self) -> Collector:
-        (self.inst / "tracing_on").write_text("0")
+    def close(self) -> None:
+        """Stop tracing and the reader (idempotent), so the instance can be removed."""
+        try:
+            (self.inst / "tracing_on").write_text("0")
+        except OSError:
+            pass
         self._stop.set()
         if self._thread:
             self._thread.join(timeout=10)
+
+    def stop(self) -> Collector:
+        self.close()
         try:
-            self.collector.overruns = _overruns(self.inst)  # type: ignore[attr-defined]
+            self.collector.overruns = _overruns(self.inst)
         except OSError:
             pass
         return self.collector
