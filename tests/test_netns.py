@@ -129,20 +129,38 @@ def _assert_clean():
     assert left == {"namespaces": [], "veths": [], "processes": [], "trace_instances": []}, left
 
 
+def test_cpu_shares_from_proc_stat():
+    from tcplab.backends.netns import _cpu_share
+
+    # user nice system idle iowait irq softirq steal: 1000 jiffies, 300 idle, 100 iowait, 50 steal.
+    before = [10, 0, 10, 100, 0, 0, 0, 0]
+    after = [10 + 400, 0, 10 + 100, 100 + 300, 100, 20, 30, 50]
+    assert _cpu_share(before, after) == {"busy": 0.55, "steal": 0.05, "iowait": 0.1}
+
+
 def test_kernel_dumbbell_two_cubic_flows(tmp_path):
     _require_root()
     spec = tmp_path / "spec.toml"
     spec.write_text(SPEC.format(t="4s") + "[trace]\npcap = true\n")
-    out = tmp_path / "run"
     try:
-        p = subprocess.run([*TCPLAB, "run", str(spec), "--backend", "netns", "--out", str(out), "--no-intervals"],
-                           capture_output=True, text=True, timeout=180, cwd=ROOT)
-        assert p.returncode == 0, p.stderr[-3000:]
-        s = json.loads((out / "summary.json").read_text())
-        assert s["backend"] == "netns"
-        # The self-check first: when the machine stalls the delay element (seen once in a CI dry
-        # run: RTT +13.7 ms before any traffic), the run says so, and that is what failed.
-        assert s["emulation"]["faithful"], s["emulation"]["problems"]
+        # This VM's neighbours sometimes take its vCPUs (steal up to 15% seen); then the delay
+        # element and htb run late and the run's own self-check says "emulation unfaithful",
+        # naming the late frames, the slow shaper and the steal. Such a run measures the machine,
+        # not tcplab, so the test tries up to three runs and judges the first the self-check
+        # accepts; if none is faithful, that is the failure, with every run's problems.
+        verdicts = []
+        for attempt in range(3):
+            out = tmp_path / f"run{attempt}"
+            p = subprocess.run([*TCPLAB, "run", str(spec), "--backend", "netns", "--out", str(out), "--no-intervals"],
+                               capture_output=True, text=True, timeout=180, cwd=ROOT)
+            assert p.returncode == 0, p.stderr[-3000:]
+            s = json.loads((out / "summary.json").read_text())
+            assert s["backend"] == "netns"
+            assert 0 < s["emulation"]["cpu"]["busy"] <= 1, s["emulation"]["cpu"]
+            verdicts.append(s["emulation"]["problems"])
+            if s["emulation"]["faithful"]:
+                break
+        assert s["emulation"]["faithful"], verdicts
         assert s["bottleneck"]["utilisation"] > 0.8, s["bottleneck"]
         for r in s["emulation"]["rtt_check"]:
             assert r["error_ms"] is not None and abs(r["error_ms"]) < 1.0, r

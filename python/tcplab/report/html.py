@@ -71,25 +71,30 @@ def emulation_section(em: dict[str, Any] | None) -> str:
     """A kernel run's emulation self-check: verdict, RTT and rate checks, queues, what was built."""
     if not em:
         return ""
-    verdict = ("<p class=ok>Emulation faithful: every self-check within its bound (RTT 1 ms, rate 5%).</p>"
+    verdict = ("<p class=ok>Emulation faithful: every self-check within its bound (RTT 1 ms, rate 5%, delay element late by 1 ms on average or 5 ms for 1% of frames).</p>"
                if em["faithful"] else
                f"<p class=bad><b>Emulation unfaithful</b>: {html.escape('; '.join(em['problems']))}</p>")
     rtt = _table("rtt-check", ["flow", "when", "configured ms", "measured min ms", "error ms"],
                  [[r["flow"], r["when"], r["configured_ms"], r["measured_min_ms"], r["error_ms"]] for r in em["rtt_check"]], left=2)
     rc = em.get("rate_check") or {}
-    rate = _table("rate-check", ["port", "configured Mbit/s", "achieved Mbit/s (L2, at the qdisc)", "queue backlogged", "error"],
-                  [[rc.get("port"), rc.get("configured_mbps"), rc.get("achieved_l2_mbps"), rc.get("queue_backlogged"),
+    rate = _table("rate-check", ["port", "configured Mbit/s", "achieved Mbit/s (L2, at the qdisc; median)",
+                                 "250 ms windows (backlogged ones *)", "error"],
+                  [[rc.get("port"), rc.get("configured_mbps"), rc.get("achieved_l2_mbps"),
+                    " ".join(f"{w['mbps']:.1f}" + ("*" if w["backlogged"] else "") for w in rc.get("windows", [])),
                     rc.get("error")]], left=1) if rc else "<p>No shaped bottleneck: no rate check.</p>"
     queues = _table("queue-check", ["port", "limit pkts", "limit bytes", "drops", "max backlog sampled"],
                     [[q["port"], q["limit_packets"], q["limit_bytes"], q["drops"], q["max_backlog_sampled_packets"]]
                      for q in em["queue_check"]], left=1)
-    lk = _table("linkem", ["link", "dir", "delay us", "frames in", "frames out", "lost", "ring drops", "late mean us", "late max us"],
+    lk = _table("linkem", ["link", "dir", "delay us", "frames in", "frames out", "lost", "ring drops", "late mean us", "late > 5 ms",
+                          "late max us"],
                 [[e["link"], d, e[d]["delay_us"], e[d]["frames_in"], e[d]["frames_out"], e[d]["lost"], e[d]["ring_drops"],
-                  e[d]["late_mean_us"], e[d]["late_max_us"]] for e in em["linkem"] for d in ("ab", "ba") if d in e], left=2)
+                  e[d]["late_mean_us"], e[d].get("late_hist", {}).get(">=5000us", 0), e[d]["late_max_us"]]
+                 for e in em["linkem"] for d in ("ab", "ba") if d in e], left=2)
     plan = em["plan"]
     notes = "".join(f"<li>{html.escape(x)}</li>" for x in
                     [f"offloads: {em['offloads']}", f"delay element: {em['delay_element']}",
                      f"kernel {em['host']['kernel']}, netem available: {em['host']['netem']}",
+                     "CPU during the run: " + ", ".join(f"{k} {v * 100:.1f}%" for k, v in em.get("cpu", {}).items()),
                      "host-global (shared by all namespaces): tcp_allowed_congestion_control = "
                      + " ".join(em["host"]["tcp_allowed_congestion_control (host-global)"])]
                     + [f"not emulated: {x}" for x in plan["not_emulated"]]

@@ -30,6 +30,10 @@ __all__ = ["run", "HostError", "PlanError", "linkem_binary"]
 MAX_RATE_ERROR = 0.05
 MAX_RTT_ERROR_MS = 1.0
 QUEUE_SAMPLE_NS = 100_000_000
+#: Frames the delay element sent more than 5 ms late: a run of them can end a CUBIC slow start
+#: early (HyStart's delay threshold is 4..16 ms, tcp_cubic.c HYSTART_DELAY_MIN/MAX), so more
+#: than this share of them makes the run unfaithful even if the mean is small.
+MAX_LATE_5MS_SHARE = 0.01
 
 
 class Interrupted(KeyboardInterrupt):
@@ -67,6 +71,22 @@ def _ping_rtt_ms(ns: str, addr: str, count: int = 12) -> float | None:
                    timeout=30).stdout
     times = [float(x.split("=")[1]) for x in out.split() if x.startswith("time=")]
     return min(times[1:]) if len(times) > 1 else None
+
+
+def _cpu_jiffies() -> list[int]:
+    """The aggregate `cpu` line of /proc/stat: user nice system idle iowait irq softirq steal ..."""
+    with open("/proc/stat") as fh:
+        return [int(x) for x in fh.readline().split()[1:9]]
+
+
+def _cpu_share(before: list[int], after: list[int]) -> dict[str, float]:
+    """Shares of CPU time between two /proc/stat readings. Steal is time the hypervisor gave our
+    vCPUs to someone else: a delay element starved of it is late, which is a cause the report
+    should name rather than a fidelity result (proc(5), /proc/stat)."""
+    d = [a - b for a, b in zip(after, before)]
+    total = max(1, sum(d))
+    return {"busy": round(1 - (d[3] + d[4] + d[7]) / total, 3), "steal": round(d[7] / total, 3),
+            "iowait": round(d[4] / total, 3)}
 
 
 class _Procs:
@@ -121,11 +141,31 @@ def _stop_linkems(items: list[tuple[planmod.Linkem, subprocess.Popen, Path]]) ->
     return res
 
 
+def _lateness_problems(linkem_stats: list[dict[str, Any]]) -> list[str]:
+    """The delay element's lateness held against the same 1 ms as the RTT check (mean), and its
+    tail (frames > 5 ms late) against MAX_LATE_5MS_SHARE."""
+    out = []
+    for e in linkem_stats:
+        for d in ("ab", "ba"):
+            st = e.get(d)
+            if not st or not st.get("frames_out"):
+                continue
+            late5 = st.get("late_hist", {}).get(">=5000us", 0) / st["frames_out"]
+            if st["late_mean_us"] > MAX_RTT_ERROR_MS * 1000:
+                out.append(f"delay element {e['link']} {d}: mean lateness {st['late_mean_us'] / 1000:.1f} ms")
+            elif late5 > MAX_LATE_5MS_SHARE:
+                out.append(f"delay element {e['link']} {d}: {late5 * 100:.1f}% of frames > 5 ms late")
+    return out
+
+
 def _calibrate_rate(resolved: Resolved, p: planmod.Plan, procs: _Procs) -> dict[str, Any] | None:
-    """Achieved vs configured bottleneck rate: a UDP flow at 1.1x the rate keeps the bottleneck
-    queue backlogged, and the bytes its fifo dequeues over one second (L2 frames, as htb counts
-    them) give the rate htb actually delivers. Counted at the qdisc, not at an iperf3 receiver, so
-    a receiver that cannot keep up does not look like a slow link."""
+    """Achieved vs configured bottleneck rate: a UDP flow at 1.5x the rate keeps the bottleneck
+    queue backlogged, and the bytes its fifo dequeues (L2 frames, as htb counts them) per 250 ms
+    give the rate htb actually delivers. Counted at the qdisc, not at an iperf3 receiver, so a
+    receiver that cannot keep up does not look like a slow link. The rate is the median of the
+    windows whose queue was backlogged at both ends: a window where the *sender* was descheduled
+    long enough to drain the queue measures the sender, not the shaper; every window is kept in
+    the result, so a shaper that is slow in most windows still shows."""
     bott = resolved.ports[resolved.bottleneck_port]
     label = f"{bott['from']}->{bott['to']}"
     if label not in {s.port_label for s in p.shapers}:
@@ -137,21 +177,33 @@ def _calibrate_rate(resolved: Resolved, p: planmod.Plan, procs: _Procs) -> dict[
     procs.start(in_ns(dst, ["iperf3", "-s", "-1", "-p", port]))
     time.sleep(0.3)
     client = procs.start(in_ns(src, ["iperf3", "-c", p.host_addr[f0["to"]], "-p", port, "-u", "-b",
-                                     str(int(bott["rate_bps"] * 1.1)), "-l", "1472", "-t", "2"]))
+                                     str(int(bott["rate_bps"] * 1.5)), "-l", "1472", "-t", "3"]))
     time.sleep(0.5)
-    q0, t0 = host.qdisc_stats(ns, dev), time.monotonic_ns()
-    time.sleep(1.0)
-    q1, t1 = host.qdisc_stats(ns, dev), time.monotonic_ns()
+    samples = []
+    for _ in range(9):
+        before = time.monotonic_ns()
+        q = host.qdisc_stats(ns, dev)
+        # The counters were read somewhere between before and after: take the midpoint.
+        samples.append((q, (before + time.monotonic_ns()) // 2))
+        time.sleep(0.25)
     try:
         client.communicate(timeout=30)
     except subprocess.TimeoutExpired:
         client.kill()
-    if not q0 or not q1:
+    if not all(q for q, _ in samples):
         return {"port": label, "error": "no qdisc counters"}
-    achieved = (q1["bytes"] - q0["bytes"]) * 8 / ((t1 - t0) / 1e9)
-    backlogged = q1["backlog_packets"] > 0
-    return {"port": label, "configured_mbps": bott["rate_bps"] / 1e6, "achieved_l2_mbps": round(achieved / 1e6, 3),
-            "queue_backlogged": backlogged, "error": round(achieved / bott["rate_bps"] - 1, 4)}
+    windows = []
+    for (q0, t0), (q1, t1) in zip(samples, samples[1:]):
+        windows.append({"mbps": round((q1["bytes"] - q0["bytes"]) * 8 / ((t1 - t0) / 1e9) / 1e6, 3),
+                        "backlogged": q0["backlog_packets"] > 0 and q1["backlog_packets"] > 0})
+    usable = sorted(w["mbps"] for w in windows if w["backlogged"])
+    if not usable:
+        return {"port": label, "configured_mbps": bott["rate_bps"] / 1e6, "windows": windows,
+                "error": "queue never stayed backlogged"}
+    achieved = usable[len(usable) // 2]
+    return {"port": label, "configured_mbps": bott["rate_bps"] / 1e6, "achieved_l2_mbps": achieved,
+            "queue_backlogged": len(usable), "windows": windows,
+            "error": round(achieved * 1e6 / bott["rate_bps"] - 1, 4)}
 
 
 def _iperf_args(f: dict[str, Any], i: int, dst_addr: str, interval_ns: int) -> list[str]:
@@ -269,6 +321,7 @@ def _run(resolved: Resolved, directory: Path, progress: Callable[[int, int], Non
          sessions: list[trace.TraceSession]) -> dict[str, Any]:
     cfg = resolved.sim_config
     names = [n["name"] for n in cfg["nodes"]]
+    cpu_before = _cpu_jiffies()
     host.build(p, _sysctls(resolved, p))
     work = directory / "netns"
     work.mkdir()
@@ -350,6 +403,7 @@ def _run(resolved: Resolved, directory: Path, progress: Callable[[int, int], Non
     stats_after = {f["name"]: _netstat(p.node_ns[f["host"]]) for f in flows}
     rtt_after = {f["name"]: _ping_rtt_ms(p.node_ns[f["host"]], p.host_addr[f["to"]]) for f in flows}
     linkem_stats = _stop_linkems(linkems)
+    cpu = _cpu_share(cpu_before, _cpu_jiffies())
     # Records.
     intervals, flow_totals = [], []
     for i, f in enumerate(flows):
@@ -410,9 +464,13 @@ def _run(resolved: Resolved, directory: Path, progress: Callable[[int, int], Non
                               "measured_min_ms": val, "error_ms": err})
     problems = [f"RTT {r['flow']} {r['when']}: " + ("no reply" if r["error_ms"] is None else f"{r['error_ms']:+.3f} ms")
                 for r in rtt_check if r["error_ms"] is None or abs(r["error_ms"]) > MAX_RTT_ERROR_MS]
-    if calibration and "error" in calibration and isinstance(calibration["error"], float) \
-            and abs(calibration["error"]) > MAX_RATE_ERROR:
+    if calibration and isinstance(calibration.get("error"), str):
+        problems.append(f"rate {calibration['port']}: {calibration['error']}")
+    elif calibration and abs(calibration["error"]) > MAX_RATE_ERROR:
         problems.append(f"rate {calibration['port']}: {calibration['error'] * 100:+.1f}%")
+    problems += _lateness_problems(linkem_stats)
+    if problems and cpu["steal"] >= 0.02:
+        problems.append(f"CPU steal {cpu['steal'] * 100:.0f}% during the run (the hypervisor withheld the vCPUs)")
     queue_check = [{"port": s.port_label, "limit_packets": s.limit_packets, "limit_bytes": s.limit_bytes,
                     "drops": next((pt["drops"] for pt in ports_tot if f"{pt['from']}->{pt['to']}" == s.port_label), 0),
                     "max_backlog_sampled_packets": sampler.max_queue.get(s.port_label)} for s in p.shapers]
@@ -420,7 +478,7 @@ def _run(resolved: Resolved, directory: Path, progress: Callable[[int, int], Non
         "host": info, "plan": planmod.describe(p), "offloads": "TSO, GSO, GRO and tx checksum off on every veth",
         "delay_element": "tcplab-linkem (userspace, AF_PACKET)" if p.linkems else "none",
         "rtt_check": rtt_check, "rate_check": calibration, "queue_check": queue_check, "linkem": linkem_stats,
-        "trace": {"lines": collector.lines, "bad_lines": collector.bad_lines,
+        "cpu": cpu, "trace": {"lines": collector.lines, "bad_lines": collector.bad_lines,
                   "overruns": collector.overruns, "error": session.error},
         "faithful": not problems, "problems": problems,
     }
