@@ -1,4 +1,4 @@
-"""The `tcplab` command: run, presets, show."""
+"""The `tcplab` command: run, sweep, peers, show, recovery, compare, ls, query, presets."""
 
 from __future__ import annotations
 
@@ -297,6 +297,145 @@ def compare(
             rd.abort()
             raise
         out_console.print(f"compare: {out}")
+
+
+@app.command()
+def sweep(
+    spec: Annotated[str, typer.Argument(help="Spec file (TOML) with a [sweep] table, or a preset (e.g. T5).")],
+    jobs: Annotated[Optional[int], typer.Option("--jobs", "-j", min=1, help="Runs at a time (default: one per core).")] = None,
+    set_: Annotated[Optional[list[str]], typer.Option("--set", help="Override a key of the base spec (repeatable).")] = None,
+    axis: Annotated[Optional[list[str]], typer.Option(help="KEY=[v1, v2, ...]: sweep these axes instead of the spec's [sweep] (repeatable).")] = None,
+    mode: Annotated[Optional[str], typer.Option(help="product or zip (default: the spec's, else product).")] = None,
+    iterations: Annotated[Optional[int], typer.Option(min=1, help="Seeds per parameter combination (default: the spec's, else 1).")] = None,
+    duration: Annotated[Optional[str], typer.Option(help="Override every time-limited sender's time, e.g. 20s.")] = None,
+    out: Annotated[Optional[Path], typer.Option(help="Sweep folder (default results/<name>-sweep-<hash of its runs>, so the same command resumes).")] = None,
+    executor: Annotated[str, typer.Option(help="local (processes on this machine) or ray (a Ray cluster).")] = "local",
+    address: Annotated[Optional[str], typer.Option(help="Ray cluster address (host:port); default: start a local Ray instance.")] = None,
+    backend: Annotated[str, typer.Option(help="sim, or netns (root; one run at a time).")] = "sim",
+    report: Annotated[bool, typer.Option(help="Make each run's report and sweep.html.")] = True,
+) -> None:
+    """Run a parameter sweep: every combination of the [sweep] axes (x iterations), in parallel,
+    resumable: re-running the same command skips finished runs and redoes the rest."""
+    import os
+    import signal
+
+    from . import sweep as sweepmod
+    from .runner import BACKENDS
+
+    if backend not in BACKENDS:
+        _fail(f"--backend: {backend!r} is not a backend; allowed: {', '.join(BACKENDS)}")
+    if executor not in sweepmod.EXECUTORS:
+        _fail(f"--executor: {executor!r} is not an executor; allowed: {', '.join(sweepmod.EXECUTORS)}")
+    if mode is not None and mode not in ("product", "zip"):
+        _fail(f"--mode: {mode!r} is not a sweep mode; allowed: product, zip")
+    jobs = jobs or os.cpu_count() or 1
+    if backend == "netns":
+        if jobs != 1 or executor != "local":
+            _fail("--backend netns runs one run at a time on this machine: use --jobs 1 and the local executor")
+    try:
+        data, source = load_spec(spec)
+        for s in set_ or []:
+            apply_set(data, s, source)
+        pl = sweepmod.plan(data, source, backend=backend, duration=duration, iterations=iterations, axes=axis,
+                           mode=mode, out=out)
+    except SpecError as e:
+        _fail(str(e))
+    if backend == "netns":
+        for p in pl.points[:1]:
+            _netns_precheck(p.resolved)
+    command = shlex.join(["tcplab", *sys.argv[1:]])
+    out_console.print(f"sweep: {len(pl.keys)} runs ({len(pl.parts)} part(s)) in {pl.out}")
+
+    def on_term(signum, frame):
+        raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGTERM, on_term)
+    prog = Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                    TextColumn("{task.fields[failed]}"), TimeElapsedColumn(), TimeRemainingColumn(),
+                    console=err_console, transient=True)
+    try:
+        with prog:
+            task = prog.add_task(pl.name, total=len(pl.keys), failed="")
+
+            def step(o: sweepmod.Outcome) -> None:
+                prog.update(task, completed=o.skipped + o.done + len(o.failed),
+                            failed=f"[red]{len(o.failed)} failed[/]" if o.failed else "")
+
+            try:
+                outcome = sweepmod.execute(pl, jobs=jobs, executor=executor, address=address, report=report,
+                                           command=command, progress=step)
+            except sweepmod.SweepBusy as e:
+                _fail(str(e))
+            except RuntimeError as e:
+                _fail(f"sweep: {e}")
+    finally:
+        signal.signal(signal.SIGTERM, old)
+    finished = outcome.skipped + outcome.done
+    out_console.print(f"{finished} of {outcome.total} runs finished ({outcome.skipped} before this invocation), "
+                      f"{len(outcome.failed)} failed")
+    for key, err in list(outcome.failed.items())[:10]:
+        out_console.print(f"  failed {key}: {err}  (log: {pl.out / 'logs' / (key + '.log')})")
+    if outcome.report:
+        out_console.print(f"report:  {outcome.report}")
+    out_console.print(f"results: {pl.out}")
+    if outcome.interrupted:
+        err_console.print("[bold red]interrupted:[/] finished runs are kept; run the same command again to do the rest",
+                          markup=True)
+        raise typer.Exit(130)
+    if outcome.failed:
+        raise typer.Exit(1)
+
+
+@app.command("ls")
+def ls_(
+    root: Annotated[Path, typer.Argument(help="A folder of results (searched recursively).")] = Path("results"),
+) -> None:
+    """List every finished run under ROOT from the catalog: name, backend, seed, sweep point,
+    summed throughput, utilisation."""
+    from .catalog import CatalogError, query
+
+    try:
+        df = query("SELECT * FROM runs ORDER BY run", root)
+    except CatalogError as e:
+        _fail(str(e))
+    t = Table(show_edge=False)
+    params = [c for c in df.columns if c.startswith("p_")]
+    for c in ["run", "name", "backend", "seed", "flows", "Mbit/s", "util %"] + params:
+        t.add_column(c, justify="left" if c in ("run", "name", "backend") or c.startswith("p_") else "right")
+    for _, r in df.iterrows():
+        t.add_row(r["run"], r["name"], r["backend"], str(r["seed"]), str(r["flows"]), f"{r['throughput_mbps']:.2f}",
+                  "-" if r["utilisation"] != r["utilisation"] else f"{r['utilisation'] * 100:.1f}",
+                  *[("" if r[c] is None else str(r[c])) for c in params])
+    out_console.print(t)
+    out_console.print(f"{len(df)} run(s) under {root}")
+
+
+@app.command()
+def query(
+    sql: Annotated[str, typer.Argument(help="SQL over the views runs, flow_results, flows, intervals, queues, ports, events.")],
+    root: Annotated[Path, typer.Option(help="The folder of results to query (searched recursively).")] = Path("results"),
+    csv: Annotated[bool, typer.Option(help="Print CSV instead of a table.")] = False,
+) -> None:
+    """Query the results catalog with SQL (embedded DuckDB over the runs' Parquet files)."""
+    import duckdb
+
+    from .catalog import CatalogError, query as run_query
+
+    try:
+        df = run_query(sql, root)
+    except CatalogError as e:
+        _fail(str(e))
+    except duckdb.Error as e:
+        _fail(f"query: {str(e).splitlines()[0]}")
+    if csv:
+        sys.stdout.write(df.to_csv(index=False))
+        return
+    t = Table(show_edge=False)
+    for c in df.columns:
+        t.add_column(str(c))
+    for row in df.itertuples(index=False):
+        t.add_row(*["" if v is None else str(v) for v in row])
+    out_console.print(t)
 
 
 netns_app = typer.Typer(help="The real-kernel backend's housekeeping.", no_args_is_help=True)

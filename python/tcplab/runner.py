@@ -51,12 +51,17 @@ def _backend_run(backend: str):
 
 
 def _into(directory: Path, resolved: Resolved, progress: Progress | None, report: bool, command: str,
-          backend: str = "sim") -> dict[str, Any]:
+          backend: str = "sim", labels: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One run into `directory`. `labels`: its place in a sweep, for the catalog."""
+    from .catalog import write_summary
+    from .spec.sweep import run_key
+
     wall0 = time.monotonic()
     write_toml(directory / "spec.toml", resolved.spec)
     totals = _backend_run(backend)(resolved, directory, progress)
     summary = summarize(resolved, totals, directory)
     write_json(directory / "summary.json", summary)
+    write_summary(directory, summary, run_key(resolved, backend), labels)
     meta = {
         "tcplab_version": __version__,
         "git_revision": git_revision(),
@@ -68,6 +73,8 @@ def _into(directory: Path, resolved: Resolved, progress: Progress | None, report
         "command": command,
         "python": sys.version.split()[0],
     }
+    if labels:
+        meta["sweep"] = labels
     if report:
         make_report(directory, resolved.flows, summary, meta)
     meta["wall_s"] = round(time.monotonic() - wall0, 3)
@@ -111,11 +118,12 @@ def _or_none(df):
 
 
 def execute(resolved: Resolved, out: Path, *, force: bool = False, progress: Progress | None = None,
-            report: bool = True, command: str = "", backend: str = "sim") -> tuple[Path, dict[str, Any]]:
+            report: bool = True, command: str = "", backend: str = "sim",
+            labels: dict[str, Any] | None = None) -> tuple[Path, dict[str, Any]]:
     """Run into `out`, atomically, on `backend` (sim or netns). Returns (final folder, summary)."""
     rd = RunDir(out, force=force)
     try:
-        summary = _into(rd.tmp, resolved, progress, report, command, backend)
+        summary = _into(rd.tmp, resolved, progress, report, command, backend, labels)
         return rd.commit(), summary
     except BaseException:
         rd.abort()

@@ -18,7 +18,6 @@ from .units import UnitError
 
 #: Features a spec may ask for that this version does not implement yet: key -> what it is.
 NOT_YET = {
-    "sweep": "parameter sweeps ([sweep] tables)",
     "measure": "CPU-cost accounting of the congestion-control hooks ([measure])",
 }
 
@@ -115,6 +114,12 @@ def apply_set(spec: dict[str, Any], assignment: str, source: str) -> None:
         value = tomllib.loads(f"v = {raw}")["v"]
     except tomllib.TOMLDecodeError:
         value = raw
+    set_key(spec, key, value, source)
+
+
+def set_key(spec: dict[str, Any], key: str, value: Any, source: str) -> None:
+    """Set dotted `key` to `value` in `spec`, creating tables on the way; a `*` part matches every
+    key of the table it is in (`senders.*.cc`). Shared by --set and [sweep] axes."""
     parts = key.split(".")
 
     def assign(table: dict[str, Any], i: int) -> None:
@@ -528,7 +533,7 @@ def _trace(ctx: _Ctx, spec: dict[str, Any]) -> tuple[int, int, bool, dict]:
 
 
 TOP_KEYS = ("name", "description", "seed", "duration", "topology", "hosts", "stack_sysctl", "senders", "background", "trace",
-            "peers") + tuple(NOT_YET)
+            "peers", "sweep") + tuple(NOT_YET)
 
 #: [peers]: the stacks and cc modules `tcplab peers` runs every sender with, and their defaults.
 PEERS_KEYS = {"stacks": ["freebsd", "freebsd-rack", "linux"], "cc": ["newreno", "cubic"]}

@@ -1,0 +1,128 @@
+"""The results catalog: every run folder's summary as one Parquet row per flow
+(`summary.parquet`), and DuckDB views over all of them under a root folder.
+
+Views (each with a `run` column, the run folder relative to the root):
+  runs          one row per run: name, backend, seed, sweep labels and p_* parameters, bottleneck
+                utilisation, goodput, drops, Jain fairness, summed throughput and retransmits
+  flow_results  one row per flow of every run (the summary table of `tcplab show`)
+  flows, intervals, queues, ports, events, sends
+                the runs' time series, where recorded
+
+Only finished run folders are seen: a run being written lives under a hidden temporary name.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+SUMMARY_FILE = "summary.parquet"
+TIME_SERIES = ("flows", "intervals", "queues", "ports", "events", "sends")
+RUN_COLUMNS = ["name", "backend", "seed", "spec_hash", "sweep", "sweep_part", "point", "iteration",
+               "bottleneck_link", "bottleneck_rate_mbps", "utilisation", "goodput_mbps", "drops", "fairness_jain"]
+FLOW_COLUMNS = ["flow", "from", "to", "stack", "cc", "start_s", "duration_s", "bytes_delivered", "throughput_mbps",
+                "completion_s", "retransmits", "recoveries", "rtos", "min_rtt_ms", "srtt_ms", "final_cwnd_bytes"]
+
+
+def param_column(key: str) -> str:
+    """A sweep key as a column name SQL can use unquoted: senders.*.cc -> p_senders_all_cc."""
+    return "p_" + re.sub(r"[^0-9A-Za-z]+", "_", key.replace("*", "all")).strip("_")
+
+
+def summary_rows(summary: dict[str, Any], spec_hash: str, labels: dict[str, Any] | None = None) -> pa.Table:
+    """The catalog rows of one run. `labels`: sweep, sweep_part, point, iteration and params
+    (sweep key -> value, stored as text in p_* columns so values like "15Mbit" stay as written)."""
+    labels = labels or {}
+    b = summary.get("bottleneck", {})
+    run = {"name": summary["name"], "backend": summary.get("backend", "sim"), "seed": summary["seed"],
+           "spec_hash": spec_hash, "sweep": labels.get("sweep"), "sweep_part": labels.get("sweep_part"),
+           "point": labels.get("point"), "iteration": labels.get("iteration"),
+           "bottleneck_link": b.get("link"), "bottleneck_rate_mbps": b.get("rate_mbps"),
+           "utilisation": b.get("utilisation"), "goodput_mbps": b.get("goodput_mbps"), "drops": b.get("drops"),
+           "fairness_jain": summary.get("fairness_jain")}
+    params = {param_column(k): _text(v) for k, v in (labels.get("params") or {}).items()}
+    rows = [run | {c: f.get(c) for c in FLOW_COLUMNS} | params for f in summary["flows"]]
+    types = {"seed": pa.int64(), "point": pa.int64(), "iteration": pa.int64(), "drops": pa.int64(),
+             "bytes_delivered": pa.int64(), "retransmits": pa.int64(), "recoveries": pa.int64(), "rtos": pa.int64(),
+             "final_cwnd_bytes": pa.int64()}
+    fields = []
+    for c in RUN_COLUMNS + FLOW_COLUMNS:
+        fields.append(pa.field(c, types.get(c, pa.float64() if c.endswith(("_s", "_mbps", "_ms", "utilisation",
+                                                                            "fairness_jain")) else pa.string())))
+    fields += [pa.field(c, pa.string()) for c in params]
+    schema = pa.schema(fields)
+    return pa.Table.from_pylist(rows, schema=schema)
+
+
+def _text(v: Any) -> str:
+    return v if isinstance(v, str) else repr(v) if isinstance(v, float) else str(v).lower() if isinstance(v, bool) else str(v)
+
+
+def write_summary(directory: Path, summary: dict[str, Any], spec_hash: str, labels: dict[str, Any] | None = None) -> None:
+    pq.write_table(summary_rows(summary, spec_hash, labels), directory / SUMMARY_FILE, compression="zstd")
+
+
+def _files(root: Path, name: str) -> list[str]:
+    """`name` in every finished run folder under root (hidden folders are runs being written)."""
+    out = []
+    for p in sorted(root.rglob(name)):
+        rel = p.relative_to(root).parts
+        if not any(part.startswith(".") for part in rel):
+            out.append(str(p))
+    return out
+
+
+class CatalogError(Exception):
+    pass
+
+
+def connect(root: str | Path = "results"):
+    """An in-memory DuckDB connection with the catalog's views over `root`."""
+    import duckdb
+
+    root = Path(root)
+    if not root.is_dir():
+        raise CatalogError(f"{root}: no such folder (run something first, or give the results folder)")
+    con = duckdb.connect(":memory:")
+    prefix = str(root.resolve()) + "/"
+    run_col = "regexp_replace(parse_dirpath(filename), '^' || $prefix, '') AS run"
+
+    def view(name: str, files: list[str]) -> bool:
+        if not files:
+            return False
+        resolved = [str(Path(f).resolve()) for f in files]
+        con.execute(f"CREATE VIEW {name} AS SELECT {run_col}, * EXCLUDE (filename) FROM "
+                    f"read_parquet($files, union_by_name = true, filename = true)".replace("$prefix", _sql_str(prefix))
+                    .replace("$files", "[" + ", ".join(_sql_str(f) for f in resolved) + "]"))
+        return True
+
+    summaries = _files(root, SUMMARY_FILE)
+    if not view("flow_results", summaries):
+        con.execute("CREATE VIEW flow_results AS SELECT NULL::VARCHAR AS run WHERE false")
+        con.execute("CREATE VIEW runs AS SELECT NULL::VARCHAR AS run WHERE false")
+    else:
+        cols = [r[0] for r in con.execute("DESCRIBE flow_results").fetchall()]
+        keep = [c for c in cols if c in RUN_COLUMNS or c.startswith("p_")]
+        con.execute("CREATE VIEW runs AS SELECT run, " + ", ".join(f"any_value({_ident(c)}) AS {_ident(c)}" for c in keep)
+                    + ", count(*) AS flows, sum(throughput_mbps) AS throughput_mbps, sum(retransmits) AS retransmits"
+                    " FROM flow_results GROUP BY run")
+    for t in TIME_SERIES:
+        view(t, _files(root, f"{t}.parquet"))
+    return con
+
+
+def _sql_str(s: str) -> str:
+    return "'" + s.replace("'", "''") + "'"
+
+
+def _ident(c: str) -> str:
+    return '"' + c.replace('"', '""') + '"'
+
+
+def query(sql: str, root: str | Path = "results"):
+    """Run SQL over the catalog of `root`; a pandas DataFrame."""
+    return connect(root).execute(sql).df()

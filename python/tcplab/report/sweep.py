@@ -1,0 +1,197 @@
+"""sweep.html: one self-contained page per sweep: for each part, each metric against the swept
+parameter (mean over iterations with its 95% confidence interval, one line per combination of
+the other axes), and the seeds' table of every point as % vs the part's first point, marked
+where the difference is significant (Student's t, pooled s, as ministat), with links to each
+run's report."""
+
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from ..analysis.stats import ci_half_width, describe, difference  # noqa: E402
+from ..catalog import connect, param_column  # noqa: E402
+from ..spec import units  # noqa: E402
+from .html import _CSS, _show  # noqa: E402
+
+matplotlib.rcParams["svg.hashsalt"] = "tcplab"
+
+#: (catalog column of the runs view, label). Fairness only where runs have several flows.
+METRICS = [("throughput_mbps", "throughput, all flows (Mbit/s)"), ("utilisation", "bottleneck utilisation"),
+           ("retransmits", "retransmitted segments"), ("fairness_jain", "Jain fairness")]
+CONFIDENCE = 0.95
+
+
+def numeric(value: Any) -> float | None:
+    """A swept value as a number for an axis: plain numbers, or rates, sizes and durations with
+    units (15Mbit -> 15e6, 6MB -> 6e6 bytes, 10ms -> 1e7 ns); None if it is a name."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    for parse in (units.parse_rate_bps, units.parse_size_bytes, units.parse_duration_ns):
+        try:
+            return float(parse(value))
+        except (units.UnitError, TypeError, ValueError):
+            continue
+    return None
+
+
+def _x_axis(part: dict[str, Any]) -> tuple[str, bool]:
+    """The axis the charts put on x: the first whose values are all numeric, else the first."""
+    for ax in part["axes"]:
+        if all(numeric(v) is not None for v in ax["values"]):
+            return ax["key"], True
+    return part["axes"][0]["key"], False
+
+
+def _points(index: dict[str, Any], part: str) -> list[dict[str, Any]]:
+    """The part's parameter combinations, in plan order, each with its iterations' run folders."""
+    out: dict[int, dict[str, Any]] = {}
+    for p in index["points"]:
+        if p["part"] == part:
+            e = out.setdefault(p["point"], {"point": p["point"], "params": p["params"], "runs": []})
+            e["runs"].append(p["run"])
+    return [out[k] for k in sorted(out)]
+
+
+def _chart(part: dict[str, Any], pts: list[dict[str, Any]], values: dict[str, dict[str, list[float]]], metric: str,
+           label: str, out: Path) -> str:
+    xkey, is_num = _x_axis(part)
+    others = [a["key"] for a in part["axes"] if a["key"] != xkey] if part["mode"] == "product" else []
+    xs_cat = [v for v in next(a["values"] for a in part["axes"] if a["key"] == xkey)]
+    lines: dict[str, list[tuple[float, float, float]]] = {}
+    for p in pts:
+        vals = values[metric].get(str(p["point"]), [])
+        if not vals:
+            continue
+        s = describe(vals)
+        ci = ci_half_width(s, CONFIDENCE) or 0.0
+        x = numeric(p["params"][xkey]) if is_num else float(xs_cat.index(p["params"][xkey]))
+        name = ", ".join(f"{k.split('.')[-1]}={p['params'][k]}" for k in others) or "all"
+        lines.setdefault(name, []).append((x, s.mean, ci))
+    fig, ax = plt.subplots(figsize=(8, 3.6))
+    for name, rows in lines.items():
+        rows.sort()
+        ax.errorbar([r[0] for r in rows], [r[1] for r in rows], yerr=[r[2] for r in rows], marker="o", capsize=3,
+                    linewidth=1.2, label=name)
+    if not is_num:
+        ax.set_xticks(range(len(xs_cat)), [str(v) for v in xs_cat])
+    elif all(isinstance(v, str) for v in xs_cat):
+        ticks = sorted({numeric(v) for v in xs_cat})
+        ax.set_xticks(ticks, [str(v) for v in sorted(xs_cat, key=numeric)], rotation=45 if len(ticks) > 6 else 0)
+    xnums = [numeric(v) for v in xs_cat] if is_num else []
+    if xnums and min(xnums) > 0 and max(xnums) / min(xnums) >= 8:
+        ax.set_xscale("log")  # rate and buffer sweeps span decades (T5: 15..160 Mbit/s)
+        ax.minorticks_off()
+    ax.set_xlabel(xkey)
+    ax.set_ylabel(label)
+    ax.set_ylim(bottom=0)
+    ax.grid(alpha=0.3)
+    if len(lines) > 1:
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    stem = f"sweep_{part['name']}_{metric}"
+    fig.savefig(out / f"{stem}.svg", metadata={"Date": None})
+    plt.close(fig)
+    svg = (out / f"{stem}.svg").read_text()
+    return f'<figure data-chart="{stem}">{svg[svg.index("<svg"):]}<figcaption>{html.escape(label)} vs {html.escape(xkey)}' \
+           f" (mean over iterations; bars: {CONFIDENCE * 100:.0f}% confidence interval)</figcaption></figure>"
+
+
+def _cell_vs(base: list[float], vals: list[float]) -> str:
+    if not base or not vals:
+        return "-"
+    b, s = describe(base), describe(vals)
+    if b.mean == 0:
+        return "-"
+    pct = (s.mean - b.mean) * 100 / b.mean
+    d = difference(b, s, CONFIDENCE)
+    if d is None:
+        return f"{pct:+.1f}%"
+    return f"{pct:+.1f}% ± {d.pct_error:.1f}%" + (" *" if d.significant else " (no difference proven)")
+
+
+def _table(part: dict[str, Any], pts: list[dict[str, Any]], values: dict[str, dict[str, list[float]]],
+           metrics: list[tuple[str, str]]) -> str:
+    keys = [a["key"] for a in part["axes"]]
+    head = [*keys, "N"] + [f"{label} (mean ± CI)" for _, label in metrics] + ["throughput vs first row", "runs"]
+    rows = []
+    base = values["throughput_mbps"].get(str(pts[0]["point"]), []) if pts else []
+    for p in pts:
+        cells = [html.escape(str(p["params"][k])) for k in keys]
+        tp = values["throughput_mbps"].get(str(p["point"]), [])
+        cells.append(str(len(tp)))
+        for m, _ in metrics:
+            vals = values[m].get(str(p["point"]), [])
+            if not vals:
+                cells.append("-")
+                continue
+            s = describe(vals)
+            ci = ci_half_width(s, CONFIDENCE)
+            cells.append(html.escape(_show(s.mean) + ("" if ci is None else f" ± {_show(ci)}")))
+        cells.append(html.escape(_cell_vs(base, tp)))
+        cells.append(" ".join(f'<a href="{html.escape(r)}/report.html">{i + 1}</a>' for i, r in enumerate(p["runs"])))
+        rows.append("<tr>" + "".join(f'<td{" class=l" if i < len(keys) else ""}>{c}</td>' for i, c in enumerate(cells))
+                    + "</tr>")
+    th = "".join(f'<th{" class=l" if i < len(keys) else ""}>{html.escape(h)}</th>' for i, h in enumerate(head))
+    return f'<table class="sweep-table" data-part="{html.escape(part["name"])}"><thead><tr>{th}</tr></thead>' \
+           f'<tbody>{"".join(rows)}</tbody></table>'
+
+
+def write(sweep_dir: Path) -> Path:
+    """sweep_dir/sweep.html from sweep.json and the runs' catalog rows."""
+    index = json.loads((sweep_dir / "sweep.json").read_text())
+    con = connect(sweep_dir / "runs")
+    runs = con.execute("SELECT * FROM runs").df()
+    runs["run"] = "runs/" + runs["run"].str.rstrip("/")
+    plots = sweep_dir / "plots"
+    plots.mkdir(exist_ok=True)
+    sections = []
+    for part in index["parts"]:
+        pts = _points(index, part["name"])
+        by_run = runs.set_index("run")
+        values: dict[str, dict[str, list[float]]] = {m: {} for m, _ in METRICS}
+        several_flows = False
+        for p in pts:
+            for r in p["runs"]:
+                if r not in by_run.index:
+                    continue  # failed or not run yet
+                row = by_run.loc[r]
+                several_flows |= int(row["flows"]) > 1
+                for m, _ in METRICS:
+                    v = row.get(m)
+                    if v is not None and v == v:
+                        values[m].setdefault(str(p["point"]), []).append(float(v))
+        metrics = [(m, label) for m, label in METRICS if m != "fairness_jain" or several_flows]
+        charts = "".join(_chart(part, pts, values, m, label, plots) for m, label in metrics)
+        missing = sum(1 for p in index["points"] if p["part"] == part["name"] and p.get("status") != "done")
+        axes = "; ".join(f"{a['key']} ({param_column(a['key'])}) = {a['values']}" for a in part["axes"])
+        sections.append(
+            f'<section class="part" id="part-{html.escape(part["name"])}"><h2>{html.escape(part["name"])}</h2>'
+            f'<p>{html.escape(part["mode"])} of {html.escape(axes)}; {part["iterations"]} iteration(s) each'
+            + (f'; <span class="bad">{missing} run(s) not finished</span>' if missing else "")
+            + f"</p>{charts}{_table(part, pts, values, metrics)}</section>")
+    status = "complete" if index["complete"] else "incomplete (re-run the same command to finish it)"
+    page = f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>tcplab sweep: {html.escape(index['name'])}</title>
+<style>{_CSS}</style></head><body>
+<h1>{html.escape(index['name'])}: sweep</h1>
+<p class="sub">{len(index['points'])} runs on the {html.escape(index['backend'])} backend from {html.escape(index['source'])};
+{status}. "vs first row": difference of the mean summed throughput from the part's first row, as % with its
+{CONFIDENCE * 100:.0f}% error, * where Student's t (pooled s) proves it; with one iteration no test is possible.</p>
+{''.join(sections)}
+</body></html>
+"""
+    path = sweep_dir / "sweep.html"
+    tmp = sweep_dir / ".sweep.html.tmp"
+    tmp.write_text(page)
+    tmp.rename(path)
+    return path
