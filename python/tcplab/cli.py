@@ -28,7 +28,10 @@ err_console = Console(stderr=True, highlight=False)
 
 
 def _fail(message: str) -> None:
-    err_console.print(f"[bold red]error:[/] {message}", markup=True, soft_wrap=True)
+    from rich.markup import escape
+
+    # Escaped: messages quote spec text, and "[sweep ...]" or "[senders.s1]" are not markup.
+    err_console.print(f"[bold red]error:[/] {escape(message)}", markup=True, soft_wrap=True)
     raise typer.Exit(2)
 
 
@@ -58,6 +61,8 @@ def run(
 
     try:
         data, source = load_spec(spec)
+        if "sweep" in data:
+            raise SpecError(source, "sweep", f"this spec is a parameter sweep: run it with `tcplab sweep {spec}`")
         for s in set_ or []:
             apply_set(data, s, source)
         resolved = resolve(data, source, seed=seed, duration=duration)
@@ -321,6 +326,7 @@ def sweep(
 
     from . import sweep as sweepmod
     from .runner import BACKENDS
+    from .sweep.ray_executor import RayUnavailable
 
     if backend not in BACKENDS:
         _fail(f"--backend: {backend!r} is not a backend; allowed: {', '.join(BACKENDS)}")
@@ -365,6 +371,8 @@ def sweep(
                 outcome = sweepmod.execute(pl, jobs=jobs, executor=executor, address=address, report=report,
                                            command=command, progress=step)
             except sweepmod.SweepBusy as e:
+                _fail(str(e))
+            except RayUnavailable as e:
                 _fail(str(e))
             except RuntimeError as e:
                 _fail(f"sweep: {e}")

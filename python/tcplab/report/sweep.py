@@ -59,6 +59,7 @@ def _points(index: dict[str, Any], part: str) -> list[dict[str, Any]]:
         if p["part"] == part:
             e = out.setdefault(p["point"], {"point": p["point"], "params": p["params"], "runs": []})
             e["runs"].append(p["run"])
+            e.setdefault("status", []).append(p.get("status", "pending"))
     return [out[k] for k in sorted(out)]
 
 
@@ -82,15 +83,15 @@ def _chart(part: dict[str, Any], pts: list[dict[str, Any]], values: dict[str, di
         rows.sort()
         ax.errorbar([r[0] for r in rows], [r[1] for r in rows], yerr=[r[2] for r in rows], marker="o", capsize=3,
                     linewidth=1.2, label=name)
+    xnums = [numeric(v) for v in xs_cat] if is_num else []
+    if xnums and min(xnums) > 0 and max(xnums) / min(xnums) >= 8:
+        ax.set_xscale("log")  # rate and buffer sweeps span decades (T5: 15..160 Mbit/s)
+        ax.minorticks_off()
     if not is_num:
         ax.set_xticks(range(len(xs_cat)), [str(v) for v in xs_cat])
     elif all(isinstance(v, str) for v in xs_cat):
         ticks = sorted({numeric(v) for v in xs_cat})
         ax.set_xticks(ticks, [str(v) for v in sorted(xs_cat, key=numeric)], rotation=45 if len(ticks) > 6 else 0)
-    xnums = [numeric(v) for v in xs_cat] if is_num else []
-    if xnums and min(xnums) > 0 and max(xnums) / min(xnums) >= 8:
-        ax.set_xscale("log")  # rate and buffer sweeps span decades (T5: 15..160 Mbit/s)
-        ax.minorticks_off()
     ax.set_xlabel(xkey)
     ax.set_ylabel(label)
     ax.set_ylim(bottom=0)
@@ -119,6 +120,15 @@ def _cell_vs(base: list[float], vals: list[float]) -> str:
     return f"{pct:+.1f}% ± {d.pct_error:.1f}%" + (" *" if d.significant else " (no difference proven)")
 
 
+def _run_link(i: int, run: str, status: str) -> str:
+    """Iteration i's report, or its log when it failed."""
+    if status == "done":
+        return f'<a href="{html.escape(run)}/report.html">{i + 1}</a>'
+    if status == "failed":
+        return f'<a class="bad" href="logs/{html.escape(run.split("/")[-1])}.log">{i + 1}: failed</a>'
+    return f"{i + 1}: not run"
+
+
 def _table(part: dict[str, Any], pts: list[dict[str, Any]], values: dict[str, dict[str, list[float]]],
            metrics: list[tuple[str, str]]) -> str:
     keys = [a["key"] for a in part["axes"]]
@@ -138,7 +148,7 @@ def _table(part: dict[str, Any], pts: list[dict[str, Any]], values: dict[str, di
             ci = ci_half_width(s, CONFIDENCE)
             cells.append(html.escape(_show(s.mean) + ("" if ci is None else f" ± {_show(ci)}")))
         cells.append(html.escape(_cell_vs(base, tp)))
-        cells.append(" ".join(f'<a href="{html.escape(r)}/report.html">{i + 1}</a>' for i, r in enumerate(p["runs"])))
+        cells.append(" ".join(_run_link(i, r, st) for i, (r, st) in enumerate(zip(p["runs"], p["status"]))))
         rows.append("<tr>" + "".join(f'<td{" class=l" if i < len(keys) else ""}>{c}</td>' for i, c in enumerate(cells))
                     + "</tr>")
     th = "".join(f'<th{" class=l" if i < len(keys) else ""}>{html.escape(h)}</th>' for i, h in enumerate(head))

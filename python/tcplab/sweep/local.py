@@ -22,9 +22,23 @@ def _on_term(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
 
 
-def _worker(todo: Any, done: Any, runs_dir: str) -> None:
+def _die_with_parent() -> None:
+    """Ask Linux to send this worker SIGTERM when the driver dies, even by SIGKILL (prctl(2)
+    PR_SET_PDEATHSIG), so no orphan goes on writing into a sweep folder."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)  # 1 = PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def _worker(todo: Any, done: Any, runs_dir: str, parent_pid: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, _on_term)
+    _die_with_parent()
+    if os.getppid() != parent_pid:  # the driver died before prctl took effect
+        return
     try:
         while True:
             task = todo.get()
@@ -49,7 +63,7 @@ def run_local(tasks: list[dict[str, Any]], runs_dir: str, jobs: int, on_result: 
         todo.put(None)
 
     def spawn() -> Any:
-        w = ctx.Process(target=_worker, args=(todo, done, runs_dir), daemon=True)
+        w = ctx.Process(target=_worker, args=(todo, done, runs_dir, os.getpid()), daemon=True)
         w.start()
         return w
 

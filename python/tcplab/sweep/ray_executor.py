@@ -14,6 +14,19 @@ class RayUnavailable(Exception):
     pass
 
 
+def _check_reachable(address: str, timeout_s: float = 5.0) -> None:
+    """Ray keeps retrying an unreachable head for minutes; fail fast with a clear message."""
+    import socket
+
+    host, _, port = address.rpartition(":")
+    host = host.removeprefix("ray://") or "127.0.0.1"
+    try:
+        with socket.create_connection((host, int(port)), timeout=timeout_s):
+            pass
+    except (OSError, ValueError) as e:
+        raise RayUnavailable(f"cannot reach the Ray cluster at {address}: {e}") from None
+
+
 def _remote_run(task: dict[str, Any]) -> dict[str, Any]:
     return run_task(task, None)
 
@@ -28,6 +41,8 @@ def run_ray(tasks: list[dict[str, Any]], address: str | None, jobs: int,
         import ray
     except ImportError:
         raise RayUnavailable("the ray executor needs Ray: pip install 'ray>=2.40' (or tcplab[ray])") from None
+    if address and address != "auto":
+        _check_reachable(address)
     kw: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "configure_logging": False}
     if address:
         kw["address"] = address
