@@ -256,3 +256,47 @@ def test_a_second_invocation_on_a_running_sweep_is_refused(tmp_path):
         fcntl.flock(fh, fcntl.LOCK_EX)
         proc = tcplab("sweep", str(spec), "--out", str(out), cwd=tmp_path)
     assert proc.returncode == 2 and "another tcplab sweep is running in this folder" in proc.stderr
+
+
+def test_python_api_sweep_and_query(tmp_path):
+    import tomllib
+
+    import tcplab
+
+    data = tomllib.loads(BASE.format(name="api", time="1s") + '[sweep]\n"senders.s1.cc" = ["newreno", "cubic"]\n')
+    runs = tcplab.sweep(data, out=tmp_path / "s", jobs=1, report=False)
+    assert list(runs["p_senders_s1_cc"]) == ["newreno", "cubic"] and (runs["throughput_mbps"] > 9).all()
+    again = tcplab.sweep(data, out=tmp_path / "s", jobs=1, report=False)  # resumed: nothing to do
+    assert again.equals(runs)
+    n = tcplab.query("SELECT count(*) AS n FROM flows", tmp_path / "s")["n"][0]
+    assert n > 100  # the flow-state samples of both runs
+
+
+@pytest.mark.slow
+def test_t5_and_t7_presets_run_as_sweeps_with_their_reports(tmp_path):
+    t5 = tcplab("sweep", "T5", "--duration", "5s", "--out", "t5", cwd=tmp_path)
+    assert t5.returncode == 0, t5.stderr[-2000:]
+    assert "11 of 11 runs finished" in t5.stdout
+    rows = query("SELECT p_topology_bottleneck_rate AS rate, bottleneck_rate_mbps, utilisation FROM runs", tmp_path / "t5")
+    assert len(rows) == 11 and sorted(rows["bottleneck_rate_mbps"]) == [15, 20, 25, 30, 40, 50, 63, 80, 100, 130, 160]
+    # NewReno with a one-BDP queue keeps the pipe busy at every rate (slow start included in 5 s).
+    assert (rows["utilisation"] > 0.85).all(), rows
+    page = (tmp_path / "t5" / "sweep.html").read_text()
+    assert page.count('class="part"') == 1 and page.count("<tr>") == 1 + 11
+
+    t7 = tcplab("sweep", "T7", "--duration", "500ms", "--out", "t7", cwd=tmp_path)
+    assert t7.returncode == 0, t7.stderr[-2000:]
+    # 8 receive buffers + 2 CCs x 2 loss rates, one of which (cubic, clean, 6MB) both parts share.
+    assert "11 of 11 runs finished" in t7.stdout
+    page = (tmp_path / "t7" / "sweep.html").read_text()
+    assert 'id="part-rmem"' in page and 'id="part-cc"' in page
+    # Points of both parts, through sweep.json (a run two parts share carries the first part's labels).
+    tp = dict(query("SELECT run, throughput_mbps FROM runs", tmp_path / "t7" / "runs").itertuples(index=False))
+    index = json.loads((tmp_path / "t7" / "sweep.json").read_text())
+    at = {(p["part"], tuple(sorted(p["params"].items()))): tp[p["run"].split("/")[1]] for p in index["points"]}
+    # The window limit bites: 6.3 KB of receive buffer carries far less than 12 MB over 0.2 ms.
+    assert at[("rmem", (("senders.s1.rcvbuf", "6.3KB"),))] < 0.5 * at[("rmem", (("senders.s1.rcvbuf", "12MB"),))]
+    for name in ("cubic", "reno"):
+        clean = at[("cc", (("senders.s1.cc", name), ("topology.bottleneck.loss", 0.0)))]
+        lossy = at[("cc", (("senders.s1.cc", name), ("topology.bottleneck.loss", 0.1)))]
+        assert 0 < lossy < 0.2 * clean, (name, clean, lossy)

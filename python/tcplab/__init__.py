@@ -5,6 +5,8 @@
     run.summary      # per-flow DataFrame
     run.intervals    # iperf3-style intervals
     run.flows        # sampled cwnd, ssthresh, flight, srtt ... per flow
+    runs = tcplab.sweep("T5", duration="60s")   # one catalog row per run of the sweep
+    tcplab.query("SELECT name, avg(throughput_mbps) FROM runs GROUP BY name")
 """
 
 from __future__ import annotations
@@ -102,9 +104,40 @@ def run(spec: str | Path | dict[str, Any], *, set: list[str] | None = None, seed
     return Run(path)
 
 
+def sweep(spec: str | Path | dict[str, Any], *, set: list[str] | None = None, jobs: int | None = None,
+          iterations: int | None = None, duration: str | None = None, out: str | Path | None = None,
+          executor: str = "local", address: str | None = None, report: bool = True):
+    """Run (or resume) a spec's [sweep]; returns its catalog rows, one per run (a DataFrame with
+    the p_* parameter columns, seed, throughput_mbps, utilisation, ...). Failed runs are absent
+    from it and listed in `<out>/sweep.json`."""
+    from . import sweeps as sweepmod
+    from .catalog import query as catalog_query
+
+    if isinstance(spec, dict):
+        data, source = json.loads(json.dumps(spec)), "<dict>"
+    else:
+        data, source = load_spec(str(spec))
+    for s in set or []:
+        apply_set(data, s, source)
+    pl = sweepmod.plan(data, source, duration=duration, iterations=iterations, out=Path(out) if out else None)
+    outcome = sweepmod.execute(pl, jobs=jobs or os.cpu_count() or 1, executor=executor, address=address,
+                               report=report, command="tcplab.sweep()")
+    if outcome.interrupted:
+        raise KeyboardInterrupt
+    return catalog_query("SELECT * FROM runs ORDER BY sweep_part, point, iteration", pl.out / "runs")
+
+
+def query(sql: str, root: str | Path = "results"):
+    """SQL over the results catalog under `root` (views runs, flow_results, flows, intervals,
+    queues, ports, events); a pandas DataFrame."""
+    from .catalog import query as catalog_query
+
+    return catalog_query(sql, root)
+
+
 def load(path: str | Path) -> Run:
     """Open a finished results folder."""
     return Run(path)
 
 
-__all__ = ["Run", "run", "load", "resolve", "load_spec", "SpecError", "Resolved", "__version__"]
+__all__ = ["Run", "run", "sweep", "query", "load", "resolve", "load_spec", "SpecError", "Resolved", "__version__"]

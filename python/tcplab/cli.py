@@ -324,9 +324,9 @@ def sweep(
     import os
     import signal
 
-    from . import sweep as sweepmod
+    from . import sweeps as sweepmod
     from .runner import BACKENDS
-    from .sweep.ray_executor import RayUnavailable
+    from .sweeps.ray_executor import RayUnavailable
 
     if backend not in BACKENDS:
         _fail(f"--backend: {backend!r} is not a backend; allowed: {', '.join(BACKENDS)}")

@@ -17,7 +17,6 @@ from .analysis.recovery import episodes, first_per_flow
 from .analysis.summary import summarize
 from .backends import sim as sim_backend
 from .report import html as report_html
-from .report import plots
 from .spec import Resolved
 from .store import RunDir, read_table, write_json, write_toml
 
@@ -84,6 +83,8 @@ def _into(directory: Path, resolved: Resolved, progress: Progress | None, report
 
 def make_report(directory: Path, flows: list[dict[str, Any]], summary: dict[str, Any], meta: dict[str, Any]) -> Path:
     """Charts and report.html for a results folder."""
+    from .report import plots  # matplotlib: imported only by runs that draw (a second per process)
+
     pdir = directory / "plots"
     pdir.mkdir(exist_ok=True)
     intervals = read_table(directory, "intervals")

@@ -128,6 +128,12 @@ def _index(pl: Plan, status: dict[str, dict[str, Any]], complete: bool) -> dict[
     }
 
 
+def _cost_estimate(resolved: Any) -> float:
+    """A run's simulation work, roughly: packets the bottleneck can carry in the simulated time."""
+    rate = resolved.ports[resolved.bottleneck_port]["rate_bps"] if resolved.ports else 1e9
+    return rate * resolved.sim_config["stop_ns"]
+
+
 def _land(res: dict[str, Any], runs: Path) -> None:
     """A run that came back as an archive (Ray) into runs/<key>, atomically."""
     rd = RunDir(runs / res["key"])
@@ -162,6 +168,9 @@ def execute(pl: Plan, *, jobs: int = 1, executor: str = "local", address: str | 
             first.setdefault(p.key, p)
         tasks = [{"key": k, "resolved": first[k].resolved, "backend": pl.backend, "labels": _labels(pl.name, first[k]),
                   "report": report, "command": command} for k in keys if k not in finished]
+        # Longest first (LPT scheduling), so a long run does not start last and leave a core idle
+        # at the end; results do not depend on the order.
+        tasks.sort(key=lambda t: -_cost_estimate(t["resolved"]))
         outcome = Outcome(total=len(keys), skipped=len(finished))
         if progress:
             progress(outcome)
