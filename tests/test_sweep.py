@@ -300,3 +300,34 @@ def test_t5_and_t7_presets_run_as_sweeps_with_their_reports(tmp_path):
         clean = at[("cc", (("senders.s1.cc", name), ("topology.bottleneck.loss", 0.0)))]
         lossy = at[("cc", (("senders.s1.cc", name), ("topology.bottleneck.loss", 0.1)))]
         assert 0 < lossy < 0.2 * clean, (name, clean, lossy)
+
+
+@pytest.mark.slow
+def test_ray_executor_on_a_started_cluster_by_address(tmp_path):
+    """`ray start --head` then `--address`, as on a real cluster (one machine here), with the
+    token authentication Ray's `ray start` enables by default."""
+    import socket
+
+    spec = _spec(tmp_path, BASE.format(name="addr", time="1s") + '[sweep]\n"senders.s1.cc" = ["newreno", "cubic"]\n')
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    ray_cli = str(Path(sys.executable).parent / "ray")
+    env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "HOME": str(tmp_path), "COLUMNS": "200"}
+    try:
+        # A token in ~/.ray/auth_token makes `ray start` enable token authentication ...
+        subprocess.run([ray_cli, "get-auth-token", "--generate"], env=env, cwd=tmp_path, check=True, capture_output=True,
+                       timeout=60)
+        subprocess.run([ray_cli, "start", "--head", "--port", str(port), "--num-cpus", "2", "--include-dashboard=false",
+                        "--disable-usage-stats"], env=env, cwd=tmp_path, check=True, capture_output=True, timeout=120)
+        assert (tmp_path / ".ray" / "auth_token").is_file()
+        # ... and a driver connecting by address sends it in token mode.
+        proc = subprocess.run([sys.executable, "-m", "tcplab.cli", "sweep", str(spec), "--out", "s", "--executor", "ray",
+                               "--address", f"127.0.0.1:{port}", "--no-report"], env=env | {"RAY_AUTH_MODE": "token"},
+                              cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert "2 of 2 runs finished" in proc.stdout
+        runs = query("SELECT p_senders_s1_cc FROM runs ORDER BY 1", tmp_path / "s")
+        assert list(runs["p_senders_s1_cc"]) == ["cubic", "newreno"]
+    finally:
+        subprocess.run([ray_cli, "stop", "--force"], env=env, cwd=tmp_path, capture_output=True, timeout=120)

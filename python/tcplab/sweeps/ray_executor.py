@@ -5,6 +5,7 @@ sweep folder, and the catalog is the same as a local sweep's."""
 
 from __future__ import annotations
 
+import os
 from typing import Any, Callable
 
 from .task import run_task
@@ -51,7 +52,13 @@ def run_ray(tasks: list[dict[str, Any]], address: str | None, jobs: int,
     try:
         ray.init(**kw)
     except (ConnectionError, RuntimeError, ValueError) as e:
-        raise RayUnavailable(f"cannot reach the Ray cluster at {address or 'local'}: {e}") from None
+        hint = ""
+        if address and os.environ.get("RAY_AUTH_MODE") != "token":
+            # Ray >= 2.59 starts clusters with token authentication by default, and a driver that
+            # connects by address sends the token only in token mode (docs.ray.io, token-auth).
+            hint = " (if the cluster uses token authentication, as `ray start` does by default since Ray 2.59, " \
+                   "set RAY_AUTH_MODE=token here, with the cluster's token in ~/.ray/auth_token or RAY_AUTH_TOKEN)"
+        raise RayUnavailable(f"cannot reach the Ray cluster at {address or 'local'}: {e}{hint}") from None
     try:
         remote = ray.remote(num_cpus=1, max_retries=0)(_remote_run)
         pending = [remote.remote(t) for t in tasks]
