@@ -59,7 +59,12 @@ def summary_rows(summary: dict[str, Any], spec_hash: str, labels: dict[str, Any]
 
 
 def _text(v: Any) -> str:
-    return v if isinstance(v, str) else repr(v) if isinstance(v, float) else str(v).lower() if isinstance(v, bool) else str(v)
+    """A swept value as the spec wrote it: strings as they are, TOML spellings for the rest."""
+    if isinstance(v, str):
+        return v
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return repr(v) if isinstance(v, float) else str(v)
 
 
 def write_summary(directory: Path, summary: dict[str, Any], spec_hash: str, labels: dict[str, Any] | None = None) -> None:
@@ -88,16 +93,16 @@ def connect(root: str | Path = "results"):
     if not root.is_dir():
         raise CatalogError(f"{root}: no such folder (run something first, or give the results folder)")
     con = duckdb.connect(":memory:")
-    prefix = str(root.resolve()) + "/"
-    run_col = "regexp_replace(parse_dirpath(filename), '^' || $prefix, '') AS run"
+    # The run folder relative to the root, from DuckDB's `filename` column (every file read is
+    # under the root, so cutting the root's length off is exact).
+    run_col = f"substr(parse_dirpath(filename), {len(str(root.resolve())) + 2}) AS run"
 
     def view(name: str, files: list[str]) -> bool:
         if not files:
             return False
-        resolved = [str(Path(f).resolve()) for f in files]
-        con.execute(f"CREATE VIEW {name} AS SELECT {run_col}, * EXCLUDE (filename) FROM "
-                    f"read_parquet($files, union_by_name = true, filename = true)".replace("$prefix", _sql_str(prefix))
-                    .replace("$files", "[" + ", ".join(_sql_str(f) for f in resolved) + "]"))
+        paths = "[" + ", ".join(_sql_str(str(Path(f).resolve())) for f in files) + "]"
+        con.execute(f"CREATE VIEW {name} AS SELECT {run_col}, * EXCLUDE (filename) "
+                    f"FROM read_parquet({paths}, union_by_name = true, filename = true)")
         return True
 
     summaries = _files(root, SUMMARY_FILE)

@@ -14,6 +14,7 @@ killed sweep leaves only hidden partial folders, which the next invocation remov
 
 from __future__ import annotations
 
+import copy
 import fcntl
 import hashlib
 import io
@@ -66,7 +67,7 @@ def plan(spec: dict[str, Any], source: str, *, backend: str = "sim", duration: s
          out: Path | None = None) -> Plan:
     """Resolve every run of the sweep. `axes` (--axis KEY=[...]) replace the spec's [sweep] with one
     part; `mode` and `iterations` override the spec's."""
-    spec = dict(spec)
+    spec = copy.deepcopy(spec)
     if axes:
         table: dict[str, Any] = dict(parse_axis(a, source) for a in axes)
         old = spec.get("sweep") if isinstance(spec.get("sweep"), dict) else {}
