@@ -194,7 +194,7 @@ def write(sweep_dir: Path) -> Path:
 <html lang="en"><head><meta charset="utf-8"><title>tcplab sweep: {html.escape(index['name'])}</title>
 <style>{_CSS}</style></head><body>
 <h1>{html.escape(index['name'])}: sweep</h1>
-<p class="sub">{len(index['points'])} runs on the {html.escape(index['backend'])} backend from {html.escape(index['source'])};
+<p class="sub">{len(index['points'])} points ({len({p['run'] for p in index['points']})} runs: points with the same resolved spec share one) on the {html.escape(index['backend'])} backend from {html.escape(index['source'])};
 {status}. "vs first row": difference of the mean summed throughput from the part's first row, as % with its
 {CONFIDENCE * 100:.0f}% error, * where Student's t (pooled s) proves it; with one iteration no test is possible.</p>
 {''.join(sections)}
