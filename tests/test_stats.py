@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from tcplab.analysis.stats import ci_half_width, describe, difference, t_cdf, t_quantile
+from tcplab.analysis.stats import ci_half_width, describe, difference, ministat_t, t_cdf, t_quantile
 
 # Two-sided critical values from a printed Student's t table (e.g. NIST/SEMATECH e-Handbook 1.3.6.7.2).
 TABLE = [(0.975, 1, 12.706), (0.975, 2, 4.303), (0.975, 5, 2.571), (0.975, 10, 2.228), (0.975, 30, 2.042),
@@ -30,11 +30,11 @@ def test_describe_and_difference_equal_an_independent_calculation():
         a, b = rng.normal(100, 10, n1), rng.normal(110, 15, n2)
         sa, sb = describe(list(a)), describe(list(b))
         assert sa.n == n1 and math.isclose(sa.mean, a.mean()) and math.isclose(sa.stddev, a.std(ddof=1))
-        assert math.isclose(sa.median, float(np.median(a)))
+        assert sa.median == sorted(a)[n1 // 2]  # ministat's median: the upper middle value
         assert sa.min == a.min() and sa.max == a.max()
         d = difference(sa, sb, conf)
         spool = math.sqrt(((n1 - 1) * a.var(ddof=1) + (n2 - 1) * b.var(ddof=1)) / (n1 + n2 - 2))
-        err = t_quantile(1 - (1 - conf) / 2, n1 + n2 - 2) * spool * math.sqrt(1 / n1 + 1 / n2)
+        err = ministat_t(conf * 100, n1 + n2 - 2) * spool * math.sqrt(1 / n1 + 1 / n2)
         assert math.isclose(d.pooled_s, spool) and math.isclose(d.error, err)
         assert math.isclose(d.diff, b.mean() - a.mean()) and d.significant == (abs(b.mean() - a.mean()) > err)
         half = ci_half_width(sa, conf)
@@ -47,3 +47,78 @@ def test_identical_samples_prove_no_difference_and_single_values_allow_no_test()
     assert difference(describe([1.0]), s) is None and ci_half_width(describe([4.0])) is None
     with pytest.raises(ValueError):
         describe([])
+
+
+# ---------------------------------------------------------------------------------------------
+# `tcplab stats` against Debian's ministat binary (installed by scripts/install --test).
+
+import random  # noqa: E402
+import shutil  # noqa: E402
+import subprocess  # noqa: E402
+
+from conftest import tcplab  # noqa: E402
+from tcplab.report.ministat import render  # noqa: E402
+
+MINISTAT = shutil.which("ministat") or "/usr/bin/ministat"
+
+
+def _write(tmp_path, name, values):
+    p = tmp_path / name
+    p.write_text("".join(f"{v!r}\n" for v in values))
+    return p
+
+
+def _ministat(*args):
+    proc = subprocess.run([MINISTAT, *map(str, args)], capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def test_render_equals_ministat_on_random_samples(tmp_path):
+    rng = random.Random(11)
+    cases = 0
+    for sizes in [(3, 3), (5, 8), (20, 20), (3, 40, 7), (60, 70), (4, 4, 4, 4, 4, 4, 4)]:
+        for conf in (80, 90, 95, 98, 99, 99.5):
+            for flags in ([], ["-s"], ["-n"], ["-w", "50"]):
+                samples = []
+                for k, n in enumerate(sizes):
+                    mu = 100 + rng.choice([0, 1, 5, 30]) * k
+                    # Rounded values: repeated points stack in the plot, as timing data does.
+                    samples.append([round(rng.gauss(mu, 10), rng.choice([0, 1, 3])) for _ in range(n)])
+                files = [_write(tmp_path, f"s{k}.txt", v) for k, v in enumerate(samples)]
+                width = int(flags[1]) if flags[:1] == ["-w"] else 74
+                mine = render(samples, [str(f) for f in files], confidence_pct=conf, width=width,
+                              separate="-s" in flags, summary_only="-n" in flags)
+                assert mine == _ministat("-c", conf, *flags, *files), (sizes, conf, flags)
+                cases += 1
+    assert cases == 144
+
+
+def test_t_equals_ministat_table_for_every_df_it_can_reach(tmp_path):
+    """ministat prints e = t * s; with samples whose difference is always significant, every
+    degree of freedom from 4 (two samples of 3) to 110 and every confidence level shows its t."""
+    for df in range(4, 111):
+        n1 = 3
+        n2 = df + 2 - n1
+        a = _write(tmp_path, "a.txt", [1.0, 2.0, 4.0])
+        b = _write(tmp_path, "b.txt", [1000.0 + (i % 7) for i in range(n2)])
+        for conf in (80, 90, 95, 98, 99, 99.5):
+            mine = render([[1.0, 2.0, 4.0], [1000.0 + (i % 7) for i in range(n2)]], [str(a), str(b)],
+                          confidence_pct=conf, summary_only=False)
+            assert mine == _ministat("-c", conf, a, b), (df, conf)
+
+
+def test_stats_command_prints_what_ministat_prints_and_names_bad_lines(tmp_path):
+    a = _write(tmp_path, "a.txt", [10.5, 11.0, 9.75, 10.25, 10.0])
+    b = tmp_path / "b.txt"
+    b.write_text("# iperf3 seconds\n12.5 x\n13.0 y\n\n12.75 z # comment\n13.25\n")
+    proc = tcplab("stats", str(a), str(b), "-c", "99", cwd=tmp_path, check=True)
+    assert proc.stdout == _ministat("-c", "99", a, b)
+    proc = tcplab("stats", "-C", "2", "-d", ",", str(_write(tmp_path, "c.txt", [])), cwd=tmp_path)
+    assert proc.returncode == 2 and "needs at least 3 data points, found 0" in proc.stderr
+    bad = tmp_path / "bad.txt"
+    bad.write_text("1\n2\nthree\n4\n")
+    proc = tcplab("stats", str(bad), cwd=tmp_path)
+    assert proc.returncode == 2 and f"{bad}:3: 'three' is not a number" in proc.stderr
+    proc = tcplab("stats", str(a), "-c", "97", cwd=tmp_path)
+    assert proc.returncode == 2 and "allowed: 80, 90, 95, 98, 99, 99.5" in proc.stderr

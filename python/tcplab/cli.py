@@ -446,6 +446,45 @@ def query(
     out_console.print(t)
 
 
+@app.command()
+def stats(
+    files: Annotated[list[str], typer.Argument(help="Up to 7 sample files, one number per line ('-' for stdin); the first is the base.")],
+    confidence: Annotated[float, typer.Option("-c", "--confidence", help="Confidence level: 80, 90, 95, 98, 99 or 99.5.")] = 95.0,
+    column: Annotated[int, typer.Option("-C", "--column", min=1, help="Column to read (from 1).")] = 1,
+    delimiters: Annotated[str, typer.Option("-d", "--delimiters", help="Field delimiter characters.")] = " \t",
+    summary_only: Annotated[bool, typer.Option("-n", help="Summary statistics only: no plot, no test.")] = False,
+    separate: Annotated[bool, typer.Option("-s", help="Average/median/stddev bars on separate lines.")] = False,
+    width: Annotated[Optional[int], typer.Option("-w", "--width", min=4, help="Plot width (default 74, or the terminal's).")] = None,
+) -> None:
+    """Compare samples as FreeBSD's ministat does: N, min, max, median, avg, stddev, and against
+    the first sample "Difference at C% confidence" (Student's t, pooled s) or "No difference
+    proven", with the ASCII distribution plot. Same options, same output."""
+    import os
+
+    from .analysis.stats import MINISTAT_CONFIDENCE, SampleFileError, read_sample
+    from .report.ministat import MAX_SAMPLES, render
+
+    if confidence not in MINISTAT_CONFIDENCE:
+        _fail(f"-c: {confidence:g} is not a confidence level ministat knows; allowed: "
+              + ", ".join(f"{c:g}" for c in MINISTAT_CONFIDENCE))
+    if not delimiters:
+        _fail("-d: the delimiter string cannot be empty")
+    if len(files) > MAX_SAMPLES:
+        _fail(f"at most {MAX_SAMPLES} samples, got {len(files)}")
+    if width is None:
+        width = 74
+        if sys.stdout.isatty():  # as ministat: $COLUMNS, else the terminal's width - 2
+            cols = os.environ.get("COLUMNS", "")
+            width = int(cols) if cols.isdigit() else max(4, os.get_terminal_size().columns - 2)
+    try:
+        values = [read_sample(f, column, delimiters) for f in files]
+    except SampleFileError as e:
+        _fail(str(e))
+    names = ["<stdin>" if f == "-" else f for f in files]
+    sys.stdout.write(render(values, names, confidence_pct=confidence, width=width, separate=separate,
+                            summary_only=summary_only))
+
+
 netns_app = typer.Typer(help="The real-kernel backend's housekeeping.", no_args_is_help=True)
 app.add_typer(netns_app, name="netns")
 

@@ -84,17 +84,24 @@ class Sample:
     median: float
     mean: float
     stddev: float  # sample standard deviation (n - 1), as ministat; 0 for n = 1
+    points: tuple[float, ...] = ()  # sorted, for ministat's plot
 
 
 def describe(xs: list[float]) -> Sample:
+    """ministat's Vitals(): the median is the upper middle value (points[n / 2] of the sorted
+    sample, not the mean of the two middle ones), and the variance comes from the running sums
+    in input order, (syy - sy^2 / n) / (n - 1), so the printed digits match ministat's."""
     if not xs:
         raise ValueError("an empty sample")
+    sy = syy = 0.0
+    for x in xs:
+        x = float(x)
+        sy += x
+        syy += x * x
     v = sorted(float(x) for x in xs)
     n = len(v)
-    mean = sum(v) / n
-    median = v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2.0
-    var = sum((x - mean) ** 2 for x in v) / (n - 1) if n > 1 else 0.0
-    return Sample(n, v[0], v[-1], median, mean, math.sqrt(var))
+    var = (syy - sy * sy / n) / (n - 1.0) if n > 1 else 0.0
+    return Sample(n, v[0], v[-1], v[n // 2], sy / n, math.sqrt(max(var, 0.0)), tuple(v))
 
 
 def ci_half_width(s: Sample, confidence: float = 0.95) -> float | None:
@@ -117,13 +124,89 @@ class Difference:
 
 
 def difference(base: Sample, other: Sample, confidence: float = 0.95) -> Difference | None:
-    """Student's t with pooled s (ministat.c Relative()); None when either sample has n < 2."""
+    """Student's t with pooled s, with ministat's t (ministat.c Relative(), ministat_t below);
+    None when either sample has n < 2."""
     if base.n < 2 or other.n < 2:
         return None
     df = base.n + other.n - 2
     spool = math.sqrt(((base.n - 1) * base.stddev ** 2 + (other.n - 1) * other.stddev ** 2) / df)
-    err = t_quantile(1.0 - (1.0 - confidence) / 2.0, df) * spool * math.sqrt(1.0 / base.n + 1.0 / other.n)
+    err = ministat_t(confidence * 100.0, df) * spool * math.sqrt(1.0 / base.n + 1.0 / other.n)
     diff = other.mean - base.mean
     pct = diff * 100.0 / base.mean if base.mean else None
     pct_err = err * 100.0 / base.mean if base.mean else None
     return Difference(diff, err, pct, pct_err, spool, abs(diff) > err)
+
+
+# ---------------------------------------------------------------------------------------------
+# ministat(1) itself: its confidence levels, its t, its input rules.
+
+#: The confidence levels ministat accepts (`-c`), in percent.
+MINISTAT_CONFIDENCE = (80.0, 90.0, 95.0, 98.0, 99.0, 99.5)
+#: ministat's table of t holds degrees of freedom 1..100; above that it uses the infinite row.
+MINISTAT_MAX_DF = 100
+
+
+#: Where ministat's table is not the rounded quantile: its "99.5%" row values for 7..12 degrees
+#: of freedom sit 0.001-0.003 below t(0.999). Measured from Debian's ministat binary (the test
+#: test_t_equals_ministat_table_for_every_df_it_can_reach backs t out of its printed error).
+MINISTAT_T_ERRATA = {(99.5, 7): 4.782, (99.5, 8): 4.499, (99.5, 9): 4.296, (99.5, 10): 4.143, (99.5, 11): 4.024,
+                     (99.5, 12): 3.929}
+
+
+def ministat_t(confidence_pct: float, df: int) -> float:
+    """Student's t as ministat uses it: two-sided, from a table of three-decimal values for 1..100
+    degrees of freedom and the normal limit beyond (ministat.c, Relative()). Computed here and
+    rounded the same way; a test checks the result against Debian's ministat binary for every
+    degree of freedom two samples can give and every level."""
+    from statistics import NormalDist
+
+    if (confidence_pct, df) in MINISTAT_T_ERRATA:
+        return MINISTAT_T_ERRATA[(confidence_pct, df)]
+    p = 1.0 - (1.0 - confidence_pct / 100.0) / 2.0
+    if confidence_pct == 99.5:
+        # ministat's "99.5%" column holds the two-sided 99.8% values (t at p = 0.999: 7.173 for
+        # 4 degrees of freedom, 3.090 for infinity), found by comparing with the binary; kept so
+        # that `tcplab stats` prints what ministat prints.
+        p = 0.999
+    if df > MINISTAT_MAX_DF:
+        return round(NormalDist().inv_cdf(p), 3)
+    return round(t_quantile(p, df), 3)
+
+
+class SampleFileError(Exception):
+    """A sample file that cannot be read: names the file and, for bad data, the line."""
+
+
+def read_sample(path: str, column: int = 1, delimiters: str = " \t") -> list[float]:
+    """Values of one column of a text file, as ministat reads them: fields split on any of
+    `delimiters`, a field starting with '#' ends the line, lines without the column are skipped,
+    anything else that is not a number is an error naming the line. '-' reads stdin."""
+    import re
+    import sys
+
+    name = "<stdin>" if path == "-" else path
+    split = re.compile("[" + re.escape(delimiters) + "]+")
+    values = []
+    try:
+        fh = sys.stdin if path == "-" else open(path, encoding="utf-8", errors="replace")
+    except OSError as e:
+        raise SampleFileError(f"{name}: cannot open: {e.strerror}") from None
+    with fh:
+        for line_no, line in enumerate(fh, 1):
+            fields = [f for f in split.split(line.rstrip("\n")) if f]
+            picked = None
+            for i, f in enumerate(fields, 1):
+                if f.startswith("#"):
+                    break
+                if i == column:
+                    picked = f
+                    break
+            if picked is None:
+                continue
+            try:
+                values.append(float(picked))
+            except ValueError:
+                raise SampleFileError(f"{name}:{line_no}: {picked!r} is not a number") from None
+    if len(values) < 3:
+        raise SampleFileError(f"{name}: a sample needs at least 3 data points, found {len(values)}")
+    return values
