@@ -122,3 +122,41 @@ def test_stats_command_prints_what_ministat_prints_and_names_bad_lines(tmp_path)
     assert proc.returncode == 2 and f"{bad}:3: 'three' is not a number" in proc.stderr
     proc = tcplab("stats", str(a), "-c", "97", cwd=tmp_path)
     assert proc.returncode == 2 and "allowed: 80, 90, 95, 98, 99, 99.5" in proc.stderr
+
+
+def test_run_iterations_prints_the_seeds_ministat_tables(tmp_path):
+    """T6's question on a small path: IW10 against IW3 for a 65 KB transfer, over 3 seeds; the
+    block equals ministat's on the completion times the runs recorded."""
+    import json
+
+    spec = tmp_path / "iw.toml"
+    spec.write_text("""
+name = "iw"
+[topology]
+kind = "pipe"
+[topology.bottleneck]
+rate = "100Mbit"
+delay = "10ms"
+buffer = "100p"
+[senders.iw3]
+host = "s1"
+to = "r1"
+initcwnd = 3
+bytes = "65K"
+[senders.iw10]
+host = "s1"
+to = "r1"
+initcwnd = 10
+bytes = "65K"
+start = "1s"
+""")
+    proc = tcplab("run", str(spec), "--iterations", "3", "--out", "r", "--no-report", cwd=tmp_path, check=True)
+    block = (tmp_path / "r" / "stats.txt").read_text()
+    assert block.startswith("completion time (s) of 66560-byte transfers, 3 iterations:\n") and block in proc.stdout
+    times = {name: [json.loads((tmp_path / "r" / f"iter-00{i}" / "summary.json").read_text())["flows"][k]["completion_s"]
+                    for i in (1, 2, 3)] for k, name in enumerate(["iw3", "iw10"])}
+    for name, vs in times.items():
+        (tmp_path / name).write_text("".join(f"{v!r}\n" for v in vs))
+    theirs = subprocess.run([MINISTAT, "iw3", "iw10"], cwd=tmp_path, capture_output=True, text=True).stdout
+    assert block.split("\n", 1)[1] == theirs
+    assert "Difference at 95.0% confidence" in theirs  # IW10 saves round trips: always faster

@@ -135,6 +135,7 @@ def _run_with_progress(resolved, data, source, duration, target, force, report, 
         _print_run(path, intervals)
     else:
         _print_iterations(summaries, seeds)
+        sys.stdout.write((path / "stats.txt").read_text())
     out_console.print(f"results: {path}")
     if report:
         report_path = path / "report.html" if iterations == 1 else path / "iter-001" / "report.html"
@@ -235,6 +236,8 @@ def show(
         runs = json.loads((rundir / "iterations.json").read_text())
         summaries = [Run(rundir / r).info for r in runs["runs"]]
         _print_iterations(summaries, runs["seeds"])
+        if (rundir / "stats.txt").is_file():
+            sys.stdout.write((rundir / "stats.txt").read_text())
         return
     try:
         Run(rundir)

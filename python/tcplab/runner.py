@@ -144,6 +144,9 @@ def execute_iterations(resolve_seed: Callable[[int], Resolved], seeds: list[int]
             step = (lambda now, stop, i=i: progress(i, now, stop)) if progress else None
             summaries.append(_into(sub, resolve_seed(seed), step, report, command, backend))
         write_json(rd.tmp / "iterations.json", {"seeds": seeds, "runs": [f"iter-{i + 1:03d}" for i in range(len(seeds))]})
+        from .report.ministat import iterations_report
+
+        (rd.tmp / "stats.txt").write_text(iterations_report(summaries))
         write_toml(rd.tmp / "spec.toml", resolve_seed(seeds[0]).spec | {"seed": seeds[0]})
         return rd.commit(), summaries
     except BaseException:

@@ -107,3 +107,32 @@ def render(values: list[list[float]], names: list[str], *, confidence_pct: float
         else:
             lines.append(f"No difference proven at {confidence_pct:.1f}% confidence")
     return "\n".join(lines) + "\n"
+
+
+def iterations_report(summaries: list[dict], width: int = 74) -> str:
+    """The seeds' ministat tables for `tcplab run --iterations`: one sample per flow over the
+    iterations. Fixed-size transfers are compared by completion time, each group of equal size
+    against its first flow (T6: IW10/20/40 against IW3, for 65 KB and for 1 MB); time-limited
+    flows by throughput against the first of them. Empty with fewer than 2 iterations."""
+    if len(summaries) < 2:
+        return ""
+    flows = summaries[0]["flows"]
+    groups: dict[str, list[int]] = {}
+    for i, f in enumerate(flows):
+        key = f"completion time (s) of {f['bytes_written']}-byte transfers" if f["kind"] == "bytes" \
+            else "throughput (Mbit/s) of time-limited flows"
+        groups.setdefault(key, []).append(i)
+    parts = []
+    for title, idx in groups.items():
+        metric = "completion_s" if title.startswith("completion") else "throughput_mbps"
+        values = [[float(s["flows"][i][metric]) if s["flows"][i][metric] is not None else math.nan for s in summaries]
+                  for i in idx]
+        if any(math.isnan(v) for vs in values for v in vs):
+            parts.append(f"{title}: not every transfer completed; no comparison\n")
+            continue
+        others = list(range(1, len(idx)))
+        for c in range(0, max(1, len(others)), MAX_SAMPLES - 1):  # ministat takes at most 7 samples
+            chunk = [0] + others[c:c + MAX_SAMPLES - 1]
+            parts.append(f"{title}, {len(summaries)} iterations:\n"
+                         + render([values[k] for k in chunk], [flows[idx[k]]["flow"] for k in chunk], width=width))
+    return "\n".join(parts)
