@@ -130,11 +130,18 @@ def test_sweep_killed_midway_and_rerun_equals_an_uninterrupted_sweep(tmp_path):
         if runs.is_dir() and len([p for p in runs.iterdir() if not p.name.startswith(".")]) >= 2:
             break
         time.sleep(0.05)
+    workers = [int(x) for x in subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True,
+                                               text=True).stdout.split()]
+    assert workers, "the driver has no worker processes"
     proc.send_signal(signal.SIGKILL)  # the hardest stop: no handler runs in the driver
     proc.communicate()
     done_before = {p.name for p in (cut / "runs").iterdir() if not p.name.startswith(".")}
     assert 2 <= len(done_before) < 8, done_before
-    time.sleep(1)  # the workers follow their driver (PR_SET_PDEATHSIG)
+    # The workers follow their driver (PR_SET_PDEATHSIG): none goes on writing into the folder.
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(Path(f"/proc/{w}").exists() for w in workers):
+        time.sleep(0.1)
+    assert not [w for w in workers if Path(f"/proc/{w}").exists()], "orphaned sweep workers"
     index = json.loads((cut / "sweep.json").read_text())
     assert index["complete"] is False
 
