@@ -74,3 +74,56 @@ def test_t1_peers_runs_all_six_combinations_and_writes_the_table(tmp_path: Path)
             base = rows[("linux", cc)]["throughput_mbps"]
             assert r["vs_linux_pct"] == pytest.approx(100 * (r["throughput_mbps"] - base) / base)
     assert "vs Linux" in proc.stdout and "freebsd-rack" in proc.stdout
+
+
+def test_iterations_give_means_and_a_t_test_against_linux():
+    import math
+
+    from tcplab.analysis.stats import ministat_t
+
+    fb = [summary(x) for x in (90.0, 95.0, 100.0)]
+    lx = [summary(x) for x in (200.0, 210.0, 190.0)]
+    same = [summary(x) for x in (195.0, 205.0, 200.0)]
+    rows = compare([("freebsd", "cubic", fb), ("freebsd-rack", "cubic", same), ("linux", "cubic", lx)])
+    by = {r["stack"]: r for r in rows}
+    assert by["freebsd"]["n"] == 3 and by["freebsd"]["throughput_mbps"] == pytest.approx(95.0)
+    assert by["freebsd"]["vs_linux_pct"] == pytest.approx(-52.5)  # (95 - 200) / 200
+    # Independent calculation: pooled s of {90, 95, 100} and {200, 210, 190}, t for 4 df at 95%.
+    spool = math.sqrt((2 * 25.0 + 2 * 100.0) / 4)
+    err = ministat_t(95, 4) * spool * math.sqrt(2 / 3)
+    assert by["freebsd"]["vs_linux_error_pct"] == pytest.approx(100 * err / 200)
+    assert by["freebsd"]["vs_linux_significant"] is True
+    assert by["freebsd-rack"]["vs_linux_significant"] is False  # 200 vs 200 +- noise
+    assert by["linux"]["vs_linux_significant"] is None
+
+
+def test_peers_with_iterations_marks_significance(tmp_path: Path):
+    spec = tmp_path / "p.toml"
+    spec.write_text("""
+name = "pi"
+[topology]
+kind = "pipe"
+[topology.bottleneck]
+rate = "20Mbit"
+delay = "10ms"
+buffer = "30p"
+loss = 0.01
+[senders.s1]
+to = "r1"
+time = "3s"
+[peers]
+stacks = ["freebsd", "linux"]
+cc = ["newreno"]
+""")
+    proc = cli("peers", str(spec), "--iterations", "3", "--out", "p", cwd=tmp_path, check=True)
+    data = json.loads((tmp_path / "p" / "peers.json").read_text())
+    assert data["iterations"] == 3 and [r["n"] for r in data["rows"]] == [3, 3]
+    fb = data["rows"][0]
+    assert fb["vs_linux_significant"] in (True, False) and fb["vs_linux_error_pct"] > 0
+    for run in data["runs"]:
+        assert sorted(p.name for p in (tmp_path / "p" / run).iterdir()) == ["iter-001", "iter-002", "iter-003"]
+    page = (tmp_path / "p" / "peers.html").read_text()
+    assert 'href="freebsd-newreno/iter-001/report.html"' in page
+    assert (tmp_path / "p" / "freebsd-newreno" / "iter-001" / "report.html").is_file()
+    mark = " *" if fb["vs_linux_significant"] else " (n.s.)"
+    assert f"{fb['vs_linux_pct']:+.1f}% ± {fb['vs_linux_error_pct']:.1f}%{mark}" in proc.stdout

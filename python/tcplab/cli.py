@@ -175,6 +175,7 @@ def peers(
     duration: Annotated[Optional[str], typer.Option(help="Override every time-limited sender's time, e.g. 20s.")] = None,
     force: Annotated[bool, typer.Option(help="Replace an existing results folder.")] = False,
     report: Annotated[bool, typer.Option(help="Make each run's report and peers.html.")] = True,
+    iterations: Annotated[int, typer.Option(min=1, help="Seeds per pair (seed, seed+1, ...); the differences get a t-test.")] = 1,
 ) -> None:
     """Peer compare: run the experiment with every sender on each stack x cc of its [peers] table
     (default freebsd, freebsd-rack, linux x newreno, cubic) and print each row as % vs Linux."""
@@ -193,10 +194,13 @@ def peers(
             d = copy.deepcopy(data)
             apply_set(d, f"senders.*.stack={stack}", source)
             apply_set(d, f"senders.*.cc={cc}", source)
-            resolved[(stack, cc)] = resolve(d, source, seed=seed, duration=duration)
+            first = resolve(d, source, seed=seed, duration=duration)
+            for it in range(iterations):
+                resolved[(stack, cc, it)] = first if it == 0 else resolve(d, source, seed=first.seed + it,
+                                                                           duration=duration)
     except SpecError as e:
         _fail(str(e))
-    name = resolved[pairs[0]].name
+    name = resolved[(*pairs[0], 0)].name
     target = out or default_out(f"{name}-peers")
     if target.exists() and not force:
         _fail(f"{target} already exists (choose another --out or pass --force)")
@@ -204,12 +208,15 @@ def peers(
     with _progress() as prog:
         task = prog.add_task(name, total=1000, sim="0.0s")
 
-        def step(i: int, now: int, stop: int) -> None:
-            st, cc = pairs[i]
-            prog.update(task, completed=1000 * (i + now / stop) / len(pairs),
-                        description=f"{name} {st}/{cc} [{i + 1}/{len(pairs)}]", sim=f"{now / 1e9:.1f}s")
+        total = len(pairs) * iterations
 
-        path, rows = execute_peers(lambda st, cc: resolved[(st, cc)], pairs, target, force=force, progress=step, report=report, command=command)
+        def step(k: int, now: int, stop: int) -> None:
+            st, cc = pairs[k // iterations]
+            prog.update(task, completed=1000 * (k + now / stop) / total,
+                        description=f"{name} {st}/{cc} [{k + 1}/{total}]", sim=f"{now / 1e9:.1f}s")
+
+        path, rows = execute_peers(lambda st, cc, it: resolved[(st, cc, it)], pairs, target, force=force, progress=step,
+                                   report=report, command=command, iterations=iterations)
     out_console.print(peers_table(rows, f"{name}: peer compare"))
     out_console.print(f"results: {path}")
     if report:

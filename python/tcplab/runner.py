@@ -154,27 +154,35 @@ def execute_iterations(resolve_seed: Callable[[int], Resolved], seeds: list[int]
         raise
 
 
-def execute_peers(resolve_pair: Callable[[str, str], Resolved], pairs: list[tuple[str, str]], out: Path, *,
+def execute_peers(resolve_pair: Callable[[str, str, int], Resolved], pairs: list[tuple[str, str]], out: Path, *,
                   force: bool = False, progress: Callable[[int, int, int], None] | None = None, report: bool = True,
-                  command: str = "") -> tuple[Path, list[dict[str, Any]]]:
-    """Run every (stack, cc) pair into out/<stack>-<cc>, then write out/peers.json and, with
-    `report`, out/peers.html (the peer-compare table linking each run's report)."""
+                  command: str = "", iterations: int = 1) -> tuple[Path, list[dict[str, Any]]]:
+    """Run every (stack, cc) pair into out/<stack>-<cc> (with iterations > 1, one folder per seed
+    under it, out/<stack>-<cc>/iter-NNN; `resolve_pair(stack, cc, i)` gives iteration i's spec),
+    then write out/peers.json and, with `report`, out/peers.html (the peer-compare table linking
+    each run's report)."""
     from .analysis.peers import compare
 
     rd = RunDir(out, force=force)
     try:
-        runs = []
+        runs, links = [], []
         for i, (stack, cc) in enumerate(pairs):
             sub = rd.tmp / f"{stack}-{cc}"
             sub.mkdir()
-            step = (lambda now, stop, i=i: progress(i, now, stop)) if progress else None
-            runs.append((stack, cc, _into(sub, resolve_pair(stack, cc), step, report, command)))
+            summaries = []
+            for it in range(iterations):
+                step = (lambda now, stop, k=i * iterations + it: progress(k, now, stop)) if progress else None
+                where = sub if iterations == 1 else sub / f"iter-{it + 1:03d}"
+                where.mkdir(exist_ok=True)
+                summaries.append(_into(where, resolve_pair(stack, cc, it), step, report, command))
+            runs.append((stack, cc, summaries))
+            links.append(f"{stack}-{cc}" + ("" if iterations == 1 else "/iter-001"))
         rows = compare(runs)
-        name = runs[0][2]["name"]
+        name = runs[0][2][0]["name"]
         write_json(rd.tmp / "peers.json", {"name": name, "runs": [f"{st}-{cc}" for st, cc in pairs], "rows": rows,
-                                           "command": command})
+                                           "iterations": iterations, "command": command})
         if report:
-            report_html.write_peers(rd.tmp, name, rows)
+            report_html.write_peers(rd.tmp, name, rows, links)
         return rd.commit(), rows
     except BaseException:
         rd.abort()

@@ -145,27 +145,34 @@ def write(run_dir: Path, summary: dict[str, Any], meta: dict[str, Any], spec_tom
     return out
 
 
-def write_peers(out_dir: Path, name: str, rows: list[dict[str, Any]]) -> Path:
-    """out_dir/peers.html: the peer-compare table, each row linking its run's report."""
-    def pct(v: Any) -> str:
-        return "-" if v is None else f"{v:+.1f}%"
+def write_peers(out_dir: Path, name: str, rows: list[dict[str, Any]], links: list[str]) -> Path:
+    """out_dir/peers.html: the peer-compare table, each row linking its run's report (links[i]:
+    the folder of row i's run, or of its first iteration)."""
+    def vs(r: dict[str, Any]) -> str:
+        if r["vs_linux_pct"] is None:
+            return "-"
+        if r["vs_linux_significant"] is None:
+            return f"{r['vs_linux_pct']:+.1f}%"
+        return f"{r['vs_linux_pct']:+.1f}% ± {r['vs_linux_error_pct']:.1f}%" + (
+            " *" if r["vs_linux_significant"] else " (no difference proven)")
 
     body = "".join(
-        "<tr>" + f'<td class="l"><a href="{html.escape(r["stack"])}-{html.escape(r["cc"])}/report.html">{html.escape(r["stack"])}</a></td>'
+        "<tr>" + f'<td class="l"><a href="{html.escape(link)}/report.html">{html.escape(r["stack"])}</a></td>'
         + f'<td class="l">{html.escape(r["cc"])}</td>'
         + "".join(f"<td>{html.escape(_show(v))}</td>" for v in (
-            r["throughput_mbps"], None if r["utilisation"] is None else f"{100 * r['utilisation']:.1f}%",
+            r.get("n", 1), r["throughput_mbps"], None if r["utilisation"] is None else f"{100 * r['utilisation']:.1f}%",
             r["fairness_jain"], r["retransmits"], r["rtos"]))
-        + f"<td>{pct(r['vs_linux_pct'])}</td></tr>"
-        for r in rows)
+        + f"<td>{html.escape(vs(r))}</td></tr>"
+        for r, link in zip(rows, links))
     head = "".join(f'<th{" class=l" if i < 2 else ""}>{h}</th>' for i, h in enumerate(
-        ["stack", "cc", "Mbit/s (sum)", "utilisation", "Jain fairness", "retransmits", "RTOs", "vs Linux, same cc"]))
+        ["stack", "cc", "N", "Mbit/s (sum)", "utilisation", "Jain fairness", "retransmits", "RTOs", "vs Linux, same cc"]))
     page = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>tcplab: {html.escape(name)} peer compare</title>
 <style>{_CSS}</style></head><body>
 <h1>{html.escape(name)}: peer compare</h1>
 <p class="sub">Every sender on each stack with each cc; "vs Linux" is the difference in summed throughput from
-the Linux run with the same cc.</p>
+the Linux run with the same cc. With N iterations the values are means, and the difference carries its 95% error
+and * where Student's t with pooled s (as ministat) proves it.</p>
 <table id="peers-table"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>
 </body></html>
 """

@@ -93,17 +93,22 @@ def recovery_table(eps: pd.DataFrame, title: str) -> Table:
 
 
 def peers_table(rows: list[dict[str, Any]], title: str) -> Table:
-    """The peer-compare rows: summed throughput, utilisation, fairness, and % vs Linux same cc."""
+    """The peer-compare rows: summed throughput, utilisation, fairness, and % vs Linux same cc
+    (means over iterations, with the 95% error and * where the difference is proven)."""
     t = Table(title=title)
-    for col in ("stack", "cc", "Mbit/s", "util", "Jain", "retr", "RTOs", "vs Linux"):
+    for col in ("stack", "cc", "N", "Mbit/s", "util", "Jain", "retr", "RTOs", "vs Linux"):
         t.add_column(col, justify="left" if col in ("stack", "cc") else "right")
     for r in rows:
-        t.add_row(r["stack"], r["cc"], f"{r['throughput_mbps']:.1f}",
+        vs = "-" if r["vs_linux_pct"] is None else f"{r['vs_linux_pct']:+.1f}%"
+        if r.get("vs_linux_significant") is not None:
+            vs += f" ± {r['vs_linux_error_pct']:.1f}%" + (" *" if r["vs_linux_significant"] else " (n.s.)")
+        retr = r["retransmits"]
+        t.add_row(r["stack"], r["cc"], str(r.get("n", 1)), f"{r['throughput_mbps']:.1f}",
                   "-" if r["utilisation"] is None else f"{100 * r['utilisation']:.1f}%",
-                  "-" if r["fairness_jain"] is None else f"{r['fairness_jain']:.3f}", str(r["retransmits"]), str(r["rtos"]),
-                  "-" if r["vs_linux_pct"] is None else f"{r['vs_linux_pct']:+.1f}%")
+                  "-" if r["fairness_jain"] is None else f"{r['fairness_jain']:.3f}",
+                  f"{retr:.1f}" if isinstance(retr, float) else str(retr),
+                  f"{r['rtos']:.1f}" if isinstance(r["rtos"], float) else str(r["rtos"]), vs)
     return t
-
 
 
 def compare_table(rows: list[dict[str, Any]], title: str, labels: tuple[str, str]) -> Table:
