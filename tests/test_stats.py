@@ -150,7 +150,8 @@ initcwnd = 10
 bytes = "65K"
 start = "1s"
 """)
-    proc = tcplab("run", str(spec), "--iterations", "3", "--out", "r", "--no-report", cwd=tmp_path, check=True)
+    proc = tcplab("run", str(spec), "--iterations", "3", "--out", "r", cwd=tmp_path, check=True)
+    assert "report:  r/iterations.html" in proc.stdout
     block = (tmp_path / "r" / "stats.txt").read_text()
     assert block.startswith("completion time (s) of 66560-byte transfers, 3 iterations:\n") and block in proc.stdout
     times = {name: [json.loads((tmp_path / "r" / f"iter-00{i}" / "summary.json").read_text())["flows"][k]["completion_s"]
@@ -160,3 +161,13 @@ start = "1s"
     theirs = subprocess.run([MINISTAT, "iw3", "iw10"], cwd=tmp_path, capture_output=True, text=True).stdout
     assert block.split("\n", 1)[1] == theirs
     assert "Difference at 95.0% confidence" in theirs  # IW10 saves round trips: always faster
+    # iterations.html: mean +- CI per flow (checked against the runs' numbers), the block, links.
+    from tcplab.analysis.stats import ci_half_width, describe
+    from tcplab.report.html import _show
+
+    page = (tmp_path / "r" / "iterations.html").read_text()
+    d = describe(times["iw10"])
+    assert f"{_show(d.mean)} ± {_show(ci_half_width(d))}" in page
+    assert "completion time (s) of 66560-byte transfers" in page and page.count('href="iter-00') == 3
+    for i in (1, 2, 3):
+        assert (tmp_path / "r" / f"iter-00{i}" / "report.html").is_file()

@@ -138,7 +138,7 @@ def _run_with_progress(resolved, data, source, duration, target, force, report, 
         sys.stdout.write((path / "stats.txt").read_text())
     out_console.print(f"results: {path}")
     if report:
-        report_path = path / "report.html" if iterations == 1 else path / "iter-001" / "report.html"
+        report_path = path / "report.html" if iterations == 1 else path / "iterations.html"
         out_console.print(f"report:  {report_path}")
 
 

@@ -146,7 +146,11 @@ def execute_iterations(resolve_seed: Callable[[int], Resolved], seeds: list[int]
         write_json(rd.tmp / "iterations.json", {"seeds": seeds, "runs": [f"iter-{i + 1:03d}" for i in range(len(seeds))]})
         from .report.ministat import iterations_report
 
-        (rd.tmp / "stats.txt").write_text(iterations_report(summaries))
+        stats_text = iterations_report(summaries)
+        (rd.tmp / "stats.txt").write_text(stats_text)
+        if report:
+            report_html.write_iterations(rd.tmp, summaries[0]["name"], summaries,
+                                         [f"iter-{i + 1:03d}" for i in range(len(seeds))], stats_text)
         write_toml(rd.tmp / "spec.toml", resolve_seed(seeds[0]).spec | {"seed": seeds[0]})
         return rd.commit(), summaries
     except BaseException:

@@ -180,3 +180,48 @@ and * where Student's t with pooled s (as ministat) proves it.</p>
     path.write_text(page)
     return path
 
+
+
+#: Per-flow metrics of an iterations page: (summary key, label).
+_ITER_METRICS = [("throughput_mbps", "Mbit/s"), ("completion_s", "completion s"), ("retransmits", "retransmits"),
+                 ("recoveries", "recoveries"), ("rtos", "RTOs"), ("min_rtt_ms", "min RTT ms")]
+
+
+def write_iterations(out_dir: Path, name: str, summaries: list[dict[str, Any]], runs: list[str], stats_text: str) -> Path:
+    """out_dir/iterations.html: per flow, each metric's mean with its 95% confidence interval over
+    the iterations (Student's t, n - 1 degrees of freedom), the seeds' ministat tables, and links
+    to every iteration's report."""
+    from ..analysis.stats import ci_half_width, describe
+
+    metrics = [(k, label) for k, label in _ITER_METRICS
+               if any(f.get(k) is not None for s in summaries for f in s["flows"])]
+    rows = []
+    for i, f in enumerate(summaries[0]["flows"]):
+        cells = [f["flow"], f["stack"], f["cc"]]
+        for k, _ in metrics:
+            vals = [s["flows"][i][k] for s in summaries if s["flows"][i].get(k) is not None]
+            if not vals:
+                cells.append("-")
+                continue
+            d = describe(vals)
+            ci = ci_half_width(d)
+            cells.append(_show(float(d.mean)) + ("" if ci is None else f" ± {_show(ci)}"))
+        rows.append(cells)
+    table = _table("iterations-table", ["flow", "stack", "cc"] + [f"{label} (mean ± 95% CI)" for _, label in metrics],
+                   rows, left=3)
+    links = " ".join(f'<a href="{html.escape(r)}/report.html">{html.escape(r)}</a>' for r in runs)
+    page = f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>tcplab: {html.escape(name)}, {len(runs)} iterations</title>
+<style>{_CSS}</style></head><body>
+<h1>{html.escape(name)}: {len(runs)} iterations</h1>
+<p class="sub">Means over the iterations (one seed each) with their 95% confidence intervals (Student's t, n - 1
+degrees of freedom).</p>
+{table}
+<h2>Compared as ministat compares them</h2>
+<pre id="ministat">{html.escape(stats_text) or "(one iteration: nothing to compare)"}</pre>
+<h2>Each iteration</h2><p>{links}</p>
+</body></html>
+"""
+    path = out_dir / "iterations.html"
+    path.write_text(page)
+    return path
