@@ -338,3 +338,15 @@ def test_ray_executor_on_a_started_cluster_by_address(tmp_path):
         assert list(runs["p_senders_s1_cc"]) == ["cubic", "newreno"]
     finally:
         subprocess.run([ray_cli, "stop", "--force"], env=env, cwd=tmp_path, capture_output=True, timeout=120)
+
+
+def test_a_finished_run_whose_log_was_lost_gets_one_on_resume(tmp_path):
+    """A driver killed between a run's rename and its log leaves a complete run without a log;
+    the next invocation does not redo the run and writes the log saying so."""
+    spec = _spec(tmp_path, BASE.format(name="lost", time="1s") + '[sweep]\n"senders.s1.cc" = ["newreno", "cubic"]\n')
+    tcplab("sweep", str(spec), "--out", "s", "--no-report", cwd=tmp_path, check=True)
+    logs = sorted((tmp_path / "s" / "logs").iterdir())
+    logs[0].unlink()
+    again = tcplab("sweep", str(spec), "--out", "s", "--no-report", cwd=tmp_path, check=True)
+    assert "2 of 2 runs finished (2 before this invocation), 0 failed" in again.stdout
+    assert "status: done (by an earlier invocation, killed before it wrote this log)" in logs[0].read_text()

@@ -167,6 +167,13 @@ def execute(pl: Plan, *, jobs: int = 1, executor: str = "local", address: str | 
         first = {}
         for p in pl.points:
             first.setdefault(p.key, p)
+        for k in finished:
+            if not (logs / f"{k}.log").is_file():
+                # Killed between a run's rename and its log: the run is complete, say so.
+                p = first[k]
+                _atomic_text(logs / f"{k}.log", f"run {k}: part {p.part}, point {p.index}, iteration {p.iteration}, "
+                             f"seed {p.resolved.seed}\nparams: {json.dumps(p.params, sort_keys=True)}\n"
+                             "status: done (by an earlier invocation, killed before it wrote this log)\n")
         tasks = [{"key": k, "resolved": first[k].resolved, "backend": pl.backend, "labels": _labels(pl.name, first[k]),
                   "report": report, "command": command} for k in keys if k not in finished]
         # Longest first (LPT scheduling), so a long run does not start last and leave a core idle
