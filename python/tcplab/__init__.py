@@ -85,6 +85,17 @@ class Run:
         return df
 
 
+def _spec_data(spec: str | Path | dict[str, Any], assignments: list[str] | None) -> tuple[dict[str, Any], str]:
+    """A spec (file path, preset name, or dict, copied) with `--set`-style assignments applied."""
+    if isinstance(spec, dict):
+        data, source = json.loads(json.dumps(spec)), "<dict>"
+    else:
+        data, source = load_spec(str(spec))
+    for s in assignments or []:
+        apply_set(data, s, source)
+    return data, source
+
+
 def run(spec: str | Path | dict[str, Any], *, set: list[str] | None = None, seed: int | None = None,
         duration: str | None = None, out: str | Path | None = None, report: bool = True, force: bool = False) -> Run:
     """Run a spec (file path, preset name, or dict) on the simulator and return its results.
@@ -92,12 +103,7 @@ def run(spec: str | Path | dict[str, Any], *, set: list[str] | None = None, seed
     Without `out`, results go to a new temporary folder."""
     from .runner import execute
 
-    if isinstance(spec, dict):
-        data, source = json.loads(json.dumps(spec)), "<dict>"
-    else:
-        data, source = load_spec(str(spec))
-    for s in set or []:
-        apply_set(data, s, source)
+    data, source = _spec_data(spec, set)
     resolved = resolve(data, source, seed=seed, duration=duration)
     target = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="tcplab-")) / resolved.name
     path, _ = execute(resolved, target, report=report, force=force, command="tcplab.run()")
@@ -113,12 +119,7 @@ def sweep(spec: str | Path | dict[str, Any], *, set: list[str] | None = None, jo
     from . import sweeps as sweepmod
     from .catalog import query as catalog_query
 
-    if isinstance(spec, dict):
-        data, source = json.loads(json.dumps(spec)), "<dict>"
-    else:
-        data, source = load_spec(str(spec))
-    for s in set or []:
-        apply_set(data, s, source)
+    data, source = _spec_data(spec, set)
     pl = sweepmod.plan(data, source, duration=duration, iterations=iterations, out=Path(out) if out else None)
     outcome = sweepmod.execute(pl, jobs=jobs or os.cpu_count() or 1, executor=executor, address=address,
                                report=report, command="tcplab.sweep()")

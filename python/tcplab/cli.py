@@ -357,8 +357,7 @@ def sweep(
     except SpecError as e:
         _fail(str(e))
     if backend == "netns":
-        for p in pl.points[:1]:
-            _netns_precheck(p.resolved)
+        _netns_precheck(pl.points[0].resolved)
     command = shlex.join(["tcplab", *sys.argv[1:]])
     out_console.print(f"sweep: {len(pl.keys)} runs ({len(pl.parts)} part(s)) in {pl.out}")
 

@@ -16,8 +16,10 @@ from . import __version__
 from .analysis.recovery import episodes, first_per_flow
 from .analysis.summary import summarize
 from .backends import sim as sim_backend
+from .catalog import write_summary
 from .report import html as report_html
 from .spec import Resolved
+from .spec.sweep import run_key
 from .store import RunDir, read_table, write_json, write_toml
 
 Progress = Callable[[int, int], None]
@@ -52,9 +54,6 @@ def _backend_run(backend: str):
 def _into(directory: Path, resolved: Resolved, progress: Progress | None, report: bool, command: str,
           backend: str = "sim", labels: dict[str, Any] | None = None) -> dict[str, Any]:
     """One run into `directory`. `labels`: its place in a sweep, for the catalog."""
-    from .catalog import write_summary
-    from .spec.sweep import run_key
-
     wall0 = time.monotonic()
     write_toml(directory / "spec.toml", resolved.spec)
     totals = _backend_run(backend)(resolved, directory, progress)

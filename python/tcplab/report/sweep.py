@@ -67,7 +67,7 @@ def _chart(part: dict[str, Any], pts: list[dict[str, Any]], values: dict[str, di
            label: str, out: Path) -> str:
     xkey, is_num = _x_axis(part)
     others = [a["key"] for a in part["axes"] if a["key"] != xkey] if part["mode"] == "product" else []
-    xs_cat = [v for v in next(a["values"] for a in part["axes"] if a["key"] == xkey)]
+    xs_cat = next(a["values"] for a in part["axes"] if a["key"] == xkey)
     lines: dict[str, list[tuple[float, float, float]]] = {}
     for p in pts:
         vals = values[metric].get(str(p["point"]), [])
@@ -165,9 +165,9 @@ def write(sweep_dir: Path) -> Path:
     plots = sweep_dir / "plots"
     plots.mkdir(exist_ok=True)
     sections = []
+    by_run = runs.set_index("run")
     for part in index["parts"]:
         pts = _points(index, part["name"])
-        by_run = runs.set_index("run")
         values: dict[str, dict[str, list[float]]] = {m: {} for m, _ in METRICS}
         several_flows = False
         for p in pts:
