@@ -28,8 +28,12 @@ _PORT_TABLES = {"queues", "ports"}
 class TableWriter:
     """Streams record batches from the simulator into one Parquet file per table."""
 
-    def __init__(self, directory: Path, flow_names: list[str], port_labels: list[str]):
+    def __init__(self, directory: Path, flow_names: list[str], port_labels: list[str], dictionary: bool = True):
+        """`dictionary=False`: flow names as plain strings, read from the `flow_names` list at each
+        write (an import learns its flows while it streams; a dictionary would be fixed up front)."""
         self.directory = directory
+        self.names = flow_names
+        self.dictionary = dictionary
         self.flow_names = pa.array(flow_names, pa.string())
         self.port_labels = pa.array(port_labels, pa.string())
         self.writers: dict[str, pq.ParquetWriter] = {}
@@ -38,8 +42,10 @@ class TableWriter:
         arrays, names = [], []
         for col, raw in columns.items():
             values = np.frombuffer(raw, dtype="<i8")
-            if name in _FLOW_TABLES and col == "flow":
-                arr: pa.Array = pa.DictionaryArray.from_arrays(pa.array(values.astype(np.int32)), self.flow_names)
+            if name in _FLOW_TABLES and col == "flow" and not self.dictionary:
+                arr: pa.Array = pa.array(self.names, pa.string()).take(pa.array(values.astype(np.int32)))
+            elif name in _FLOW_TABLES and col == "flow":
+                arr = pa.DictionaryArray.from_arrays(pa.array(values.astype(np.int32)), self.flow_names)
             elif name in _PORT_TABLES and col == "port":
                 arr = pa.DictionaryArray.from_arrays(pa.array(values.astype(np.int32)), self.port_labels)
             else:

@@ -1,10 +1,34 @@
-//! PyO3 bindings of tcplab-sim. No logic lives here: only conversion to and from Python.
+//! PyO3 bindings of tcplab-sim and tcplab-trace. No logic lives here: only conversion to and
+//! from Python.
 
-use pyo3::exceptions::PyValueError;
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::PathBuf;
+
+use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 use tcplab_sim::config::SimConfig;
 use tcplab_sim::sim;
+use tcplab_trace::flows::FlowKey;
+use tcplab_trace::import::{self, Import, Source};
+use tcplab_trace::records::Recorder;
+use tcplab_trace::write;
+
+/// Drain buffered records: {table: {column: little-endian int64 bytes}}.
+fn tables_to_py<'py>(py: Python<'py>, rec: &mut Recorder) -> PyResult<Bound<'py, PyDict>> {
+    let out = PyDict::new(py);
+    for table in rec.tables_mut() {
+        let cols = PyDict::new(py);
+        let names = table.columns;
+        for (name, col) in names.iter().zip(table.take()) {
+            let bytes: Vec<u8> = col.iter().flat_map(|v| v.to_le_bytes()).collect();
+            cols.set_item(*name, PyBytes::new(py, &bytes))?;
+        }
+        out.set_item(table.name, cols)?;
+    }
+    Ok(out)
+}
 
 /// A running simulation built from the resolved-config JSON that `tcplab.spec` produces.
 #[pyclass(unsendable)]
@@ -53,17 +77,7 @@ impl Simulation {
 
     /// Drain buffered records: {table: {column: little-endian int64 bytes}}.
     fn take_tables<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let out = PyDict::new(py);
-        for table in self.inner.rec.tables_mut() {
-            let cols = PyDict::new(py);
-            let names = table.columns;
-            for (name, col) in names.iter().zip(table.take()) {
-                let bytes: Vec<u8> = col.iter().flat_map(|v| v.to_le_bytes()).collect();
-                cols.set_item(*name, PyBytes::new(py, &bytes))?;
-            }
-            out.set_item(table.name, cols)?;
-        }
-        Ok(out)
+        tables_to_py(py, &mut self.inner.rec)
     }
 
     /// Totals per flow, as a list of dicts.
@@ -147,10 +161,174 @@ fn stacks() -> Vec<&'static str> {
     tcplab_sim::stack::PROFILES.to_vec()
 }
 
+/// Logs of one experiment being imported into records (tcplab-trace's `Import`).
+#[pyclass(unsendable)]
+struct Importer {
+    inner: Import,
+    current: Option<Source>,
+}
+
+fn parse_err(e: tcplab_trace::lines::ParseError) -> PyErr {
+    PyValueError::new_err(e.to_string())
+}
+
+#[pymethods]
+impl Importer {
+    #[new]
+    fn new(interval_ns: i64) -> Self {
+        Importer { inner: Import::new(interval_ns), current: None }
+    }
+
+    /// Start reading `path` as `format`; its times are shifted by `offset_ns`.
+    #[pyo3(signature = (path, format, label, mss, lenient, offset_ns))]
+    fn open(&mut self, path: PathBuf, format: &str, label: &str, mss: u32, lenient: bool, offset_ns: i64) -> PyResult<()> {
+        let mut ctx = self.inner.ctx(offset_ns);
+        self.current = Some(Source::open(&mut ctx, &path, format, label, mss, lenient).map_err(parse_err)?);
+        Ok(())
+    }
+
+    /// Read up to `budget` lines (packets) of the open log; False once it is exhausted.
+    fn step(&mut self, budget: usize) -> PyResult<bool> {
+        let src = self.current.as_mut().ok_or_else(|| PyValueError::new_err("no log open"))?;
+        let mut ctx = self.inner.ctx(src.offset_ns);
+        src.step(&mut ctx, budget).map_err(parse_err)
+    }
+
+    /// Bytes of the open log read so far.
+    fn position(&self) -> u64 {
+        self.current.as_ref().map_or(0, Source::position)
+    }
+
+    /// Close the open log; returns what it said about itself (format, version, bad lines, notes).
+    fn close<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let src = self.current.take().ok_or_else(|| PyValueError::new_err("no log open"))?;
+        let d = PyDict::new(py);
+        d.set_item("format", src.format)?;
+        d.set_item("version", &src.version)?;
+        d.set_item("bad_lines", src.bad)?;
+        d.set_item("first_errors", src.first_errors.clone())?;
+        d.set_item("notes", src.notes.clone())?;
+        let mut ctx = self.inner.ctx(src.offset_ns);
+        let rows = src.finish(&mut ctx);
+        self.inner.keep_derived(rows);
+        Ok(d)
+    }
+
+    /// After the last log: emit derived intervals for flows no iperf3 log covered.
+    fn finish(&mut self) {
+        self.inner.finish();
+    }
+
+    /// Drain buffered records, as Simulation.take_tables.
+    fn take_tables<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        tables_to_py(py, &mut self.inner.rec)
+    }
+
+    /// The flows found, in order: name, mss, cc, stack, bytes_received (None where unknown).
+    fn flows<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let list = PyList::empty(py);
+        for f in &self.inner.flows.flows {
+            let d = PyDict::new(py);
+            d.set_item("name", &f.name)?;
+            d.set_item("mss", f.mss)?;
+            d.set_item("cc", &f.cc)?;
+            d.set_item("stack", &f.stack)?;
+            d.set_item("bytes_received", f.bytes_received)?;
+            list.append(d)?;
+        }
+        Ok(list)
+    }
+}
+
+/// The format of a log from its first bytes, or None.
+#[pyfunction]
+fn detect_format(head: &[u8]) -> Option<&'static str> {
+    import::detect(head)
+}
+
+/// A log's wall-clock origin in ns since the epoch, where its format records one.
+#[pyfunction]
+fn origin_ns(path: PathBuf, format: &str) -> PyResult<Option<i64>> {
+    import::origin_ns(&path, format).map_err(parse_err)
+}
+
+fn column(cols: &Bound<'_, PyDict>, name: &str) -> PyResult<Vec<i64>> {
+    let v = cols.get_item(name)?.ok_or_else(|| PyValueError::new_err(format!("column {name} missing")))?;
+    let b: &[u8] = v.extract()?;
+    Ok(b.chunks_exact(8).map(|c| i64::from_le_bytes(c.try_into().expect("8 bytes"))).collect())
+}
+
+fn write_flows(flows: &Bound<'_, PyList>) -> PyResult<Vec<write::WriteFlow>> {
+    flows.iter().map(|f| {
+        let d = f.downcast::<PyDict>()?;
+        let get = |k: &str| d.get_item(k)?.ok_or_else(|| PyValueError::new_err(format!("flow field {k} missing")));
+        Ok(write::WriteFlow {
+            key: FlowKey { laddr: get("laddr")?.extract()?, lport: get("lport")?.extract()?, faddr: get("faddr")?.extract()?, fport: get("fport")?.extract()? },
+            stack: get("stack")?.extract()?,
+            cc: get("cc")?.extract()?,
+            mss: get("mss")?.extract()?,
+        })
+    }).collect()
+}
+
+fn create(path: &PathBuf) -> PyResult<BufWriter<File>> {
+    File::create(path).map(BufWriter::new).map_err(|e| PyOSError::new_err(format!("{}: {e}", path.display())))
+}
+
+fn io_err(e: std::io::Error) -> PyErr {
+    PyOSError::new_err(e.to_string())
+}
+
+/// Write a SIFTR2 log from time-ordered columns (see tcplab_trace::write::SiftrRows).
+#[pyfunction]
+fn write_siftr2(path: PathBuf, enable_ns: i64, flows: &Bound<'_, PyList>, cols: &Bound<'_, PyDict>) -> PyResult<()> {
+    let c: Vec<Vec<i64>> = ["t_ns", "flow", "outbound", "cwnd_bytes", "ssthresh_bytes", "srtt_us", "rto_us", "flight_bytes", "seq", "ack", "data_bytes", "state"]
+        .iter().map(|n| column(cols, n)).collect::<PyResult<_>>()?;
+    let rows = write::SiftrRows { t_ns: &c[0], flow: &c[1], outbound: &c[2], cwnd_bytes: &c[3], ssthresh_bytes: &c[4], srtt_us: &c[5], rto_us: &c[6],
+                                  flight_bytes: &c[7], seq: &c[8], ack: &c[9], data_bytes: &c[10], state: &c[11] };
+    write::siftr2(&mut create(&path)?, enable_ns, &write_flows(flows)?, &rows).map_err(io_err)
+}
+
+/// Write tcp_probe ftrace text from time-ordered columns (see tcplab_trace::write::ProbeRows).
+#[pyfunction]
+fn write_tcp_probe(path: PathBuf, flows: &Bound<'_, PyList>, cols: &Bound<'_, PyDict>) -> PyResult<()> {
+    let c: Vec<Vec<i64>> = ["t_ns", "flow", "cwnd_bytes", "ssthresh_bytes", "snd_una", "snd_nxt", "srtt_us", "change_t_ns", "change_flow", "change_state"]
+        .iter().map(|n| column(cols, n)).collect::<PyResult<_>>()?;
+    let rows = write::ProbeRows { t_ns: &c[0], flow: &c[1], cwnd_bytes: &c[2], ssthresh_bytes: &c[3], snd_una: &c[4], snd_nxt: &c[5], srtt_us: &c[6],
+                                  change_t_ns: &c[7], change_flow: &c[8], change_state: &c[9] };
+    write::tcp_probe(&mut create(&path)?, &write_flows(flows)?, &rows).map_err(io_err)
+}
+
+/// Write one flow's iperf3 -J document from its interval columns.
+#[pyfunction]
+fn write_iperf3_json(path: PathBuf, flow: &Bound<'_, PyList>, start_secs: i64, cols: &Bound<'_, PyDict>, bytes_received: u64) -> PyResult<()> {
+    let c: Vec<Vec<i64>> = ["t_start_ns", "t_end_ns", "bytes", "retrans_segs", "cwnd_bytes", "srtt_us"]
+        .iter().map(|n| column(cols, n)).collect::<PyResult<_>>()?;
+    let rows: Vec<write::IntervalRow> = (0..c[0].len()).map(|i| write::IntervalRow {
+        t_start_ns: c[0][i], t_end_ns: c[1][i], bytes: c[2][i], retrans_segs: c[3][i], cwnd_bytes: c[4][i], srtt_us: c[5][i],
+    }).collect();
+    let flows = write_flows(flow)?;
+    let f = flows.first().ok_or_else(|| PyValueError::new_err("one flow expected"))?;
+    write::iperf3_json(&mut create(&path)?, f, start_secs, &rows, bytes_received).map_err(io_err)
+}
+
+/// Formats the importer reads.
+#[pyfunction]
+fn import_formats() -> Vec<&'static str> {
+    import::FORMATS.to_vec()
+}
+
 /// The native module `tcplab._native`.
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Simulation>()?;
+    m.add_class::<Importer>()?;
+    m.add_function(wrap_pyfunction!(detect_format, m)?)?;
+    m.add_function(wrap_pyfunction!(origin_ns, m)?)?;
+    m.add_function(wrap_pyfunction!(write_siftr2, m)?)?;
+    m.add_function(wrap_pyfunction!(write_tcp_probe, m)?)?;
+    m.add_function(wrap_pyfunction!(write_iperf3_json, m)?)?;
+    m.add_function(wrap_pyfunction!(import_formats, m)?)?;
     m.add_function(wrap_pyfunction!(algorithms, m)?)?;
     m.add_function(wrap_pyfunction!(stacks, m)?)?;
     Ok(())

@@ -13,5 +13,6 @@ pub mod sim;
 pub mod stack;
 pub mod tcp;
 pub mod time;
-pub mod trace;
+/// The record schema lives in tcplab-trace, shared with the log importers.
+pub use tcplab_trace::records as trace;
 pub mod udp;

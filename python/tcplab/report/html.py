@@ -56,7 +56,7 @@ def recovery_section(eps, zooms: list[tuple[str, str]], plots: Path) -> str:
     def yes(v: Any) -> str:
         return "n/a" if v is None or v != v else ("yes" if v else "no")
 
-    rows = [[r.flow, r.episode, r.kind, r.start_s, None if r.duration_s != r.duration_s else r.duration_s * 1e3,
+    rows = [[r.flow, r.episode, r.kind, r.start_s, None if r.duration_s is None or r.duration_s != r.duration_s else r.duration_s * 1e3,
              r.cwnd_entry_bytes, r.ssthresh_entry_bytes, r.cwnd_exit_bytes, r.flight_before_bytes, r.retransmissions,
              yes(r.tso_sends), yes(r.fractional_sends), r.ended_by] for r in eps.head(50).itertuples(index=False)]
     table = _table("recovery-table", ["flow", "#", "kind", "start s", "duration ms", "cwnd entry B", "ssthresh entry B",
@@ -106,21 +106,34 @@ def emulation_section(em: dict[str, Any] | None) -> str:
             f"<h3>Queues</h3>{queues}<h3>Delay element</h3>{lk}{trace}<ul>{notes}</ul></section>")
 
 
+def import_section(imp: dict[str, Any] | None) -> str:
+    """The logs an imported run came from, with malformed lines skipped under --lenient."""
+    if imp is None:
+        return ""
+    rows = [[s["path"], s["format"], s["version"], s["clock"], s["offset_s"], s["bad_lines"],
+             "; ".join(s["notes"] + s["first_errors"])] for s in imp["sources"]]
+    table = _table("import-table", ["log", "format", "version", "clock", "offset s", "malformed lines skipped", "notes"], rows, left=3)
+    return f'<section id="import"><h2>Imported logs</h2>{table}<p>Malformed lines skipped in all: {imp["bad_lines"]}.</p></section>'
+
+
 def write(run_dir: Path, summary: dict[str, Any], meta: dict[str, Any], spec_toml: str, intervals, flows: list[dict[str, Any]],
           charts: list[tuple[str, str]], recovery_html: str = "") -> Path:
     """Write run_dir/report.html. `charts` lists (stem, caption) of PNGs in run_dir/plots."""
-    b = summary["bottleneck"]
+    b = summary["bottleneck"] or {}
     flow_rows = [[f["flow"], f"{f['from']}->{f['to']}", f["stack"], f["cc"], f["start_s"], f["throughput_mbps"],
                   f["completion_s"], f["bytes_delivered"], f["retransmits"], f["recoveries"], f["rtos"], f["srtt_ms"]]
                  for f in summary["flows"]]
     flows_html = _table("flows-table", ["flow", "path", "stack", "cc", "start s", "Mbit/s", "completion s", "bytes delivered",
                                         "retransmits", "recoveries", "RTOs", "srtt ms"], flow_rows, left=4)
-    util = None if b["utilisation"] is None else f"{100 * b['utilisation']:.2f}%"
-    gutil = None if b["goodput_utilisation"] is None else f"{100 * b['goodput_utilisation']:.2f}%"
-    bott_html = _table("bottleneck-table", ["link", "rate Mbit/s", "window s", "utilisation (L3)", "goodput Mbit/s",
-                                            "goodput utilisation", "drops", "random losses", "max queue pkts", "Jain fairness"],
-                       [[b["link"], b["rate_mbps"], b["window_s"], util, b["goodput_mbps"], gutil, b["drops"],
-                         b["random_losses"], b["max_queue_packets"], summary["fairness_jain"]]], left=1)
+    if b:
+        util = None if b["utilisation"] is None else f"{100 * b['utilisation']:.2f}%"
+        gutil = None if b["goodput_utilisation"] is None else f"{100 * b['goodput_utilisation']:.2f}%"
+        bott_html = _table("bottleneck-table", ["link", "rate Mbit/s", "window s", "utilisation (L3)", "goodput Mbit/s",
+                                                "goodput utilisation", "drops", "random losses", "max queue pkts", "Jain fairness"],
+                           [[b["link"], b["rate_mbps"], b["window_s"], util, b["goodput_mbps"], gutil, b["drops"],
+                             b["random_losses"], b["max_queue_packets"], summary["fairness_jain"]]], left=1)
+    else:
+        bott_html = "<p>No bottleneck link: the run was imported from logs, which do not describe the path.</p>"
     figures = "".join(_figure(run_dir / "plots", stem, cap) for stem, cap in charts)
     lines = interval_lines(intervals, flows)
     iv_html = (f'<details id="intervals"><summary>iperf3-style intervals ({sum(1 for l in lines if not l.startswith("[ ID") and "Interval" not in l)} lines)</summary>'
@@ -134,6 +147,7 @@ def write(run_dir: Path, summary: dict[str, Any], meta: dict[str, Any], spec_tom
 <h1>{html.escape(summary['name'])}</h1><p class="sub">{desc}</p>
 <section id="summary"><h2>Flows</h2>{flows_html}<h2>Bottleneck</h2>{bott_html}</section>
 {emulation_section(summary.get("emulation"))}
+{import_section(summary.get("import"))}
 <section id="charts"><h2>Charts</h2>{figures}</section>
 {recovery_html}
 <section><h2>Intervals</h2>{iv_html}</section>

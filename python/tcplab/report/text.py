@@ -42,7 +42,8 @@ def interval_lines(intervals: pd.DataFrame, flows: list[dict[str, Any]]) -> list
 
 def summary_table(summary: dict[str, Any]) -> Table:
     """Per-flow throughput, retransmits, RTT; caption with utilisation and fairness."""
-    t = Table(title=f"{summary['name']} (seed {summary['seed']}, {summary['backend']})")
+    seed = "" if summary["seed"] is None else f"seed {summary['seed']}, "
+    t = Table(title=f"{summary['name']} ({seed}{summary['backend']})")
     for col in ("flow", "path", "stack", "cc", "Mbit/s", "completion", "retr", "recov", "RTOs", "srtt ms"):
         t.add_column(col, justify="right" if col not in ("flow", "path", "stack", "cc") else "left")
     for f in summary["flows"]:
@@ -54,12 +55,17 @@ def summary_table(summary: dict[str, Any]) -> Table:
             "-" if not f["srtt_ms"] else f"{f['srtt_ms']:.1f}",
         )
     b = summary["bottleneck"]
-    parts = [f"bottleneck {b['link']} {b['rate_mbps']:g} Mbit/s"]
-    if b["utilisation"] is not None:
-        parts.append(f"utilisation {100 * b['utilisation']:.1f}%")
-    if b["goodput_utilisation"] is not None:
-        parts.append(f"goodput {b['goodput_mbps']:.1f} Mbit/s ({100 * b['goodput_utilisation']:.1f}%)")
-    parts.append(f"drops {b['drops']}")
+    parts = []
+    if b:
+        parts.append(f"bottleneck {b['link']} {b['rate_mbps']:g} Mbit/s")
+        if b["utilisation"] is not None:
+            parts.append(f"utilisation {100 * b['utilisation']:.1f}%")
+        if b["goodput_utilisation"] is not None:
+            parts.append(f"goodput {b['goodput_mbps']:.1f} Mbit/s ({100 * b['goodput_utilisation']:.1f}%)")
+        parts.append(f"drops {b['drops']}")
+    imp = summary.get("import")
+    if imp is not None:
+        parts.append(f"imported from {len(imp['sources'])} log(s), {imp['bad_lines']} malformed line(s) skipped")
     if summary["fairness_jain"] is not None:
         parts.append(f"Jain fairness {summary['fairness_jain']:.3f}")
     em = summary.get("emulation")

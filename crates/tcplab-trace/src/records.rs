@@ -1,5 +1,5 @@
-//! Records: column-oriented tables of i64 that the simulation appends to and the caller drains
-//! in batches (to Parquet), so a run never holds its whole trace in memory.
+//! Records: column-oriented tables of i64 that the simulation and the log importers append to and
+//! the caller drains in batches (to Parquet), so a run never holds its whole trace in memory.
 
 /// One table: fixed column names, i64 values.
 #[derive(Debug)]

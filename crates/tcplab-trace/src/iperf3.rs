@@ -1,0 +1,282 @@
+//! iperf3 output: the `-J` JSON document (read and written with the same types, so what tcplab
+//! writes is what it reads) and the human-readable text (interval lines
+//! `[  5]   0.00-1.00   sec   112 MBytes   941 Mbits/sec    0   3.00 MBytes`). Both give a
+//! flow's interval table; the JSON also the sender's cwnd and RTT per interval, the congestion
+//! control and the receiver's byte count. Field names follow iperf3's iperf_api.c.
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::flows::FlowKey;
+use crate::import::Ctx;
+use crate::lines::{dec, ParseError};
+
+/// An iperf3 `-J` document (the fields tcplab reads or writes; others are ignored).
+#[allow(missing_docs)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Report {
+    pub start: Start,
+    pub intervals: Vec<Interval>,
+    pub end: End,
+}
+
+#[allow(missing_docs)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Start {
+    pub connected: Vec<Connected>,
+    pub version: String,
+    pub timestamp: Timestamp,
+    pub tcp_mss_default: Option<u64>,
+    pub test_start: TestStart,
+}
+
+#[allow(missing_docs)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Connected {
+    pub socket: i64,
+    pub local_host: String,
+    pub local_port: u16,
+    pub remote_host: String,
+    pub remote_port: u16,
+}
+
+#[allow(missing_docs)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Timestamp {
+    pub time: String,
+    pub timesecs: i64,
+}
+
+#[allow(missing_docs)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TestStart {
+    pub protocol: String,
+    pub num_streams: i64,
+    pub blksize: i64,
+    pub omit: i64,
+    pub duration: i64,
+    pub bytes: u64,
+    pub reverse: i64,
+}
+
+#[allow(missing_docs)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Interval {
+    pub streams: Vec<IntervalStream>,
+}
+
+#[allow(missing_docs)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct IntervalStream {
+    pub socket: i64,
+    pub start: f64,
+    pub end: f64,
+    pub seconds: f64,
+    pub bytes: u64,
+    pub bits_per_second: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retransmits: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub snd_cwnd: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rtt: Option<u64>,
+    pub omitted: bool,
+    pub sender: Option<bool>,
+}
+
+#[allow(missing_docs)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct End {
+    pub streams: Vec<EndStream>,
+    pub sum_sent: Sum,
+    pub sum_received: Sum,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sender_tcp_congestion: Option<String>,
+}
+
+#[allow(missing_docs)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct EndStream {
+    pub sender: Sum,
+    pub receiver: Sum,
+}
+
+#[allow(missing_docs)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Sum {
+    pub socket: i64,
+    pub start: f64,
+    pub end: f64,
+    pub seconds: f64,
+    pub bytes: u64,
+    pub bits_per_second: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retransmits: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_snd_cwnd: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mean_rtt: Option<u64>,
+}
+
+fn s_to_ns(s: f64) -> i64 {
+    if s.is_finite() {
+        (s * 1e9).round().clamp(0.0, 9e18) as i64
+    } else {
+        0
+    }
+}
+
+/// Put a parsed `-J` document into the import: intervals per stream, and flow metadata.
+pub fn load_json(ctx: &mut Ctx<'_>, doc: &Report) -> Result<(), ParseError> {
+    if !doc.start.test_start.protocol.is_empty() && doc.start.test_start.protocol != "TCP" {
+        return Err(ParseError::at(0, format!("iperf3 test protocol is {}: only TCP tests are imported", doc.start.test_start.protocol)));
+    }
+    let reverse = doc.start.test_start.reverse != 0;
+    let mut flow_of: HashMap<i64, usize> = HashMap::new();
+    for c in &doc.start.connected {
+        // The flow is named from the data sender's side (with -R the remote end sends).
+        let key = if reverse {
+            FlowKey { laddr: c.remote_host.clone(), lport: c.remote_port, faddr: c.local_host.clone(), fport: c.local_port }
+        } else {
+            FlowKey { laddr: c.local_host.clone(), lport: c.local_port, faddr: c.remote_host.clone(), fport: c.remote_port }
+        };
+        let i = ctx.flows.get(&key);
+        let info = &mut ctx.flows.flows[i];
+        if let Some(cc) = &doc.end.sender_tcp_congestion {
+            info.cc.get_or_insert_with(|| cc.clone());
+        }
+        info.has_iperf_intervals = true;
+        flow_of.insert(c.socket, i);
+    }
+    if flow_of.is_empty() {
+        return Err(ParseError::at(0, "iperf3 JSON without start.connected: is this an iperf3 -J file?"));
+    }
+    for iv in &doc.intervals {
+        for s in iv.streams.iter().filter(|s| !s.omitted) {
+            let Some(&flow) = flow_of.get(&s.socket) else {
+                return Err(ParseError::at(0, format!("iperf3 JSON interval names socket {} that start.connected does not list", s.socket)));
+            };
+            let opt = |v: Option<u64>| v.map_or(-1, |x| x.min(i64::MAX as u64) as i64);
+            ctx.rec.intervals.push(&[
+                flow as i64,
+                s_to_ns(s.start) + ctx.offset_ns,
+                s_to_ns(s.end) + ctx.offset_ns,
+                s.bytes.min(i64::MAX as u64) as i64,
+                s.retransmits.unwrap_or(-1),
+                opt(s.snd_cwnd),
+                opt(s.rtt),
+            ]);
+        }
+    }
+    for es in &doc.end.streams {
+        if let Some(&flow) = flow_of.get(&es.receiver.socket).or_else(|| flow_of.get(&es.sender.socket)) {
+            ctx.flows.flows[flow].bytes_received = Some(es.receiver.bytes);
+        }
+    }
+    Ok(())
+}
+
+/// The wall-clock start of a `-J` document, ns since the epoch (iperf3 gives whole seconds).
+pub fn json_origin_ns(doc: &Report) -> Option<i64> {
+    (doc.start.timestamp.timesecs > 0).then(|| doc.start.timestamp.timesecs.saturating_mul(1_000_000_000))
+}
+
+/// iperf3's byte units are binary (unit_snprintf: K = 1024); bit rates decimal.
+fn bytes_of(value: &[u8], unit: &[u8]) -> Option<i64> {
+    let v: f64 = std::str::from_utf8(value).ok()?.parse().ok()?;
+    let mult = match unit {
+        b"Bytes" => 1.0,
+        b"KBytes" => 1024.0,
+        b"MBytes" => 1024.0 * 1024.0,
+        b"GBytes" => 1024.0 * 1024.0 * 1024.0,
+        b"TBytes" => 1024.0 * 1024.0 * 1024.0 * 1024.0,
+        _ => return None,
+    };
+    (v.is_finite() && v >= 0.0 && v < 1e18).then(|| (v * mult).round() as i64)
+}
+
+/// Parser state for iperf3's text output.
+#[derive(Default)]
+pub struct TextParser {
+    reverse: bool,
+    flow_of: HashMap<u64, usize>,
+    /// Interval lines read.
+    pub intervals: u64,
+}
+
+impl TextParser {
+    /// One line.
+    pub fn line(&mut self, ctx: &mut Ctx<'_>, lineno: u64, line: &[u8]) -> Result<(), ParseError> {
+        let text = String::from_utf8_lossy(line);
+        let t = text.trim();
+        if t.starts_with("Reverse mode") {
+            self.reverse = true;
+        }
+        if !t.starts_with('[') || t.starts_with("[ ID]") || t.starts_with("[SUM]") {
+            return Ok(());
+        }
+        let close = t.find(']').ok_or_else(|| ParseError::expected(lineno, "[ ID] at the start of a stream line", line))?;
+        let id = dec(t[1..close].trim().as_bytes()).ok_or_else(|| ParseError::expected(lineno, "a stream id in [ ]", line))?;
+        let words: Vec<&str> = t[close + 1..].split_whitespace().collect();
+        if words.first() == Some(&"local") {
+            // [  5] local 10.0.0.1 port 43210 connected to 10.0.0.2 port 5201
+            if words.len() < 9 || words[2] != "port" || words[4] != "connected" || words[7] != "port" {
+                return Err(ParseError::expected(lineno, "'local ADDR port N connected to ADDR port N'", line));
+            }
+            let lport = words[3].parse::<u16>().map_err(|_| ParseError::expected(lineno, "a local port", line))?;
+            let fport = words[8].parse::<u16>().map_err(|_| ParseError::expected(lineno, "a remote port", line))?;
+            let (l, f) = ((words[1].to_string(), lport), (words[6].to_string(), fport));
+            let (s, r) = if self.reverse { (f, l) } else { (l, f) };
+            let i = ctx.flows.get(&FlowKey { laddr: s.0, lport: s.1, faddr: r.0, fport: r.1 });
+            ctx.flows.flows[i].has_iperf_intervals = true;
+            self.flow_of.insert(id, i);
+            return Ok(());
+        }
+        // [  5]   0.00-1.00   sec   112 MBytes   941 Mbits/sec    0   3.00 MBytes  [sender|receiver]
+        if words.len() < 6 || words[1] != "sec" {
+            return Ok(()); // other bracketed lines (e.g. "[  5] 10.00-10.04 sec ..." are covered; notes are not)
+        }
+        let flow = *self.flow_of.get(&id).ok_or_else(|| ParseError::at(lineno, format!("stream [{id}] has intervals but no 'local ... connected to' line before them")))?;
+        let (a, b) = words[0].split_once('-').ok_or_else(|| ParseError::expected(lineno, "an interval START-END", line))?;
+        let (start, end) = (crate::lines::seconds_ns(a.as_bytes()), crate::lines::seconds_ns(b.as_bytes()));
+        let (Some(start), Some(end)) = (start, end) else { return Err(ParseError::expected(lineno, "an interval START-END in seconds", line)) };
+        let bytes = bytes_of(words[2].as_bytes(), words[3].as_bytes()).ok_or_else(|| ParseError::expected(lineno, "a transfer like '112 MBytes'", line))?;
+        if words.last().is_some_and(|w| *w == "sender" || *w == "receiver") {
+            if *words.last().unwrap() == "receiver" {
+                ctx.flows.flows[flow].bytes_received = Some(bytes as u64);
+            }
+            return Ok(());
+        }
+        let retr = words.get(6).and_then(|w| w.parse::<i64>().ok()).unwrap_or(-1);
+        let cwnd = match (words.get(7), words.get(8)) {
+            (Some(v), Some(u)) => bytes_of(v.as_bytes(), u.as_bytes()).unwrap_or(-1),
+            _ => -1,
+        };
+        self.intervals += 1;
+        ctx.rec.intervals.push(&[flow as i64, start + ctx.offset_ns, end + ctx.offset_ns, bytes, retr, cwnd, -1]);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn iperf3_byte_units_are_binary() {
+        assert_eq!(bytes_of(b"112", b"MBytes"), Some(112 * 1024 * 1024));
+        assert_eq!(bytes_of(b"1.50", b"KBytes"), Some(1536));
+        assert_eq!(bytes_of(b"1", b"Mbits/sec"), None);
+    }
+}

@@ -1,0 +1,166 @@
+//! Linux ftrace text of the `tcp:tcp_probe` tracepoint (one line per ACK the sender processes;
+//! include/trace/events/tcp.h: snd_cwnd and ssthresh in packets, srtt in us, sequence numbers
+//! in hex) and, when present, `tcp:tcp_cong_state_set` (the icsk_ca_state changes). Lines of
+//! other events are skipped.
+//!
+//! Recovery episodes come from tcp_cong_state_set when the trace has it (TCP_CA_Recovery = 3,
+//! TCP_CA_Loss = 4, include/net/tcp.h). Without it they are inferred, one rule: an episode starts
+//! when ssthresh drops below the previous sample's cwnd (a loss episode if cwnd is then one
+//! packet, as tcp_enter_loss leaves it) and ends when cwnd is back at ssthresh
+//! (tcp_end_cwnd_reduction sets cwnd = ssthresh).
+
+use std::collections::HashMap;
+
+use crate::flows::{FlowKey, Sample, SeqUnwrap, Tracker, LOSS, OPEN, RECOVERY};
+use crate::import::Ctx;
+use crate::lines::{dec, dec_signed, hex, key_values, seconds_ns, ParseError};
+
+/// TCP_INFINITE_SSTHRESH (include/net/tcp.h).
+pub const INFINITE_SSTHRESH: u64 = 0x7fff_ffff;
+/// The MSS assumed to turn packets into bytes when the caller gives none (Ethernet, IPv4,
+/// timestamps: 1500 - 20 - 20 - 12).
+pub const DEFAULT_MSS: u32 = 1448;
+
+struct FlowState {
+    tracker: Tracker,
+    seq: SeqUnwrap,
+    snd_max: i64,
+    /// Phase from tcp_cong_state_set (None until one is seen for this flow).
+    ca_state: Option<i64>,
+    last_ssthresh: i64,
+    last_cwnd: i64,
+}
+
+/// Parser state for one ftrace text log.
+pub struct ProbeParser {
+    mss: u32,
+    flows: HashMap<FlowKey, FlowState>,
+    /// tcp_probe lines read.
+    pub probes: u64,
+    /// tcp_cong_state_set lines read.
+    pub state_changes: u64,
+    origin_ns: Option<i64>,
+}
+
+fn endpoint(v: &[u8]) -> Option<(String, u16)> {
+    let i = v.iter().rposition(|&c| c == b':')?;
+    let port = dec(&v[i + 1..])?;
+    let addr = &v[..i];
+    let addr = addr.strip_prefix(b"[").and_then(|a| a.strip_suffix(b"]")).unwrap_or(addr);
+    Some((String::from_utf8_lossy(addr).into_owned(), port.min(65535) as u16))
+}
+
+impl ProbeParser {
+    /// A parser; cwnd and ssthresh in packets become bytes with `mss` (the trace does not carry it).
+    pub fn new(mss: u32) -> Self {
+        ProbeParser { mss: if mss > 0 { mss } else { DEFAULT_MSS }, flows: HashMap::new(), probes: 0, state_changes: 0, origin_ns: None }
+    }
+
+    fn state<'a>(&'a mut self, ctx: &mut Ctx<'_>, key: &FlowKey) -> &'a mut FlowState {
+        let mss = self.mss;
+        self.flows.entry(key.clone()).or_insert_with(|| {
+            let i = ctx.flows.get(key);
+            let info = &mut ctx.flows.flows[i];
+            info.mss.get_or_insert(mss);
+            info.stack.get_or_insert_with(|| "linux".into());
+            FlowState { tracker: Tracker::new(i, i64::from(mss), ctx.interval_ns), seq: SeqUnwrap::default(), snd_max: 0, ca_state: None, last_ssthresh: -1, last_cwnd: 0 }
+        })
+    }
+
+    /// One line of the trace.
+    pub fn line(&mut self, ctx: &mut Ctx<'_>, lineno: u64, line: &[u8]) -> Result<(), ParseError> {
+        if line.starts_with(b"#") || line.is_empty() {
+            return Ok(());
+        }
+        let (event, at) = if let Some(i) = find(line, b": tcp_probe: ") {
+            (0, i)
+        } else if let Some(i) = find(line, b": tcp_cong_state_set: ") {
+            (1, i)
+        } else {
+            return Ok(());
+        };
+        let ts = line[..at].rsplit(|&c| c == b' ').next().unwrap_or(b"");
+        let t_abs = seconds_ns(ts).ok_or_else(|| ParseError::expected(lineno, "a timestamp (seconds) before the event name", ts))?;
+        let origin = *self.origin_ns.get_or_insert(t_abs);
+        let t_ns = t_abs - origin + ctx.offset_ns;
+        let body = &line[at..];
+        let mut kv: [Option<&[u8]>; 12] = [None; 12];
+        const KEYS: [&[u8]; 12] = [b"src", b"dest", b"snd_nxt", b"snd_una", b"snd_cwnd", b"ssthresh", b"srtt", b"sport", b"dport", b"saddr", b"daddr", b"cong_state"];
+        for (k, v) in key_values(body) {
+            if let Some(j) = KEYS.iter().position(|x| *x == k) {
+                kv[j] = Some(v);
+            }
+        }
+        let need = |j: usize| kv[j].ok_or_else(|| ParseError::expected(lineno, &format!("{}=... in the {} line", String::from_utf8_lossy(KEYS[j]), if event == 0 { "tcp_probe" } else { "tcp_cong_state_set" }), line));
+        if event == 1 {
+            self.state_changes += 1;
+            let bad = |what: &str| ParseError::expected(lineno, what, line);
+            let key = FlowKey {
+                laddr: String::from_utf8_lossy(need(9)?).into_owned(),
+                lport: dec(need(7)?).ok_or_else(|| bad("sport=<port>"))?.min(65535) as u16,
+                faddr: String::from_utf8_lossy(need(10)?).into_owned(),
+                fport: dec(need(8)?).ok_or_else(|| bad("dport=<port>"))?.min(65535) as u16,
+            };
+            let cs = dec_signed(need(11)?).ok_or_else(|| bad("cong_state=<number>"))?;
+            let phase = match cs {
+                3 => RECOVERY,
+                4 => LOSS,
+                _ => OPEN,
+            };
+            let st = self.state(ctx, &key);
+            st.ca_state = Some(phase);
+            return Ok(());
+        }
+        self.probes += 1;
+        let (laddr, lport) = endpoint(need(0)?).ok_or_else(|| ParseError::expected(lineno, "src=ADDR:PORT", line))?;
+        let (faddr, fport) = endpoint(need(1)?).ok_or_else(|| ParseError::expected(lineno, "dest=ADDR:PORT", line))?;
+        let nxt = hex(need(2)?).ok_or_else(|| ParseError::expected(lineno, "snd_nxt=0x<hex>", line))?;
+        let una = hex(need(3)?).ok_or_else(|| ParseError::expected(lineno, "snd_una=0x<hex>", line))?;
+        let cwnd = dec(need(4)?).ok_or_else(|| ParseError::expected(lineno, "snd_cwnd=<packets>", line))?;
+        let ssth = dec(need(5)?).ok_or_else(|| ParseError::expected(lineno, "ssthresh=<packets>", line))?;
+        let srtt = dec(need(6)?).ok_or_else(|| ParseError::expected(lineno, "srtt=<us>", line))?;
+        let key = FlowKey { laddr, lport, faddr, fport };
+        let st = self.state(ctx, &key);
+        let mss = st.tracker.mss;
+        st.seq.set_base(una as u32);
+        let una_rel = st.seq.unwrap(una as u32);
+        let nxt_rel = st.seq.unwrap(nxt as u32).max(una_rel);
+        st.snd_max = st.snd_max.max(nxt_rel);
+        let cwnd_bytes = (cwnd as i64).saturating_mul(mss);
+        let ssthresh = if ssth >= INFINITE_SSTHRESH { -1 } else { (ssth as i64).saturating_mul(mss) };
+        let phase = match st.ca_state {
+            Some(p) => p,
+            None => {
+                let prev = st.tracker.state();
+                // A reduction puts ssthresh below the window in use (tcp_cubic/tcp_reno
+                // ssthresh hooks: beta x cwnd); HyStart's exit sets ssthresh = cwnd, no loss.
+                let dropped = ssthresh >= 0 && (st.last_ssthresh < 0 || ssthresh < st.last_ssthresh) && ssthresh < st.last_cwnd;
+                if dropped {
+                    if cwnd <= 1 { LOSS } else { RECOVERY }
+                } else if prev != OPEN && ssthresh >= 0 && cwnd_bytes < ssthresh {
+                    prev
+                } else {
+                    OPEN
+                }
+            }
+        };
+        st.last_ssthresh = ssthresh;
+        st.last_cwnd = cwnd_bytes;
+        st.tracker.sample(ctx.rec, Sample {
+            t_ns, cwnd_bytes, ssthresh_bytes: ssthresh, snd_una: una_rel, snd_nxt: nxt_rel, flight_bytes: nxt_rel - una_rel,
+            srtt_us: srtt as i64, rto_us: -1, state: phase,
+        }, false);
+        Ok(())
+    }
+
+    /// Derived intervals of every flow.
+    pub fn finish(self) -> Vec<(usize, Vec<[i64; 7]>)> {
+        let mut v: Vec<_> = self.flows.into_values().map(|st| (st.tracker.flow as usize, st.tracker.finish())).collect();
+        v.sort_by_key(|(f, _)| *f);
+        v
+    }
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}

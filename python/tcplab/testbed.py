@@ -1,0 +1,300 @@
+"""Real testbeds' logs: `tcplab import` builds a run folder (same tables, summary and report as a
+simulated or kernel run) from iperf3, SIFTR, SIFTR2, tcp_probe and pcap logs of one experiment;
+`tcplab export` writes a run as those logs, for the tools users already have.
+
+Parsing and writing live in the Rust crate tcplab-trace (streamed: a log is never held in memory);
+this module orders the work, aligns the logs' clocks, and builds the summary with DuckDB over the
+written Parquet (so a large import is summarised without loading it).
+
+Clocks: logs that record wall-clock time (SIFTR/SIFTR2 enable time, iperf3 -J start, pcap) are
+placed on one axis whose zero is the earliest of them; logs without a clock (tcp_probe's uptime,
+iperf3 text) start at zero. tcplab does not cross-correlate clocks.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import re
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from . import __version__
+from .analysis.recovery import RECOVERY_START, RTO
+from .analysis.summary import jain_index
+from .store import RunDir, TableWriter, read_table, write_json, write_toml
+
+#: Lines (packets) parsed between record drains: bounds memory, gives progress.
+STEP_LINES = 200_000
+
+
+class ImportError_(ValueError):
+    """A log that cannot be imported; the message names the file (and line)."""
+
+
+def _where(path: Path, e: Exception) -> ImportError_:
+    msg = str(e)
+    m = re.match(r"line (\d+): (.*)", msg, re.S)
+    return ImportError_(f"{path}:{m.group(1)}: {m.group(2)}" if m else f"{path}: {msg}")
+
+
+def detect(path: Path) -> str:
+    """The format of the log at `path` (error if it cannot be told)."""
+    from . import _native
+
+    with open(path, "rb") as f:
+        head = f.read(64 * 1024)
+    fmt = _native.detect_format(head)
+    if fmt is None:
+        raise ImportError_(f"{path}: cannot tell the format; pass --format (one of {', '.join(_native.import_formats())})")
+    return fmt
+
+
+def import_logs(paths: list[Path], out: Path, *, formats: list[str] | None = None, name: str | None = None,
+                lenient: bool = False, interval_s: float = 1.0, mss: int = 0, force: bool = False,
+                report: bool = True, command: str = "",
+                progress: Callable[[str, int, int], None] | None = None) -> tuple[Path, dict[str, Any]]:
+    """Import the logs at `paths` (formats auto-detected unless given, one per path) into a new
+    run folder `out`. Returns (folder, summary)."""
+    from . import _native
+
+    wall0 = time.monotonic()
+    if not paths:
+        raise ImportError_("no logs given")
+    for p in paths:
+        if not p.is_file():
+            raise ImportError_(f"{p}: no such file")
+    if formats and len(formats) not in (1, len(paths)):
+        raise ImportError_(f"--format given {len(formats)} times for {len(paths)} logs: give it once (all logs) or once per log")
+    known = _native.import_formats()
+    fmts = []
+    for i, p in enumerate(paths):
+        f = (formats[i] if len(formats) > 1 else formats[0]) if formats else "auto"
+        if f != "auto" and f not in known:
+            raise ImportError_(f"--format {f!r}: not a known format; known: auto, {', '.join(known)}")
+        fmts.append(detect(p) if f == "auto" else f)
+    origins = []
+    for p, f in zip(paths, fmts):
+        try:
+            origins.append(_native.origin_ns(str(p), f))
+        except (ValueError, OSError) as e:
+            raise _where(p, e) from None
+    known_origins = [o for o in origins if o is not None]
+    t0 = min(known_origins) if known_origins else 0
+    rd = RunDir(out, force=force)
+    try:
+        names: list[str] = []
+        writer = TableWriter(rd.tmp, names, [], dictionary=False)
+        imp = _native.Importer(int(interval_s * 1e9))
+        sources = []
+        try:
+            for p, f, o in zip(paths, fmts, origins):
+                offset = (o - t0) if o is not None else 0
+                try:
+                    imp.open(str(p), f, p.stem, mss, lenient, offset)
+                    size = p.stat().st_size
+                    while imp.step(STEP_LINES):
+                        names[:] = [x["name"] for x in imp.flows()]
+                        writer.write(imp.take_tables())
+                        if progress:
+                            progress(p.name, imp.position(), size)
+                    info = imp.close()
+                except (ValueError, OSError) as e:
+                    raise _where(p, e) from None
+                sources.append(info | {"path": str(p), "offset_s": offset / 1e9,
+                                       "clock": "wall" if o is not None else "own start"})
+            imp.finish()
+            names[:] = [x["name"] for x in imp.flows()]
+            writer.write(imp.take_tables())
+        finally:
+            writer.close()
+        flows = imp.flows()
+        if not flows:
+            raise ImportError_(f"no TCP flow found in {', '.join(str(p) for p in paths)}")
+        run_name = name or paths[0].stem
+        summary = _summarize(rd.tmp, run_name, flows, sources)
+        write_json(rd.tmp / "summary.json", summary)
+        from .catalog import write_summary
+
+        write_summary(rd.tmp, summary, f"import-{run_name}", None)
+        write_toml(rd.tmp / "spec.toml", {"name": run_name, "description": f"imported from {len(paths)} log(s)",
+                                          "import": {"logs": [str(p) for p in paths], "formats": fmts,
+                                                     "interval_s": interval_s, "lenient": lenient, "mss": mss}})
+        meta = {"tcplab_version": __version__, "backend": "import", "seed": None,
+                "description": f"imported from {', '.join(p.name for p in paths)}",
+                "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), "command": command}
+        if report:
+            from .runner import make_report
+
+            make_report(rd.tmp, _plot_flows(summary), summary, meta)
+        meta["wall_s"] = round(time.monotonic() - wall0, 3)
+        write_json(rd.tmp / "meta.json", meta)
+        return rd.commit(), summary
+    except BaseException:
+        rd.abort()
+        raise
+
+
+def _plot_flows(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    return [{"name": f["flow"], "start_ns": int(round((f["start_s"] or 0) * 1e9))} for f in summary["flows"]]
+
+
+def _summarize(run_dir: Path, name: str, flows: list[dict[str, Any]], sources: list[dict[str, Any]]) -> dict[str, Any]:
+    """summary.json for an import: per-flow numbers from the tables, aggregated by DuckDB."""
+    import duckdb
+
+    con = duckdb.connect()
+    have = {t: (run_dir / f"{t}.parquet").is_file() for t in ("flows", "intervals", "events", "sends")}
+
+    def per_flow(table: str, sql: str) -> dict[str, tuple]:
+        if not have[table]:
+            return {}
+        rows = con.execute(sql.replace("FROM T", f"FROM read_parquet('{run_dir / (table + '.parquet')}')")).fetchall()
+        return {r[0]: r[1:] for r in rows}
+
+    iv = per_flow("intervals", "SELECT flow, min(t_start_ns), max(t_end_ns), sum(bytes), "
+                               "sum(CASE WHEN retrans_segs >= 0 THEN retrans_segs END), count(*) FILTER (WHERE retrans_segs < 0) FROM T GROUP BY flow")
+    fl = per_flow("flows", "SELECT flow, min(t_ns), arg_max(cwnd_bytes, t_ns), arg_max(srtt_us, t_ns), "
+                           "min(srtt_us) FILTER (WHERE srtt_us > 0) FROM T GROUP BY flow")
+    ev = per_flow("events", f"SELECT flow, count(*) FILTER (WHERE event = {RECOVERY_START}), count(*) FILTER (WHERE event = {RTO}) FROM T GROUP BY flow")
+    se = per_flow("sends", "SELECT flow, min(t_ns), count(*) FILTER (WHERE retx = 1), count(*) FILTER (WHERE retx < 0) FROM T GROUP BY flow")
+    out_flows = []
+    for f in flows:
+        n = f["name"]
+        src, _, dst = n.partition("->")
+        i, s, e, d = iv.get(n), fl.get(n), ev.get(n), se.get(n)
+        starts = [x for x in (i and i[0], s and s[0], d and d[0]) if x is not None]
+        start_ns = min(starts) if starts else 0
+        if i:
+            duration_s = (i[1] - i[0]) / 1e9
+            delivered = f["bytes_received"] if f["bytes_received"] is not None else int(i[2])
+            retx = None if i[4] else (int(i[3]) if i[3] is not None else None)
+        else:
+            duration_s, delivered, retx = None, f["bytes_received"], None
+        if retx is None and d and not d[2]:
+            retx = int(d[1])
+        tput = delivered * 8 / duration_s / 1e6 if delivered is not None and duration_s else None
+        out_flows.append({
+            "flow": n, "from": src, "to": dst or "?", "stack": f["stack"] or "unknown", "cc": f["cc"] or "unknown",
+            "start_s": round(start_ns / 1e9, 6), "kind": "time", "duration_s": None if duration_s is None else round(duration_s, 6),
+            "completion_s": None, "throughput_mbps": None if tput is None else round(tput, 6),
+            "bytes_delivered": delivered, "bytes_written": None, "retransmits": retx,
+            "recoveries": int(e[0]) if e else 0, "rtos": int(e[1]) if e else 0,
+            "final_cwnd_bytes": int(s[1]) if s and s[1] is not None and s[1] >= 0 else None,
+            "srtt_ms": round(s[2] / 1e3, 3) if s and s[2] is not None and s[2] >= 0 else None,
+            "min_rtt_ms": round(s[3] / 1e3, 3) if s and s[3] is not None else None,
+            "mss_bytes": f["mss"] or 0,
+        })
+    tputs = [x["throughput_mbps"] for x in out_flows if x["throughput_mbps"] is not None]
+    return {"name": name, "seed": None, "backend": "import", "flows": out_flows, "bottleneck": {},
+            "fairness_jain": None if len(tputs) < 2 else round(jain_index(tputs), 6), "background": [],
+            "import": {"sources": sources, "bad_lines": sum(s["bad_lines"] for s in sources)}}
+
+
+# --- export -------------------------------------------------------------------------------------
+
+EXPORT_FORMATS = ("siftr2", "tcp_probe", "iperf3-json")
+
+
+def _addresses(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each flow's addresses in the written logs: an imported run keeps its own; a simulated one
+    gets sender i 10.1.0.(i+1):(40001+i) -> 10.2.0.1:(5201+i) (IPv4, so every tool reads them)."""
+    out = []
+    for i, f in enumerate(summary["flows"]):
+        m = re.match(r"^(.+):(\d+)->(.+):(\d+)$", f["flow"])
+        if m and summary.get("backend") == "import":
+            la, lp, fa, fp = m.group(1).strip("[]"), int(m.group(2)), m.group(3).strip("[]"), int(m.group(4))
+        else:
+            la, lp, fa, fp = f"10.1.{i // 250}.{i % 250 + 1}", 40001 + i, "10.2.0.1", 5201 + i
+        stack = f["stack"] if f["stack"] in ("freebsd", "freebsd-rack", "linux") else "freebsd"
+        out.append({"laddr": la, "lport": lp, "faddr": fa, "fport": fp, "stack": stack, "cc": f["cc"],
+                    "mss": int(f["mss_bytes"] or 1448)})
+    return out
+
+
+def _cols(df, names: list[str]) -> dict[str, bytes]:
+    return {n: np.ascontiguousarray(df[n].to_numpy(dtype="<i8")).tobytes() for n in names}
+
+
+#: Linux icsk_ca_state written for tcplab's recovery events (include/net/tcp.h: TCP_CA_Open 0,
+#: TCP_CA_Recovery 3, TCP_CA_Loss 4).
+_CA_STATE = {1: 3, 2: 0, 3: 4, 4: 0}
+
+
+def export_run(run_dir: Path, out: Path, formats: list[str], *, force: bool = False) -> list[Path]:
+    """Write the run at `run_dir` as logs into the folder `out` (created atomically): siftr2 ->
+    siftr2.log, tcp_probe -> tcp_probe.txt, iperf3-json -> iperf3-<n>.json per flow."""
+    import json
+
+    import pandas as pd
+
+    from . import _native
+
+    for f in formats:
+        if f not in EXPORT_FORMATS:
+            raise ImportError_(f"--to {f!r}: not a format tcplab writes; choose from {', '.join(EXPORT_FORMATS)}")
+    summary = json.loads((run_dir / "summary.json").read_text())
+    flows = _addresses(summary)
+    index = {f["flow"]: i for i, f in enumerate(summary["flows"])}
+    samples = read_table(run_dir, "flows")
+    if len(samples):
+        samples = samples[samples["flow"].isin(index)].assign(flow=lambda d: d["flow"].map(index)).sort_values(["t_ns", "flow"], kind="stable")
+    # Wall clock for formats that carry one: the run's creation time, whole seconds (deterministic
+    # for a given run folder).
+    meta = json.loads((run_dir / "meta.json").read_text()) if (run_dir / "meta.json").is_file() else {}
+    try:
+        epoch_s = int(_dt.datetime.fromisoformat(meta["created"]).timestamp())
+    except (KeyError, ValueError):
+        epoch_s = 0
+    rd = RunDir(out, force=force)
+    written = []
+    try:
+        if "siftr2" in formats:
+            if not len(samples):
+                raise ImportError_(f"{run_dir}: no flow samples (flows.parquet) to write as SIFTR2")
+            sends = read_table(run_dir, "sends")
+            if not len(sends):
+                raise ImportError_(f"{run_dir}: no sends recorded (set trace.sends = true) to write as SIFTR2")
+            sends = sends[sends["flow"].isin(index)].assign(flow=lambda d: d["flow"].map(index)).sort_values(["t_ns", "flow"], kind="stable")
+            # An outbound record carries the sender's state at that send: the last sample at or
+            # before it (SIFTR reads the tcpcb as the packet passes).
+            # Sends before a flow's first sample carry that first sample's state.
+            state = samples.drop(columns=["state"])
+            o = pd.merge_asof(sends, state, on="t_ns", by="flow", direction="backward")
+            first = pd.merge_asof(sends, state, on="t_ns", by="flow", direction="forward")
+            o = o.fillna(first).fillna(-1)
+            o = o.assign(outbound=1, ack=0, data_bytes=o["bytes"])
+            i = samples.assign(outbound=0, seq=samples["snd_nxt"], ack=samples["snd_una"], data_bytes=0)
+            cols = ["t_ns", "flow", "outbound", "cwnd_bytes", "ssthresh_bytes", "srtt_us", "rto_us", "flight_bytes", "seq", "ack", "data_bytes", "state"]
+            rows = pd.concat([o[cols], i[cols]]).sort_values(["t_ns", "outbound"], kind="stable")
+            path = rd.tmp / "siftr2.log"
+            _native.write_siftr2(str(path), epoch_s * 1_000_000_000, flows, _cols(rows, cols))
+            written.append(path)
+        if "tcp_probe" in formats:
+            if not len(samples):
+                raise ImportError_(f"{run_dir}: no flow samples (flows.parquet) to write as tcp_probe")
+            events = read_table(run_dir, "events")
+            ch = events[events["flow"].isin(index) & events["event"].isin(list(_CA_STATE))] if len(events) else pd.DataFrame(columns=["t_ns", "flow", "event"])
+            ch = ch.assign(change_t_ns=ch["t_ns"], change_flow=ch["flow"].map(index), change_state=ch["event"].map(_CA_STATE)).sort_values("change_t_ns", kind="stable")
+            cols = _cols(samples, ["t_ns", "flow", "cwnd_bytes", "ssthresh_bytes", "snd_una", "snd_nxt", "srtt_us"])
+            cols |= _cols(ch, ["change_t_ns", "change_flow", "change_state"])
+            path = rd.tmp / "tcp_probe.txt"
+            _native.write_tcp_probe(str(path), flows, cols)
+            written.append(path)
+        if "iperf3-json" in formats:
+            intervals = read_table(run_dir, "intervals")
+            for k, f in enumerate(summary["flows"]):
+                mine = intervals[intervals["flow"] == f["flow"]].sort_values("t_start_ns") if len(intervals) else intervals
+                if not len(mine):
+                    continue
+                path = rd.tmp / f"iperf3-{k + 1}.json"
+                _native.write_iperf3_json(str(path), [flows[k]], epoch_s, _cols(mine, ["t_start_ns", "t_end_ns", "bytes", "retrans_segs", "cwnd_bytes", "srtt_us"]),
+                                          int(f["bytes_delivered"] or 0))
+                written.append(path)
+        final = rd.commit()
+        return [final / p.name for p in written]
+    except BaseException:
+        rd.abort()
+        raise
