@@ -28,13 +28,11 @@ _PORT_TABLES = {"queues", "ports"}
 class TableWriter:
     """Streams record batches from the simulator into one Parquet file per table."""
 
-    def __init__(self, directory: Path, flow_names: list[str], port_labels: list[str], dictionary: bool = True):
-        """`dictionary=False`: flow names as plain strings, read from the `flow_names` list at each
-        write (an import learns its flows while it streams; a dictionary would be fixed up front)."""
+    def __init__(self, directory: Path, flow_names: list[str], port_labels: list[str]):
+        """`flow_names` is read at each write, so a caller that learns flows while it streams (an
+        import) may extend it between writes; a batch's dictionary is the list as it is then."""
         self.directory = directory
-        self.names = flow_names
-        self.dictionary = dictionary
-        self.flow_names = pa.array(flow_names, pa.string())
+        self.flow_names = flow_names
         self.port_labels = pa.array(port_labels, pa.string())
         self.writers: dict[str, pq.ParquetWriter] = {}
 
@@ -42,10 +40,8 @@ class TableWriter:
         arrays, names = [], []
         for col, raw in columns.items():
             values = np.frombuffer(raw, dtype="<i8")
-            if name in _FLOW_TABLES and col == "flow" and not self.dictionary:
-                arr: pa.Array = pa.array(self.names, pa.string()).take(pa.array(values.astype(np.int32)))
-            elif name in _FLOW_TABLES and col == "flow":
-                arr = pa.DictionaryArray.from_arrays(pa.array(values.astype(np.int32)), self.flow_names)
+            if name in _FLOW_TABLES and col == "flow":
+                arr: pa.Array = pa.DictionaryArray.from_arrays(pa.array(values.astype(np.int32)), pa.array(self.flow_names, pa.string()))
             elif name in _PORT_TABLES and col == "port":
                 arr = pa.DictionaryArray.from_arrays(pa.array(values.astype(np.int32)), self.port_labels)
             else:

@@ -86,7 +86,7 @@ def import_logs(paths: list[Path], out: Path, *, formats: list[str] | None = Non
     rd = RunDir(out, force=force)
     try:
         names: list[str] = []
-        writer = TableWriter(rd.tmp, names, [], dictionary=False)
+        writer = TableWriter(rd.tmp, names, [])
         imp = _native.Importer(int(interval_s * 1e9))
         sources = []
         try:
@@ -187,9 +187,9 @@ def _summarize(run_dir: Path, name: str, flows: list[dict[str, Any]], sources: l
             "min_rtt_ms": round(s[3] / 1e3, 3) if s and s[3] is not None else None,
             "mss_bytes": f["mss"] or 0,
         })
-    tputs = [x["throughput_mbps"] for x in out_flows if x["throughput_mbps"] is not None]
+    fairness = jain_index([x["throughput_mbps"] for x in out_flows if x["throughput_mbps"] is not None])
     return {"name": name, "seed": None, "backend": "import", "flows": out_flows, "bottleneck": {},
-            "fairness_jain": None if len(tputs) < 2 else round(jain_index(tputs), 6), "background": [],
+            "fairness_jain": None if fairness is None else round(fairness, 6), "background": [],
             "import": {"sources": sources, "bad_lines": sum(s["bad_lines"] for s in sources)}}
 
 

@@ -164,6 +164,8 @@ pub struct IntervalAcc {
     cwnd: i64,
     srtt: i64,
     seen: bool,
+    /// Whether retransmissions are known (otherwise rows say -1).
+    retrans_known: bool,
     /// Finished rows (flow, t_start_ns, t_end_ns, bytes, retrans_segs, cwnd_bytes, srtt_us).
     pub rows: Vec<[i64; 7]>,
 }
@@ -180,7 +182,8 @@ impl IntervalAcc {
         }
         while self.cur < idx {
             let s = self.cur * self.interval_ns;
-            self.rows.push([flow, s, s + self.interval_ns, self.bytes, self.retrans, self.cwnd, self.srtt]);
+            let retrans = if self.retrans_known { self.retrans } else { -1 };
+            self.rows.push([flow, s, s + self.interval_ns, self.bytes, retrans, self.cwnd, self.srtt]);
             self.bytes = 0;
             self.retrans = 0;
             self.cur += 1;
@@ -192,7 +195,8 @@ impl IntervalAcc {
         if self.seen && self.interval_ns > 0 {
             let s = self.cur * self.interval_ns;
             if end_ns > s {
-                self.rows.push([flow, s, end_ns, self.bytes, self.retrans, self.cwnd, self.srtt]);
+                let retrans = if self.retrans_known { self.retrans } else { -1 };
+                self.rows.push([flow, s, end_ns, self.bytes, retrans, self.cwnd, self.srtt]);
             }
             self.seen = false;
         }
@@ -242,6 +246,7 @@ impl Tracker {
         self.iv.roll(self.flow, s.t_ns);
         self.last_t = self.last_t.max(s.t_ns);
         let retx = if retrans_known { self.retrans_segs } else { -1 };
+        self.iv.retrans_known = retrans_known;
         if s.state != self.state {
             // Flight before the loss: what the previous sample saw (the sample that enters
             // recovery already shows the reduced window).

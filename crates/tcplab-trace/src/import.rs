@@ -3,7 +3,7 @@
 //! can drain the records between steps (memory stays bounded whatever the log's size).
 
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader, Cursor, Read, Seek};
 use std::path::Path;
 
 use crate::flows::FlowTable;
@@ -66,9 +66,15 @@ enum Parser {
     IperfText(iperf3::TextParser),
 }
 
+/// What a log is read from: a file, or bytes in memory (fuzzing, tests).
+pub trait ReadSeek: Read + Seek {}
+impl<T: Read + Seek> ReadSeek for T {}
+
+type Reader = BufReader<Box<dyn ReadSeek>>;
+
 enum Input {
-    Lines(Lines<BufReader<File>>, Parser),
-    Pcap(Box<PcapParser<BufReader<File>>>),
+    Lines(Lines<Reader>, Parser),
+    Pcap(Box<PcapParser<Reader>>),
     Done,
 }
 
@@ -127,15 +133,20 @@ impl Source {
     /// `mss` (0: unknown) turns tcp_probe's packets into bytes and fixes a plot file's MSS.
     /// An iperf3 JSON document is read whole here (it is small: one entry per interval).
     pub fn open(ctx: &mut Ctx<'_>, path: &Path, format: &str, label: &str, mss: u32, lenient: bool) -> Result<Source, ParseError> {
+        Source::from_reader(ctx, Box::new(File::open(path)?), format, label, mss, lenient)
+    }
+
+    /// As `open`, from any seekable reader.
+    pub fn from_reader(ctx: &mut Ctx<'_>, mut file: Box<dyn ReadSeek>, format: &str, label: &str, mss: u32, lenient: bool) -> Result<Source, ParseError> {
         let format: &'static str = FORMATS.iter().find(|f| **f == format).copied().ok_or_else(|| {
             ParseError::at(0, format!("unknown format {format:?}; known: {}", FORMATS.join(", ")))
         })?;
         let mut src = Source { input: Input::Done, format, version: String::new(), lenient, bad: 0, first_errors: Vec::new(), offset_ns: ctx.offset_ns, notes: Vec::new() };
-        let mut file = File::open(path)?;
+        let buffered = |f: Box<dyn ReadSeek>| BufReader::with_capacity(1 << 16, f);
         src.input = match format {
             "siftr" | "siftr2" => {
                 let footer = if format == "siftr2" { siftr::read_footer(&mut file)? } else { None };
-                let mut lines = Lines::new(BufReader::with_capacity(1 << 16, file));
+                let mut lines = Lines::new(buffered(file));
                 let first = lines.next_line()?.ok_or_else(|| ParseError::at(1, "empty file: expected a SIFTR header line"))?.to_vec();
                 let header = siftr::parse_header(&first)?;
                 let p = SiftrParser::new(header, footer.as_deref());
@@ -154,12 +165,12 @@ impl Source {
                 }
                 Input::Lines(lines, Parser::Siftr(p))
             }
-            "siftr2-plot" => Input::Lines(Lines::new(BufReader::with_capacity(1 << 16, file)), Parser::Plot(PlotParser::new(ctx, label, mss))),
+            "siftr2-plot" => Input::Lines(Lines::new(buffered(file)), Parser::Plot(PlotParser::new(ctx, label, mss))),
             "tcp_probe" => {
                 src.notes.push("tcp_probe gives cwnd and ssthresh in packets: bytes assume the MSS given (default 1448)".into());
-                Input::Lines(Lines::new(BufReader::with_capacity(1 << 16, file)), Parser::Probe(ProbeParser::new(mss)))
+                Input::Lines(Lines::new(buffered(file)), Parser::Probe(ProbeParser::new(mss)))
             }
-            "iperf3-text" => Input::Lines(Lines::new(BufReader::with_capacity(1 << 16, file)), Parser::IperfText(iperf3::TextParser::default())),
+            "iperf3-text" => Input::Lines(Lines::new(buffered(file)), Parser::IperfText(iperf3::TextParser::default())),
             "iperf3-json" => {
                 let doc: iperf3::Report = serde_json::from_reader(BufReader::new(file)).map_err(json_error)?;
                 src.version = doc.start.version.clone();
@@ -168,7 +179,7 @@ impl Source {
             }
             "pcap" => {
                 src.notes.push("captures carry no cwnd or ssthresh: no recovery episodes from a capture alone".into());
-                Input::Pcap(Box::new(PcapParser::new(BufReader::with_capacity(1 << 16, file))?))
+                Input::Pcap(Box::new(PcapParser::new(buffered(file))?))
             }
             _ => unreachable!("checked against FORMATS"),
         };
@@ -288,4 +299,29 @@ impl Import {
             }
         }
     }
+}
+
+/// Parse `data` as `format` from start to end, draining records as they come (what fuzzing and
+/// the parse benchmark run). Returns the number of records produced.
+pub fn parse_bytes(format: &str, data: &[u8], lenient: bool) -> Result<usize, ParseError> {
+    let mut imp = Import::new(1_000_000_000);
+    let mut ctx = imp.ctx(0);
+    let mut src = Source::from_reader(&mut ctx, Box::new(Cursor::new(data.to_vec())), format, "log", 0, lenient)?;
+    let mut records = 0;
+    loop {
+        let mut ctx = imp.ctx(0);
+        let more = src.step(&mut ctx, 10_000)?;
+        for t in imp.rec.tables_mut() {
+            records += t.len();
+            t.take();
+        }
+        if !more {
+            break;
+        }
+    }
+    let mut ctx = imp.ctx(0);
+    let rows = src.finish(&mut ctx);
+    imp.keep_derived(rows);
+    imp.finish();
+    Ok(records + imp.rec.intervals.len())
 }

@@ -292,10 +292,11 @@ impl SiftrParser {
             let v = if layout == Layout::Siftr2Hex { hex(f(i)) } else { dec(f(i)) };
             v.ok_or_else(|| ParseError::expected(lineno, if layout == Layout::Siftr2Hex { "a hex number" } else { "a number" }, f(i)))
         };
-        let (dir_i, key): (usize, Vec<u8>) = match layout {
-            Layout::Stock => (0, [f(2), b",", f(3), b",", f(4), b",", f(5)].concat()),
-            Layout::Siftr2Dec => (0, f(2).to_vec()),
-            Layout::Siftr2Hex => (1, f(0).to_vec()),
+        // The flow's key as written: the flowid, or (stock) the span from laddr to fport.
+        let (dir_i, key): (usize, &[u8]) = match layout {
+            Layout::Stock => (0, &line[fields[2].0..fields[5].1]),
+            Layout::Siftr2Dec => (0, f(2)),
+            Layout::Siftr2Hex => (1, f(0)),
         };
         let outbound = match f(dir_i) {
             b"o" => true,
@@ -315,10 +316,9 @@ impl SiftrParser {
             Layout::Siftr2Dec => (num(3)?, num(4)?, num(10)?, num(11)?, num(16)?, num(7)?, Some(num(18)?), Some(num(19)?), Some(num(20)?), None),
             Layout::Siftr2Hex => (num(3)?, num(4)?, num(5)?, num(11)?, num(16)?, num(9)?, None, None, Some(num(6)?), None),
         };
-        let st = match self.flows.get_mut(&key) {
-            Some(st) => st,
-            None => {
-                let (idx, mss) = match (layout, self.footer.get(&key)) {
+        if !self.flows.contains_key(key) {
+            {
+                let (idx, mss) = match (layout, self.footer.get(key)) {
                     (Layout::Stock, _) => {
                         let k = FlowKey {
                             laddr: String::from_utf8_lossy(f(2)).into_owned(),
@@ -337,16 +337,19 @@ impl SiftrParser {
                         info.cc.get_or_insert_with(|| ff.cc.clone());
                         (i, ff.mss)
                     }
-                    (_, None) => (ctx.flows.labelled(&format!("siftr2:{}", String::from_utf8_lossy(&key))), 0),
+                    (_, None) => (ctx.flows.labelled(&format!("siftr2:{}", String::from_utf8_lossy(key))), 0),
                 };
                 if mss > 0 {
                     ctx.flows.flows[idx].mss.get_or_insert(mss);
                 }
-                let mut tracker = Tracker::new(idx, i64::from(mss), ctx.interval_ns);
+                // Stock SIFTR has neither sequence numbers nor payload sizes: no interval table.
+                let interval_ns = if layout == Layout::Stock { 0 } else { ctx.interval_ns };
+                let mut tracker = Tracker::new(idx, i64::from(mss), interval_ns);
                 tracker.acked_bytes = seq.is_some();
-                self.flows.entry(key).or_insert(FlowState { tracker, seq: SeqUnwrap::default(), snd_max: 0, una: -1 })
+                self.flows.insert(key.to_vec(), FlowState { tracker, seq: SeqUnwrap::default(), snd_max: 0, una: -1 });
             }
-        };
+        }
+        let st = self.flows.get_mut(key).expect("inserted above");
         let t_ns = t_ns + ctx.offset_ns;
         let mss = st.tracker.mss;
         let has_seq = seq.is_some();

@@ -34,12 +34,20 @@ struct FlowState {
 /// Parser state for one ftrace text log.
 pub struct ProbeParser {
     mss: u32,
-    flows: HashMap<FlowKey, FlowState>,
+    flows: HashMap<FlowKey, usize>,
+    states: Vec<FlowState>,
     /// tcp_probe lines read.
     pub probes: u64,
     /// tcp_cong_state_set lines read.
     pub state_changes: u64,
     origin_ns: Option<i64>,
+    /// "src=... dest=..." as written -> its index in `states`, so a line allocates nothing.
+    raw_keys: HashMap<Vec<u8>, usize>,
+}
+
+/// Where `part` (a subslice of `line`) starts in `line`.
+fn offset_in(line: &[u8], part: &[u8]) -> usize {
+    part.as_ptr() as usize - line.as_ptr() as usize
 }
 
 fn endpoint(v: &[u8]) -> Option<(String, u16)> {
@@ -53,18 +61,21 @@ fn endpoint(v: &[u8]) -> Option<(String, u16)> {
 impl ProbeParser {
     /// A parser; cwnd and ssthresh in packets become bytes with `mss` (the trace does not carry it).
     pub fn new(mss: u32) -> Self {
-        ProbeParser { mss: if mss > 0 { mss } else { DEFAULT_MSS }, flows: HashMap::new(), probes: 0, state_changes: 0, origin_ns: None }
+        ProbeParser { mss: if mss > 0 { mss } else { DEFAULT_MSS }, flows: HashMap::new(), states: Vec::new(), probes: 0, state_changes: 0, origin_ns: None, raw_keys: HashMap::new() }
     }
 
-    fn state<'a>(&'a mut self, ctx: &mut Ctx<'_>, key: &FlowKey) -> &'a mut FlowState {
+    fn state(&mut self, ctx: &mut Ctx<'_>, key: &FlowKey) -> usize {
+        if let Some(&i) = self.flows.get(key) {
+            return i;
+        }
         let mss = self.mss;
-        self.flows.entry(key.clone()).or_insert_with(|| {
-            let i = ctx.flows.get(key);
-            let info = &mut ctx.flows.flows[i];
-            info.mss.get_or_insert(mss);
-            info.stack.get_or_insert_with(|| "linux".into());
-            FlowState { tracker: Tracker::new(i, i64::from(mss), ctx.interval_ns), seq: SeqUnwrap::default(), snd_max: 0, ca_state: None, last_ssthresh: -1, last_cwnd: 0 }
-        })
+        let i = ctx.flows.get(key);
+        let info = &mut ctx.flows.flows[i];
+        info.mss.get_or_insert(mss);
+        info.stack.get_or_insert_with(|| "linux".into());
+        self.states.push(FlowState { tracker: Tracker::new(i, i64::from(mss), ctx.interval_ns), seq: SeqUnwrap::default(), snd_max: 0, ca_state: None, last_ssthresh: -1, last_cwnd: 0 });
+        self.flows.insert(key.clone(), self.states.len() - 1);
+        self.states.len() - 1
     }
 
     /// One line of the trace.
@@ -107,20 +118,31 @@ impl ProbeParser {
                 4 => LOSS,
                 _ => OPEN,
             };
-            let st = self.state(ctx, &key);
-            st.ca_state = Some(phase);
+            let k = self.state(ctx, &key);
+            self.states[k].ca_state = Some(phase);
             return Ok(());
         }
         self.probes += 1;
-        let (laddr, lport) = endpoint(need(0)?).ok_or_else(|| ParseError::expected(lineno, "src=ADDR:PORT", line))?;
-        let (faddr, fport) = endpoint(need(1)?).ok_or_else(|| ParseError::expected(lineno, "dest=ADDR:PORT", line))?;
+        let (src, dst) = (need(0)?, need(1)?);
+        let raw: &[u8] = &line[offset_in(line, src)..offset_in(line, dst) + dst.len()];
+        let k = match self.raw_keys.get(raw) {
+            Some(&k) => k,
+            None => {
+                let (laddr, lport) = endpoint(src).ok_or_else(|| ParseError::expected(lineno, "src=ADDR:PORT", line))?;
+                let (faddr, fport) = endpoint(dst).ok_or_else(|| ParseError::expected(lineno, "dest=ADDR:PORT", line))?;
+                let k = self.state(ctx, &FlowKey { laddr, lport, faddr, fport });
+                if self.raw_keys.len() < 1 << 16 {
+                    self.raw_keys.insert(raw.to_vec(), k);
+                }
+                k
+            }
+        };
         let nxt = hex(need(2)?).ok_or_else(|| ParseError::expected(lineno, "snd_nxt=0x<hex>", line))?;
         let una = hex(need(3)?).ok_or_else(|| ParseError::expected(lineno, "snd_una=0x<hex>", line))?;
         let cwnd = dec(need(4)?).ok_or_else(|| ParseError::expected(lineno, "snd_cwnd=<packets>", line))?;
         let ssth = dec(need(5)?).ok_or_else(|| ParseError::expected(lineno, "ssthresh=<packets>", line))?;
         let srtt = dec(need(6)?).ok_or_else(|| ParseError::expected(lineno, "srtt=<us>", line))?;
-        let key = FlowKey { laddr, lport, faddr, fport };
-        let st = self.state(ctx, &key);
+        let st = &mut self.states[k];
         let mss = st.tracker.mss;
         st.seq.set_base(una as u32);
         let una_rel = st.seq.unwrap(una as u32);
@@ -155,7 +177,7 @@ impl ProbeParser {
 
     /// Derived intervals of every flow.
     pub fn finish(self) -> Vec<(usize, Vec<[i64; 7]>)> {
-        let mut v: Vec<_> = self.flows.into_values().map(|st| (st.tracker.flow as usize, st.tracker.finish())).collect();
+        let mut v: Vec<_> = self.states.into_iter().map(|st| (st.tracker.flow as usize, st.tracker.finish())).collect();
         v.sort_by_key(|(f, _)| *f);
         v
     }

@@ -1,0 +1,9 @@
+//! Fuzz target: the pcap parser on arbitrary bytes, strict and lenient. A parse error is fine;
+//! a panic, a hang or an unbounded allocation is a bug.
+#![no_main]
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let _ = tcplab_trace::import::parse_bytes("pcap", data, false);
+    let _ = tcplab_trace::import::parse_bytes("pcap", data, true);
+});
