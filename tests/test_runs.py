@@ -4,6 +4,7 @@ import json
 from pathlib import Path
 
 import pyarrow.parquet as pq
+import pytest
 
 import tcplab
 from conftest import SMALL_SPEC, tcplab as cli
@@ -105,3 +106,39 @@ def test_presets_command_lists_each_preset_on_one_line(tmp_path: Path):
     proc = cli("presets", cwd=tmp_path, check=True)
     lines = proc.stdout.splitlines()
     assert [l.split()[0] for l in lines] == ["T1", "T2", "T3", "T4", "T5", "T6", "T7"]
+
+
+CPU_SPEC = """
+name = "cpu"
+[topology]
+kind = "pipe"
+[topology.bottleneck]
+rate = "100Mbit"
+delay = "5ms"
+buffer = "84p"
+[senders.s1]
+to = "r1"
+cc = "newreno"
+stack = "freebsd"
+time = "20s"
+"""
+
+
+def test_measuring_cpu_gives_shares_and_work_per_gb_and_changes_nothing_simulated(tmp_path):
+    (tmp_path / "a.toml").write_text(CPU_SPEC)
+    (tmp_path / "b.toml").write_text(CPU_SPEC + "[measure]\ncpu = true\n")
+    cli("run", str(tmp_path / "a.toml"), "--out", str(tmp_path / "a"), "--no-report", check=True)
+    p = cli("run", str(tmp_path / "b.toml"), "--out", str(tmp_path / "b"), check=True)
+    assert "congestion-control hooks p = " in p.stdout
+    for f in ("flows.parquet", "intervals.parquet", "events.parquet", "summary.json"):
+        assert (tmp_path / "a" / f).read_bytes() == (tmp_path / "b" / f).read_bytes(), f
+    assert not (tmp_path / "a" / "cpu.json").exists()
+    c = json.loads((tmp_path / "b" / "cpu.json").read_text())
+    assert c["samples"] > 500, "20 kHz over the run's CPU time"
+    assert 0 < c["cc_share"] < c["tcp_share"] < 1
+    gb = json.loads((tmp_path / "b" / "summary.json").read_text())["flows"][0]["bytes_delivered"] / 1e9
+    assert c["cc_share_per_gb"] == pytest.approx(c["cc_share"] / gb, rel=1e-3)
+    assert c["cc_share_ci95"] == pytest.approx(1.96 * (c["cc_share"] * (1 - c["cc_share"]) / c["samples"]) ** 0.5, rel=1e-3)
+    assert 'id="cpu-table"' in (tmp_path / "b" / "report.html").read_text()
+    q = cli("query", "SELECT run, cc_share FROM cpu", "--root", str(tmp_path), check=True)
+    assert "b" in q.stdout and str(c["cc_share"])[:5] in q.stdout

@@ -7,6 +7,7 @@ Views (each with a `run` column, the run folder relative to the root):
   flow_results  one row per flow of every run (the summary table of `tcplab show`)
   flows, intervals, queues, ports, events, sends
                 the runs' time series, where recorded
+  cpu           runs measured with [measure] cpu: CPU shares and work per GB (cpu.json)
 
 Only finished run folders are seen: a run being written lives under a hidden temporary name.
 """
@@ -117,6 +118,11 @@ def connect(root: str | Path = "results"):
                     " FROM flow_results GROUP BY run")
     for t in TIME_SERIES:
         view(t, _files(root, f"{t}.parquet"))
+    cpu = _files(root, "cpu.json")
+    if cpu:
+        paths = "[" + ", ".join(_sql_str(str(Path(f).resolve())) for f in cpu) + "]"
+        con.execute(f"CREATE VIEW cpu AS SELECT {run_col}, * EXCLUDE (filename) "
+                    f"FROM read_json_auto({paths}, union_by_name = true, filename = true)")
     return con
 
 

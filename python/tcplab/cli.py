@@ -134,6 +134,12 @@ def _run_with_progress(resolved, data, source, duration, target, force, report, 
                                                  backend=backend)
     if iterations == 1:
         _print_run(path, intervals)
+        if (path / "cpu.json").is_file():
+            c = json.loads((path / "cpu.json").read_text())
+            out_console.print(f"CPU ({c['samples']} samples): congestion-control hooks p = {100 * c['cc_share']:.3f}% "
+                              f"± {100 * c['cc_share_ci95']:.3f}% (w = p/GB = {c['cc_share_per_gb']}), TCP path "
+                              f"{100 * c['tcp_share']:.2f}% ± {100 * c['tcp_share_ci95']:.2f}% (w = {c['tcp_share_per_gb']}), "
+                              f"{c['gb_delivered']} GB delivered")
     else:
         _print_iterations(summaries, seeds)
         sys.stdout.write((path / "stats.txt").read_text())

@@ -4,6 +4,7 @@ results folder that appears only when complete."""
 from __future__ import annotations
 
 import datetime as _dt
+import json
 import os
 import subprocess
 import sys
@@ -14,7 +15,7 @@ from typing import Any, Callable
 
 from . import __version__
 from .analysis.recovery import episodes, first_per_flow
-from .analysis.summary import summarize
+from .analysis.summary import cpu_cost, summarize
 from .backends import sim as sim_backend
 from .catalog import write_summary
 from .report import html as report_html
@@ -59,6 +60,8 @@ def _into(directory: Path, resolved: Resolved, progress: Progress | None, report
     totals = _backend_run(backend)(resolved, directory, progress)
     summary = summarize(resolved, totals, directory)
     write_json(directory / "summary.json", summary)
+    if totals.get("cpu"):
+        write_json(directory / "cpu.json", cpu_cost(totals["cpu"], summary))
     write_summary(directory, summary, run_key(resolved, backend), labels)
     meta = {
         "tcplab_version": __version__,
@@ -110,7 +113,9 @@ def make_report(directory: Path, flows: list[dict[str, Any]], summary: dict[str,
         zooms.append((stem, f"{ep['flow']}: cwnd, ssthresh and send sizes around its first loss-recovery episode"))
     recovery_html = report_html.recovery_section(eps, zooms, pdir)
     spec_text = (directory / "spec.toml").read_text()
-    return report_html.write(directory, summary, meta, spec_text, intervals, flows, charts, recovery_html)
+    cpu_path = directory / "cpu.json"
+    cpu_html = report_html.cpu_section(json.loads(cpu_path.read_text())) if cpu_path.is_file() else ""
+    return report_html.write(directory, summary, meta, spec_text, intervals, flows, charts, recovery_html + cpu_html)
 
 
 def _or_none(df):

@@ -138,6 +138,18 @@ impl Simulation {
         Ok(list)
     }
 
+    /// CPU samples of a run measuring them ([measure] cpu), or None: {other, tcp, cc} sample
+    /// counts and the sampling period (see tcplab_sim::cpu).
+    fn cpu_report<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let Some(m) = &self.inner.cpu else { return Ok(None) };
+        let d = PyDict::new(py);
+        d.set_item("samples_other", m.samples[0])?;
+        d.set_item("samples_tcp", m.samples[1])?;
+        d.set_item("samples_cc", m.samples[2])?;
+        d.set_item("sample_period_ns", tcplab_sim::cpu::SAMPLE_PERIOD_NS)?;
+        Ok(Some(d))
+    }
+
     /// Turn on per-packet auditing (for invariant tests).
     fn enable_audit(&mut self) {
         self.inner.audit = Some(Default::default());

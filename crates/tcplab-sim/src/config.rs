@@ -20,6 +20,9 @@ pub struct SimConfig {
     /// Record every send (TSO chunk, segment, retransmission) in the `sends` table.
     #[serde(default)]
     pub record_sends: bool,
+    /// Measure the CPU time of the TCP path and the CC hooks (`[measure] cpu`; see `cpu`).
+    #[serde(default)]
+    pub measure_cpu: bool,
     /// Nodes, referred to by index.
     pub nodes: Vec<NodeConfig>,
     /// Full-duplex links between nodes.

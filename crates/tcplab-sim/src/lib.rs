@@ -5,6 +5,7 @@
 
 pub mod cc;
 pub mod config;
+pub mod cpu;
 pub mod engine;
 pub mod net;
 pub mod packet;

@@ -11,6 +11,7 @@ use crate::stack;
 use crate::tcp::receiver::TcpReceiver;
 use crate::tcp::sender::{SenderEvent, TcpSender};
 use crate::time::Ns;
+use crate::cpu::{in_tcp, CpuMeter, MarkedCc};
 use crate::trace::Recorder;
 use crate::udp::UdpSource;
 use std::collections::HashSet;
@@ -56,6 +57,17 @@ pub struct FlowStats {
     pub min_rtt_ns: Ns,
 }
 
+/// Run `$call` (a call into a TCP endpoint), marked as the TCP path when the run measures CPU.
+macro_rules! timed {
+    ($self:ident, $call:expr) => {{
+        if $self.cpu.is_some() {
+            in_tcp(|| $call);
+        } else {
+            $call;
+        }
+    }};
+}
+
 /// A running simulation.
 pub struct Simulation {
     /// Current simulated time.
@@ -80,6 +92,8 @@ pub struct Simulation {
     pub udp: Vec<UdpSource>,
     /// Records not yet drained.
     pub rec: Recorder,
+    /// CPU meters, when the run measures them (`[measure] cpu`).
+    pub cpu: Option<CpuMeter>,
     sample_interval_ns: Ns,
     interval_ns: Ns,
     monitor: Vec<u32>,
@@ -147,6 +161,7 @@ impl Simulation {
         let routes = routes(n, &ports);
         let mut senders = Vec::new();
         let mut receivers = Vec::new();
+        let cpu = cfg.measure_cpu.then(CpuMeter::default);
         for (i, f) in cfg.flows.iter().enumerate() {
             check_node(f.src, "a flow")?;
             check_node(f.dst, "a flow")?;
@@ -182,6 +197,10 @@ impl Simulation {
                 ));
             }
             receivers.push(TcpReceiver::new(i as u32, f, &profile));
+            let algo: Box<dyn cc::CongestionControl> = match &cpu {
+                Some(_) => Box::new(MarkedCc::new(algo)),
+                None => algo,
+            };
             let mut sender = TcpSender::new(i as u32, f, profile, algo);
             sender.record_sends = cfg.record_sends;
             senders.push(sender);
@@ -246,6 +265,7 @@ impl Simulation {
             receiver_timer_at: vec![None; nf],
             udp,
             rec: Recorder::default(),
+            cpu,
             sample_interval_ns: cfg.sample_interval_ns,
             interval_ns: cfg.interval_ns,
             monitor,
@@ -272,6 +292,20 @@ impl Simulation {
 
     /// Run until simulated time `t` (or the stop time), handling every event at or before it.
     pub fn run_until(&mut self, t: Ns) {
+        // Sampled only while the simulation runs, not while Python drains records.
+        if let Some(m) = self.cpu.as_mut() {
+            if let Err(e) = m.start() {
+                eprintln!("tcplab: CPU sampling unavailable: {e}");
+                self.cpu = None;
+            }
+        }
+        self.run_events_until(t);
+        if let Some(m) = self.cpu.as_mut() {
+            m.stop();
+        }
+    }
+
+    fn run_events_until(&mut self, t: Ns) {
         let t = t.min(self.stop_ns);
         while let Some(et) = self.q.peek_time() {
             if et > t {
@@ -291,7 +325,7 @@ impl Simulation {
                 let fi = f as usize;
                 let mut out = std::mem::take(&mut self.scratch);
                 self.set_nic_backlog(fi);
-                self.senders[fi].start(self.now, &mut out, &mut self.next_id);
+                timed!(self, self.senders[fi].start(self.now, &mut out, &mut self.next_id));
                 self.flush(self.flow_cfg[fi].src, &mut out);
                 self.scratch = out;
                 self.after_sender(fi);
@@ -308,7 +342,7 @@ impl Simulation {
                 }
                 let mut out = std::mem::take(&mut self.scratch);
                 self.set_nic_backlog(fi);
-                self.senders[fi].on_timer(self.now, &mut out, &mut self.next_id);
+                timed!(self, self.senders[fi].on_timer(self.now, &mut out, &mut self.next_id));
                 self.flush(self.flow_cfg[fi].src, &mut out);
                 self.scratch = out;
                 self.after_sender(fi);
@@ -319,7 +353,7 @@ impl Simulation {
                     self.receiver_timer_at[fi] = None;
                 }
                 let mut out = std::mem::take(&mut self.scratch);
-                self.receivers[fi].on_timer(self.now, &mut out, &mut self.next_id);
+                timed!(self, self.receivers[fi].on_timer(self.now, &mut out, &mut self.next_id));
                 self.flush(self.flow_cfg[fi].dst, &mut out);
                 self.scratch = out;
                 self.sync_receiver_timer(fi);
@@ -625,13 +659,13 @@ impl Simulation {
         let mut out = std::mem::take(&mut self.scratch);
         match p.kind {
             Kind::Data => {
-                self.receivers[fi].on_data(&p, self.now, &mut out, &mut self.next_id);
+                timed!(self, self.receivers[fi].on_data(&p, self.now, &mut out, &mut self.next_id));
                 self.flush(node, &mut out);
                 self.sync_receiver_timer(fi);
             }
             Kind::Ack => {
                 self.set_nic_backlog(fi);
-                self.senders[fi].on_ack(&p, self.now, &mut out, &mut self.next_id);
+                timed!(self, self.senders[fi].on_ack(&p, self.now, &mut out, &mut self.next_id));
                 self.flush(node, &mut out);
                 if self.sample_interval_ns == 0 {
                     self.sample_flow(fi);

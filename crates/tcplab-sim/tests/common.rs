@@ -67,6 +67,7 @@ pub fn pipe(
         sample_interval_ns: 0,
         interval_ns: SEC,
         record_sends: false,
+        measure_cpu: false,
         nodes: vec![
             node("s", NodeKind::Host),
             node("rt", NodeKind::Router),
@@ -223,6 +224,7 @@ pub fn dumbbell(
         sample_interval_ns: 10 * MS,
         interval_ns: SEC,
         record_sends: false,
+        measure_cpu: false,
         nodes,
         links,
         flows,

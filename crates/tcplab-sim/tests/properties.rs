@@ -134,6 +134,7 @@ fn random_case(seed: u64) -> SimConfig {
         sample_interval_ns: 10 * MS,
         interval_ns: SEC,
         record_sends: false,
+        measure_cpu: false,
         nodes,
         links,
         flows,

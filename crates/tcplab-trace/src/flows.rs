@@ -153,6 +153,9 @@ pub struct Sample {
     pub state: i64,
 }
 
+/// Longest run of empty intervals a derived table fills in (a day of 1 s intervals).
+const MAX_EMPTY_INTERVALS: i64 = 86_400;
+
 /// Bytes per interval for a flow's derived iperf3-style table.
 #[derive(Debug, Clone, Default)]
 pub struct IntervalAcc {
@@ -180,14 +183,25 @@ impl IntervalAcc {
             self.cur = idx;
             self.seen = true;
         }
-        while self.cur < idx {
-            let s = self.cur * self.interval_ns;
-            let retrans = if self.retrans_known { self.retrans } else { -1 };
-            self.rows.push([flow, s, s + self.interval_ns, self.bytes, retrans, self.cwnd, self.srtt]);
-            self.bytes = 0;
-            self.retrans = 0;
-            self.cur += 1;
+        // A log that goes quiet gets empty intervals, as iperf3 prints them; a jump of more than
+        // MAX_EMPTY_INTERVALS (a corrupt or hostile timestamp) is not filled, so memory stays
+        // bounded by the input (found by cargo fuzz).
+        if idx - self.cur > MAX_EMPTY_INTERVALS {
+            self.roll_one(flow);
+            self.cur = idx;
         }
+        while self.cur < idx {
+            self.roll_one(flow);
+        }
+    }
+
+    fn roll_one(&mut self, flow: i64) {
+        let s = self.cur * self.interval_ns;
+        let retrans = if self.retrans_known { self.retrans } else { -1 };
+        self.rows.push([flow, s, s + self.interval_ns, self.bytes, retrans, self.cwnd, self.srtt]);
+        self.bytes = 0;
+        self.retrans = 0;
+        self.cur += 1;
     }
 
     /// Close the open interval at `end_ns` (the last record's time).
@@ -349,6 +363,18 @@ mod tests {
         assert_eq!(rec.events.column("event").unwrap(), &[1, 2]);
         assert_eq!(rec.events.column("cwnd_bytes").unwrap(), &[1_000, 5_000]);
         assert_eq!(rec.events.column("outstanding_bytes").unwrap(), &[9_000, 8_000]);
+    }
+
+    #[test]
+    fn a_huge_time_jump_does_not_fill_billions_of_empty_intervals() {
+        let mut rec = Recorder::default();
+        let mut t = Tracker::new(0, 1000, 1_000_000_000);
+        for t_ns in [0, 9_000_000_000_000_000_000] {
+            let s = Sample { t_ns, cwnd_bytes: 1, ssthresh_bytes: -1, snd_una: 0, snd_nxt: 0, flight_bytes: 0,
+                             srtt_us: 1, rto_us: 1, state: OPEN };
+            t.sample(&mut rec, s, true);
+        }
+        assert!(t.finish().len() <= 3);
     }
 
     #[test]

@@ -58,7 +58,8 @@ def episodes(events: pd.DataFrame, sends: pd.DataFrame | None, mss: dict[str, in
                 "ended_by": ended_by,
                 "cwnd_exit_bytes": None if end is None else int(end.cwnd_bytes),
                 "ssthresh_exit_bytes": None if end is None else int(end.ssthresh_bytes),
-                "retransmissions": None if end is None else int(end.retrans_segs - start.retrans_segs),
+                # -1: the log does not know retransmissions (SIFTR2 >= 2.3, tcp_probe).
+                "retransmissions": None if end is None or start.retrans_segs < 0 else int(end.retrans_segs - start.retrans_segs),
             })
             ep.update(_sends_in(sends, flow, int(start.t_ns), None if end is None else int(end.t_ns), mss[flow]))
             rows.append(ep)

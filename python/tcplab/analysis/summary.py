@@ -99,3 +99,20 @@ def summarize(resolved: Resolved, totals: dict[str, Any], run_dir: Path) -> dict
     if "emulation" in totals:
         out["emulation"] = totals["emulation"]
     return out
+
+
+def cpu_cost(cpu: dict[str, Any], summary: dict[str, Any]) -> dict[str, Any]:
+    """The modCC study's figures from a run's CPU samples (tcplab-sim cpu.rs): the share p of the
+    run's samples in the CC hooks and in the whole TCP path (endpoints, hooks included), each with
+    its binomial 95% half-width 1.96 sqrt(p (1 - p) / n), and the work per GB delivered w = p / GB.
+    Measured, so not deterministic: kept in cpu.json."""
+    gb = sum(f["bytes_delivered"] or 0 for f in summary["flows"]) / 1e9
+    n = cpu["samples_other"] + cpu["samples_tcp"] + cpu["samples_cc"]
+    out: dict[str, Any] = {"gb_delivered": _r(gb), "samples": n, "sample_period_us": cpu["sample_period_ns"] / 1e3,
+                           "sampled_s": _r(n * cpu["sample_period_ns"] / 1e9)}
+    for part, k in (("cc", cpu["samples_cc"]), ("tcp", cpu["samples_tcp"] + cpu["samples_cc"])):
+        p = k / n if n else None
+        out[f"{part}_share"] = _r(p)
+        out[f"{part}_share_ci95"] = _r(1.96 * (p * (1 - p) / n) ** 0.5) if p is not None else None
+        out[f"{part}_share_per_gb"] = _r(p / gb) if p is not None and gb else None
+    return out

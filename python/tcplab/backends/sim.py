@@ -52,4 +52,5 @@ def run(resolved: Resolved, directory: Path, progress: Callable[[int, int], None
         "flows": sim.flow_stats(),
         "ports": sim.port_stats(),
         "udp": sim.udp_stats(),
+        "cpu": sim.cpu_report(),
     }

@@ -106,6 +106,19 @@ def emulation_section(em: dict[str, Any] | None) -> str:
             f"<h3>Queues</h3>{queues}<h3>Delay element</h3>{lk}{trace}<ul>{notes}</ul></section>")
 
 
+def cpu_section(cpu: dict[str, Any]) -> str:
+    """[measure] cpu: the CPU share (sampled) and work per GB of the CC hooks and the TCP path."""
+    def pct(v: Any, ci: Any) -> Any:
+        return None if v is None else f"{100 * v:.3f}% ± {100 * ci:.3f}%"
+
+    rows = [[what, pct(cpu[f"{k}_share"], cpu[f"{k}_share_ci95"]), cpu[f"{k}_share_per_gb"]]
+            for what, k in (("congestion-control hooks", "cc"), ("TCP path (hooks included)", "tcp"))]
+    table = _table("cpu-table", ["code path", "share p of the run's CPU (95% CI)", "w = p / GB"], rows, left=1)
+    return (f'<section id="cpu"><h2>CPU cost</h2>{table}<p>{cpu["samples"]} samples every {cpu["sample_period_us"]:g} us '
+            f'({cpu["sampled_s"]} s of simulation), {cpu["gb_delivered"]} GB delivered. Measured on this machine: varies '
+            "from run to run and is not part of the deterministic results.</p></section>")
+
+
 def import_section(imp: dict[str, Any] | None) -> str:
     """The logs an imported run came from, with malformed lines skipped under --lenient."""
     if imp is None:

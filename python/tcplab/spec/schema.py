@@ -17,9 +17,7 @@ from . import sysctl, units
 from .units import UnitError
 
 #: Features a spec may ask for that this version does not implement yet: key -> what it is.
-NOT_YET = {
-    "measure": "CPU-cost accounting of the congestion-control hooks ([measure])",
-}
+NOT_YET: dict[str, str] = {}
 
 TOPOLOGY_KINDS = ("dumbbell", "pipe", "switch", "tri-point")
 
@@ -529,11 +527,22 @@ def _trace(ctx: _Ctx, spec: dict[str, Any]) -> tuple[int, int, bool, dict]:
     return sample, interval, sends, norm
 
 
+MEASURE_KEYS = ("cpu",)
+
+
+def _measure(ctx: _Ctx, spec: dict[str, Any]) -> tuple[bool, dict]:
+    """[measure] cpu = true: time the TCP path and the CC hooks (simulator; see tcplab-sim cpu.rs)."""
+    t = ctx.table(spec.get("measure", {}), "measure")
+    ctx.keys(t, "measure", MEASURE_KEYS)
+    cpu = ctx.boolean(t, "measure", "cpu", False)
+    return cpu, ({"cpu": True} if cpu else {})
+
+
 # ---------------------------------------------------------------------------------------------
 
 
 TOP_KEYS = ("name", "description", "seed", "duration", "topology", "hosts", "stack_sysctl", "senders", "background", "trace",
-            "peers", "sweep") + tuple(NOT_YET)
+            "measure", "peers", "sweep") + tuple(NOT_YET)
 
 #: [peers]: the stacks and cc modules `tcplab peers` runs every sender with, and their defaults.
 PEERS_KEYS = {"stacks": ["freebsd", "freebsd-rack", "linux"], "cc": ["newreno", "cubic"]}
@@ -603,8 +612,10 @@ def resolve(spec: dict[str, Any], source: str, *, seed: int | None = None, durat
     app_end = max(ends) if ends else stop
     udp, bg_norm = _background(ctx, spec, index, app_end)
     sample, interval, sends, trace_norm = _trace(ctx, spec)
+    cpu, measure_norm = _measure(ctx, spec)
     sim_config = {
         "seed": run_seed, "stop_ns": stop, "sample_interval_ns": sample, "interval_ns": interval, "record_sends": sends,
+        "measure_cpu": cpu,
         "nodes": nodes, "links": links, "flows": flows, "udp": udp,
         "monitor": [{"link": bottleneck_port // 2, "dir": "ab"}],
     }
@@ -622,6 +633,8 @@ def resolve(spec: dict[str, Any], source: str, *, seed: int | None = None, durat
         normalized["peers"] = copy.deepcopy(spec["peers"])
     if bg_norm:
         normalized["background"] = bg_norm
+    if measure_norm:
+        normalized["measure"] = measure_norm
     node_names = [n["name"] for n in nodes]
     flow_info = [{"name": f["name"], "host": node_names[f["src"]], "to": node_names[f["dst"]], "stack": f["stack"],
                   "cc": f["cc"], "start_ns": f["start_ns"], "app": f["app"], "mss": f["mss"]} for f in flows]

@@ -104,6 +104,9 @@ def _path(adj: dict[int, list[int]], src: int, dst: int) -> list[int]:
 def build(resolved: Resolved, run_id: str) -> Plan:
     """The plan for `resolved` under prefix `run_id`."""
     cfg = resolved.sim_config
+    if cfg.get("measure_cpu"):
+        raise PlanError("measure.cpu times the simulator's TCP code; the kernel's is not instrumented "
+                        "(profile it with perf instead, or run on the simulator)")
     nodes = cfg["nodes"]
     names = [n["name"] for n in nodes]
     for n in nodes:

@@ -1,0 +1,224 @@
+//! CPU cost of the TCP path and of the congestion-control hooks (`[measure] cpu = true`): the
+//! quantities of the FreeBSD modCC study that T5 repeats — the share p of CPU time spent in the
+//! CC code path and in the whole TCP path, and the work per GB delivered w = p / GB.
+//!
+//! Method, as the study's (pmcstat sampling): statistical profiling. While the simulation runs, a
+//! timer interrupts its thread every 50 us (20 kHz; timer_create on CLOCK_MONOTONIC aimed at the
+//! thread, SIGPROF); each interruption counts which code path the thread was in. Entering a TCP
+//! endpoint or a CC hook is one relaxed store, so the measurement barely perturbs what it
+//! measures, and hooks of a few ns are seen in proportion to their time. p is samples in the
+//! path / all samples, with its binomial 95% interval. Measured on this machine while the run
+//! goes, so it varies from run to run and is kept apart from the deterministic records (the run's
+//! `cpu.json`). Linux only.
+
+use std::cell::Cell;
+use std::sync::Once;
+
+use crate::cc::{AckKind, CcVars, CongSignal, CongestionControl};
+use crate::time::Ns;
+
+const OTHER: u8 = 0;
+const TCP: u8 = 1;
+const CC: u8 = 2;
+
+thread_local! {
+    /// Where this thread is: outside TCP, in a TCP endpoint, in a CC hook. Per thread (const
+    /// initialised, so reading it in the signal handler allocates nothing), as the timer signals
+    /// the thread it samples: simulations on other threads do not mix in.
+    static REGION: Cell<u8> = const { Cell::new(OTHER) };
+    /// Samples per region taken on this thread.
+    static SAMPLES: [Cell<u64>; 3] = const { [Cell::new(0), Cell::new(0), Cell::new(0)] };
+}
+/// Sampling period: 20 kHz, the study's Dummynet tick rate and a few thousand samples a second.
+pub const SAMPLE_PERIOD_NS: i64 = 50_000;
+
+extern "C" fn on_sample(_sig: libc::c_int) {
+    // Runs on the sampled thread (SIGEV_THREAD_ID): reads and bumps its own thread-locals.
+    let r = REGION.with(Cell::get).min(CC) as usize;
+    SAMPLES.with(|s| s[r].set(s[r].get() + 1));
+}
+
+static INSTALL: Once = Once::new();
+
+/// Run `f` marked as being in a TCP endpoint.
+#[inline]
+pub fn in_tcp<R>(f: impl FnOnce() -> R) -> R {
+    REGION.with(|c| c.set(TCP));
+    let r = f();
+    REGION.with(|c| c.set(OTHER));
+    r
+}
+
+#[inline]
+fn in_cc<R>(f: impl FnOnce() -> R) -> R {
+    let prev = REGION.with(|c| c.replace(CC));
+    let r = f();
+    REGION.with(|c| c.set(prev));
+    r
+}
+
+/// A run's sampler and the samples it took.
+#[derive(Debug, Default)]
+pub struct CpuMeter {
+    /// Samples outside TCP, in TCP endpoints (hooks excluded), in CC hooks.
+    pub samples: [u64; 3],
+    timer: Option<libc::timer_t>,
+    at_start: [u64; 3],
+}
+
+fn counts() -> [u64; 3] {
+    SAMPLES.with(|s| [s[0].get(), s[1].get(), s[2].get()])
+}
+
+impl CpuMeter {
+    /// Start sampling this thread (a no-op if already started).
+    pub fn start(&mut self) -> Result<(), String> {
+        if self.timer.is_some() {
+            return Ok(());
+        }
+        INSTALL.call_once(|| unsafe {
+            // Installed once and never removed: a sample already pending when a timer is deleted
+            // must not meet SIGPROF's default action (terminate).
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = on_sample as extern "C" fn(libc::c_int) as usize;
+            sa.sa_flags = libc::SA_RESTART;
+            libc::sigemptyset(&mut sa.sa_mask);
+            libc::sigaction(libc::SIGPROF, &sa, std::ptr::null_mut());
+        });
+        unsafe {
+            let mut ev: libc::sigevent = std::mem::zeroed();
+            ev.sigev_notify = libc::SIGEV_THREAD_ID;
+            ev.sigev_signo = libc::SIGPROF;
+            ev.sigev_notify_thread_id = libc::gettid();
+            let mut timer: libc::timer_t = std::mem::zeroed();
+            if libc::timer_create(libc::CLOCK_MONOTONIC, &mut ev, &mut timer) != 0 {
+                return Err(format!("timer_create: {}", std::io::Error::last_os_error()));
+            }
+            let period = libc::timespec { tv_sec: 0, tv_nsec: SAMPLE_PERIOD_NS };
+            let spec = libc::itimerspec { it_interval: period, it_value: period };
+            if libc::timer_settime(timer, 0, &spec, std::ptr::null_mut()) != 0 {
+                libc::timer_delete(timer);
+                return Err(format!("timer_settime: {}", std::io::Error::last_os_error()));
+            }
+            self.timer = Some(timer);
+        }
+        self.at_start = counts();
+        Ok(())
+    }
+
+    /// Stop sampling and add what was sampled since `start`.
+    pub fn stop(&mut self) {
+        if let Some(t) = self.timer.take() {
+            unsafe {
+                libc::timer_delete(t);
+            }
+            let now = counts();
+            for i in 0..3 {
+                self.samples[i] += now[i] - self.at_start[i];
+            }
+        }
+        REGION.with(|c| c.set(OTHER));
+    }
+}
+
+impl Drop for CpuMeter {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// A congestion-control module whose hooks mark the thread as in the CC code path.
+pub struct MarkedCc {
+    inner: Box<dyn CongestionControl>,
+}
+
+impl MarkedCc {
+    /// Wrap `inner`.
+    pub fn new(inner: Box<dyn CongestionControl>) -> Self {
+        MarkedCc { inner }
+    }
+}
+
+impl CongestionControl for MarkedCc {
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+    fn conn_init(&mut self, v: &mut CcVars) {
+        in_cc(|| self.inner.conn_init(v))
+    }
+    fn ack_received(&mut self, v: &mut CcVars, kind: AckKind) {
+        in_cc(|| self.inner.ack_received(v, kind))
+    }
+    fn cong_signal(&mut self, v: &mut CcVars, sig: CongSignal) {
+        in_cc(|| self.inner.cong_signal(v, sig))
+    }
+    fn post_recovery(&mut self, v: &mut CcVars) {
+        in_cc(|| self.inner.post_recovery(v))
+    }
+    fn after_idle(&mut self, v: &mut CcVars) {
+        in_cc(|| self.inner.after_idle(v))
+    }
+    fn rtt_sample(&mut self, v: &mut CcVars, rtt_ns: Ns) {
+        in_cc(|| self.inner.rtt_sample(v, rtt_ns))
+    }
+    fn new_round(&mut self, v: &mut CcVars) {
+        in_cc(|| self.inner.new_round(v))
+    }
+    fn pacing_rate_bps(&self, v: &CcVars) -> Option<u64> {
+        in_cc(|| self.inner.pacing_rate_bps(v))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cc::{build, Family};
+    use std::hint::black_box;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn a_marked_module_computes_exactly_what_the_module_computes() {
+        let mut plain = build("cubic", Family::Linux).unwrap();
+        let mut marked = MarkedCc::new(build("cubic", Family::Linux).unwrap());
+        let (mut a, mut b) = (CcVars::new(1448, 10), CcVars::new(1448, 10));
+        for i in 0..2000 {
+            for (cc, v) in [(plain.as_mut(), &mut a), (&mut marked as &mut dyn CongestionControl, &mut b)] {
+                v.bytes_this_ack = 1448;
+                if i == 700 {
+                    cc.cong_signal(v, CongSignal::NDupAck);
+                    v.cwnd = v.ssthresh;
+                } else {
+                    cc.ack_received(v, AckKind::Ack);
+                }
+            }
+        }
+        assert_eq!((a.cwnd, a.ssthresh), (b.cwnd, b.ssthresh));
+    }
+
+    fn spin(d: Duration) {
+        let t = Instant::now();
+        while t.elapsed() < d {
+            black_box(0);
+        }
+    }
+
+    #[test]
+    fn samples_fall_in_each_path_in_proportion_to_its_time() {
+        // 200 ms outside, 50 ms in TCP outside the hook, 50 ms in the hook: expect 2/3, 1/6, 1/6.
+        let mut m = CpuMeter::default();
+        m.start().unwrap();
+        for _ in 0..10 {
+            spin(Duration::from_millis(20));
+            in_tcp(|| {
+                spin(Duration::from_millis(5));
+                in_cc(|| spin(Duration::from_millis(5)));
+            });
+        }
+        m.stop();
+        let n: u64 = m.samples.iter().sum();
+        assert!(n > 2000, "about 6000 samples at 20 kHz over 300 ms, got {n}");
+        let share = |i: usize| m.samples[i] as f64 / n as f64;
+        assert!((share(0) - 2.0 / 3.0).abs() < 0.05 && (share(1) - 1.0 / 6.0).abs() < 0.05 && (share(2) - 1.0 / 6.0).abs() < 0.05,
+                "shares {:?}", m.samples);
+    }
+}
