@@ -90,6 +90,15 @@ def test_tcp_probe_round_trip_gives_the_same_series(sim_run, tmp_path):
     assert int(imp.intervals.query("flow == '10.1.0.1:40001->10.2.0.1:5201'")["bytes"].sum()) == acked
 
 
+def test_the_python_api_imports_and_exports_as_the_cli_does(sim_run, tmp_path):
+    import tcplab
+
+    paths = tcplab.export(sim_run, ["iperf3-json"], out=tmp_path / "exp")
+    run = tcplab.import_logs(paths, out=tmp_path / "imp", report=False)
+    assert list(run.summary["flow"]) == ["10.1.0.1:40001->10.2.0.1:5201", "10.1.0.2:40002->10.2.0.1:5202"]
+    assert run.intervals["bytes"].sum() == Run(sim_run).intervals["bytes"].sum()
+
+
 def test_export_is_deterministic_and_refuses_unknown_formats(sim_run, tmp_path):
     tcplab("export", str(sim_run), "--to", "siftr2", "--out", str(tmp_path / "again"), check=True)
     assert (tmp_path / "again" / "siftr2.log").read_bytes() == (sim_run / "export" / "siftr2.log").read_bytes()

@@ -136,9 +136,30 @@ def query(sql: str, root: str | Path = "results"):
     return catalog_query(sql, root)
 
 
+def import_logs(logs: list[str | Path], *, out: str | Path | None = None, formats: list[str] | None = None,
+                name: str | None = None, lenient: bool = False, interval_s: float = 1.0, mss: int = 0,
+                report: bool = True, force: bool = False) -> Run:
+    """Build a run from a testbed's logs (iperf3 text or -J, SIFTR, SIFTR2, tcp_probe, pcap), as
+    `tcplab import` does (docs/import.md). Without `out`, into a new temporary folder."""
+    from .testbed import import_logs as _import
+
+    paths = [Path(p) for p in logs]
+    target = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="tcplab-")) / (name or paths[0].stem)
+    path, _ = _import(paths, target, formats=formats, name=name, lenient=lenient, interval_s=interval_s, mss=mss,
+                      report=report, force=force, command="tcplab.import_logs()")
+    return Run(path)
+
+
+def export(run_dir: str | Path, formats: list[str], out: str | Path | None = None, force: bool = False) -> list[Path]:
+    """Write a run as SIFTR2 / tcp_probe / iperf3-json logs (default into <run>/export)."""
+    from .testbed import export_run
+
+    return export_run(Path(run_dir), Path(out) if out else Path(run_dir) / "export", formats, force=force)
+
+
 def load(path: str | Path) -> Run:
     """Open a finished results folder."""
     return Run(path)
 
 
-__all__ = ["Run", "run", "sweep", "query", "load", "resolve", "load_spec", "SpecError", "Resolved", "__version__"]
+__all__ = ["Run", "run", "sweep", "query", "import_logs", "export", "load", "resolve", "load_spec", "SpecError", "Resolved", "__version__"]

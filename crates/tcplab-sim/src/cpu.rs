@@ -172,7 +172,7 @@ impl CongestionControl for MarkedCc {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cc::{build, Family};
+    use crate::cc::{build_boxed as build, Family};
     use std::hint::black_box;
     use std::time::{Duration, Instant};
 

@@ -11,7 +11,7 @@ use crate::stack;
 use crate::tcp::receiver::TcpReceiver;
 use crate::tcp::sender::{SenderEvent, TcpSender};
 use crate::time::Ns;
-use crate::cpu::{in_tcp, CpuMeter, MarkedCc};
+use crate::cpu::{in_tcp, CpuMeter};
 use crate::trace::Recorder;
 use crate::udp::UdpSource;
 use std::collections::HashSet;
@@ -197,10 +197,7 @@ impl Simulation {
                 ));
             }
             receivers.push(TcpReceiver::new(i as u32, f, &profile));
-            let algo: Box<dyn cc::CongestionControl> = match &cpu {
-                Some(_) => Box::new(MarkedCc::new(algo)),
-                None => algo,
-            };
+            let algo = if cpu.is_some() { cc::marked(algo) } else { algo };
             let mut sender = TcpSender::new(i as u32, f, profile, algo);
             sender.record_sends = cfg.record_sends;
             senders.push(sender);

@@ -124,7 +124,10 @@ impl ProbeParser {
         }
         self.probes += 1;
         let (src, dst) = (need(0)?, need(1)?);
-        let raw: &[u8] = &line[offset_in(line, src)..offset_in(line, dst) + dst.len()];
+        // The text from src= to dest= (either order: a hand-written line may swap them; found by
+        // cargo fuzz) identifies the pair.
+        let (a, b) = (offset_in(line, src), offset_in(line, dst));
+        let raw: &[u8] = &line[a.min(b)..(a + src.len()).max(b + dst.len())];
         let k = match self.raw_keys.get(raw) {
             Some(&k) => k,
             None => {
@@ -185,4 +188,18 @@ impl ProbeParser {
 
 fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::import::parse_bytes;
+
+    #[test]
+    fn fields_in_any_order_parse_the_same() {
+        let a = b"  x-1 [000] ..... 1.000000: tcp_probe: src=10.0.0.1:1 dest=10.0.0.2:2 snd_nxt=0x10 snd_una=0x1 snd_cwnd=10 ssthresh=7 srtt=100\n";
+        let b = b"  x-1 [000] ..... 1.000000: tcp_probe: dest=10.0.0.2:2 snd_cwnd=10 src=10.0.0.1:1 ssthresh=7 srtt=100 snd_una=0x1 snd_nxt=0x10\n";
+        assert_eq!(parse_bytes("tcp_probe", a, false), parse_bytes("tcp_probe", b, false));
+        assert!(parse_bytes("tcp_probe", b, false).unwrap() > 0);
+    }
 }

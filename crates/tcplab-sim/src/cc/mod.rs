@@ -150,15 +150,121 @@ pub enum Family {
 }
 
 /// Build an algorithm by registry name for a stack family (`reno` is Linux's name for newreno;
-/// `cubic-rfc9438` is the RFC's CUBIC on any stack).
-pub fn build(name: &str, family: Family) -> Option<Box<dyn CongestionControl>> {
+/// `cubic-rfc9438` is the RFC's CUBIC on any stack), as a trait object.
+pub fn build_boxed(name: &str, family: Family) -> Option<Box<dyn CongestionControl>> {
+    #[cfg(not(feature = "static-cc"))]
+    return build(name, family);
+    #[cfg(feature = "static-cc")]
+    return build(name, family).map(|c| Box::new(c) as Box<dyn CongestionControl>);
+}
+
+/// How a sender holds its algorithm: a trait object called through its vtable (the default, as
+/// FreeBSD's cc(4) calls its modules through function pointers), or, built with the `static-cc`
+/// feature, an enum of the concrete modules matched in place (the modCC study's build without
+/// the modular hooks; bench/dispatch.sh compares the two).
+#[cfg(not(feature = "static-cc"))]
+pub type Cc = Box<dyn CongestionControl>;
+/// See the default build's `Cc`.
+#[cfg(feature = "static-cc")]
+pub type Cc = dispatch::StaticCc;
+
+/// Build the sender's algorithm (see `build_boxed`).
+pub fn build(name: &str, family: Family) -> Option<Cc> {
+    macro_rules! make {
+        ($variant:ident, $e:expr) => {{
+            #[cfg(not(feature = "static-cc"))]
+            let c: Cc = Box::new($e);
+            #[cfg(feature = "static-cc")]
+            let c: Cc = dispatch::StaticCc::$variant($e);
+            Some(c)
+        }};
+    }
     match (name, family) {
-        ("newreno" | "reno", Family::Rfc) => Some(Box::new(newreno::NewReno::default())),
-        ("newreno" | "reno", Family::Linux) => Some(Box::new(linux::LinuxReno::default())),
-        ("cubic", Family::Rfc) | ("cubic-rfc9438", _) => Some(Box::new(cubic::Cubic::default())),
-        ("cubic", Family::Linux) => Some(Box::new(linux::LinuxCubic::default())),
-        ("newreno" | "reno", Family::FreeBsd) => Some(Box::new(freebsd::FreeBsdNewReno::default())),
-        ("cubic", Family::FreeBsd) => Some(Box::new(freebsd::FreeBsdCubic::default())),
+        ("newreno" | "reno", Family::Rfc) => make!(NewReno, newreno::NewReno::default()),
+        ("newreno" | "reno", Family::Linux) => make!(LinuxReno, linux::LinuxReno::default()),
+        ("cubic", Family::Rfc) | ("cubic-rfc9438", _) => make!(Cubic, cubic::Cubic::default()),
+        ("cubic", Family::Linux) => make!(LinuxCubic, linux::LinuxCubic::default()),
+        ("newreno" | "reno", Family::FreeBsd) => make!(FreeBsdNewReno, freebsd::FreeBsdNewReno::default()),
+        ("cubic", Family::FreeBsd) => make!(FreeBsdCubic, freebsd::FreeBsdCubic::default()),
         _ => None,
+    }
+}
+
+/// `cc` with its hooks marked for CPU sampling (`[measure] cpu`).
+pub fn marked(cc: Cc) -> Cc {
+    #[cfg(not(feature = "static-cc"))]
+    return Box::new(crate::cpu::MarkedCc::new(cc));
+    #[cfg(feature = "static-cc")]
+    return dispatch::StaticCc::Marked(Box::new(crate::cpu::MarkedCc::new(Box::new(cc))));
+}
+
+#[cfg(feature = "static-cc")]
+pub mod dispatch {
+    //! Enum dispatch of the congestion-control modules (the `static-cc` build).
+    use super::*;
+
+    /// Every module, matched in place of a vtable call.
+    #[allow(missing_docs)]
+    pub enum StaticCc {
+        NewReno(newreno::NewReno),
+        Cubic(cubic::Cubic),
+        LinuxReno(linux::LinuxReno),
+        LinuxCubic(linux::LinuxCubic),
+        FreeBsdNewReno(freebsd::FreeBsdNewReno),
+        FreeBsdCubic(freebsd::FreeBsdCubic),
+        Marked(Box<crate::cpu::MarkedCc>),
+    }
+
+    macro_rules! each {
+        ($self:ident, $c:ident => $call:expr) => {
+            match $self {
+                StaticCc::NewReno($c) => $call,
+                StaticCc::Cubic($c) => $call,
+                StaticCc::LinuxReno($c) => $call,
+                StaticCc::LinuxCubic($c) => $call,
+                StaticCc::FreeBsdNewReno($c) => $call,
+                StaticCc::FreeBsdCubic($c) => $call,
+                StaticCc::Marked($c) => $call,
+            }
+        };
+    }
+
+    impl CongestionControl for StaticCc {
+        #[inline]
+        fn name(&self) -> &'static str {
+            each!(self, c => c.name())
+        }
+        #[inline]
+        fn conn_init(&mut self, v: &mut CcVars) {
+            each!(self, c => c.conn_init(v))
+        }
+        #[inline]
+        fn ack_received(&mut self, v: &mut CcVars, kind: AckKind) {
+            each!(self, c => c.ack_received(v, kind))
+        }
+        #[inline]
+        fn cong_signal(&mut self, v: &mut CcVars, sig: CongSignal) {
+            each!(self, c => c.cong_signal(v, sig))
+        }
+        #[inline]
+        fn post_recovery(&mut self, v: &mut CcVars) {
+            each!(self, c => c.post_recovery(v))
+        }
+        #[inline]
+        fn after_idle(&mut self, v: &mut CcVars) {
+            each!(self, c => c.after_idle(v))
+        }
+        #[inline]
+        fn rtt_sample(&mut self, v: &mut CcVars, rtt_ns: Ns) {
+            each!(self, c => c.rtt_sample(v, rtt_ns))
+        }
+        #[inline]
+        fn new_round(&mut self, v: &mut CcVars) {
+            each!(self, c => c.new_round(v))
+        }
+        #[inline]
+        fn pacing_rate_bps(&self, v: &CcVars) -> Option<u64> {
+            each!(self, c => c.pacing_rate_bps(v))
+        }
     }
 }

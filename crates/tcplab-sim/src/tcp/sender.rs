@@ -4,7 +4,10 @@
 use super::prr::{Prr, PrrAck};
 use super::rtt::RttEstimator;
 use super::scoreboard::Scoreboard;
-use crate::cc::{AckKind, CcVars, CongSignal, CongestionControl};
+use crate::cc::{AckKind, CcVars, CongSignal};
+// The enum-dispatch build calls the hooks on a concrete type, which needs the trait in scope.
+#[cfg_attr(not(feature = "static-cc"), allow(unused_imports))]
+use crate::cc::CongestionControl;
 use crate::config::{AppConfig, FlowConfig};
 use crate::packet::{header_bytes, Kind, Packet};
 use crate::stack::{Recovery, SndbufPolicy, StackProfile};
@@ -115,7 +118,7 @@ pub struct TcpSender {
     pub flow: u32,
     dst: u32,
     profile: StackProfile,
-    cc: Box<dyn CongestionControl>,
+    cc: crate::cc::Cc,
     /// Variables shared with the CC module.
     pub v: CcVars,
     mss: u64,
@@ -200,7 +203,7 @@ impl TcpSender {
         flow: u32,
         f: &FlowConfig,
         mut profile: StackProfile,
-        cc: Box<dyn CongestionControl>,
+        cc: crate::cc::Cc,
     ) -> Self {
         if let (Some(v), Recovery::LinuxPrr(_)) = (f.prr, profile.recovery) {
             profile.recovery = Recovery::LinuxPrr(v);
