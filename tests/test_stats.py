@@ -171,3 +171,11 @@ start = "1s"
     assert "completion time (s) of 66560-byte transfers" in page and page.count('href="iter-00') == 3
     for i in (1, 2, 3):
         assert (tmp_path / "r" / f"iter-00{i}" / "report.html").is_file()
+
+
+def test_the_python_api_prints_what_ministat_prints(tmp_path):
+    import tcplab
+
+    a, b = [1.0, 2.0, 3.0, 4.0, 5.0], [3.0, 4.0, 5.0, 6.0, 7.5]
+    fa, fb = _write(tmp_path, "a.txt", a), _write(tmp_path, "b.txt", b)
+    assert tcplab.ministat(a, b, names=[str(fa), str(fb)], confidence=90) == _ministat("-c", 90, fa, fb)

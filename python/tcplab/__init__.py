@@ -157,9 +157,18 @@ def export(run_dir: str | Path, formats: list[str], out: str | Path | None = Non
     return export_run(Path(run_dir), Path(out) if out else Path(run_dir) / "export", formats, force=force)
 
 
+def ministat(*samples: list[float], names: list[str] | None = None, confidence: float = 95.0) -> str:
+    """ministat's report for `samples` (the first is the baseline), as `tcplab stats` prints it:
+    N, min, max, median, avg, stddev, the distribution plot and each difference at `confidence`."""
+    from .report.ministat import render
+
+    return render([list(map(float, s)) for s in samples], names or [f"sample{i + 1}" for i in range(len(samples))],
+                  confidence_pct=confidence)
+
+
 def load(path: str | Path) -> Run:
     """Open a finished results folder."""
     return Run(path)
 
 
-__all__ = ["Run", "run", "sweep", "query", "import_logs", "export", "load", "resolve", "load_spec", "SpecError", "Resolved", "__version__"]
+__all__ = ["Run", "run", "sweep", "query", "import_logs", "export", "ministat", "load", "resolve", "load_spec", "SpecError", "Resolved", "__version__"]

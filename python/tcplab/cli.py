@@ -337,7 +337,7 @@ def import_(
     simulated run. Logs of one experiment are combined, their flows matched by addresses and ports."""
     from .runner import default_out
     from .spec.units import parse_duration_ns
-    from .testbed import ImportError_, import_logs
+    from .testbed import LogError, import_logs
 
     try:
         interval_ns = parse_duration_ns(interval)
@@ -357,7 +357,7 @@ def import_(
         try:
             path, summary = import_logs(logs, target, formats=format_, name=name, lenient=lenient, interval_s=interval_ns / 1e9,
                                         mss=mss, force=force, report=report, command=command, progress=step)
-        except (ImportError_, FileExistsError) as e:
+        except (LogError, FileExistsError) as e:
             _fail(str(e))
     _print_run(path, True)
     out_console.print(f"results: {path}")
@@ -374,7 +374,7 @@ def export(
 ) -> None:
     """Write a run as the logs testbed tools produce (SIFTR2, tcp_probe ftrace text, iperf3 -J),
     for the scripts users already have."""
-    from .testbed import ImportError_, export_run
+    from .testbed import LogError, export_run
 
     try:
         Run(rundir)
@@ -382,7 +382,7 @@ def export(
         _fail(str(e))
     try:
         paths = export_run(rundir, out or rundir / "export", to, force=force)
-    except (ImportError_, FileExistsError) as e:
+    except (LogError, FileExistsError) as e:
         _fail(str(e))
     for p in paths:
         out_console.print(str(p))

@@ -30,14 +30,14 @@ from .store import RunDir, TableWriter, read_table, write_json, write_toml
 STEP_LINES = 200_000
 
 
-class ImportError_(ValueError):
+class LogError(ValueError):
     """A log that cannot be imported; the message names the file (and line)."""
 
 
-def _where(path: Path, e: Exception) -> ImportError_:
+def _where(path: Path, e: Exception) -> LogError:
     msg = str(e)
     m = re.match(r"line (\d+): (.*)", msg, re.S)
-    return ImportError_(f"{path}:{m.group(1)}: {m.group(2)}" if m else f"{path}: {msg}")
+    return LogError(f"{path}:{m.group(1)}: {m.group(2)}" if m else f"{path}: {msg}")
 
 
 def detect(path: Path) -> str:
@@ -48,7 +48,7 @@ def detect(path: Path) -> str:
         head = f.read(64 * 1024)
     fmt = _native.detect_format(head)
     if fmt is None:
-        raise ImportError_(f"{path}: cannot tell the format; pass --format (one of {', '.join(_native.import_formats())})")
+        raise LogError(f"{path}: cannot tell the format; pass --format (one of {', '.join(_native.import_formats())})")
     return fmt
 
 
@@ -62,18 +62,18 @@ def import_logs(paths: list[Path], out: Path, *, formats: list[str] | None = Non
 
     wall0 = time.monotonic()
     if not paths:
-        raise ImportError_("no logs given")
+        raise LogError("no logs given")
     for p in paths:
         if not p.is_file():
-            raise ImportError_(f"{p}: no such file")
+            raise LogError(f"{p}: no such file")
     if formats and len(formats) not in (1, len(paths)):
-        raise ImportError_(f"--format given {len(formats)} times for {len(paths)} logs: give it once (all logs) or once per log")
+        raise LogError(f"--format given {len(formats)} times for {len(paths)} logs: give it once (all logs) or once per log")
     known = _native.import_formats()
     fmts = []
     for i, p in enumerate(paths):
         f = (formats[i] if len(formats) > 1 else formats[0]) if formats else "auto"
         if f != "auto" and f not in known:
-            raise ImportError_(f"--format {f!r}: not a known format; known: auto, {', '.join(known)}")
+            raise LogError(f"--format {f!r}: not a known format; known: auto, {', '.join(known)}")
         fmts.append(detect(p) if f == "auto" else f)
     origins = []
     for p, f in zip(paths, fmts):
@@ -112,7 +112,7 @@ def import_logs(paths: list[Path], out: Path, *, formats: list[str] | None = Non
             writer.close()
         flows = imp.flows()
         if not flows:
-            raise ImportError_(f"no TCP flow found in {', '.join(str(p) for p in paths)}")
+            raise LogError(f"no TCP flow found in {', '.join(str(p) for p in paths)}")
         run_name = name or paths[0].stem
         summary = _summarize(rd.tmp, run_name, flows, sources)
         write_json(rd.tmp / "summary.json", summary)
@@ -234,7 +234,7 @@ def export_run(run_dir: Path, out: Path, formats: list[str], *, force: bool = Fa
 
     for f in formats:
         if f not in EXPORT_FORMATS:
-            raise ImportError_(f"--to {f!r}: not a format tcplab writes; choose from {', '.join(EXPORT_FORMATS)}")
+            raise LogError(f"--to {f!r}: not a format tcplab writes; choose from {', '.join(EXPORT_FORMATS)}")
     summary = json.loads((run_dir / "summary.json").read_text())
     flows = _addresses(summary)
     index = {f["flow"]: i for i, f in enumerate(summary["flows"])}
@@ -253,10 +253,10 @@ def export_run(run_dir: Path, out: Path, formats: list[str], *, force: bool = Fa
     try:
         if "siftr2" in formats:
             if not len(samples):
-                raise ImportError_(f"{run_dir}: no flow samples (flows.parquet) to write as SIFTR2")
+                raise LogError(f"{run_dir}: no flow samples (flows.parquet) to write as SIFTR2")
             sends = read_table(run_dir, "sends")
             if not len(sends):
-                raise ImportError_(f"{run_dir}: no sends recorded (set trace.sends = true) to write as SIFTR2")
+                raise LogError(f"{run_dir}: no sends recorded (set trace.sends = true) to write as SIFTR2")
             sends = sends[sends["flow"].isin(index)].assign(flow=lambda d: d["flow"].map(index)).sort_values(["t_ns", "flow"], kind="stable")
             # An outbound record carries the sender's state at that send: the last sample at or
             # before it (SIFTR reads the tcpcb as the packet passes).
@@ -274,7 +274,7 @@ def export_run(run_dir: Path, out: Path, formats: list[str], *, force: bool = Fa
             written.append(path)
         if "tcp_probe" in formats:
             if not len(samples):
-                raise ImportError_(f"{run_dir}: no flow samples (flows.parquet) to write as tcp_probe")
+                raise LogError(f"{run_dir}: no flow samples (flows.parquet) to write as tcp_probe")
             events = read_table(run_dir, "events")
             ch = events[events["flow"].isin(index) & events["event"].isin(list(_CA_STATE))] if len(events) else pd.DataFrame(columns=["t_ns", "flow", "event"])
             ch = ch.assign(change_t_ns=ch["t_ns"], change_flow=ch["flow"].map(index), change_state=ch["event"].map(_CA_STATE)).sort_values("change_t_ns", kind="stable")

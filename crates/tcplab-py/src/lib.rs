@@ -15,6 +15,16 @@ use tcplab_trace::import::{self, Import, Source};
 use tcplab_trace::records::Recorder;
 use tcplab_trace::write;
 
+/// A column as little-endian bytes (numpy's "<i8").
+fn le_bytes(col: &[i64]) -> std::borrow::Cow<'_, [u8]> {
+    if cfg!(target_endian = "little") {
+        // SAFETY: i64 has no padding and any byte pattern is a valid u8; the length is exact.
+        std::borrow::Cow::Borrowed(unsafe { std::slice::from_raw_parts(col.as_ptr().cast::<u8>(), std::mem::size_of_val(col)) })
+    } else {
+        std::borrow::Cow::Owned(col.iter().flat_map(|v| v.to_le_bytes()).collect())
+    }
+}
+
 /// Drain buffered records: {table: {column: little-endian int64 bytes}}.
 fn tables_to_py<'py>(py: Python<'py>, rec: &mut Recorder) -> PyResult<Bound<'py, PyDict>> {
     let out = PyDict::new(py);
@@ -22,8 +32,7 @@ fn tables_to_py<'py>(py: Python<'py>, rec: &mut Recorder) -> PyResult<Bound<'py,
         let cols = PyDict::new(py);
         let names = table.columns;
         for (name, col) in names.iter().zip(table.take()) {
-            let bytes: Vec<u8> = col.iter().flat_map(|v| v.to_le_bytes()).collect();
-            cols.set_item(*name, PyBytes::new(py, &bytes))?;
+            cols.set_item(*name, PyBytes::new(py, &le_bytes(&col)))?;
         }
         out.set_item(table.name, cols)?;
     }

@@ -60,10 +60,17 @@ impl From<io::Error> for ParseError {
 pub struct Lines<R> {
     inner: R,
     buf: Vec<u8>,
+    /// Bytes of the reader's buffer that the line last returned occupies (consumed on the next
+    /// call: lines inside the buffer are returned in place, without a copy).
+    pending: usize,
     /// Number of the line last returned (1-based).
     pub line: u64,
     /// Bytes consumed so far.
     pub bytes: u64,
+}
+
+fn strip_cr(l: &[u8]) -> &[u8] {
+    l.strip_suffix(b"\r").unwrap_or(l)
 }
 
 impl<R: BufRead> Lines<R> {
@@ -72,6 +79,7 @@ impl<R: BufRead> Lines<R> {
         Lines {
             inner,
             buf: Vec::with_capacity(256),
+            pending: 0,
             line: 0,
             bytes: 0,
         }
@@ -79,13 +87,31 @@ impl<R: BufRead> Lines<R> {
 
     /// The next line without its end-of-line bytes, or None at the end of the input.
     pub fn next_line(&mut self) -> Result<Option<&[u8]>, ParseError> {
+        if self.pending > 0 {
+            self.inner.consume(self.pending);
+            self.pending = 0;
+        }
+        let found = {
+            let avail = self.inner.fill_buf()?;
+            if avail.is_empty() {
+                return Ok(None);
+            }
+            avail.iter().position(|&c| c == b'\n')
+        };
+        if let Some(i) = found {
+            // Fast path: the whole line is in the reader's buffer (fill_buf again returns the
+            // same bytes without reading).
+            self.pending = i + 1;
+            self.line += 1;
+            self.bytes += i as u64 + 1;
+            let avail = self.inner.fill_buf()?;
+            return Ok(Some(strip_cr(&avail[..i])));
+        }
+        // The line runs past the buffer: gather it, up to the limit.
         self.buf.clear();
         let n = (&mut self.inner)
             .take(MAX_LINE_BYTES as u64 + 1)
             .read_until(b'\n', &mut self.buf)?;
-        if n == 0 {
-            return Ok(None);
-        }
         self.line += 1;
         self.bytes += n as u64;
         if self.buf.last() == Some(&b'\n') {
@@ -96,12 +122,30 @@ impl<R: BufRead> Lines<R> {
                 format!("line longer than {MAX_LINE_BYTES} bytes: not a log line"),
             ));
         }
-        if self.buf.last() == Some(&b'\r') {
-            self.buf.pop();
-        }
-        Ok(Some(&self.buf))
+        Ok(Some(strip_cr(&self.buf)))
     }
 }
+
+/// FNV-1a, the hasher of the parsers' per-line flow lookups: keys are a few bytes (a flowid, an
+/// address pair) and SipHash's DoS resistance buys nothing for a local log.
+#[derive(Default, Clone, Copy)]
+pub struct Fnv(u64);
+
+impl std::hash::Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = if self.0 == 0 { 0xcbf2_9ce4_8422_2325 } else { self.0 };
+        for &b in bytes {
+            h = (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
+        }
+        self.0 = h;
+    }
+}
+
+/// A HashMap keyed with FNV-1a.
+pub type FastMap<K, V> = std::collections::HashMap<K, V, std::hash::BuildHasherDefault<Fnv>>;
 
 /// Unsigned decimal integer (no sign, no spaces), or None.
 pub fn dec(s: &[u8]) -> Option<u64> {
@@ -126,23 +170,38 @@ pub fn dec_signed(s: &[u8]) -> Option<i64> {
     }
 }
 
+/// Value of each byte as a hex digit, 255 for non-digits.
+const HEX: [u8; 256] = {
+    let mut t = [255u8; 256];
+    let mut i = 0;
+    while i < 10 {
+        t[b'0' as usize + i] = i as u8;
+        i += 1;
+    }
+    let mut i = 0;
+    while i < 6 {
+        t[b'a' as usize + i] = 10 + i as u8;
+        t[b'A' as usize + i] = 10 + i as u8;
+        i += 1;
+    }
+    t
+};
+
 /// Hexadecimal integer with an optional 0x prefix, at most 16 digits, or None.
 pub fn hex(s: &[u8]) -> Option<u64> {
-    let s = s
-        .strip_prefix(b"0x")
-        .or_else(|| s.strip_prefix(b"0X"))
-        .unwrap_or(s);
+    let s = match s {
+        [b'0', b'x' | b'X', rest @ ..] => rest,
+        _ => s,
+    };
     if s.is_empty() || s.len() > 16 {
         return None;
     }
     let mut v: u64 = 0;
     for &c in s {
-        let d = match c {
-            b'0'..=b'9' => c - b'0',
-            b'a'..=b'f' => c - b'a' + 10,
-            b'A'..=b'F' => c - b'A' + 10,
-            _ => return None,
-        };
+        let d = HEX[c as usize];
+        if d == 255 {
+            return None;
+        }
         v = (v << 4) | u64::from(d);
     }
     Some(v)

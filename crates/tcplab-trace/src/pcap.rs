@@ -11,10 +11,11 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::io::Read;
+use std::net::IpAddr;
 
 use crate::flows::{FlowKey, Sample, SeqUnwrap, Tracker, OPEN};
 use crate::import::Ctx;
-use crate::lines::ParseError;
+use crate::lines::{FastMap, ParseError};
 
 /// Largest packet record accepted; bigger means a corrupt file (and bounds memory).
 const MAX_RECORD: usize = 256 * 1024;
@@ -59,8 +60,8 @@ impl Dir {
 
 /// TCP fields of one packet.
 struct Seg<'a> {
-    src: String,
-    dst: String,
+    src: IpAddr,
+    dst: IpAddr,
     sport: u16,
     dport: u16,
     seq: u32,
@@ -78,7 +79,8 @@ pub struct PcapParser<R> {
     /// Per pcapng interface: (link type, ticks per second).
     ifaces: Vec<(u16, u64)>,
     linktype: u16,
-    dirs: HashMap<FlowKey, Dir>,
+    /// Per direction (src, sport, dst, dport): raw addresses, so a packet allocates nothing.
+    dirs: FastMap<(IpAddr, u16, IpAddr, u16), Dir>,
     origin_ns: Option<i64>,
     buf: Vec<u8>,
     /// Packet records read.
@@ -111,7 +113,7 @@ impl<R: Read> PcapParser<R> {
             [0x0a, 0x0d, 0x0d, 0x0a] => (Kind::PcapNg, false),
             _ => return Err(ParseError::expected(0, "a pcap or pcapng magic number at the start of the file", &head[..4])),
         };
-        let mut p = PcapParser { input, kind, big_endian, ifaces: Vec::new(), linktype: 0, dirs: HashMap::new(), origin_ns: None,
+        let mut p = PcapParser { input, kind, big_endian, ifaces: Vec::new(), linktype: 0, dirs: FastMap::default(), origin_ns: None,
                                  buf: Vec::new(), packets: 0, not_tcp: 0, offset: 4 };
         match kind {
             Kind::Pcap { .. } => {
@@ -300,12 +302,12 @@ impl<R: Read> PcapParser<R> {
             self.not_tcp += 1;
             return Ok(());
         };
-        let fwd = FlowKey { laddr: seg.src.clone(), lport: seg.sport, faddr: seg.dst.clone(), fport: seg.dport };
-        let rev = FlowKey { laddr: seg.dst.clone(), lport: seg.dport, faddr: seg.src.clone(), fport: seg.sport };
+        let fwd = (seg.src, seg.sport, seg.dst, seg.dport);
+        let rev = (seg.dst, seg.dport, seg.src, seg.sport);
         let opts = tcp_options(seg.options);
         let syn = seg.flags & 0x02 != 0;
         let ackf = seg.flags & 0x10 != 0;
-        let d = self.dirs.entry(fwd.clone()).or_insert_with(Dir::new);
+        let d = self.dirs.entry(fwd).or_insert_with(Dir::new);
         if syn {
             d.seq = SeqUnwrap::default();
             d.seq.set_base(seg.seq.wrapping_add(1));
@@ -322,7 +324,7 @@ impl<R: Read> PcapParser<R> {
             let end = rel + seg.payload;
             let retx = rel < d.snd_max;
             if d.tracker.is_none() {
-                let i = ctx.flows.get(&fwd);
+                let i = ctx.flows.get(&FlowKey { laddr: seg.src.to_string(), lport: seg.sport, faddr: seg.dst.to_string(), fport: seg.dport });
                 let mut tr = Tracker::new(i, 0, ctx.interval_ns);
                 tr.acked_bytes = true;
                 d.tracker = Some(tr);
@@ -453,14 +455,16 @@ fn parse_frame(linktype: u16, f: &[u8]) -> Option<Seg<'_>> {
                 return None;
             }
             let a = ip.get(12..20)?;
-            (format!("{}.{}.{}.{}", a[0], a[1], a[2], a[3]), format!("{}.{}.{}.{}", a[4], a[5], a[6], a[7]), ip.get(ihl..)?, total - ihl)
+            let (s4, d4): ([u8; 4], [u8; 4]) = (a[..4].try_into().ok()?, a[4..].try_into().ok()?);
+            (IpAddr::from(s4), IpAddr::from(d4), ip.get(ihl..)?, total - ihl)
         }
         0x86dd => {
             if ip.first()? >> 4 != 6 || *ip.get(6)? != 6 {
                 return None;
             }
             let plen = usize::from(u16::from_be_bytes([*ip.get(4)?, *ip.get(5)?]));
-            (v6(ip.get(8..24)?), v6(ip.get(24..40)?), ip.get(40..)?, plen)
+            let (s6, d6): ([u8; 16], [u8; 16]) = (ip.get(8..24)?.try_into().ok()?, ip.get(24..40)?.try_into().ok()?);
+            (IpAddr::from(s6), IpAddr::from(d6), ip.get(40..)?, plen)
         }
         _ => return None,
     };
@@ -479,11 +483,6 @@ fn parse_frame(linktype: u16, f: &[u8]) -> Option<Seg<'_>> {
         src,
         dst,
     })
-}
-
-fn v6(b: &[u8]) -> String {
-    let addr: [u8; 16] = b.try_into().unwrap_or([0; 16]);
-    std::net::Ipv6Addr::from(addr).to_string()
 }
 
 struct Opts {

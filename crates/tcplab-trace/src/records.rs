@@ -40,7 +40,8 @@ impl Table {
 
     /// Take the buffered columns, leaving the table empty.
     pub fn take(&mut self) -> Vec<Vec<i64>> {
-        self.data.iter_mut().map(std::mem::take).collect()
+        // The next batch is likely as large: start it with this one's capacity.
+        self.data.iter_mut().map(|c| std::mem::replace(c, Vec::with_capacity(c.len()))).collect()
     }
 
     /// One buffered column by name (tests).

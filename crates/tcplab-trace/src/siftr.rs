@@ -22,7 +22,7 @@ use std::io::{Read, Seek, SeekFrom};
 
 use crate::flows::{FlowKey, Sample, SeqUnwrap, Tracker, LOSS, OPEN, RECOVERY};
 use crate::import::Ctx;
-use crate::lines::{dec, hex, key_values, seconds_ns, split_fields, ParseError};
+use crate::lines::{dec, hex, key_values, seconds_ns, split_fields, FastMap, ParseError};
 
 /// tcp_var.h: in NewReno-style fast recovery.
 pub const TF_FASTRECOVERY: u64 = 0x0010_0000;
@@ -233,7 +233,7 @@ pub struct SiftrParser {
     layout: Layout,
     header: Header,
     footer: HashMap<Vec<u8>, FooterFlow>,
-    flows: HashMap<Vec<u8>, FlowState>,
+    flows: FastMap<Vec<u8>, FlowState>,
     fields: Vec<(usize, usize)>,
     done: bool,
     /// Whether the log ended with its footer.
@@ -248,7 +248,7 @@ impl SiftrParser {
             footer: footer.map(parse_flow_list).unwrap_or_default(),
             has_footer: footer.is_some(),
             header,
-            flows: HashMap::new(),
+            flows: FastMap::default(),
             fields: Vec::with_capacity(32),
             done: false,
         }

@@ -13,7 +13,7 @@ use std::collections::HashMap;
 
 use crate::flows::{FlowKey, Sample, SeqUnwrap, Tracker, LOSS, OPEN, RECOVERY};
 use crate::import::Ctx;
-use crate::lines::{dec, dec_signed, hex, key_values, seconds_ns, ParseError};
+use crate::lines::{dec, dec_signed, hex, key_values, seconds_ns, FastMap, ParseError};
 
 /// TCP_INFINITE_SSTHRESH (include/net/tcp.h).
 pub const INFINITE_SSTHRESH: u64 = 0x7fff_ffff;
@@ -42,7 +42,7 @@ pub struct ProbeParser {
     pub state_changes: u64,
     origin_ns: Option<i64>,
     /// "src=... dest=..." as written -> its index in `states`, so a line allocates nothing.
-    raw_keys: HashMap<Vec<u8>, usize>,
+    raw_keys: FastMap<Vec<u8>, usize>,
 }
 
 /// Where `part` (a subslice of `line`) starts in `line`.
@@ -61,7 +61,7 @@ fn endpoint(v: &[u8]) -> Option<(String, u16)> {
 impl ProbeParser {
     /// A parser; cwnd and ssthresh in packets become bytes with `mss` (the trace does not carry it).
     pub fn new(mss: u32) -> Self {
-        ProbeParser { mss: if mss > 0 { mss } else { DEFAULT_MSS }, flows: HashMap::new(), states: Vec::new(), probes: 0, state_changes: 0, origin_ns: None, raw_keys: HashMap::new() }
+        ProbeParser { mss: if mss > 0 { mss } else { DEFAULT_MSS }, flows: HashMap::new(), states: Vec::new(), probes: 0, state_changes: 0, origin_ns: None, raw_keys: FastMap::default() }
     }
 
     fn state(&mut self, ctx: &mut Ctx<'_>, key: &FlowKey) -> usize {
