@@ -104,7 +104,8 @@ def summarize(resolved: Resolved, totals: dict[str, Any], run_dir: Path) -> dict
 def cpu_cost(cpu: dict[str, Any], summary: dict[str, Any]) -> dict[str, Any]:
     """The modCC study's figures from a run's CPU samples (tcplab-sim cpu.rs): the share p of the
     run's samples in the CC hooks and in the whole TCP path (endpoints, hooks included), each with
-    its binomial 95% half-width 1.96 sqrt(p (1 - p) / n), and the work per GB delivered w = p / GB.
+    its binomial 95% half-width 1.96 sqrt(p (1 - p) / n), the work per GB delivered w = p / GB, and
+    the CPU milliseconds per GB (p x sampled time / GB).
     Measured, so not deterministic: kept in cpu.json."""
     gb = sum(f["bytes_delivered"] or 0 for f in summary["flows"]) / 1e9
     n = cpu["samples_other"] + cpu["samples_tcp"] + cpu["samples_cc"]
@@ -115,4 +116,7 @@ def cpu_cost(cpu: dict[str, Any], summary: dict[str, Any]) -> dict[str, Any]:
         out[f"{part}_share"] = _r(p)
         out[f"{part}_share_ci95"] = _r(1.96 * (p * (1 - p) / n) ** 0.5) if p is not None else None
         out[f"{part}_share_per_gb"] = _r(p / gb) if p is not None and gb else None
+        # The same as CPU time: in a simulator the run's CPU grows with the traffic, so the time
+        # per GB compares rates more directly than the share does.
+        out[f"{part}_cpu_ms_per_gb"] = _r(p * n * cpu["sample_period_ns"] / 1e6 / gb, 3) if p is not None and gb else None
     return out
