@@ -44,7 +44,11 @@ struct Args {
 }
 
 fn parse_args() -> Result<Args, String> {
-    let mut a = Args { ring_frames: 16384, realtime: true, ..Default::default() };
+    let mut a = Args {
+        ring_frames: 16384,
+        realtime: true,
+        ..Default::default()
+    };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         if flag == "--no-rt" {
@@ -54,8 +58,13 @@ fn parse_args() -> Result<Args, String> {
         if flag == "-h" || flag == "--help" {
             return Err(USAGE.into());
         }
-        let v = it.next().ok_or_else(|| format!("{flag} needs a value\n{USAGE}"))?;
-        let num = |v: &str| v.parse::<u64>().map_err(|_| format!("{flag}: {v:?} is not a whole number"));
+        let v = it
+            .next()
+            .ok_or_else(|| format!("{flag} needs a value\n{USAGE}"))?;
+        let num = |v: &str| {
+            v.parse::<u64>()
+                .map_err(|_| format!("{flag}: {v:?} is not a whole number"))
+        };
         let prob = |v: &str| match v.parse::<f64>() {
             Ok(p) if (0.0..=1.0).contains(&p) => Ok(p),
             _ => Err(format!("{flag}: {v:?} is not a probability in [0, 1]")),
@@ -100,7 +109,10 @@ struct DirStats {
 impl DirStats {
     fn record_late(&mut self, late_ns: u64) {
         let us = late_ns / 1000;
-        let i = LATE_BUCKETS_US.iter().position(|&b| us < b).unwrap_or(LATE_BUCKETS_US.len());
+        let i = LATE_BUCKETS_US
+            .iter()
+            .position(|&b| us < b)
+            .unwrap_or(LATE_BUCKETS_US.len());
         self.late_hist[i] += 1;
         self.late_max_ns = self.late_max_ns.max(late_ns);
         self.late_sum_ns += late_ns;
@@ -110,11 +122,18 @@ impl DirStats {
         let buckets: Vec<String> = LATE_BUCKETS_US
             .iter()
             .map(|b| format!("\"<{b}us\""))
-            .chain(std::iter::once(format!("\">={}us\"", LATE_BUCKETS_US[LATE_BUCKETS_US.len() - 1])))
+            .chain(std::iter::once(format!(
+                "\">={}us\"",
+                LATE_BUCKETS_US[LATE_BUCKETS_US.len() - 1]
+            )))
             .zip(self.late_hist.iter())
             .map(|(k, v)| format!("{k}: {v}"))
             .collect();
-        let mean_late_us = if self.frames_out > 0 { self.late_sum_ns as f64 / self.frames_out as f64 / 1000.0 } else { 0.0 };
+        let mean_late_us = if self.frames_out > 0 {
+            self.late_sum_ns as f64 / self.frames_out as f64 / 1000.0
+        } else {
+            0.0
+        };
         format!(
             "{{\"delay_us\": {}, \"rate_bps\": {}, \"limit_frames\": {}, \"loss\": {}, \"frames_in\": {}, \
              \"bytes_in\": {}, \"frames_out\": {}, \"lost\": {}, \"queue_drops\": {}, \"ring_drops\": {}, \
@@ -197,7 +216,10 @@ fn main() {
         libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
     }
     let open = |rx_if: &str, tx_if: &str| -> std::io::Result<(ring::RxRing, ring::Tx)> {
-        Ok((ring::RxRing::open(rx_if, args.ring_frames)?, ring::Tx::open(tx_if)?))
+        Ok((
+            ring::RxRing::open(rx_if, args.ring_frames)?,
+            ring::Tx::open(tx_if)?,
+        ))
     };
     let (rx_a, tx_b, rx_b, tx_a) = match (open(&args.a, &args.b), open(&args.b, &args.a)) {
         (Ok((ra, tb)), Ok((rb, ta))) => (ra, tb, rb, ta),
@@ -208,7 +230,10 @@ fn main() {
     };
     let started = Arc::new(std::time::Instant::now());
     let (ab, ba, rt) = (args.ab.clone(), args.ba.clone(), args.realtime);
-    let (seed_ab, seed_ba) = (args.seed.wrapping_mul(2), args.seed.wrapping_mul(2).wrapping_add(1));
+    let (seed_ab, seed_ba) = (
+        args.seed.wrapping_mul(2),
+        args.seed.wrapping_mul(2).wrapping_add(1),
+    );
     let t_ab = std::thread::spawn(move || forward(rx_a, tx_b, Pipe::new(ab, seed_ab), rt));
     let t_ba = std::thread::spawn(move || forward(rx_b, tx_a, Pipe::new(ba, seed_ba), rt));
     println!("ready");
@@ -221,7 +246,11 @@ fn main() {
     let s_ba = t_ba.join().unwrap_or_default();
     let json = format!(
         "{{\"a\": \"{}\", \"b\": \"{}\", \"seconds\": {:.3}, \"ab\": {}, \"ba\": {}}}\n",
-        args.a, args.b, started.elapsed().as_secs_f64(), s_ab.json(&args.ab), s_ba.json(&args.ba)
+        args.a,
+        args.b,
+        started.elapsed().as_secs_f64(),
+        s_ab.json(&args.ab),
+        s_ba.json(&args.ba)
     );
     match &args.stats {
         Some(p) => {

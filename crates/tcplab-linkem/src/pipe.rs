@@ -62,7 +62,12 @@ pub(crate) struct Pipe {
 impl Pipe {
     /// A pipe with this configuration and loss seed.
     pub(crate) fn new(cfg: PipeConfig, seed: u64) -> Self {
-        Pipe { cfg, rng: Rng::new(seed), busy_until_ns: 0, in_queue: VecDeque::new() }
+        Pipe {
+            cfg,
+            rng: Rng::new(seed),
+            busy_until_ns: 0,
+            in_queue: VecDeque::new(),
+        }
     }
 
     /// Decide the fate of a frame of `len_bytes` that arrived at `arrival_ns`. Arrivals must be
@@ -95,7 +100,13 @@ mod tests {
 
     #[test]
     fn delay_only_adds_the_delay() {
-        let mut p = Pipe::new(PipeConfig { delay_ns: 20_000_000, ..Default::default() }, 1);
+        let mut p = Pipe::new(
+            PipeConfig {
+                delay_ns: 20_000_000,
+                ..Default::default()
+            },
+            1,
+        );
         assert_eq!(p.admit(5, 1514), Verdict::Depart(20_000_005));
         assert_eq!(p.admit(6, 60), Verdict::Depart(20_000_006));
     }
@@ -103,7 +114,12 @@ mod tests {
     #[test]
     fn rate_serialises_back_to_back_frames() {
         // 1514 bytes at 100 Mbit/s = 121.12 us, rounded up to whole ns.
-        let cfg = PipeConfig { delay_ns: 1000, rate_bps: 100_000_000, limit_frames: 0, loss: 0.0 };
+        let cfg = PipeConfig {
+            delay_ns: 1000,
+            rate_bps: 100_000_000,
+            limit_frames: 0,
+            loss: 0.0,
+        };
         let mut p = Pipe::new(cfg, 1);
         assert_eq!(p.admit(0, 1514), Verdict::Depart(121_120 + 1000));
         assert_eq!(p.admit(0, 1514), Verdict::Depart(242_240 + 1000));
@@ -113,7 +129,12 @@ mod tests {
 
     #[test]
     fn queue_limit_drops_the_overflow() {
-        let cfg = PipeConfig { delay_ns: 0, rate_bps: 8_000_000, limit_frames: 2, loss: 0.0 };
+        let cfg = PipeConfig {
+            delay_ns: 0,
+            rate_bps: 8_000_000,
+            limit_frames: 2,
+            loss: 0.0,
+        };
         let mut p = Pipe::new(cfg, 1);
         // 1000 bytes at 8 Mbit/s = 1 ms each: two fit, the third is dropped.
         assert_eq!(p.admit(0, 1000), Verdict::Depart(1_000_000));
@@ -125,10 +146,15 @@ mod tests {
 
     #[test]
     fn loss_rate_matches_probability_and_seed_repeats() {
-        let cfg = PipeConfig { loss: 0.1, ..Default::default() };
+        let cfg = PipeConfig {
+            loss: 0.1,
+            ..Default::default()
+        };
         let run = |seed| {
             let mut p = Pipe::new(cfg.clone(), seed);
-            (0..100_000).map(|i| p.admit(i, 100) == Verdict::Lost).collect::<Vec<_>>()
+            (0..100_000)
+                .map(|i| p.admit(i, 100) == Verdict::Lost)
+                .collect::<Vec<_>>()
         };
         let a = run(7);
         let lost = a.iter().filter(|&&l| l).count();

@@ -60,28 +60,50 @@ fn check(rc: libc::c_int, what: &str) -> io::Result<libc::c_int> {
     }
 }
 
-fn setsockopt_int(fd: RawFd, level: libc::c_int, name: libc::c_int, value: libc::c_int, what: &str) -> io::Result<()> {
+fn setsockopt_int(
+    fd: RawFd,
+    level: libc::c_int,
+    name: libc::c_int,
+    value: libc::c_int,
+    what: &str,
+) -> io::Result<()> {
     // SAFETY: a valid fd and a pointer to a c_int of the size given.
     let rc = unsafe {
-        libc::setsockopt(fd, level, name, &value as *const _ as *const libc::c_void, std::mem::size_of::<libc::c_int>() as u32)
+        libc::setsockopt(
+            fd,
+            level,
+            name,
+            &value as *const _ as *const libc::c_void,
+            std::mem::size_of::<libc::c_int>() as u32,
+        )
     };
     check(rc, what).map(|_| ())
 }
 
 /// The interface index of `name`.
 pub(crate) fn ifindex(name: &str) -> io::Result<libc::c_int> {
-    let c = CString::new(name).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "interface name has a NUL"))?;
+    let c = CString::new(name)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "interface name has a NUL"))?;
     // SAFETY: a NUL-terminated string.
     let idx = unsafe { libc::if_nametoindex(c.as_ptr()) };
     if idx == 0 {
-        return Err(io::Error::new(io::ErrorKind::NotFound, format!("no interface named {name:?}")));
+        return Err(io::Error::new(
+            io::ErrorKind::NotFound,
+            format!("no interface named {name:?}"),
+        ));
     }
     Ok(idx as libc::c_int)
 }
 
 fn packet_socket(protocol: u16) -> io::Result<RawFd> {
     // SAFETY: plain syscall.
-    let fd = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_CLOEXEC, protocol.to_be() as libc::c_int) };
+    let fd = unsafe {
+        libc::socket(
+            libc::AF_PACKET,
+            libc::SOCK_RAW | libc::SOCK_CLOEXEC,
+            protocol.to_be() as libc::c_int,
+        )
+    };
     check(fd, "socket(AF_PACKET) (needs CAP_NET_RAW)")
 }
 
@@ -92,7 +114,13 @@ fn bind(fd: RawFd, ifindex: libc::c_int, protocol: u16) -> io::Result<()> {
     sll.sll_protocol = protocol.to_be();
     sll.sll_ifindex = ifindex;
     // SAFETY: pointer and size of a sockaddr_ll.
-    let rc = unsafe { libc::bind(fd, &sll as *const _ as *const libc::sockaddr, std::mem::size_of::<libc::sockaddr_ll>() as u32) };
+    let rc = unsafe {
+        libc::bind(
+            fd,
+            &sll as *const _ as *const libc::sockaddr,
+            std::mem::size_of::<libc::sockaddr_ll>() as u32,
+        )
+    };
     check(rc, "bind(AF_PACKET)").map(|_| ())
 }
 
@@ -123,8 +151,20 @@ impl RxRing {
     pub(crate) fn open(ifname: &str, frame_nr: usize) -> io::Result<RxRing> {
         let idx = ifindex(ifname)?;
         let fd = packet_socket(ETH_P_ALL)?;
-        setsockopt_int(fd, libc::SOL_PACKET, PACKET_VERSION, TPACKET_V2, "PACKET_VERSION")?;
-        setsockopt_int(fd, libc::SOL_PACKET, PACKET_IGNORE_OUTGOING, 1, "PACKET_IGNORE_OUTGOING")?;
+        setsockopt_int(
+            fd,
+            libc::SOL_PACKET,
+            PACKET_VERSION,
+            TPACKET_V2,
+            "PACKET_VERSION",
+        )?;
+        setsockopt_int(
+            fd,
+            libc::SOL_PACKET,
+            PACKET_IGNORE_OUTGOING,
+            1,
+            "PACKET_IGNORE_OUTGOING",
+        )?;
         let frame_size = 2048usize;
         let frames_per_block = 64usize;
         let block_nr = frame_nr.div_ceil(frames_per_block);
@@ -136,20 +176,42 @@ impl RxRing {
         };
         // SAFETY: pointer and size of a tpacket_req.
         let rc = unsafe {
-            libc::setsockopt(fd, libc::SOL_PACKET, PACKET_RX_RING, &req as *const _ as *const libc::c_void,
-                             std::mem::size_of::<TpacketReq>() as u32)
+            libc::setsockopt(
+                fd,
+                libc::SOL_PACKET,
+                PACKET_RX_RING,
+                &req as *const _ as *const libc::c_void,
+                std::mem::size_of::<TpacketReq>() as u32,
+            )
         };
         check(rc, "PACKET_RX_RING")?;
         let map_len = frame_size * frames_per_block * block_nr;
         // SAFETY: mapping the ring the kernel just allocated for this fd.
         let map = unsafe {
-            libc::mmap(ptr::null_mut(), map_len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd, 0)
+            libc::mmap(
+                ptr::null_mut(),
+                map_len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd,
+                0,
+            )
         };
         if map == libc::MAP_FAILED {
-            return Err(io::Error::other(format!("mmap of the RX ring: {}", io::Error::last_os_error())));
+            return Err(io::Error::other(format!(
+                "mmap of the RX ring: {}",
+                io::Error::last_os_error()
+            )));
         }
         bind(fd, idx, ETH_P_ALL)?;
-        Ok(RxRing { fd, map: map as *mut u8, map_len, frame_size, frame_nr: block_nr * frames_per_block, next: 0 })
+        Ok(RxRing {
+            fd,
+            map: map as *mut u8,
+            map_len,
+            frame_size,
+            frame_nr: block_nr * frames_per_block,
+            next: 0,
+        })
     }
 
     /// The socket, for poll().
@@ -190,7 +252,13 @@ impl RxRing {
         let mut len = std::mem::size_of::<TpacketStats>() as libc::socklen_t;
         // SAFETY: pointer and size of a tpacket_stats.
         let rc = unsafe {
-            libc::getsockopt(self.fd, libc::SOL_PACKET, PACKET_STATISTICS, &mut st as *mut _ as *mut libc::c_void, &mut len)
+            libc::getsockopt(
+                self.fd,
+                libc::SOL_PACKET,
+                PACKET_STATISTICS,
+                &mut st as *mut _ as *mut libc::c_void,
+                &mut len,
+            )
         };
         if rc < 0 {
             return (0, 0);
@@ -219,15 +287,26 @@ impl Tx {
     pub(crate) fn open(ifname: &str) -> io::Result<Tx> {
         let idx = ifindex(ifname)?;
         let fd = packet_socket(0)?;
-        setsockopt_int(fd, libc::SOL_PACKET, PACKET_QDISC_BYPASS, 1, "PACKET_QDISC_BYPASS")?;
+        setsockopt_int(
+            fd,
+            libc::SOL_PACKET,
+            PACKET_QDISC_BYPASS,
+            1,
+            "PACKET_QDISC_BYPASS",
+        )?;
         bind(fd, idx, 0)?;
         Ok(Tx { fd })
     }
 
     /// Send the frames with one `sendmmsg`; returns how many the kernel took.
     pub(crate) fn send_batch(&self, frames: &[&[u8]]) -> usize {
-        let mut iov: Vec<libc::iovec> =
-            frames.iter().map(|f| libc::iovec { iov_base: f.as_ptr() as *mut libc::c_void, iov_len: f.len() }).collect();
+        let mut iov: Vec<libc::iovec> = frames
+            .iter()
+            .map(|f| libc::iovec {
+                iov_base: f.as_ptr() as *mut libc::c_void,
+                iov_len: f.len(),
+            })
+            .collect();
         let mut msgs: Vec<libc::mmsghdr> = iov
             .iter_mut()
             .map(|v| {
@@ -241,7 +320,14 @@ impl Tx {
         let mut sent = 0usize;
         while sent < msgs.len() {
             // SAFETY: msgs[sent..] point at iovecs over live frame slices.
-            let rc = unsafe { libc::sendmmsg(self.fd, msgs.as_mut_ptr().add(sent), (msgs.len() - sent) as u32, 0) };
+            let rc = unsafe {
+                libc::sendmmsg(
+                    self.fd,
+                    msgs.as_mut_ptr().add(sent),
+                    (msgs.len() - sent) as u32,
+                    0,
+                )
+            };
             if rc <= 0 {
                 // ENOBUFS or a frame the interface refuses: skip it rather than spin.
                 sent += 1;
@@ -262,7 +348,10 @@ impl Drop for Tx {
 
 /// CLOCK_REALTIME in ns: the clock of the ring's timestamps.
 pub(crate) fn realtime_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: valid pointer.
     unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
@@ -270,8 +359,15 @@ pub(crate) fn realtime_ns() -> u64 {
 
 /// Wait until `fd` is readable or `timeout_ns` passes.
 pub(crate) fn wait_readable(fd: RawFd, timeout_ns: u64) {
-    let mut pfd = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
-    let ts = libc::timespec { tv_sec: (timeout_ns / 1_000_000_000) as i64, tv_nsec: (timeout_ns % 1_000_000_000) as i64 };
+    let mut pfd = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let ts = libc::timespec {
+        tv_sec: (timeout_ns / 1_000_000_000) as i64,
+        tv_nsec: (timeout_ns % 1_000_000_000) as i64,
+    };
     // SAFETY: one valid pollfd, a valid timespec, no signal mask.
     unsafe { libc::ppoll(&mut pfd, 1, &ts, ptr::null()) };
 }

@@ -19,7 +19,9 @@ use tcplab_trace::write;
 fn le_bytes(col: &[i64]) -> std::borrow::Cow<'_, [u8]> {
     if cfg!(target_endian = "little") {
         // SAFETY: i64 has no padding and any byte pattern is a valid u8; the length is exact.
-        std::borrow::Cow::Borrowed(unsafe { std::slice::from_raw_parts(col.as_ptr().cast::<u8>(), std::mem::size_of_val(col)) })
+        std::borrow::Cow::Borrowed(unsafe {
+            std::slice::from_raw_parts(col.as_ptr().cast::<u8>(), std::mem::size_of_val(col))
+        })
     } else {
         std::borrow::Cow::Owned(col.iter().flat_map(|v| v.to_le_bytes()).collect())
     }
@@ -150,7 +152,9 @@ impl Simulation {
     /// CPU samples of a run measuring them ([measure] cpu), or None: {other, tcp, cc} sample
     /// counts and the sampling period (see tcplab_sim::cpu).
     fn cpu_report<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
-        let Some(m) = &self.inner.cpu else { return Ok(None) };
+        let Some(m) = &self.inner.cpu else {
+            return Ok(None);
+        };
         let d = PyDict::new(py);
         d.set_item("samples_other", m.samples[0])?;
         d.set_item("samples_tcp", m.samples[1])?;
@@ -197,20 +201,35 @@ fn parse_err(e: tcplab_trace::lines::ParseError) -> PyErr {
 impl Importer {
     #[new]
     fn new(interval_ns: i64) -> Self {
-        Importer { inner: Import::new(interval_ns), current: None }
+        Importer {
+            inner: Import::new(interval_ns),
+            current: None,
+        }
     }
 
     /// Start reading `path` as `format`; its times are shifted by `offset_ns`.
     #[pyo3(signature = (path, format, label, mss, lenient, offset_ns))]
-    fn open(&mut self, path: PathBuf, format: &str, label: &str, mss: u32, lenient: bool, offset_ns: i64) -> PyResult<()> {
+    fn open(
+        &mut self,
+        path: PathBuf,
+        format: &str,
+        label: &str,
+        mss: u32,
+        lenient: bool,
+        offset_ns: i64,
+    ) -> PyResult<()> {
         let mut ctx = self.inner.ctx(offset_ns);
-        self.current = Some(Source::open(&mut ctx, &path, format, label, mss, lenient).map_err(parse_err)?);
+        self.current =
+            Some(Source::open(&mut ctx, &path, format, label, mss, lenient).map_err(parse_err)?);
         Ok(())
     }
 
     /// Read up to `budget` lines (packets) of the open log; False once it is exhausted.
     fn step(&mut self, budget: usize) -> PyResult<bool> {
-        let src = self.current.as_mut().ok_or_else(|| PyValueError::new_err("no log open"))?;
+        let src = self
+            .current
+            .as_mut()
+            .ok_or_else(|| PyValueError::new_err("no log open"))?;
         let mut ctx = self.inner.ctx(src.offset_ns);
         src.step(&mut ctx, budget).map_err(parse_err)
     }
@@ -222,7 +241,10 @@ impl Importer {
 
     /// Close the open log; returns what it said about itself (format, version, bad lines, notes).
     fn close<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let src = self.current.take().ok_or_else(|| PyValueError::new_err("no log open"))?;
+        let src = self
+            .current
+            .take()
+            .ok_or_else(|| PyValueError::new_err("no log open"))?;
         let d = PyDict::new(py);
         d.set_item("format", src.format)?;
         d.set_item("version", &src.version)?;
@@ -274,26 +296,43 @@ fn origin_ns(path: PathBuf, format: &str) -> PyResult<Option<i64>> {
 }
 
 fn column(cols: &Bound<'_, PyDict>, name: &str) -> PyResult<Vec<i64>> {
-    let v = cols.get_item(name)?.ok_or_else(|| PyValueError::new_err(format!("column {name} missing")))?;
+    let v = cols
+        .get_item(name)?
+        .ok_or_else(|| PyValueError::new_err(format!("column {name} missing")))?;
     let b: &[u8] = v.extract()?;
-    Ok(b.chunks_exact(8).map(|c| i64::from_le_bytes(c.try_into().expect("8 bytes"))).collect())
+    Ok(b.chunks_exact(8)
+        .map(|c| i64::from_le_bytes(c.try_into().expect("8 bytes")))
+        .collect())
 }
 
 fn write_flows(flows: &Bound<'_, PyList>) -> PyResult<Vec<write::WriteFlow>> {
-    flows.iter().map(|f| {
-        let d = f.downcast::<PyDict>()?;
-        let get = |k: &str| d.get_item(k)?.ok_or_else(|| PyValueError::new_err(format!("flow field {k} missing")));
-        Ok(write::WriteFlow {
-            key: FlowKey { laddr: get("laddr")?.extract()?, lport: get("lport")?.extract()?, faddr: get("faddr")?.extract()?, fport: get("fport")?.extract()? },
-            stack: get("stack")?.extract()?,
-            cc: get("cc")?.extract()?,
-            mss: get("mss")?.extract()?,
+    flows
+        .iter()
+        .map(|f| {
+            let d = f.downcast::<PyDict>()?;
+            let get = |k: &str| {
+                d.get_item(k)?
+                    .ok_or_else(|| PyValueError::new_err(format!("flow field {k} missing")))
+            };
+            Ok(write::WriteFlow {
+                key: FlowKey {
+                    laddr: get("laddr")?.extract()?,
+                    lport: get("lport")?.extract()?,
+                    faddr: get("faddr")?.extract()?,
+                    fport: get("fport")?.extract()?,
+                },
+                stack: get("stack")?.extract()?,
+                cc: get("cc")?.extract()?,
+                mss: get("mss")?.extract()?,
+            })
         })
-    }).collect()
+        .collect()
 }
 
 fn create(path: &PathBuf) -> PyResult<BufWriter<File>> {
-    File::create(path).map(BufWriter::new).map_err(|e| PyOSError::new_err(format!("{}: {e}", path.display())))
+    File::create(path)
+        .map(BufWriter::new)
+        .map_err(|e| PyOSError::new_err(format!("{}: {e}", path.display())))
 }
 
 fn io_err(e: std::io::Error) -> PyErr {
@@ -302,34 +341,117 @@ fn io_err(e: std::io::Error) -> PyErr {
 
 /// Write a SIFTR2 log from time-ordered columns (see tcplab_trace::write::SiftrRows).
 #[pyfunction]
-fn write_siftr2(path: PathBuf, enable_ns: i64, flows: &Bound<'_, PyList>, cols: &Bound<'_, PyDict>) -> PyResult<()> {
-    let c: Vec<Vec<i64>> = ["t_ns", "flow", "outbound", "cwnd_bytes", "ssthresh_bytes", "srtt_us", "rto_us", "flight_bytes", "seq", "ack", "data_bytes", "state"]
-        .iter().map(|n| column(cols, n)).collect::<PyResult<_>>()?;
-    let rows = write::SiftrRows { t_ns: &c[0], flow: &c[1], outbound: &c[2], cwnd_bytes: &c[3], ssthresh_bytes: &c[4], srtt_us: &c[5], rto_us: &c[6],
-                                  flight_bytes: &c[7], seq: &c[8], ack: &c[9], data_bytes: &c[10], state: &c[11] };
+fn write_siftr2(
+    path: PathBuf,
+    enable_ns: i64,
+    flows: &Bound<'_, PyList>,
+    cols: &Bound<'_, PyDict>,
+) -> PyResult<()> {
+    let c: Vec<Vec<i64>> = [
+        "t_ns",
+        "flow",
+        "outbound",
+        "cwnd_bytes",
+        "ssthresh_bytes",
+        "srtt_us",
+        "rto_us",
+        "flight_bytes",
+        "seq",
+        "ack",
+        "data_bytes",
+        "state",
+    ]
+    .iter()
+    .map(|n| column(cols, n))
+    .collect::<PyResult<_>>()?;
+    let rows = write::SiftrRows {
+        t_ns: &c[0],
+        flow: &c[1],
+        outbound: &c[2],
+        cwnd_bytes: &c[3],
+        ssthresh_bytes: &c[4],
+        srtt_us: &c[5],
+        rto_us: &c[6],
+        flight_bytes: &c[7],
+        seq: &c[8],
+        ack: &c[9],
+        data_bytes: &c[10],
+        state: &c[11],
+    };
     write::siftr2(&mut create(&path)?, enable_ns, &write_flows(flows)?, &rows).map_err(io_err)
 }
 
 /// Write tcp_probe ftrace text from time-ordered columns (see tcplab_trace::write::ProbeRows).
 #[pyfunction]
-fn write_tcp_probe(path: PathBuf, flows: &Bound<'_, PyList>, cols: &Bound<'_, PyDict>) -> PyResult<()> {
-    let c: Vec<Vec<i64>> = ["t_ns", "flow", "cwnd_bytes", "ssthresh_bytes", "snd_una", "snd_nxt", "srtt_us", "change_t_ns", "change_flow", "change_state"]
-        .iter().map(|n| column(cols, n)).collect::<PyResult<_>>()?;
-    let rows = write::ProbeRows { t_ns: &c[0], flow: &c[1], cwnd_bytes: &c[2], ssthresh_bytes: &c[3], snd_una: &c[4], snd_nxt: &c[5], srtt_us: &c[6],
-                                  change_t_ns: &c[7], change_flow: &c[8], change_state: &c[9] };
+fn write_tcp_probe(
+    path: PathBuf,
+    flows: &Bound<'_, PyList>,
+    cols: &Bound<'_, PyDict>,
+) -> PyResult<()> {
+    let c: Vec<Vec<i64>> = [
+        "t_ns",
+        "flow",
+        "cwnd_bytes",
+        "ssthresh_bytes",
+        "snd_una",
+        "snd_nxt",
+        "srtt_us",
+        "change_t_ns",
+        "change_flow",
+        "change_state",
+    ]
+    .iter()
+    .map(|n| column(cols, n))
+    .collect::<PyResult<_>>()?;
+    let rows = write::ProbeRows {
+        t_ns: &c[0],
+        flow: &c[1],
+        cwnd_bytes: &c[2],
+        ssthresh_bytes: &c[3],
+        snd_una: &c[4],
+        snd_nxt: &c[5],
+        srtt_us: &c[6],
+        change_t_ns: &c[7],
+        change_flow: &c[8],
+        change_state: &c[9],
+    };
     write::tcp_probe(&mut create(&path)?, &write_flows(flows)?, &rows).map_err(io_err)
 }
 
 /// Write one flow's iperf3 -J document from its interval columns.
 #[pyfunction]
-fn write_iperf3_json(path: PathBuf, flow: &Bound<'_, PyList>, start_secs: i64, cols: &Bound<'_, PyDict>, bytes_received: u64) -> PyResult<()> {
-    let c: Vec<Vec<i64>> = ["t_start_ns", "t_end_ns", "bytes", "retrans_segs", "cwnd_bytes", "srtt_us"]
-        .iter().map(|n| column(cols, n)).collect::<PyResult<_>>()?;
-    let rows: Vec<write::IntervalRow> = (0..c[0].len()).map(|i| write::IntervalRow {
-        t_start_ns: c[0][i], t_end_ns: c[1][i], bytes: c[2][i], retrans_segs: c[3][i], cwnd_bytes: c[4][i], srtt_us: c[5][i],
-    }).collect();
+fn write_iperf3_json(
+    path: PathBuf,
+    flow: &Bound<'_, PyList>,
+    start_secs: i64,
+    cols: &Bound<'_, PyDict>,
+    bytes_received: u64,
+) -> PyResult<()> {
+    let c: Vec<Vec<i64>> = [
+        "t_start_ns",
+        "t_end_ns",
+        "bytes",
+        "retrans_segs",
+        "cwnd_bytes",
+        "srtt_us",
+    ]
+    .iter()
+    .map(|n| column(cols, n))
+    .collect::<PyResult<_>>()?;
+    let rows: Vec<write::IntervalRow> = (0..c[0].len())
+        .map(|i| write::IntervalRow {
+            t_start_ns: c[0][i],
+            t_end_ns: c[1][i],
+            bytes: c[2][i],
+            retrans_segs: c[3][i],
+            cwnd_bytes: c[4][i],
+            srtt_us: c[5][i],
+        })
+        .collect();
     let flows = write_flows(flow)?;
-    let f = flows.first().ok_or_else(|| PyValueError::new_err("one flow expected"))?;
+    let f = flows
+        .first()
+        .ok_or_else(|| PyValueError::new_err("one flow expected"))?;
     write::iperf3_json(&mut create(&path)?, f, start_secs, &rows, bytes_received).map_err(io_err)
 }
 

@@ -32,6 +32,10 @@ fn main() {
                 }
             }
         }
-        println!("{path}\t{}\t{:.3}\t{digest:016x}", sim.events_processed(), t0.elapsed().as_secs_f64());
+        println!(
+            "{path}\t{}\t{:.3}\t{digest:016x}",
+            sim.events_processed(),
+            t0.elapsed().as_secs_f64()
+        );
     }
 }

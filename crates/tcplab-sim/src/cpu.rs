@@ -94,11 +94,20 @@ impl CpuMeter {
             if libc::timer_create(libc::CLOCK_MONOTONIC, &mut ev, &mut timer) != 0 {
                 return Err(format!("timer_create: {}", std::io::Error::last_os_error()));
             }
-            let period = libc::timespec { tv_sec: 0, tv_nsec: SAMPLE_PERIOD_NS };
-            let spec = libc::itimerspec { it_interval: period, it_value: period };
+            let period = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: SAMPLE_PERIOD_NS,
+            };
+            let spec = libc::itimerspec {
+                it_interval: period,
+                it_value: period,
+            };
             if libc::timer_settime(timer, 0, &spec, std::ptr::null_mut()) != 0 {
                 libc::timer_delete(timer);
-                return Err(format!("timer_settime: {}", std::io::Error::last_os_error()));
+                return Err(format!(
+                    "timer_settime: {}",
+                    std::io::Error::last_os_error()
+                ));
             }
             self.timer = Some(timer);
         }
@@ -182,7 +191,10 @@ mod tests {
         let mut marked = MarkedCc::new(build("cubic", Family::Linux).unwrap());
         let (mut a, mut b) = (CcVars::new(1448, 10), CcVars::new(1448, 10));
         for i in 0..2000 {
-            for (cc, v) in [(plain.as_mut(), &mut a), (&mut marked as &mut dyn CongestionControl, &mut b)] {
+            for (cc, v) in [
+                (plain.as_mut(), &mut a),
+                (&mut marked as &mut dyn CongestionControl, &mut b),
+            ] {
                 v.bytes_this_ack = 1448;
                 if i == 700 {
                     cc.cong_signal(v, CongSignal::NDupAck);
@@ -216,9 +228,17 @@ mod tests {
         }
         m.stop();
         let n: u64 = m.samples.iter().sum();
-        assert!(n > 2000, "about 6000 samples at 20 kHz over 300 ms, got {n}");
+        assert!(
+            n > 2000,
+            "about 6000 samples at 20 kHz over 300 ms, got {n}"
+        );
         let share = |i: usize| m.samples[i] as f64 / n as f64;
-        assert!((share(0) - 2.0 / 3.0).abs() < 0.05 && (share(1) - 1.0 / 6.0).abs() < 0.05 && (share(2) - 1.0 / 6.0).abs() < 0.05,
-                "shares {:?}", m.samples);
+        assert!(
+            (share(0) - 2.0 / 3.0).abs() < 0.05
+                && (share(1) - 1.0 / 6.0).abs() < 0.05
+                && (share(2) - 1.0 / 6.0).abs() < 0.05,
+            "shares {:?}",
+            m.samples
+        );
     }
 }

@@ -3,6 +3,7 @@
 
 use crate::cc;
 use crate::config::{AppConfig, FlowConfig, NodeKind, SimConfig};
+use crate::cpu::{in_tcp, CpuMeter};
 use crate::engine::{Action, EventQueue};
 use crate::net::{link_ports, routes, Pool, Port};
 use crate::packet::{Kind, Packet};
@@ -11,7 +12,6 @@ use crate::stack;
 use crate::tcp::receiver::TcpReceiver;
 use crate::tcp::sender::{SenderEvent, TcpSender};
 use crate::time::Ns;
-use crate::cpu::{in_tcp, CpuMeter};
 use crate::trace::Recorder;
 use crate::udp::UdpSource;
 use std::collections::HashSet;
@@ -197,7 +197,11 @@ impl Simulation {
                 ));
             }
             receivers.push(TcpReceiver::new(i as u32, f, &profile));
-            let algo = if cpu.is_some() { cc::marked(algo) } else { algo };
+            let algo = if cpu.is_some() {
+                cc::marked(algo)
+            } else {
+                algo
+            };
             let mut sender = TcpSender::new(i as u32, f, profile, algo);
             sender.record_sends = cfg.record_sends;
             senders.push(sender);
@@ -322,7 +326,10 @@ impl Simulation {
                 let fi = f as usize;
                 let mut out = std::mem::take(&mut self.scratch);
                 self.set_nic_backlog(fi);
-                timed!(self, self.senders[fi].start(self.now, &mut out, &mut self.next_id));
+                timed!(
+                    self,
+                    self.senders[fi].start(self.now, &mut out, &mut self.next_id)
+                );
                 self.flush(self.flow_cfg[fi].src, &mut out);
                 self.scratch = out;
                 self.after_sender(fi);
@@ -339,7 +346,10 @@ impl Simulation {
                 }
                 let mut out = std::mem::take(&mut self.scratch);
                 self.set_nic_backlog(fi);
-                timed!(self, self.senders[fi].on_timer(self.now, &mut out, &mut self.next_id));
+                timed!(
+                    self,
+                    self.senders[fi].on_timer(self.now, &mut out, &mut self.next_id)
+                );
                 self.flush(self.flow_cfg[fi].src, &mut out);
                 self.scratch = out;
                 self.after_sender(fi);
@@ -350,7 +360,10 @@ impl Simulation {
                     self.receiver_timer_at[fi] = None;
                 }
                 let mut out = std::mem::take(&mut self.scratch);
-                timed!(self, self.receivers[fi].on_timer(self.now, &mut out, &mut self.next_id));
+                timed!(
+                    self,
+                    self.receivers[fi].on_timer(self.now, &mut out, &mut self.next_id)
+                );
                 self.flush(self.flow_cfg[fi].dst, &mut out);
                 self.scratch = out;
                 self.sync_receiver_timer(fi);
@@ -656,13 +669,19 @@ impl Simulation {
         let mut out = std::mem::take(&mut self.scratch);
         match p.kind {
             Kind::Data => {
-                timed!(self, self.receivers[fi].on_data(&p, self.now, &mut out, &mut self.next_id));
+                timed!(
+                    self,
+                    self.receivers[fi].on_data(&p, self.now, &mut out, &mut self.next_id)
+                );
                 self.flush(node, &mut out);
                 self.sync_receiver_timer(fi);
             }
             Kind::Ack => {
                 self.set_nic_backlog(fi);
-                timed!(self, self.senders[fi].on_ack(&p, self.now, &mut out, &mut self.next_id));
+                timed!(
+                    self,
+                    self.senders[fi].on_ack(&p, self.now, &mut out, &mut self.next_id)
+                );
                 self.flush(node, &mut out);
                 if self.sample_interval_ns == 0 {
                     self.sample_flow(fi);

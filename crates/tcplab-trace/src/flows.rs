@@ -29,7 +29,11 @@ impl FlowKey {
                 format!("{a}:{p}")
             }
         }
-        format!("{}->{}", ep(&self.laddr, self.lport), ep(&self.faddr, self.fport))
+        format!(
+            "{}->{}",
+            ep(&self.laddr, self.lport),
+            ep(&self.faddr, self.fport)
+        )
     }
 }
 
@@ -198,7 +202,15 @@ impl IntervalAcc {
     fn roll_one(&mut self, flow: i64) {
         let s = self.cur * self.interval_ns;
         let retrans = if self.retrans_known { self.retrans } else { -1 };
-        self.rows.push([flow, s, s + self.interval_ns, self.bytes, retrans, self.cwnd, self.srtt]);
+        self.rows.push([
+            flow,
+            s,
+            s + self.interval_ns,
+            self.bytes,
+            retrans,
+            self.cwnd,
+            self.srtt,
+        ]);
         self.bytes = 0;
         self.retrans = 0;
         self.cur += 1;
@@ -210,7 +222,8 @@ impl IntervalAcc {
             let s = self.cur * self.interval_ns;
             if end_ns > s {
                 let retrans = if self.retrans_known { self.retrans } else { -1 };
-                self.rows.push([flow, s, end_ns, self.bytes, retrans, self.cwnd, self.srtt]);
+                self.rows
+                    .push([flow, s, end_ns, self.bytes, retrans, self.cwnd, self.srtt]);
             }
             self.seen = false;
         }
@@ -266,7 +279,16 @@ impl Tracker {
             // recovery already shows the reduced window).
             let before = self.prev.map_or(s.flight_bytes, |p| p.flight_bytes);
             let mut ev = |code: i64| {
-                rec.events.push(&[s.t_ns, self.flow, code, s.cwnd_bytes, s.ssthresh_bytes, s.flight_bytes, before, retx]);
+                rec.events.push(&[
+                    s.t_ns,
+                    self.flow,
+                    code,
+                    s.cwnd_bytes,
+                    s.ssthresh_bytes,
+                    s.flight_bytes,
+                    before,
+                    retx,
+                ]);
             };
             // A timeout during fast recovery ends it by itself (the analyser closes the episode
             // "by RTO"), as the simulator reports it: no separate end event.
@@ -292,11 +314,26 @@ impl Tracker {
         }
         self.iv.cwnd = s.cwnd_bytes;
         self.iv.srtt = s.srtt_us;
-        let sent = if s.snd_nxt >= 0 { s.snd_nxt } else { self.bytes_sent };
+        let sent = if s.snd_nxt >= 0 {
+            s.snd_nxt
+        } else {
+            self.bytes_sent
+        };
         let acked = s.snd_una;
         rec.flows.push(&[
-            s.t_ns, self.flow, s.cwnd_bytes, s.ssthresh_bytes, s.snd_una, s.snd_nxt, s.flight_bytes, s.srtt_us,
-            s.rto_us, sent, acked, retx, s.state,
+            s.t_ns,
+            self.flow,
+            s.cwnd_bytes,
+            s.ssthresh_bytes,
+            s.snd_una,
+            s.snd_nxt,
+            s.flight_bytes,
+            s.srtt_us,
+            s.rto_us,
+            sent,
+            acked,
+            retx,
+            s.state,
         ]);
         self.prev = Some(s);
     }
@@ -314,8 +351,13 @@ impl Tracker {
         if !self.acked_bytes {
             self.iv.bytes += bytes;
         }
-        let segs = if self.mss > 0 { (bytes + self.mss - 1) / self.mss } else { -1 };
-        rec.sends.push(&[t_ns, self.flow, seq, bytes, segs, retx, self.state]);
+        let segs = if self.mss > 0 {
+            (bytes + self.mss - 1) / self.mss
+        } else {
+            -1
+        };
+        rec.sends
+            .push(&[t_ns, self.flow, seq, bytes, segs, retx, self.state]);
     }
 
     /// Retransmitted segments counted so far.
@@ -346,7 +388,11 @@ mod tests {
         assert_eq!(u.unwrap(u32::MAX - 99), 0);
         assert_eq!(u.unwrap(u32::MAX), 99);
         assert_eq!(u.unwrap(50), 150);
-        assert_eq!(u.unwrap(20), 120, "a retransmission below the last value stays below it");
+        assert_eq!(
+            u.unwrap(20),
+            120,
+            "a retransmission below the last value stays below it"
+        );
     }
 
     #[test]
@@ -354,15 +400,25 @@ mod tests {
         let mut rec = Recorder::default();
         let mut t = Tracker::new(0, 1000, 1_000_000_000);
         let s = |t_ns, cwnd, flight, state| Sample {
-            t_ns, cwnd_bytes: cwnd, ssthresh_bytes: -1, snd_una: 0, snd_nxt: 0, flight_bytes: flight,
-            srtt_us: 1, rto_us: 1, state,
+            t_ns,
+            cwnd_bytes: cwnd,
+            ssthresh_bytes: -1,
+            snd_una: 0,
+            snd_nxt: 0,
+            flight_bytes: flight,
+            srtt_us: 1,
+            rto_us: 1,
+            state,
         };
         t.sample(&mut rec, s(1, 10_000, 9_000, OPEN), true);
         t.sample(&mut rec, s(2, 1_000, 8_000, RECOVERY), true);
         t.sample(&mut rec, s(3, 5_000, 5_000, OPEN), true);
         assert_eq!(rec.events.column("event").unwrap(), &[1, 2]);
         assert_eq!(rec.events.column("cwnd_bytes").unwrap(), &[1_000, 5_000]);
-        assert_eq!(rec.events.column("outstanding_bytes").unwrap(), &[9_000, 8_000]);
+        assert_eq!(
+            rec.events.column("outstanding_bytes").unwrap(),
+            &[9_000, 8_000]
+        );
     }
 
     #[test]
@@ -370,8 +426,17 @@ mod tests {
         let mut rec = Recorder::default();
         let mut t = Tracker::new(0, 1000, 1_000_000_000);
         for t_ns in [0, 9_000_000_000_000_000_000] {
-            let s = Sample { t_ns, cwnd_bytes: 1, ssthresh_bytes: -1, snd_una: 0, snd_nxt: 0, flight_bytes: 0,
-                             srtt_us: 1, rto_us: 1, state: OPEN };
+            let s = Sample {
+                t_ns,
+                cwnd_bytes: 1,
+                ssthresh_bytes: -1,
+                snd_una: 0,
+                snd_nxt: 0,
+                flight_bytes: 0,
+                srtt_us: 1,
+                rto_us: 1,
+                state: OPEN,
+            };
             t.sample(&mut rec, s, true);
         }
         assert!(t.finish().len() <= 3);
@@ -382,8 +447,17 @@ mod tests {
         let mut rec = Recorder::default();
         let mut t = Tracker::new(0, 1000, 1_000);
         for (t_ns, una) in [(0, 0), (500, 3000), (1500, 5000), (2100, 9000)] {
-            let s = Sample { t_ns, cwnd_bytes: 1, ssthresh_bytes: -1, snd_una: una, snd_nxt: una, flight_bytes: 0,
-                             srtt_us: 1, rto_us: 1, state: OPEN };
+            let s = Sample {
+                t_ns,
+                cwnd_bytes: 1,
+                ssthresh_bytes: -1,
+                snd_una: una,
+                snd_nxt: una,
+                flight_bytes: 0,
+                srtt_us: 1,
+                rto_us: 1,
+                state: OPEN,
+            };
             t.sample(&mut rec, s, true);
         }
         let rows = t.finish();

@@ -15,7 +15,15 @@ use crate::siftr::{self, PlotParser, SiftrParser};
 use crate::tcp_probe::ProbeParser;
 
 /// Formats tcplab reads.
-pub const FORMATS: &[&str] = &["siftr", "siftr2", "siftr2-plot", "tcp_probe", "iperf3-json", "iperf3-text", "pcap"];
+pub const FORMATS: &[&str] = &[
+    "siftr",
+    "siftr2",
+    "siftr2-plot",
+    "tcp_probe",
+    "iperf3-json",
+    "iperf3-text",
+    "pcap",
+];
 
 /// What parsers write into.
 pub struct Ctx<'a> {
@@ -40,19 +48,36 @@ pub fn detect(head: &[u8]) -> Option<&'static str> {
         return Some("iperf3-json");
     }
     if first.starts_with("enable_time_secs=") {
-        let v = first.split(['\t', ' ']).find_map(|kv| kv.strip_prefix("siftrver="))?;
-        return Some(if v.starts_with('2') { "siftr2" } else { "siftr" });
+        let v = first
+            .split(['\t', ' '])
+            .find_map(|kv| kv.strip_prefix("siftrver="))?;
+        return Some(if v.starts_with('2') {
+            "siftr2"
+        } else {
+            "siftr"
+        });
     }
     for line in text.lines().take(50) {
         let l = line.trim();
-        if l.contains(": tcp_probe: ") || l.contains(": tcp_cong_state_set: ") || l.starts_with("# tracer:") {
+        if l.contains(": tcp_probe: ")
+            || l.contains(": tcp_cong_state_set: ")
+            || l.starts_with("# tracer:")
+        {
             return Some("tcp_probe");
         }
-        if l.starts_with("Connecting to host") || l.starts_with("Server listening") || l.starts_with("[ ID]") || (l.starts_with('[') && l.contains(" local ") && l.contains(" connected to ")) {
+        if l.starts_with("Connecting to host")
+            || l.starts_with("Server listening")
+            || l.starts_with("[ ID]")
+            || (l.starts_with('[') && l.contains(" local ") && l.contains(" connected to "))
+        {
             return Some("iperf3-text");
         }
         let mut w = l.split_whitespace();
-        if matches!(w.next(), Some("i" | "o")) && w.clone().count() >= 6 && w.take(6).all(|x| x.chars().all(|c| c.is_ascii_digit() || c == '.')) {
+        if matches!(w.next(), Some("i" | "o"))
+            && w.clone().count() >= 6
+            && w.take(6)
+                .all(|x| x.chars().all(|c| c.is_ascii_digit() || c == '.'))
+        {
             return Some("siftr2-plot");
         }
     }
@@ -115,7 +140,12 @@ pub fn origin_ns(path: &Path, format: &str) -> Result<Option<i64>, ParseError> {
         "pcap" => {
             let mut p = PcapParser::new(f)?;
             let (mut rec, mut flows) = (Recorder::default(), FlowTable::default());
-            let mut ctx = Ctx { rec: &mut rec, flows: &mut flows, interval_ns: 0, offset_ns: 0 };
+            let mut ctx = Ctx {
+                rec: &mut rec,
+                flows: &mut flows,
+                interval_ns: 0,
+                offset_ns: 0,
+            };
             let mut bad = 0;
             p.step(&mut ctx, 1, true, &mut bad)?;
             Ok(p.origin())
@@ -132,29 +162,77 @@ impl Source {
     /// Open `path` as `format`. `label` names the flow of a log without addresses (siftr2-plot);
     /// `mss` (0: unknown) turns tcp_probe's packets into bytes and fixes a plot file's MSS.
     /// An iperf3 JSON document is read whole here (it is small: one entry per interval).
-    pub fn open(ctx: &mut Ctx<'_>, path: &Path, format: &str, label: &str, mss: u32, lenient: bool) -> Result<Source, ParseError> {
-        Source::from_reader(ctx, Box::new(File::open(path)?), format, label, mss, lenient)
+    pub fn open(
+        ctx: &mut Ctx<'_>,
+        path: &Path,
+        format: &str,
+        label: &str,
+        mss: u32,
+        lenient: bool,
+    ) -> Result<Source, ParseError> {
+        Source::from_reader(
+            ctx,
+            Box::new(File::open(path)?),
+            format,
+            label,
+            mss,
+            lenient,
+        )
     }
 
     /// As `open`, from any seekable reader.
-    pub fn from_reader(ctx: &mut Ctx<'_>, mut file: Box<dyn ReadSeek>, format: &str, label: &str, mss: u32, lenient: bool) -> Result<Source, ParseError> {
-        let format: &'static str = FORMATS.iter().find(|f| **f == format).copied().ok_or_else(|| {
-            ParseError::at(0, format!("unknown format {format:?}; known: {}", FORMATS.join(", ")))
-        })?;
-        let mut src = Source { input: Input::Done, format, version: String::new(), lenient, bad: 0, first_errors: Vec::new(), offset_ns: ctx.offset_ns, notes: Vec::new() };
+    pub fn from_reader(
+        ctx: &mut Ctx<'_>,
+        mut file: Box<dyn ReadSeek>,
+        format: &str,
+        label: &str,
+        mss: u32,
+        lenient: bool,
+    ) -> Result<Source, ParseError> {
+        let format: &'static str =
+            FORMATS
+                .iter()
+                .find(|f| **f == format)
+                .copied()
+                .ok_or_else(|| {
+                    ParseError::at(
+                        0,
+                        format!("unknown format {format:?}; known: {}", FORMATS.join(", ")),
+                    )
+                })?;
+        let mut src = Source {
+            input: Input::Done,
+            format,
+            version: String::new(),
+            lenient,
+            bad: 0,
+            first_errors: Vec::new(),
+            offset_ns: ctx.offset_ns,
+            notes: Vec::new(),
+        };
         let buffered = |f: Box<dyn ReadSeek>| BufReader::with_capacity(1 << 16, f);
         src.input = match format {
             "siftr" | "siftr2" => {
-                let footer = if format == "siftr2" { siftr::read_footer(&mut file)? } else { None };
+                let footer = if format == "siftr2" {
+                    siftr::read_footer(&mut file)?
+                } else {
+                    None
+                };
                 let mut lines = Lines::new(buffered(file));
-                let first = lines.next_line()?.ok_or_else(|| ParseError::at(1, "empty file: expected a SIFTR header line"))?.to_vec();
+                let first = lines
+                    .next_line()?
+                    .ok_or_else(|| ParseError::at(1, "empty file: expected a SIFTR header line"))?
+                    .to_vec();
                 let header = siftr::parse_header(&first)?;
                 let p = SiftrParser::new(header, footer.as_deref());
                 src.version = p.header().version.clone();
                 if format == "siftr2" && !p.has_footer {
                     let msg = "no footer (disable_time_secs=... flow_list=...): the log was cut short, so flows have no addresses, cc or MSS";
                     if !lenient {
-                        return Err(ParseError::at(0, format!("{msg} (use --lenient to import it anyway)")));
+                        return Err(ParseError::at(
+                            0,
+                            format!("{msg} (use --lenient to import it anyway)"),
+                        ));
                     }
                     src.notes.push(msg.to_string());
                 }
@@ -165,20 +243,33 @@ impl Source {
                 }
                 Input::Lines(lines, Parser::Siftr(p))
             }
-            "siftr2-plot" => Input::Lines(Lines::new(buffered(file)), Parser::Plot(PlotParser::new(ctx, label, mss))),
+            "siftr2-plot" => Input::Lines(
+                Lines::new(buffered(file)),
+                Parser::Plot(PlotParser::new(ctx, label, mss)),
+            ),
             "tcp_probe" => {
                 src.notes.push("tcp_probe gives cwnd and ssthresh in packets: bytes assume the MSS given (default 1448)".into());
-                Input::Lines(Lines::new(buffered(file)), Parser::Probe(ProbeParser::new(mss)))
+                Input::Lines(
+                    Lines::new(buffered(file)),
+                    Parser::Probe(ProbeParser::new(mss)),
+                )
             }
-            "iperf3-text" => Input::Lines(Lines::new(buffered(file)), Parser::IperfText(iperf3::TextParser::default())),
+            "iperf3-text" => Input::Lines(
+                Lines::new(buffered(file)),
+                Parser::IperfText(iperf3::TextParser::default()),
+            ),
             "iperf3-json" => {
-                let doc: iperf3::Report = serde_json::from_reader(BufReader::new(file)).map_err(json_error)?;
+                let doc: iperf3::Report =
+                    serde_json::from_reader(BufReader::new(file)).map_err(json_error)?;
                 src.version = doc.start.version.clone();
                 iperf3::load_json(ctx, &doc)?;
                 Input::Done
             }
             "pcap" => {
-                src.notes.push("captures carry no cwnd or ssthresh: no recovery episodes from a capture alone".into());
+                src.notes.push(
+                    "captures carry no cwnd or ssthresh: no recovery episodes from a capture alone"
+                        .into(),
+                );
                 Input::Pcap(Box::new(PcapParser::new(buffered(file))?))
             }
             _ => unreachable!("checked against FORMATS"),
@@ -245,7 +336,7 @@ impl Source {
         }
     }
 
-    /// Bytes or lines read so far (for progress): lines for text logs.
+    /// Bytes read so far (for progress).
     pub fn position(&self) -> u64 {
         match &self.input {
             Input::Lines(l, _) => l.bytes,
@@ -270,12 +361,20 @@ pub struct Import {
 impl Import {
     /// An import deriving intervals of `interval_ns` from logs without iperf3's own.
     pub fn new(interval_ns: i64) -> Self {
-        Import { interval_ns, ..Default::default() }
+        Import {
+            interval_ns,
+            ..Default::default()
+        }
     }
 
     /// Context for a source with `offset_ns`.
     pub fn ctx(&mut self, offset_ns: i64) -> Ctx<'_> {
-        Ctx { rec: &mut self.rec, flows: &mut self.flows, interval_ns: self.interval_ns, offset_ns }
+        Ctx {
+            rec: &mut self.rec,
+            flows: &mut self.flows,
+            interval_ns: self.interval_ns,
+            offset_ns,
+        }
     }
 
     /// Keep a finished source's derived intervals (the first source to derive a flow's wins).
@@ -306,7 +405,14 @@ impl Import {
 pub fn parse_bytes(format: &str, data: &[u8], lenient: bool) -> Result<usize, ParseError> {
     let mut imp = Import::new(1_000_000_000);
     let mut ctx = imp.ctx(0);
-    let mut src = Source::from_reader(&mut ctx, Box::new(Cursor::new(data.to_vec())), format, "log", 0, lenient)?;
+    let mut src = Source::from_reader(
+        &mut ctx,
+        Box::new(Cursor::new(data.to_vec())),
+        format,
+        "log",
+        0,
+        lenient,
+    )?;
     let mut records = 0;
     loop {
         let mut ctx = imp.ctx(0);

@@ -140,16 +140,32 @@ fn s_to_ns(s: f64) -> i64 {
 /// Put a parsed `-J` document into the import: intervals per stream, and flow metadata.
 pub fn load_json(ctx: &mut Ctx<'_>, doc: &Report) -> Result<(), ParseError> {
     if !doc.start.test_start.protocol.is_empty() && doc.start.test_start.protocol != "TCP" {
-        return Err(ParseError::at(0, format!("iperf3 test protocol is {}: only TCP tests are imported", doc.start.test_start.protocol)));
+        return Err(ParseError::at(
+            0,
+            format!(
+                "iperf3 test protocol is {}: only TCP tests are imported",
+                doc.start.test_start.protocol
+            ),
+        ));
     }
     let reverse = doc.start.test_start.reverse != 0;
     let mut flow_of: HashMap<i64, usize> = HashMap::new();
     for c in &doc.start.connected {
         // The flow is named from the data sender's side (with -R the remote end sends).
         let key = if reverse {
-            FlowKey { laddr: c.remote_host.clone(), lport: c.remote_port, faddr: c.local_host.clone(), fport: c.local_port }
+            FlowKey {
+                laddr: c.remote_host.clone(),
+                lport: c.remote_port,
+                faddr: c.local_host.clone(),
+                fport: c.local_port,
+            }
         } else {
-            FlowKey { laddr: c.local_host.clone(), lport: c.local_port, faddr: c.remote_host.clone(), fport: c.remote_port }
+            FlowKey {
+                laddr: c.local_host.clone(),
+                lport: c.local_port,
+                faddr: c.remote_host.clone(),
+                fport: c.remote_port,
+            }
         };
         let i = ctx.flows.get(&key);
         let info = &mut ctx.flows.flows[i];
@@ -160,12 +176,21 @@ pub fn load_json(ctx: &mut Ctx<'_>, doc: &Report) -> Result<(), ParseError> {
         flow_of.insert(c.socket, i);
     }
     if flow_of.is_empty() {
-        return Err(ParseError::at(0, "iperf3 JSON without start.connected: is this an iperf3 -J file?"));
+        return Err(ParseError::at(
+            0,
+            "iperf3 JSON without start.connected: is this an iperf3 -J file?",
+        ));
     }
     for iv in &doc.intervals {
         for s in iv.streams.iter().filter(|s| !s.omitted) {
             let Some(&flow) = flow_of.get(&s.socket) else {
-                return Err(ParseError::at(0, format!("iperf3 JSON interval names socket {} that start.connected does not list", s.socket)));
+                return Err(ParseError::at(
+                    0,
+                    format!(
+                        "iperf3 JSON interval names socket {} that start.connected does not list",
+                        s.socket
+                    ),
+                ));
             };
             let opt = |v: Option<u64>| v.map_or(-1, |x| x.min(i64::MAX as u64) as i64);
             ctx.rec.intervals.push(&[
@@ -180,7 +205,10 @@ pub fn load_json(ctx: &mut Ctx<'_>, doc: &Report) -> Result<(), ParseError> {
         }
     }
     for es in &doc.end.streams {
-        if let Some(&flow) = flow_of.get(&es.receiver.socket).or_else(|| flow_of.get(&es.sender.socket)) {
+        if let Some(&flow) = flow_of
+            .get(&es.receiver.socket)
+            .or_else(|| flow_of.get(&es.sender.socket))
+        {
             ctx.flows.flows[flow].bytes_received = Some(es.receiver.bytes);
         }
     }
@@ -189,7 +217,8 @@ pub fn load_json(ctx: &mut Ctx<'_>, doc: &Report) -> Result<(), ParseError> {
 
 /// The wall-clock start of a `-J` document, ns since the epoch (iperf3 gives whole seconds).
 pub fn json_origin_ns(doc: &Report) -> Option<i64> {
-    (doc.start.timestamp.timesecs > 0).then(|| doc.start.timestamp.timesecs.saturating_mul(1_000_000_000))
+    (doc.start.timestamp.timesecs > 0)
+        .then(|| doc.start.timestamp.timesecs.saturating_mul(1_000_000_000))
 }
 
 /// iperf3's byte units are binary (unit_snprintf: K = 1024); bit rates decimal.
@@ -226,19 +255,39 @@ impl TextParser {
         if !t.starts_with('[') || t.starts_with("[ ID]") || t.starts_with("[SUM]") {
             return Ok(());
         }
-        let close = t.find(']').ok_or_else(|| ParseError::expected(lineno, "[ ID] at the start of a stream line", line))?;
-        let id = dec(t[1..close].trim().as_bytes()).ok_or_else(|| ParseError::expected(lineno, "a stream id in [ ]", line))?;
+        let close = t.find(']').ok_or_else(|| {
+            ParseError::expected(lineno, "[ ID] at the start of a stream line", line)
+        })?;
+        let id = dec(t[1..close].trim().as_bytes())
+            .ok_or_else(|| ParseError::expected(lineno, "a stream id in [ ]", line))?;
         let words: Vec<&str> = t[close + 1..].split_whitespace().collect();
         if words.first() == Some(&"local") {
             // [  5] local 10.0.0.1 port 43210 connected to 10.0.0.2 port 5201
-            if words.len() < 9 || words[2] != "port" || words[4] != "connected" || words[7] != "port" {
-                return Err(ParseError::expected(lineno, "'local ADDR port N connected to ADDR port N'", line));
+            if words.len() < 9
+                || words[2] != "port"
+                || words[4] != "connected"
+                || words[7] != "port"
+            {
+                return Err(ParseError::expected(
+                    lineno,
+                    "'local ADDR port N connected to ADDR port N'",
+                    line,
+                ));
             }
-            let lport = words[3].parse::<u16>().map_err(|_| ParseError::expected(lineno, "a local port", line))?;
-            let fport = words[8].parse::<u16>().map_err(|_| ParseError::expected(lineno, "a remote port", line))?;
+            let lport = words[3]
+                .parse::<u16>()
+                .map_err(|_| ParseError::expected(lineno, "a local port", line))?;
+            let fport = words[8]
+                .parse::<u16>()
+                .map_err(|_| ParseError::expected(lineno, "a remote port", line))?;
             let (l, f) = ((words[1].to_string(), lport), (words[6].to_string(), fport));
             let (s, r) = if self.reverse { (f, l) } else { (l, f) };
-            let i = ctx.flows.get(&FlowKey { laddr: s.0, lport: s.1, faddr: r.0, fport: r.1 });
+            let i = ctx.flows.get(&FlowKey {
+                laddr: s.0,
+                lport: s.1,
+                faddr: r.0,
+                fport: r.1,
+            });
             ctx.flows.flows[i].has_iperf_intervals = true;
             self.flow_of.insert(id, i);
             return Ok(());
@@ -247,24 +296,57 @@ impl TextParser {
         if words.len() < 6 || words[1] != "sec" {
             return Ok(()); // other bracketed lines (e.g. "[  5] 10.00-10.04 sec ..." are covered; notes are not)
         }
-        let flow = *self.flow_of.get(&id).ok_or_else(|| ParseError::at(lineno, format!("stream [{id}] has intervals but no 'local ... connected to' line before them")))?;
-        let (a, b) = words[0].split_once('-').ok_or_else(|| ParseError::expected(lineno, "an interval START-END", line))?;
-        let (start, end) = (crate::lines::seconds_ns(a.as_bytes()), crate::lines::seconds_ns(b.as_bytes()));
-        let (Some(start), Some(end)) = (start, end) else { return Err(ParseError::expected(lineno, "an interval START-END in seconds", line)) };
-        let bytes = bytes_of(words[2].as_bytes(), words[3].as_bytes()).ok_or_else(|| ParseError::expected(lineno, "a transfer like '112 MBytes'", line))?;
-        if words.last().is_some_and(|w| *w == "sender" || *w == "receiver") {
+        let flow = *self.flow_of.get(&id).ok_or_else(|| {
+            ParseError::at(
+                lineno,
+                format!(
+                    "stream [{id}] has intervals but no 'local ... connected to' line before them"
+                ),
+            )
+        })?;
+        let (a, b) = words[0]
+            .split_once('-')
+            .ok_or_else(|| ParseError::expected(lineno, "an interval START-END", line))?;
+        let (start, end) = (
+            crate::lines::seconds_ns(a.as_bytes()),
+            crate::lines::seconds_ns(b.as_bytes()),
+        );
+        let (Some(start), Some(end)) = (start, end) else {
+            return Err(ParseError::expected(
+                lineno,
+                "an interval START-END in seconds",
+                line,
+            ));
+        };
+        let bytes = bytes_of(words[2].as_bytes(), words[3].as_bytes())
+            .ok_or_else(|| ParseError::expected(lineno, "a transfer like '112 MBytes'", line))?;
+        if words
+            .last()
+            .is_some_and(|w| *w == "sender" || *w == "receiver")
+        {
             if *words.last().unwrap() == "receiver" {
                 ctx.flows.flows[flow].bytes_received = Some(bytes as u64);
             }
             return Ok(());
         }
-        let retr = words.get(6).and_then(|w| w.parse::<i64>().ok()).unwrap_or(-1);
+        let retr = words
+            .get(6)
+            .and_then(|w| w.parse::<i64>().ok())
+            .unwrap_or(-1);
         let cwnd = match (words.get(7), words.get(8)) {
             (Some(v), Some(u)) => bytes_of(v.as_bytes(), u.as_bytes()).unwrap_or(-1),
             _ => -1,
         };
         self.intervals += 1;
-        ctx.rec.intervals.push(&[flow as i64, start + ctx.offset_ns, end + ctx.offset_ns, bytes, retr, cwnd, -1]);
+        ctx.rec.intervals.push(&[
+            flow as i64,
+            start + ctx.offset_ns,
+            end + ctx.offset_ns,
+            bytes,
+            retr,
+            cwnd,
+            -1,
+        ]);
         Ok(())
     }
 }

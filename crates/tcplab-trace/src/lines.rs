@@ -136,7 +136,11 @@ impl std::hash::Hasher for Fnv {
         self.0
     }
     fn write(&mut self, bytes: &[u8]) {
-        let mut h = if self.0 == 0 { 0xcbf2_9ce4_8422_2325 } else { self.0 };
+        let mut h = if self.0 == 0 {
+            0xcbf2_9ce4_8422_2325
+        } else {
+            self.0
+        };
         for &b in bytes {
             h = (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
         }
@@ -233,8 +237,14 @@ pub fn split_fields<'a>(s: &'a [u8], sep: u8, out: &mut Vec<&'a [u8]>) {
 
 /// `s` without leading or trailing spaces and tabs.
 pub fn trim(s: &[u8]) -> &[u8] {
-    let start = s.iter().position(|c| !matches!(c, b' ' | b'\t')).unwrap_or(s.len());
-    let end = s.iter().rposition(|c| !matches!(c, b' ' | b'\t')).map_or(start, |i| i + 1);
+    let start = s
+        .iter()
+        .position(|c| !matches!(c, b' ' | b'\t'))
+        .unwrap_or(s.len());
+    let end = s
+        .iter()
+        .rposition(|c| !matches!(c, b' ' | b'\t'))
+        .map_or(start, |i| i + 1);
     &s[start..end]
 }
 

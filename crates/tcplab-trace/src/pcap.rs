@@ -33,7 +33,14 @@ enum Kind {
 /// Whether `head` (the first bytes of a file) is a pcap or pcapng capture.
 pub fn is_capture(head: &[u8]) -> bool {
     head.len() >= 4
-        && matches!(&head[..4], [0xd4, 0xc3, 0xb2, 0xa1] | [0xa1, 0xb2, 0xc3, 0xd4] | [0x4d, 0x3c, 0xb2, 0xa1] | [0xa1, 0xb2, 0x3c, 0x4d] | [0x0a, 0x0d, 0x0d, 0x0a])
+        && matches!(
+            &head[..4],
+            [0xd4, 0xc3, 0xb2, 0xa1]
+                | [0xa1, 0xb2, 0xc3, 0xd4]
+                | [0x4d, 0x3c, 0xb2, 0xa1]
+                | [0xa1, 0xb2, 0x3c, 0x4d]
+                | [0x0a, 0x0d, 0x0d, 0x0a]
+        )
 }
 
 struct Dir {
@@ -53,8 +60,19 @@ struct Dir {
 
 impl Dir {
     fn new() -> Self {
-        Dir { tracker: None, seq: SeqUnwrap::default(), started: false, snd_max: 0, una: 0, sacked: 0, srtt_us: -1,
-              outstanding: VecDeque::new(), sizes: HashMap::new(), mss_opt: None, ts: false }
+        Dir {
+            tracker: None,
+            seq: SeqUnwrap::default(),
+            started: false,
+            snd_max: 0,
+            una: 0,
+            sacked: 0,
+            srtt_us: -1,
+            outstanding: VecDeque::new(),
+            sizes: HashMap::new(),
+            mss_opt: None,
+            ts: false,
+        }
     }
 }
 
@@ -92,12 +110,20 @@ pub struct PcapParser<R> {
 
 fn u16_at(b: &[u8], i: usize, be: bool) -> u16 {
     let a = [b[i], b[i + 1]];
-    if be { u16::from_be_bytes(a) } else { u16::from_le_bytes(a) }
+    if be {
+        u16::from_be_bytes(a)
+    } else {
+        u16::from_le_bytes(a)
+    }
 }
 
 fn u32_at(b: &[u8], i: usize, be: bool) -> u32 {
     let a = [b[i], b[i + 1], b[i + 2], b[i + 3]];
-    if be { u32::from_be_bytes(a) } else { u32::from_le_bytes(a) }
+    if be {
+        u32::from_be_bytes(a)
+    } else {
+        u32::from_le_bytes(a)
+    }
 }
 
 impl<R: Read> PcapParser<R> {
@@ -106,15 +132,56 @@ impl<R: Read> PcapParser<R> {
         let mut head = [0u8; 24];
         read_full(&mut input, &mut head[..4], 0)?;
         let (kind, big_endian) = match head[..4] {
-            [0xd4, 0xc3, 0xb2, 0xa1] => (Kind::Pcap { big_endian: false, nanos: false }, false),
-            [0xa1, 0xb2, 0xc3, 0xd4] => (Kind::Pcap { big_endian: true, nanos: false }, true),
-            [0x4d, 0x3c, 0xb2, 0xa1] => (Kind::Pcap { big_endian: false, nanos: true }, false),
-            [0xa1, 0xb2, 0x3c, 0x4d] => (Kind::Pcap { big_endian: true, nanos: true }, true),
+            [0xd4, 0xc3, 0xb2, 0xa1] => (
+                Kind::Pcap {
+                    big_endian: false,
+                    nanos: false,
+                },
+                false,
+            ),
+            [0xa1, 0xb2, 0xc3, 0xd4] => (
+                Kind::Pcap {
+                    big_endian: true,
+                    nanos: false,
+                },
+                true,
+            ),
+            [0x4d, 0x3c, 0xb2, 0xa1] => (
+                Kind::Pcap {
+                    big_endian: false,
+                    nanos: true,
+                },
+                false,
+            ),
+            [0xa1, 0xb2, 0x3c, 0x4d] => (
+                Kind::Pcap {
+                    big_endian: true,
+                    nanos: true,
+                },
+                true,
+            ),
             [0x0a, 0x0d, 0x0d, 0x0a] => (Kind::PcapNg, false),
-            _ => return Err(ParseError::expected(0, "a pcap or pcapng magic number at the start of the file", &head[..4])),
+            _ => {
+                return Err(ParseError::expected(
+                    0,
+                    "a pcap or pcapng magic number at the start of the file",
+                    &head[..4],
+                ))
+            }
         };
-        let mut p = PcapParser { input, kind, big_endian, ifaces: Vec::new(), linktype: 0, dirs: FastMap::default(), origin_ns: None,
-                                 buf: Vec::new(), packets: 0, not_tcp: 0, offset: 4 };
+        let mut p = PcapParser {
+            input,
+            kind,
+            big_endian,
+            ifaces: Vec::new(),
+            linktype: 0,
+            dirs: FastMap::default(),
+            origin_ns: None,
+            buf: Vec::new(),
+            packets: 0,
+            not_tcp: 0,
+            offset: 4,
+        };
         match kind {
             Kind::Pcap { .. } => {
                 read_full(&mut p.input, &mut head[4..24], 4)?;
@@ -142,11 +209,25 @@ impl<R: Read> PcapParser<R> {
         self.big_endian = match b[4..8] {
             [0x1a, 0x2b, 0x3c, 0x4d] => true,
             [0x4d, 0x3c, 0x2b, 0x1a] => false,
-            _ => return Err(ParseError::at(0, format!("byte offset {}: pcapng section header without its byte-order magic", self.offset))),
+            _ => {
+                return Err(ParseError::at(
+                    0,
+                    format!(
+                        "byte offset {}: pcapng section header without its byte-order magic",
+                        self.offset
+                    ),
+                ))
+            }
         };
         let len = u32_at(&b, 0, self.big_endian) as usize;
         if !(28..=MAX_BLOCK).contains(&len) || len % 4 != 0 {
-            return Err(ParseError::at(0, format!("byte offset {}: pcapng section header length {len} is not valid", self.offset)));
+            return Err(ParseError::at(
+                0,
+                format!(
+                    "byte offset {}: pcapng section header length {len} is not valid",
+                    self.offset
+                ),
+            ));
         }
         self.skip(len - 12)?;
         self.offset += 8;
@@ -157,20 +238,31 @@ impl<R: Read> PcapParser<R> {
     fn skip(&mut self, n: usize) -> Result<(), ParseError> {
         let copied = std::io::copy(&mut (&mut self.input).take(n as u64), &mut std::io::sink())?;
         if copied as usize != n {
-            return Err(ParseError::at(0, format!("byte offset {}: file ends inside a block", self.offset)));
+            return Err(ParseError::at(
+                0,
+                format!("byte offset {}: file ends inside a block", self.offset),
+            ));
         }
         self.offset += n as u64;
         Ok(())
     }
 
     /// Read up to `budget` packets into the import; Ok(false) at the end of the file.
-    pub fn step(&mut self, ctx: &mut Ctx<'_>, budget: usize, lenient: bool, bad: &mut u64) -> Result<bool, ParseError> {
+    pub fn step(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        budget: usize,
+        lenient: bool,
+        bad: &mut u64,
+    ) -> Result<bool, ParseError> {
         for _ in 0..budget {
             let rec = match self.kind {
                 Kind::Pcap { nanos, .. } => self.next_pcap(nanos)?,
                 Kind::PcapNg => self.next_pcapng()?,
             };
-            let Some((t_abs, linktype)) = rec else { return Ok(false) };
+            let Some((t_abs, linktype)) = rec else {
+                return Ok(false);
+            };
             self.packets += 1;
             let origin = *self.origin_ns.get_or_insert(t_abs);
             let buf = std::mem::take(&mut self.buf);
@@ -195,12 +287,28 @@ impl<R: Read> PcapParser<R> {
             return Ok(None);
         }
         if n < 16 {
-            return Err(ParseError::at(0, format!("byte offset {}: file ends inside a packet header (truncated capture?)", self.offset)));
+            return Err(ParseError::at(
+                0,
+                format!(
+                    "byte offset {}: file ends inside a packet header (truncated capture?)",
+                    self.offset
+                ),
+            ));
         }
         let be = self.big_endian;
-        let (sec, frac, incl) = (u32_at(&h, 0, be) as i64, u32_at(&h, 4, be) as i64, u32_at(&h, 8, be) as usize);
+        let (sec, frac, incl) = (
+            u32_at(&h, 0, be) as i64,
+            u32_at(&h, 4, be) as i64,
+            u32_at(&h, 8, be) as usize,
+        );
         if incl > MAX_RECORD {
-            return Err(ParseError::at(0, format!("byte offset {}: packet record of {incl} bytes (corrupt capture?)", self.offset)));
+            return Err(ParseError::at(
+                0,
+                format!(
+                    "byte offset {}: packet record of {incl} bytes (corrupt capture?)",
+                    self.offset
+                ),
+            ));
         }
         self.buf.resize(incl, 0);
         let off = self.offset + 16;
@@ -218,7 +326,13 @@ impl<R: Read> PcapParser<R> {
                 return Ok(None);
             }
             if n < 8 {
-                return Err(ParseError::at(0, format!("byte offset {}: file ends inside a block header", self.offset)));
+                return Err(ParseError::at(
+                    0,
+                    format!(
+                        "byte offset {}: file ends inside a block header",
+                        self.offset
+                    ),
+                ));
             }
             if h[..4] == [0x0a, 0x0d, 0x0d, 0x0a] {
                 self.offset += 4;
@@ -230,11 +344,25 @@ impl<R: Read> PcapParser<R> {
                 self.big_endian = match bom {
                     [0x1a, 0x2b, 0x3c, 0x4d] => true,
                     [0x4d, 0x3c, 0x2b, 0x1a] => false,
-                    _ => return Err(ParseError::at(0, format!("byte offset {}: pcapng section header without its byte-order magic", self.offset))),
+                    _ => {
+                        return Err(ParseError::at(
+                            0,
+                            format!(
+                            "byte offset {}: pcapng section header without its byte-order magic",
+                            self.offset
+                        ),
+                        ))
+                    }
                 };
                 let len = u32_at(&rest, 0, self.big_endian) as usize;
                 if !(28..=MAX_BLOCK).contains(&len) || len % 4 != 0 {
-                    return Err(ParseError::at(0, format!("byte offset {}: pcapng block length {len} is not valid", self.offset)));
+                    return Err(ParseError::at(
+                        0,
+                        format!(
+                            "byte offset {}: pcapng block length {len} is not valid",
+                            self.offset
+                        ),
+                    ));
                 }
                 self.offset += 8;
                 self.skip(len - 12)?;
@@ -244,7 +372,13 @@ impl<R: Read> PcapParser<R> {
             let be = self.big_endian;
             let (btype, len) = (u32_at(&h, 0, be), u32_at(&h, 4, be) as usize);
             if !(12..=MAX_BLOCK).contains(&len) || len % 4 != 0 {
-                return Err(ParseError::at(0, format!("byte offset {}: pcapng block length {len} is not valid", self.offset)));
+                return Err(ParseError::at(
+                    0,
+                    format!(
+                        "byte offset {}: pcapng block length {len} is not valid",
+                        self.offset
+                    ),
+                ));
             }
             let at = self.offset;
             self.offset += 8;
@@ -255,7 +389,10 @@ impl<R: Read> PcapParser<R> {
             match btype {
                 1 => {
                     if body.len() < 8 {
-                        return Err(ParseError::at(0, format!("byte offset {at}: interface description block too short")));
+                        return Err(ParseError::at(
+                            0,
+                            format!("byte offset {at}: interface description block too short"),
+                        ));
                     }
                     let link = u16_at(body, 0, be);
                     let mut per_s: u64 = 1_000_000;
@@ -267,8 +404,15 @@ impl<R: Read> PcapParser<R> {
                         }
                         if code == 9 && olen >= 1 {
                             let r = body[o + 4];
-                            let (base, exp) = if r & 0x80 != 0 { (2u64, u32::from(r & 0x7f)) } else { (10u64, u32::from(r)) };
-                            per_s = base.checked_pow(exp).filter(|&v| v > 0).unwrap_or(1_000_000);
+                            let (base, exp) = if r & 0x80 != 0 {
+                                (2u64, u32::from(r & 0x7f))
+                            } else {
+                                (10u64, u32::from(r))
+                            };
+                            per_s = base
+                                .checked_pow(exp)
+                                .filter(|&v| v > 0)
+                                .unwrap_or(1_000_000);
                         }
                         o += 4 + olen.div_ceil(4) * 4;
                     }
@@ -276,18 +420,26 @@ impl<R: Read> PcapParser<R> {
                 }
                 6 => {
                     if body.len() < 20 {
-                        return Err(ParseError::at(0, format!("byte offset {at}: enhanced packet block too short")));
+                        return Err(ParseError::at(
+                            0,
+                            format!("byte offset {at}: enhanced packet block too short"),
+                        ));
                     }
                     let iface = u32_at(body, 0, be) as usize;
-                    let ts = (u64::from(u32_at(body, 4, be)) << 32) | u64::from(u32_at(body, 8, be));
+                    let ts =
+                        (u64::from(u32_at(body, 4, be)) << 32) | u64::from(u32_at(body, 8, be));
                     let cap = u32_at(body, 12, be) as usize;
                     let Some(&(link, per_s)) = self.ifaces.get(iface) else {
                         return Err(ParseError::at(0, format!("byte offset {at}: packet on interface {iface}, which no interface block described")));
                     };
                     if 20 + cap > body.len() {
-                        return Err(ParseError::at(0, format!("byte offset {at}: packet data longer than its block")));
+                        return Err(ParseError::at(
+                            0,
+                            format!("byte offset {at}: packet data longer than its block"),
+                        ));
                     }
-                    let t = (i128::from(ts) * 1_000_000_000 / i128::from(per_s)).min(i128::from(i64::MAX)) as i64;
+                    let t = (i128::from(ts) * 1_000_000_000 / i128::from(per_s))
+                        .min(i128::from(i64::MAX)) as i64;
                     self.buf.copy_within(20..20 + cap, 0);
                     self.buf.truncate(cap);
                     return Ok(Some((t, link)));
@@ -297,7 +449,13 @@ impl<R: Read> PcapParser<R> {
         }
     }
 
-    fn packet(&mut self, ctx: &mut Ctx<'_>, t_ns: i64, linktype: u16, frame: &[u8]) -> Result<(), ParseError> {
+    fn packet(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        t_ns: i64,
+        linktype: u16,
+        frame: &[u8],
+    ) -> Result<(), ParseError> {
         let Some(seg) = parse_frame(linktype, frame) else {
             self.not_tcp += 1;
             return Ok(());
@@ -324,7 +482,12 @@ impl<R: Read> PcapParser<R> {
             let end = rel + seg.payload;
             let retx = rel < d.snd_max;
             if d.tracker.is_none() {
-                let i = ctx.flows.get(&FlowKey { laddr: seg.src.to_string(), lport: seg.sport, faddr: seg.dst.to_string(), fport: seg.dport });
+                let i = ctx.flows.get(&FlowKey {
+                    laddr: seg.src.to_string(),
+                    lport: seg.sport,
+                    faddr: seg.dst.to_string(),
+                    fport: seg.dport,
+                });
                 let mut tr = Tracker::new(i, 0, ctx.interval_ns);
                 tr.acked_bytes = true;
                 d.tracker = Some(tr);
@@ -346,7 +509,10 @@ impl<R: Read> PcapParser<R> {
             let peer_mss = opts.mss;
             if let Some(r) = self.dirs.get_mut(&rev) {
                 if syn {
-                    r.mss_opt = match (r.mss_opt, peer_mss) { (Some(a), Some(b)) => Some(a.min(b)), (a, b) => a.or(b) };
+                    r.mss_opt = match (r.mss_opt, peer_mss) {
+                        (Some(a), Some(b)) => Some(a.min(b)),
+                        (a, b) => a.or(b),
+                    };
                 }
                 if r.started && r.tracker.is_some() {
                     let a = r.seq.unwrap(seg.ack);
@@ -358,7 +524,11 @@ impl<R: Read> PcapParser<R> {
                         }
                         if let Some((sent, false)) = newest {
                             let sample_us = (t_ns - sent) / 1000;
-                            r.srtt_us = if r.srtt_us < 0 { sample_us } else { (7 * r.srtt_us + sample_us) / 8 };
+                            r.srtt_us = if r.srtt_us < 0 {
+                                sample_us
+                            } else {
+                                (7 * r.srtt_us + sample_us) / 8
+                            };
                         }
                         r.una = a;
                     }
@@ -372,8 +542,21 @@ impl<R: Read> PcapParser<R> {
                     r.sacked = sacked;
                     let (una, snd_max, srtt) = (r.una, r.snd_max, r.srtt_us);
                     let tr = r.tracker.as_mut().expect("checked");
-                    tr.sample(ctx.rec, Sample { t_ns, cwnd_bytes: -1, ssthresh_bytes: -1, snd_una: una, snd_nxt: snd_max,
-                        flight_bytes: (snd_max - una - sacked).max(0), srtt_us: srtt, rto_us: -1, state: OPEN }, true);
+                    tr.sample(
+                        ctx.rec,
+                        Sample {
+                            t_ns,
+                            cwnd_bytes: -1,
+                            ssthresh_bytes: -1,
+                            snd_una: una,
+                            snd_nxt: snd_max,
+                            flight_bytes: (snd_max - una - sacked).max(0),
+                            srtt_us: srtt,
+                            rto_us: -1,
+                            state: OPEN,
+                        },
+                        true,
+                    );
                 }
             }
         }
@@ -389,7 +572,11 @@ impl<R: Read> PcapParser<R> {
             let flow = tr.flow as usize;
             let mss = match d.mss_opt {
                 Some(m) => m.saturating_sub(if d.ts { 12 } else { 0 }),
-                None => d.sizes.iter().max_by_key(|(s, n)| (**n, **s)).map_or(0, |(s, _)| (*s).clamp(0, i64::from(u32::MAX)) as u32),
+                None => d
+                    .sizes
+                    .iter()
+                    .max_by_key(|(s, n)| (**n, **s))
+                    .map_or(0, |(s, _)| (*s).clamp(0, i64::from(u32::MAX)) as u32),
             };
             if mss > 0 {
                 ctx.flows.flows[flow].mss.get_or_insert(mss);
@@ -415,7 +602,10 @@ fn read_some<R: Read>(r: &mut R, buf: &mut [u8]) -> Result<usize, ParseError> {
 
 fn read_full<R: Read>(r: &mut R, buf: &mut [u8], offset: u64) -> Result<(), ParseError> {
     if read_some(r, buf)? < buf.len() {
-        return Err(ParseError::at(0, format!("byte offset {offset}: file ends inside a record (truncated capture?)")));
+        return Err(ParseError::at(
+            0,
+            format!("byte offset {offset}: file ends inside a record (truncated capture?)"),
+        ));
     }
     Ok(())
 }
@@ -432,7 +622,8 @@ fn parse_frame(linktype: u16, f: &[u8]) -> Option<Seg<'_>> {
             (f.get(o + 2..)?, et)
         }
         0 => {
-            let fam = u32::from_le_bytes(f.get(..4)?.try_into().ok()?).min(u32::from_be_bytes(f.get(..4)?.try_into().ok()?));
+            let fam = u32::from_le_bytes(f.get(..4)?.try_into().ok()?)
+                .min(u32::from_be_bytes(f.get(..4)?.try_into().ok()?));
             (f.get(4..)?, if fam == 2 { 0x0800 } else { 0x86dd })
         }
         101 | 12 | 14 | 228 | 229 => {
@@ -456,14 +647,22 @@ fn parse_frame(linktype: u16, f: &[u8]) -> Option<Seg<'_>> {
             }
             let a = ip.get(12..20)?;
             let (s4, d4): ([u8; 4], [u8; 4]) = (a[..4].try_into().ok()?, a[4..].try_into().ok()?);
-            (IpAddr::from(s4), IpAddr::from(d4), ip.get(ihl..)?, total - ihl)
+            (
+                IpAddr::from(s4),
+                IpAddr::from(d4),
+                ip.get(ihl..)?,
+                total - ihl,
+            )
         }
         0x86dd => {
             if ip.first()? >> 4 != 6 || *ip.get(6)? != 6 {
                 return None;
             }
             let plen = usize::from(u16::from_be_bytes([*ip.get(4)?, *ip.get(5)?]));
-            let (s6, d6): ([u8; 16], [u8; 16]) = (ip.get(8..24)?.try_into().ok()?, ip.get(24..40)?.try_into().ok()?);
+            let (s6, d6): ([u8; 16], [u8; 16]) = (
+                ip.get(8..24)?.try_into().ok()?,
+                ip.get(24..40)?.try_into().ok()?,
+            );
             (IpAddr::from(s6), IpAddr::from(d6), ip.get(40..)?, plen)
         }
         _ => return None,
@@ -495,7 +694,12 @@ struct Opts {
 /// TCP options (RFC 9293 §3.2, RFC 2018 SACK, RFC 7323 timestamps); a snap length that cut the
 /// options short ends the walk.
 fn tcp_options(o: &[u8]) -> Opts {
-    let mut r = Opts { mss: None, ts: None, sack: [(0, 0); 4], nsack: 0 };
+    let mut r = Opts {
+        mss: None,
+        ts: None,
+        sack: [(0, 0); 4],
+        nsack: 0,
+    };
     let mut i = 0;
     while i < o.len() {
         match o[i] {
@@ -510,10 +714,18 @@ fn tcp_options(o: &[u8]) -> Opts {
                 let v = &o[i + 2..i + len];
                 match (kind, len) {
                     (2, 4) => r.mss = Some(u32::from(u16::from_be_bytes([v[0], v[1]]))),
-                    (8, 10) => r.ts = Some((u32::from_be_bytes([v[0], v[1], v[2], v[3]]), u32::from_be_bytes([v[4], v[5], v[6], v[7]]))),
+                    (8, 10) => {
+                        r.ts = Some((
+                            u32::from_be_bytes([v[0], v[1], v[2], v[3]]),
+                            u32::from_be_bytes([v[4], v[5], v[6], v[7]]),
+                        ))
+                    }
                     (5, _) => {
                         for blk in v.chunks_exact(8).take(4) {
-                            r.sack[r.nsack] = (u32::from_be_bytes([blk[0], blk[1], blk[2], blk[3]]), u32::from_be_bytes([blk[4], blk[5], blk[6], blk[7]]));
+                            r.sack[r.nsack] = (
+                                u32::from_be_bytes([blk[0], blk[1], blk[2], blk[3]]),
+                                u32::from_be_bytes([blk[4], blk[5], blk[6], blk[7]]),
+                            );
                             r.nsack += 1;
                         }
                     }

@@ -41,7 +41,10 @@ impl Table {
     /// Take the buffered columns, leaving the table empty.
     pub fn take(&mut self) -> Vec<Vec<i64>> {
         // The next batch is likely as large: start it with this one's capacity.
-        self.data.iter_mut().map(|c| std::mem::replace(c, Vec::with_capacity(c.len()))).collect()
+        self.data
+            .iter_mut()
+            .map(|c| std::mem::replace(c, Vec::with_capacity(c.len())))
+            .collect()
     }
 
     /// One buffered column by name (tests).

@@ -69,7 +69,11 @@ pub struct Header {
 /// Parse the first line of a SIFTR/SIFTR2 log.
 pub fn parse_header(line: &[u8]) -> Result<Header, ParseError> {
     if !line.starts_with(b"enable_time_secs=") {
-        return Err(ParseError::expected(1, "a SIFTR header line (enable_time_secs=... siftrver=...)", line));
+        return Err(ParseError::expected(
+            1,
+            "a SIFTR header line (enable_time_secs=... siftrver=...)",
+            line,
+        ));
     }
     let mut h = Header::default();
     let (mut secs, mut usecs) = (None, 0);
@@ -91,12 +95,18 @@ pub fn parse_header(line: &[u8]) -> Result<Header, ParseError> {
     }
     let secs = secs.ok_or_else(|| ParseError::expected(1, "enable_time_secs=<seconds>", line))?;
     if h.version.is_empty() {
-        return Err(ParseError::expected(1, "siftrver=<version> in the header", line));
+        return Err(ParseError::expected(
+            1,
+            "siftrver=<version> in the header",
+            line,
+        ));
     }
     if binary {
         return Err(ParseError::at(1, "binary SIFTR2 records are not supported: log with net.inet.siftr2.enable_binary_record=0"));
     }
-    h.enable_ns = (secs as i64).saturating_mul(1_000_000_000).saturating_add(usecs as i64 * 1000);
+    h.enable_ns = (secs as i64)
+        .saturating_mul(1_000_000_000)
+        .saturating_add(usecs as i64 * 1000);
     Ok(h)
 }
 
@@ -116,7 +126,9 @@ pub struct FooterFlow {
 /// The footer's flow_list: flowid (as written) -> flow.
 pub fn parse_flow_list(footer: &[u8]) -> HashMap<Vec<u8>, FooterFlow> {
     let mut out = HashMap::new();
-    let Some(i) = find(footer, b"flow_list=") else { return out };
+    let Some(i) = find(footer, b"flow_list=") else {
+        return out;
+    };
     let mut f = Vec::new();
     for entry in footer[i + 10..].split(|&c| c == b';') {
         split_fields(entry, b',', &mut f);
@@ -125,7 +137,10 @@ pub fn parse_flow_list(footer: &[u8]) -> HashMap<Vec<u8>, FooterFlow> {
             13 => (f[0], &f[1..]),
             _ => continue,
         };
-        let (Some(lport), Some(fport), Some(mss)) = (dec(rest[1]), dec(rest[3]), dec(rest[6])) else { continue };
+        let (Some(lport), Some(fport), Some(mss)) = (dec(rest[1]), dec(rest[3]), dec(rest[6]))
+        else {
+            continue;
+        };
         let stack = match rest[4] {
             b"0" | b"freebsd" => "freebsd".to_string(),
             b"1" | b"rack" => "freebsd-rack".to_string(),
@@ -136,17 +151,20 @@ pub fn parse_flow_list(footer: &[u8]) -> HashMap<Vec<u8>, FooterFlow> {
             (13, b"1") => "newreno".to_string(),
             (_, other) => String::from_utf8_lossy(other).into_owned(),
         };
-        out.insert(key.to_vec(), FooterFlow {
-            key: FlowKey {
-                laddr: String::from_utf8_lossy(rest[0]).into_owned(),
-                lport: lport.min(65535) as u16,
-                faddr: String::from_utf8_lossy(rest[2]).into_owned(),
-                fport: fport.min(65535) as u16,
+        out.insert(
+            key.to_vec(),
+            FooterFlow {
+                key: FlowKey {
+                    laddr: String::from_utf8_lossy(rest[0]).into_owned(),
+                    lport: lport.min(65535) as u16,
+                    faddr: String::from_utf8_lossy(rest[2]).into_owned(),
+                    fport: fport.min(65535) as u16,
+                },
+                stack,
+                cc,
+                mss: mss.min(u64::from(u32::MAX)) as u32,
             },
-            stack,
-            cc,
-            mss: mss.min(u64::from(u32::MAX)) as u32,
-        });
+        );
     }
     out
 }
@@ -175,7 +193,10 @@ pub fn read_footer<F: Read + Seek>(file: &mut F) -> std::io::Result<Option<Vec<u
         pos = at + 1;
     }
     Ok(found.map(|at| {
-        let end = tail[at..].iter().position(|&c| c == b'\n').map_or(tail.len(), |e| at + e);
+        let end = tail[at..]
+            .iter()
+            .position(|&c| c == b'\n')
+            .map_or(tail.len(), |e| at + e);
         tail[at..end].to_vec()
     }))
 }
@@ -215,8 +236,12 @@ impl Layout {
     fn what(self) -> &'static str {
         match self {
             Layout::Stock => "27 comma-separated fields (stock siftr: dir,time,laddr,lport,...)",
-            Layout::Siftr2Dec => "21 comma-separated fields (SIFTR2 <= 2.2: dir,time,flowid,cwnd,...)",
-            Layout::Siftr2Hex => "18 comma-separated hex fields (SIFTR2 >= 2.3: flowid,dir,ms,cwnd,...)",
+            Layout::Siftr2Dec => {
+                "21 comma-separated fields (SIFTR2 <= 2.2: dir,time,flowid,cwnd,...)"
+            }
+            Layout::Siftr2Hex => {
+                "18 comma-separated hex fields (SIFTR2 >= 2.3: flowid,dir,ms,cwnd,...)"
+            }
         }
     }
 }
@@ -289,8 +314,22 @@ impl SiftrParser {
         let fields = &self.fields;
         let f = |i: usize| crate::lines::trim(&line[fields[i].0..fields[i].1]);
         let num = |i: usize| -> Result<u64, ParseError> {
-            let v = if layout == Layout::Siftr2Hex { hex(f(i)) } else { dec(f(i)) };
-            v.ok_or_else(|| ParseError::expected(lineno, if layout == Layout::Siftr2Hex { "a hex number" } else { "a number" }, f(i)))
+            let v = if layout == Layout::Siftr2Hex {
+                hex(f(i))
+            } else {
+                dec(f(i))
+            };
+            v.ok_or_else(|| {
+                ParseError::expected(
+                    lineno,
+                    if layout == Layout::Siftr2Hex {
+                        "a hex number"
+                    } else {
+                        "a number"
+                    },
+                    f(i),
+                )
+            })
         };
         // The flow's key as written: the flowid, or (stock) the span from laddr to fport.
         let (dir_i, key): (usize, &[u8]) = match layout {
@@ -306,48 +345,102 @@ impl SiftrParser {
         let t_ns = match layout {
             Layout::Siftr2Hex => num(2)? as i64 * 1_000_000,
             _ => {
-                let abs = seconds_ns(f(1)).ok_or_else(|| ParseError::expected(lineno, "a time sec.usec", f(1)))?;
-                if abs >= self.header.enable_ns { abs - self.header.enable_ns } else { abs }
+                let abs = seconds_ns(f(1))
+                    .ok_or_else(|| ParseError::expected(lineno, "a time sec.usec", f(1)))?;
+                if abs >= self.header.enable_ns {
+                    abs - self.header.enable_ns
+                } else {
+                    abs
+                }
             }
         };
         // (cwnd, ssthresh, srtt, rto, flight, t_flags, seq, ack, data_sz, mss)
         let (cwnd, ssth, srtt, rto, flight, tflags, seq, ack, data, mss_here) = match layout {
-            Layout::Stock => (num(7)?, num(6)?, num(15)?, num(18)?, num(23)?, num(17)?, None, None, None, Some(num(14)?)),
-            Layout::Siftr2Dec => (num(3)?, num(4)?, num(10)?, num(11)?, num(16)?, num(7)?, Some(num(18)?), Some(num(19)?), Some(num(20)?), None),
-            Layout::Siftr2Hex => (num(3)?, num(4)?, num(5)?, num(11)?, num(16)?, num(9)?, None, None, Some(num(6)?), None),
+            Layout::Stock => (
+                num(7)?,
+                num(6)?,
+                num(15)?,
+                num(18)?,
+                num(23)?,
+                num(17)?,
+                None,
+                None,
+                None,
+                Some(num(14)?),
+            ),
+            Layout::Siftr2Dec => (
+                num(3)?,
+                num(4)?,
+                num(10)?,
+                num(11)?,
+                num(16)?,
+                num(7)?,
+                Some(num(18)?),
+                Some(num(19)?),
+                Some(num(20)?),
+                None,
+            ),
+            Layout::Siftr2Hex => (
+                num(3)?,
+                num(4)?,
+                num(5)?,
+                num(11)?,
+                num(16)?,
+                num(9)?,
+                None,
+                None,
+                Some(num(6)?),
+                None,
+            ),
         };
         if !self.flows.contains_key(key) {
-            {
-                let (idx, mss) = match (layout, self.footer.get(key)) {
-                    (Layout::Stock, _) => {
-                        let k = FlowKey {
-                            laddr: String::from_utf8_lossy(f(2)).into_owned(),
-                            lport: dec(f(3)).unwrap_or(0).min(65535) as u16,
-                            faddr: String::from_utf8_lossy(f(4)).into_owned(),
-                            fport: dec(f(5)).unwrap_or(0).min(65535) as u16,
-                        };
-                        let i = ctx.flows.get(&k);
-                        ctx.flows.flows[i].stack.get_or_insert_with(|| "freebsd".into());
-                        (i, mss_here.unwrap_or(0) as u32)
-                    }
-                    (_, Some(ff)) => {
-                        let i = ctx.flows.get(&ff.key);
-                        let info = &mut ctx.flows.flows[i];
-                        info.stack.get_or_insert_with(|| ff.stack.clone());
-                        info.cc.get_or_insert_with(|| ff.cc.clone());
-                        (i, ff.mss)
-                    }
-                    (_, None) => (ctx.flows.labelled(&format!("siftr2:{}", String::from_utf8_lossy(key))), 0),
-                };
-                if mss > 0 {
-                    ctx.flows.flows[idx].mss.get_or_insert(mss);
+            let (idx, mss) = match (layout, self.footer.get(key)) {
+                (Layout::Stock, _) => {
+                    let k = FlowKey {
+                        laddr: String::from_utf8_lossy(f(2)).into_owned(),
+                        lport: dec(f(3)).unwrap_or(0).min(65535) as u16,
+                        faddr: String::from_utf8_lossy(f(4)).into_owned(),
+                        fport: dec(f(5)).unwrap_or(0).min(65535) as u16,
+                    };
+                    let i = ctx.flows.get(&k);
+                    ctx.flows.flows[i]
+                        .stack
+                        .get_or_insert_with(|| "freebsd".into());
+                    (i, mss_here.unwrap_or(0) as u32)
                 }
-                // Stock SIFTR has neither sequence numbers nor payload sizes: no interval table.
-                let interval_ns = if layout == Layout::Stock { 0 } else { ctx.interval_ns };
-                let mut tracker = Tracker::new(idx, i64::from(mss), interval_ns);
-                tracker.acked_bytes = seq.is_some();
-                self.flows.insert(key.to_vec(), FlowState { tracker, seq: SeqUnwrap::default(), snd_max: 0, una: -1 });
+                (_, Some(ff)) => {
+                    let i = ctx.flows.get(&ff.key);
+                    let info = &mut ctx.flows.flows[i];
+                    info.stack.get_or_insert_with(|| ff.stack.clone());
+                    info.cc.get_or_insert_with(|| ff.cc.clone());
+                    (i, ff.mss)
+                }
+                (_, None) => (
+                    ctx.flows
+                        .labelled(&format!("siftr2:{}", String::from_utf8_lossy(key))),
+                    0,
+                ),
+            };
+            if mss > 0 {
+                ctx.flows.flows[idx].mss.get_or_insert(mss);
             }
+            // Stock SIFTR has neither sequence numbers nor payload sizes: no interval table.
+            let interval_ns = if layout == Layout::Stock {
+                0
+            } else {
+                ctx.interval_ns
+            };
+            let mut tracker = Tracker::new(idx, i64::from(mss), interval_ns);
+            tracker.acked_bytes = seq.is_some();
+            self.flows.insert(
+                key.to_vec(),
+                FlowState {
+                    tracker,
+                    seq: SeqUnwrap::default(),
+                    snd_max: 0,
+                    una: -1,
+                },
+            );
         }
         let st = self.flows.get_mut(key).expect("inserted above");
         let t_ns = t_ns + ctx.offset_ns;
@@ -376,7 +469,7 @@ impl SiftrParser {
             st.una = st.una.max(st.seq.unwrap(a as u32));
         }
         let ssthresh = ssthresh_bytes(ssth);
-        let state = freebsd_state(st.tracker_state(), tflags, cwnd as i64, ssthresh, mss);
+        let state = freebsd_state(st.tracker.state(), tflags, cwnd as i64, ssthresh, mss);
         let sample = Sample {
             t_ns,
             cwnd_bytes: cwnd as i64,
@@ -394,15 +487,13 @@ impl SiftrParser {
 
     /// Derived intervals of every flow, closed at their last record.
     pub fn finish(self) -> Vec<(usize, Vec<[i64; 7]>)> {
-        let mut v: Vec<_> = self.flows.into_values().map(|st| (st.tracker.flow as usize, st.tracker.finish())).collect();
+        let mut v: Vec<_> = self
+            .flows
+            .into_values()
+            .map(|st| (st.tracker.flow as usize, st.tracker.finish()))
+            .collect();
         v.sort_by_key(|(f, _)| *f);
         v
-    }
-}
-
-impl FlowState {
-    fn tracker_state(&self) -> i64 {
-        self.tracker.state()
     }
 }
 
@@ -422,7 +513,9 @@ impl PlotParser {
     /// A parser whose flow is `label`, with `mss` bytes if known (0: estimated from the sends).
     pub fn new(ctx: &mut Ctx<'_>, label: &str, mss: u32) -> Self {
         let flow = ctx.flows.labelled(label);
-        ctx.flows.flows[flow].stack.get_or_insert_with(|| "freebsd".into());
+        ctx.flows.flows[flow]
+            .stack
+            .get_or_insert_with(|| "freebsd".into());
         if mss > 0 {
             ctx.flows.flows[flow].mss = Some(mss);
         }
@@ -438,7 +531,9 @@ impl PlotParser {
 
     /// One line.
     pub fn line(&mut self, ctx: &mut Ctx<'_>, lineno: u64, line: &[u8]) -> Result<(), ParseError> {
-        let mut it = line.split(|c| c.is_ascii_whitespace()).filter(|t| !t.is_empty());
+        let mut it = line
+            .split(|c| c.is_ascii_whitespace())
+            .filter(|t| !t.is_empty());
         let Some(dir) = it.next() else { return Ok(()) };
         if dir.starts_with(b"#") {
             return Ok(());
@@ -446,12 +541,29 @@ impl PlotParser {
         let outbound = match dir {
             b"o" => true,
             b"i" => false,
-            _ => return Err(ParseError::expected(lineno, "direction i or o starting a plot line", line)),
+            _ => {
+                return Err(ParseError::expected(
+                    lineno,
+                    "direction i or o starting a plot line",
+                    line,
+                ))
+            }
         };
         let mut nums = [0u64; 5];
-        let t = it.next().and_then(seconds_ns).ok_or_else(|| ParseError::expected(lineno, "a time in seconds as the 2nd field", line))?;
-        for (k, name) in ["cwnd", "ssthresh", "th_seq", "th_ack", "data_size"].iter().enumerate() {
-            nums[k] = it.next().and_then(dec).ok_or_else(|| ParseError::expected(lineno, &format!("{name} (a number) as field {}", k + 3), line))?;
+        let t = it.next().and_then(seconds_ns).ok_or_else(|| {
+            ParseError::expected(lineno, "a time in seconds as the 2nd field", line)
+        })?;
+        for (k, name) in ["cwnd", "ssthresh", "th_seq", "th_ack", "data_size"]
+            .iter()
+            .enumerate()
+        {
+            nums[k] = it.next().and_then(dec).ok_or_else(|| {
+                ParseError::expected(
+                    lineno,
+                    &format!("{name} (a number) as field {}", k + 3),
+                    line,
+                )
+            })?;
         }
         let mut tflags = 0;
         for tok in it {
@@ -481,17 +593,32 @@ impl PlotParser {
         let ssthresh = ssthresh_bytes(ssth);
         let mss = self.tracker.mss;
         let state = freebsd_state(self.tracker.state(), tflags, cwnd as i64, ssthresh, mss);
-        self.tracker.sample(ctx.rec, Sample {
-            t_ns, cwnd_bytes: cwnd as i64, ssthresh_bytes: ssthresh, snd_una: self.una.max(0), snd_nxt: self.snd_max,
-            flight_bytes: self.snd_max - self.una.max(0), srtt_us: -1, rto_us: -1, state,
-        }, true);
+        self.tracker.sample(
+            ctx.rec,
+            Sample {
+                t_ns,
+                cwnd_bytes: cwnd as i64,
+                ssthresh_bytes: ssthresh,
+                snd_una: self.una.max(0),
+                snd_nxt: self.snd_max,
+                flight_bytes: self.snd_max - self.una.max(0),
+                srtt_us: -1,
+                rto_us: -1,
+                state,
+            },
+            true,
+        );
         Ok(())
     }
 
     /// Derived intervals; the MSS, if unknown, becomes the most common send size.
     pub fn finish(self, ctx: &mut Ctx<'_>) -> Vec<(usize, Vec<[i64; 7]>)> {
         if ctx.flows.flows[self.flow].mss.is_none() {
-            let mode = self.sizes.iter().max_by_key(|(size, n)| (**n, **size)).map(|(s, _)| *s);
+            let mode = self
+                .sizes
+                .iter()
+                .max_by_key(|(size, n)| (**n, **size))
+                .map(|(s, _)| *s);
             if let Some(m) = mode {
                 ctx.flows.flows[self.flow].mss = Some(m.clamp(1, i64::from(u32::MAX)) as u32);
             }
@@ -506,11 +633,18 @@ mod tests {
 
     #[test]
     fn rto_is_recognised_by_a_one_segment_window_outside_fast_recovery() {
-        assert_eq!(freebsd_state(OPEN, TF_FASTRECOVERY | TF_CONGRECOVERY, 1448, 50_000, 1448), RECOVERY);
+        assert_eq!(
+            freebsd_state(OPEN, TF_FASTRECOVERY | TF_CONGRECOVERY, 1448, 50_000, 1448),
+            RECOVERY
+        );
         assert_eq!(freebsd_state(OPEN, 0, 1448, 50_000, 1448), LOSS);
         assert_eq!(freebsd_state(LOSS, 0, 20_000, 50_000, 1448), LOSS);
         assert_eq!(freebsd_state(LOSS, 0, 50_000, 50_000, 1448), OPEN);
-        assert_eq!(freebsd_state(OPEN, TF_CONGRECOVERY, 20_000, 50_000, 1448), OPEN, "ECN CWR alone is no loss episode");
+        assert_eq!(
+            freebsd_state(OPEN, TF_CONGRECOVERY, 20_000, 50_000, 1448),
+            OPEN,
+            "ECN CWR alone is no loss episode"
+        );
     }
 
     #[test]
@@ -528,7 +662,13 @@ mod tests {
         let b = parse_flow_list(v24);
         let fa = &a[&b"0a0b0c0d".to_vec()];
         let fb = &b[&b"0a0b0c0d".to_vec()];
-        assert_eq!((fa.stack.as_str(), fa.cc.as_str(), fa.mss), ("freebsd-rack", "cubic", 1448));
-        assert_eq!((fb.stack.as_str(), fb.cc.as_str(), fb.key.lport), ("freebsd", "newreno", 54321));
+        assert_eq!(
+            (fa.stack.as_str(), fa.cc.as_str(), fa.mss),
+            ("freebsd-rack", "cubic", 1448)
+        );
+        assert_eq!(
+            (fb.stack.as_str(), fb.cc.as_str(), fb.key.lport),
+            ("freebsd", "newreno", 54321)
+        );
     }
 }

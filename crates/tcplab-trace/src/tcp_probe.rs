@@ -54,14 +54,28 @@ fn endpoint(v: &[u8]) -> Option<(String, u16)> {
     let i = v.iter().rposition(|&c| c == b':')?;
     let port = dec(&v[i + 1..])?;
     let addr = &v[..i];
-    let addr = addr.strip_prefix(b"[").and_then(|a| a.strip_suffix(b"]")).unwrap_or(addr);
-    Some((String::from_utf8_lossy(addr).into_owned(), port.min(65535) as u16))
+    let addr = addr
+        .strip_prefix(b"[")
+        .and_then(|a| a.strip_suffix(b"]"))
+        .unwrap_or(addr);
+    Some((
+        String::from_utf8_lossy(addr).into_owned(),
+        port.min(65535) as u16,
+    ))
 }
 
 impl ProbeParser {
     /// A parser; cwnd and ssthresh in packets become bytes with `mss` (the trace does not carry it).
     pub fn new(mss: u32) -> Self {
-        ProbeParser { mss: if mss > 0 { mss } else { DEFAULT_MSS }, flows: HashMap::new(), states: Vec::new(), probes: 0, state_changes: 0, origin_ns: None, raw_keys: FastMap::default() }
+        ProbeParser {
+            mss: if mss > 0 { mss } else { DEFAULT_MSS },
+            flows: HashMap::new(),
+            states: Vec::new(),
+            probes: 0,
+            state_changes: 0,
+            origin_ns: None,
+            raw_keys: FastMap::default(),
+        }
     }
 
     fn state(&mut self, ctx: &mut Ctx<'_>, key: &FlowKey) -> usize {
@@ -73,7 +87,14 @@ impl ProbeParser {
         let info = &mut ctx.flows.flows[i];
         info.mss.get_or_insert(mss);
         info.stack.get_or_insert_with(|| "linux".into());
-        self.states.push(FlowState { tracker: Tracker::new(i, i64::from(mss), ctx.interval_ns), seq: SeqUnwrap::default(), snd_max: 0, ca_state: None, last_ssthresh: -1, last_cwnd: 0 });
+        self.states.push(FlowState {
+            tracker: Tracker::new(i, i64::from(mss), ctx.interval_ns),
+            seq: SeqUnwrap::default(),
+            snd_max: 0,
+            ca_state: None,
+            last_ssthresh: -1,
+            last_cwnd: 0,
+        });
         self.flows.insert(key.clone(), self.states.len() - 1);
         self.states.len() - 1
     }
@@ -91,18 +112,49 @@ impl ProbeParser {
             return Ok(());
         };
         let ts = line[..at].rsplit(|&c| c == b' ').next().unwrap_or(b"");
-        let t_abs = seconds_ns(ts).ok_or_else(|| ParseError::expected(lineno, "a timestamp (seconds) before the event name", ts))?;
+        let t_abs = seconds_ns(ts).ok_or_else(|| {
+            ParseError::expected(lineno, "a timestamp (seconds) before the event name", ts)
+        })?;
         let origin = *self.origin_ns.get_or_insert(t_abs);
         let t_ns = t_abs - origin + ctx.offset_ns;
         let body = &line[at..];
         let mut kv: [Option<&[u8]>; 12] = [None; 12];
-        const KEYS: [&[u8]; 12] = [b"src", b"dest", b"snd_nxt", b"snd_una", b"snd_cwnd", b"ssthresh", b"srtt", b"sport", b"dport", b"saddr", b"daddr", b"cong_state"];
+        const KEYS: [&[u8]; 12] = [
+            b"src",
+            b"dest",
+            b"snd_nxt",
+            b"snd_una",
+            b"snd_cwnd",
+            b"ssthresh",
+            b"srtt",
+            b"sport",
+            b"dport",
+            b"saddr",
+            b"daddr",
+            b"cong_state",
+        ];
         for (k, v) in key_values(body) {
             if let Some(j) = KEYS.iter().position(|x| *x == k) {
                 kv[j] = Some(v);
             }
         }
-        let need = |j: usize| kv[j].ok_or_else(|| ParseError::expected(lineno, &format!("{}=... in the {} line", String::from_utf8_lossy(KEYS[j]), if event == 0 { "tcp_probe" } else { "tcp_cong_state_set" }), line));
+        let need = |j: usize| {
+            kv[j].ok_or_else(|| {
+                ParseError::expected(
+                    lineno,
+                    &format!(
+                        "{}=... in the {} line",
+                        String::from_utf8_lossy(KEYS[j]),
+                        if event == 0 {
+                            "tcp_probe"
+                        } else {
+                            "tcp_cong_state_set"
+                        }
+                    ),
+                    line,
+                )
+            })
+        };
         if event == 1 {
             self.state_changes += 1;
             let bad = |what: &str| ParseError::expected(lineno, what, line);
@@ -131,19 +183,33 @@ impl ProbeParser {
         let k = match self.raw_keys.get(raw) {
             Some(&k) => k,
             None => {
-                let (laddr, lport) = endpoint(src).ok_or_else(|| ParseError::expected(lineno, "src=ADDR:PORT", line))?;
-                let (faddr, fport) = endpoint(dst).ok_or_else(|| ParseError::expected(lineno, "dest=ADDR:PORT", line))?;
-                let k = self.state(ctx, &FlowKey { laddr, lport, faddr, fport });
+                let (laddr, lport) = endpoint(src)
+                    .ok_or_else(|| ParseError::expected(lineno, "src=ADDR:PORT", line))?;
+                let (faddr, fport) = endpoint(dst)
+                    .ok_or_else(|| ParseError::expected(lineno, "dest=ADDR:PORT", line))?;
+                let k = self.state(
+                    ctx,
+                    &FlowKey {
+                        laddr,
+                        lport,
+                        faddr,
+                        fport,
+                    },
+                );
                 if self.raw_keys.len() < 1 << 16 {
                     self.raw_keys.insert(raw.to_vec(), k);
                 }
                 k
             }
         };
-        let nxt = hex(need(2)?).ok_or_else(|| ParseError::expected(lineno, "snd_nxt=0x<hex>", line))?;
-        let una = hex(need(3)?).ok_or_else(|| ParseError::expected(lineno, "snd_una=0x<hex>", line))?;
-        let cwnd = dec(need(4)?).ok_or_else(|| ParseError::expected(lineno, "snd_cwnd=<packets>", line))?;
-        let ssth = dec(need(5)?).ok_or_else(|| ParseError::expected(lineno, "ssthresh=<packets>", line))?;
+        let nxt =
+            hex(need(2)?).ok_or_else(|| ParseError::expected(lineno, "snd_nxt=0x<hex>", line))?;
+        let una =
+            hex(need(3)?).ok_or_else(|| ParseError::expected(lineno, "snd_una=0x<hex>", line))?;
+        let cwnd = dec(need(4)?)
+            .ok_or_else(|| ParseError::expected(lineno, "snd_cwnd=<packets>", line))?;
+        let ssth = dec(need(5)?)
+            .ok_or_else(|| ParseError::expected(lineno, "ssthresh=<packets>", line))?;
         let srtt = dec(need(6)?).ok_or_else(|| ParseError::expected(lineno, "srtt=<us>", line))?;
         let st = &mut self.states[k];
         let mss = st.tracker.mss;
@@ -152,16 +218,26 @@ impl ProbeParser {
         let nxt_rel = st.seq.unwrap(nxt as u32).max(una_rel);
         st.snd_max = st.snd_max.max(nxt_rel);
         let cwnd_bytes = (cwnd as i64).saturating_mul(mss);
-        let ssthresh = if ssth >= INFINITE_SSTHRESH { -1 } else { (ssth as i64).saturating_mul(mss) };
+        let ssthresh = if ssth >= INFINITE_SSTHRESH {
+            -1
+        } else {
+            (ssth as i64).saturating_mul(mss)
+        };
         let phase = match st.ca_state {
             Some(p) => p,
             None => {
                 let prev = st.tracker.state();
                 // A reduction puts ssthresh below the window in use (tcp_cubic/tcp_reno
                 // ssthresh hooks: beta x cwnd); HyStart's exit sets ssthresh = cwnd, no loss.
-                let dropped = ssthresh >= 0 && (st.last_ssthresh < 0 || ssthresh < st.last_ssthresh) && ssthresh < st.last_cwnd;
+                let dropped = ssthresh >= 0
+                    && (st.last_ssthresh < 0 || ssthresh < st.last_ssthresh)
+                    && ssthresh < st.last_cwnd;
                 if dropped {
-                    if cwnd <= 1 { LOSS } else { RECOVERY }
+                    if cwnd <= 1 {
+                        LOSS
+                    } else {
+                        RECOVERY
+                    }
                 } else if prev != OPEN && ssthresh >= 0 && cwnd_bytes < ssthresh {
                     prev
                 } else {
@@ -171,16 +247,31 @@ impl ProbeParser {
         };
         st.last_ssthresh = ssthresh;
         st.last_cwnd = cwnd_bytes;
-        st.tracker.sample(ctx.rec, Sample {
-            t_ns, cwnd_bytes, ssthresh_bytes: ssthresh, snd_una: una_rel, snd_nxt: nxt_rel, flight_bytes: nxt_rel - una_rel,
-            srtt_us: srtt as i64, rto_us: -1, state: phase,
-        }, false);
+        st.tracker.sample(
+            ctx.rec,
+            Sample {
+                t_ns,
+                cwnd_bytes,
+                ssthresh_bytes: ssthresh,
+                snd_una: una_rel,
+                snd_nxt: nxt_rel,
+                flight_bytes: nxt_rel - una_rel,
+                srtt_us: srtt as i64,
+                rto_us: -1,
+                state: phase,
+            },
+            false,
+        );
         Ok(())
     }
 
     /// Derived intervals of every flow.
     pub fn finish(self) -> Vec<(usize, Vec<[i64; 7]>)> {
-        let mut v: Vec<_> = self.states.into_iter().map(|st| (st.tracker.flow as usize, st.tracker.finish())).collect();
+        let mut v: Vec<_> = self
+            .states
+            .into_iter()
+            .map(|st| (st.tracker.flow as usize, st.tracker.finish()))
+            .collect();
         v.sort_by_key(|(f, _)| *f);
         v
     }
@@ -199,7 +290,10 @@ mod tests {
     fn fields_in_any_order_parse_the_same() {
         let a = b"  x-1 [000] ..... 1.000000: tcp_probe: src=10.0.0.1:1 dest=10.0.0.2:2 snd_nxt=0x10 snd_una=0x1 snd_cwnd=10 ssthresh=7 srtt=100\n";
         let b = b"  x-1 [000] ..... 1.000000: tcp_probe: dest=10.0.0.2:2 snd_cwnd=10 src=10.0.0.1:1 ssthresh=7 srtt=100 snd_una=0x1 snd_nxt=0x10\n";
-        assert_eq!(parse_bytes("tcp_probe", a, false), parse_bytes("tcp_probe", b, false));
+        assert_eq!(
+            parse_bytes("tcp_probe", a, false),
+            parse_bytes("tcp_probe", b, false)
+        );
         assert!(parse_bytes("tcp_probe", b, false).unwrap() > 0);
     }
 }

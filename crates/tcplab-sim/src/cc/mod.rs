@@ -184,7 +184,9 @@ pub fn build(name: &str, family: Family) -> Option<Cc> {
         ("newreno" | "reno", Family::Linux) => make!(LinuxReno, linux::LinuxReno::default()),
         ("cubic", Family::Rfc) | ("cubic-rfc9438", _) => make!(Cubic, cubic::Cubic::default()),
         ("cubic", Family::Linux) => make!(LinuxCubic, linux::LinuxCubic::default()),
-        ("newreno" | "reno", Family::FreeBsd) => make!(FreeBsdNewReno, freebsd::FreeBsdNewReno::default()),
+        ("newreno" | "reno", Family::FreeBsd) => {
+            make!(FreeBsdNewReno, freebsd::FreeBsdNewReno::default())
+        }
         ("cubic", Family::FreeBsd) => make!(FreeBsdCubic, freebsd::FreeBsdCubic::default()),
         _ => None,
     }

@@ -199,12 +199,7 @@ pub struct TcpSender {
 
 impl TcpSender {
     /// A sender for `f` with the given stack profile and CC module.
-    pub fn new(
-        flow: u32,
-        f: &FlowConfig,
-        mut profile: StackProfile,
-        cc: crate::cc::Cc,
-    ) -> Self {
+    pub fn new(flow: u32, f: &FlowConfig, mut profile: StackProfile, cc: crate::cc::Cc) -> Self {
         if let (Some(v), Recovery::LinuxPrr(_)) = (f.prr, profile.recovery) {
             profile.recovery = Recovery::LinuxPrr(v);
         }
