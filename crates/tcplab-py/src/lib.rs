@@ -455,6 +455,53 @@ fn write_iperf3_json(
     write::iperf3_json(&mut create(&path)?, f, start_secs, &rows, bytes_received).map_err(io_err)
 }
 
+/// One line of tcp_probe / tcp_cong_state_set ftrace text (tcplab_trace::tcp_probe::parse_line):
+/// ("probe", t_ns, sport, snd_nxt, snd_una, cwnd_pkts, ssthresh_pkts, srtt_us),
+/// ("state", t_ns, sport, cong_state), or None for other lines; ValueError names the line.
+#[pyfunction]
+fn parse_tcp_probe_line<'py>(
+    py: Python<'py>,
+    line: &str,
+    lineno: u64,
+) -> PyResult<Option<Bound<'py, pyo3::types::PyTuple>>> {
+    use tcplab_trace::tcp_probe::{endpoint_port, parse_line, ProbeLine};
+    let parsed = parse_line(lineno, line.as_bytes()).map_err(parse_err)?;
+    Ok(match parsed {
+        None => None,
+        Some(ProbeLine::Probe {
+            t_ns,
+            src,
+            snd_nxt,
+            snd_una,
+            cwnd_pkts,
+            ssthresh_pkts,
+            srtt_us,
+            ..
+        }) => {
+            let sport = endpoint_port(src).unwrap_or(0);
+            Some(
+                (
+                    "probe",
+                    t_ns,
+                    sport,
+                    snd_nxt,
+                    snd_una,
+                    cwnd_pkts,
+                    ssthresh_pkts,
+                    srtt_us,
+                )
+                    .into_pyobject(py)?,
+            )
+        }
+        Some(ProbeLine::State {
+            t_ns,
+            sport,
+            cong_state,
+            ..
+        }) => Some(("state", t_ns, sport, cong_state).into_pyobject(py)?),
+    })
+}
+
 /// Formats the importer reads.
 #[pyfunction]
 fn import_formats() -> Vec<&'static str> {
@@ -472,6 +519,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(write_tcp_probe, m)?)?;
     m.add_function(wrap_pyfunction!(write_iperf3_json, m)?)?;
     m.add_function(wrap_pyfunction!(import_formats, m)?)?;
+    m.add_function(wrap_pyfunction!(parse_tcp_probe_line, m)?)?;
     m.add_function(wrap_pyfunction!(algorithms, m)?)?;
     m.add_function(wrap_pyfunction!(stacks, m)?)?;
     Ok(())

@@ -45,6 +45,130 @@ pub struct ProbeParser {
     raw_keys: FastMap<Vec<u8>, usize>,
 }
 
+/// One line of ftrace text, parsed; addresses as written, time in ns as the trace clock shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProbeLine<'a> {
+    /// `tcp_probe`: the sender's state when it processed an ACK.
+    Probe {
+        /// Trace clock, ns.
+        t_ns: i64,
+        /// `src=ADDR:PORT` (the sender), as written.
+        src: &'a [u8],
+        /// `dest=ADDR:PORT`, as written.
+        dst: &'a [u8],
+        /// snd_nxt (32-bit sequence).
+        snd_nxt: u32,
+        /// snd_una.
+        snd_una: u32,
+        /// snd_cwnd, packets.
+        cwnd_pkts: u64,
+        /// snd_ssthresh, packets (TCP_INFINITE_SSTHRESH before the first reduction).
+        ssthresh_pkts: u64,
+        /// srtt, us.
+        srtt_us: u64,
+    },
+    /// `tcp_cong_state_set`: icsk_ca_state changed.
+    State {
+        /// Trace clock, ns.
+        t_ns: i64,
+        /// Local address.
+        saddr: &'a [u8],
+        /// Local port.
+        sport: u16,
+        /// Remote address.
+        daddr: &'a [u8],
+        /// Remote port.
+        dport: u16,
+        /// The new tcp_ca_state (0 open .. 4 loss).
+        cong_state: i64,
+    },
+}
+
+/// Parse one line of ftrace text; None for comments and other events. Errors name `lineno` and
+/// the field that is missing or malformed.
+pub fn parse_line(lineno: u64, line: &[u8]) -> Result<Option<ProbeLine<'_>>, ParseError> {
+    if line.starts_with(b"#") || line.is_empty() {
+        return Ok(None);
+    }
+    let (probe, at) = if let Some(i) = find(line, b": tcp_probe: ") {
+        (true, i)
+    } else if let Some(i) = find(line, b": tcp_cong_state_set: ") {
+        (false, i)
+    } else {
+        return Ok(None);
+    };
+    let ts = line[..at].rsplit(|&c| c == b' ').next().unwrap_or(b"");
+    let t_ns = seconds_ns(ts).ok_or_else(|| {
+        ParseError::expected(lineno, "a timestamp (seconds) before the event name", ts)
+    })?;
+    const KEYS: [&[u8]; 12] = [
+        b"src",
+        b"dest",
+        b"snd_nxt",
+        b"snd_una",
+        b"snd_cwnd",
+        b"ssthresh",
+        b"srtt",
+        b"sport",
+        b"dport",
+        b"saddr",
+        b"daddr",
+        b"cong_state",
+    ];
+    let mut kv: [Option<&[u8]>; 12] = [None; 12];
+    for (k, v) in key_values(&line[at..]) {
+        if let Some(j) = KEYS.iter().position(|x| *x == k) {
+            kv[j] = Some(v);
+        }
+    }
+    let event = if probe {
+        "tcp_probe"
+    } else {
+        "tcp_cong_state_set"
+    };
+    let need = |j: usize| {
+        kv[j].ok_or_else(|| {
+            ParseError::expected(
+                lineno,
+                &format!(
+                    "{}=... in the {event} line",
+                    String::from_utf8_lossy(KEYS[j])
+                ),
+                line,
+            )
+        })
+    };
+    let bad = |what: &str| ParseError::expected(lineno, what, line);
+    if !probe {
+        return Ok(Some(ProbeLine::State {
+            t_ns,
+            saddr: need(9)?,
+            sport: dec(need(7)?).ok_or_else(|| bad("sport=<port>"))?.min(65535) as u16,
+            daddr: need(10)?,
+            dport: dec(need(8)?).ok_or_else(|| bad("dport=<port>"))?.min(65535) as u16,
+            cong_state: dec_signed(need(11)?).ok_or_else(|| bad("cong_state=<number>"))?,
+        }));
+    }
+    let (src, dst) = (need(0)?, need(1)?);
+    endpoint(src).ok_or_else(|| bad("src=ADDR:PORT"))?;
+    endpoint(dst).ok_or_else(|| bad("dest=ADDR:PORT"))?;
+    Ok(Some(ProbeLine::Probe {
+        t_ns,
+        src,
+        dst,
+        snd_nxt: hex(need(2)?).ok_or_else(|| bad("snd_nxt=0x<hex>"))? as u32,
+        snd_una: hex(need(3)?).ok_or_else(|| bad("snd_una=0x<hex>"))? as u32,
+        cwnd_pkts: dec(need(4)?).ok_or_else(|| bad("snd_cwnd=<packets>"))?,
+        ssthresh_pkts: dec(need(5)?).ok_or_else(|| bad("ssthresh=<packets>"))?,
+        srtt_us: dec(need(6)?).ok_or_else(|| bad("srtt=<us>"))?,
+    }))
+}
+
+/// The port of an `ADDR:PORT` endpoint as tcp_probe writes it.
+pub fn endpoint_port(v: &[u8]) -> Option<u16> {
+    endpoint(v).map(|(_, p)| p)
+}
+
 /// Where `part` (a subslice of `line`) starts in `line`.
 fn offset_in(line: &[u8], part: &[u8]) -> usize {
     part.as_ptr() as usize - line.as_ptr() as usize
@@ -101,81 +225,57 @@ impl ProbeParser {
 
     /// One line of the trace.
     pub fn line(&mut self, ctx: &mut Ctx<'_>, lineno: u64, line: &[u8]) -> Result<(), ParseError> {
-        if line.starts_with(b"#") || line.is_empty() {
-            return Ok(());
-        }
-        let (event, at) = if let Some(i) = find(line, b": tcp_probe: ") {
-            (0, i)
-        } else if let Some(i) = find(line, b": tcp_cong_state_set: ") {
-            (1, i)
-        } else {
+        let Some(parsed) = parse_line(lineno, line)? else {
             return Ok(());
         };
-        let ts = line[..at].rsplit(|&c| c == b' ').next().unwrap_or(b"");
-        let t_abs = seconds_ns(ts).ok_or_else(|| {
-            ParseError::expected(lineno, "a timestamp (seconds) before the event name", ts)
-        })?;
+        let (t_abs, src, dst, nxt, una, cwnd, ssth, srtt) = match parsed {
+            ProbeLine::State {
+                saddr,
+                sport,
+                daddr,
+                dport,
+                cong_state,
+                ..
+            } => {
+                self.state_changes += 1;
+                let key = FlowKey {
+                    laddr: String::from_utf8_lossy(saddr).into_owned(),
+                    lport: sport,
+                    faddr: String::from_utf8_lossy(daddr).into_owned(),
+                    fport: dport,
+                };
+                let phase = match cong_state {
+                    3 => RECOVERY,
+                    4 => LOSS,
+                    _ => OPEN,
+                };
+                let k = self.state(ctx, &key);
+                self.states[k].ca_state = Some(phase);
+                return Ok(());
+            }
+            ProbeLine::Probe {
+                t_ns,
+                src,
+                dst,
+                snd_nxt,
+                snd_una,
+                cwnd_pkts,
+                ssthresh_pkts,
+                srtt_us,
+            } => (
+                t_ns,
+                src,
+                dst,
+                snd_nxt,
+                snd_una,
+                cwnd_pkts,
+                ssthresh_pkts,
+                srtt_us,
+            ),
+        };
+        self.probes += 1;
         let origin = *self.origin_ns.get_or_insert(t_abs);
         let t_ns = t_abs - origin + ctx.offset_ns;
-        let body = &line[at..];
-        let mut kv: [Option<&[u8]>; 12] = [None; 12];
-        const KEYS: [&[u8]; 12] = [
-            b"src",
-            b"dest",
-            b"snd_nxt",
-            b"snd_una",
-            b"snd_cwnd",
-            b"ssthresh",
-            b"srtt",
-            b"sport",
-            b"dport",
-            b"saddr",
-            b"daddr",
-            b"cong_state",
-        ];
-        for (k, v) in key_values(body) {
-            if let Some(j) = KEYS.iter().position(|x| *x == k) {
-                kv[j] = Some(v);
-            }
-        }
-        let need = |j: usize| {
-            kv[j].ok_or_else(|| {
-                ParseError::expected(
-                    lineno,
-                    &format!(
-                        "{}=... in the {} line",
-                        String::from_utf8_lossy(KEYS[j]),
-                        if event == 0 {
-                            "tcp_probe"
-                        } else {
-                            "tcp_cong_state_set"
-                        }
-                    ),
-                    line,
-                )
-            })
-        };
-        if event == 1 {
-            self.state_changes += 1;
-            let bad = |what: &str| ParseError::expected(lineno, what, line);
-            let key = FlowKey {
-                laddr: String::from_utf8_lossy(need(9)?).into_owned(),
-                lport: dec(need(7)?).ok_or_else(|| bad("sport=<port>"))?.min(65535) as u16,
-                faddr: String::from_utf8_lossy(need(10)?).into_owned(),
-                fport: dec(need(8)?).ok_or_else(|| bad("dport=<port>"))?.min(65535) as u16,
-            };
-            let cs = dec_signed(need(11)?).ok_or_else(|| bad("cong_state=<number>"))?;
-            let phase = match cs {
-                3 => RECOVERY,
-                4 => LOSS,
-                _ => OPEN,
-            };
-            let k = self.state(ctx, &key);
-            self.states[k].ca_state = Some(phase);
-            return Ok(());
-        }
-        self.probes += 1;
-        let (src, dst) = (need(0)?, need(1)?);
         // The text from src= to dest= (either order: a hand-written line may swap them; found by
         // cargo fuzz) identifies the pair.
         let (a, b) = (offset_in(line, src), offset_in(line, dst));
@@ -183,10 +283,8 @@ impl ProbeParser {
         let k = match self.raw_keys.get(raw) {
             Some(&k) => k,
             None => {
-                let (laddr, lport) = endpoint(src)
-                    .ok_or_else(|| ParseError::expected(lineno, "src=ADDR:PORT", line))?;
-                let (faddr, fport) = endpoint(dst)
-                    .ok_or_else(|| ParseError::expected(lineno, "dest=ADDR:PORT", line))?;
+                let (laddr, lport) = endpoint(src).expect("checked by parse_line");
+                let (faddr, fport) = endpoint(dst).expect("checked by parse_line");
                 let k = self.state(
                     ctx,
                     &FlowKey {
@@ -202,20 +300,11 @@ impl ProbeParser {
                 k
             }
         };
-        let nxt =
-            hex(need(2)?).ok_or_else(|| ParseError::expected(lineno, "snd_nxt=0x<hex>", line))?;
-        let una =
-            hex(need(3)?).ok_or_else(|| ParseError::expected(lineno, "snd_una=0x<hex>", line))?;
-        let cwnd = dec(need(4)?)
-            .ok_or_else(|| ParseError::expected(lineno, "snd_cwnd=<packets>", line))?;
-        let ssth = dec(need(5)?)
-            .ok_or_else(|| ParseError::expected(lineno, "ssthresh=<packets>", line))?;
-        let srtt = dec(need(6)?).ok_or_else(|| ParseError::expected(lineno, "srtt=<us>", line))?;
         let st = &mut self.states[k];
         let mss = st.tracker.mss;
-        st.seq.set_base(una as u32);
-        let una_rel = st.seq.unwrap(una as u32);
-        let nxt_rel = st.seq.unwrap(nxt as u32).max(una_rel);
+        st.seq.set_base(una);
+        let una_rel = st.seq.unwrap(una);
+        let nxt_rel = st.seq.unwrap(nxt).max(una_rel);
         st.snd_max = st.snd_max.max(nxt_rel);
         let cwnd_bytes = (cwnd as i64).saturating_mul(mss);
         let ssthresh = if ssth >= INFINITE_SSTHRESH {

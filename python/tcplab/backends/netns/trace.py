@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import bisect
 import os
-import re
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ... import _native
 from ...analysis.recovery import LOSS_END, RECOVERY_END, RECOVERY_START, RTO
 from .plan import CPORT_BASE
 
@@ -23,9 +23,6 @@ from .plan import CPORT_BASE
 TCP_CA_RECOVERY, TCP_CA_LOSS = 3, 4
 #: ssthresh before the first reduction (TCP_INFINITE_SSTHRESH).
 INFINITE_SSTHRESH = 0x7FFFFFFF
-
-_TS = re.compile(r"\s(\d+\.\d+):\s+(tcp_probe|tcp_cong_state_set):\s")
-_KV = re.compile(r"(\w+)=(\S+)")
 
 
 class TraceParseError(ValueError):
@@ -51,20 +48,17 @@ class StateChange:
 
 
 def parse_line(line: str, lineno: int = 0) -> ProbeSample | StateChange | None:
-    """One ftrace text line; None for lines of other events or comments."""
-    m = _TS.search(line)
-    if not m:
-        return None
-    t_ns = int(round(float(m.group(1)) * 1e9))
-    kv = dict(_KV.findall(line[m.end():]))
+    """One ftrace text line, parsed by tcplab-trace's tcp_probe parser (the importer's); None for
+    lines of other events or comments."""
     try:
-        if m.group(2) == "tcp_probe":
-            sport = int(kv["src"].rsplit(":", 1)[1])
-            return ProbeSample(t_ns, sport, int(kv["snd_nxt"], 16), int(kv["snd_una"], 16), int(kv["snd_cwnd"]),
-                               int(kv["ssthresh"]), int(kv["srtt"]))
-        return StateChange(t_ns, int(kv["sport"]), int(kv["cong_state"]))
-    except (KeyError, ValueError, IndexError) as e:
-        raise TraceParseError(f"line {lineno}: {m.group(2)} line lacks a field or has a bad value ({e}): {line.strip()[:200]}") from None
+        r = _native.parse_tcp_probe_line(line, lineno)
+    except ValueError as e:
+        raise TraceParseError(str(e)) from None
+    if r is None:
+        return None
+    if r[0] == "probe":
+        return ProbeSample(*r[1:])
+    return StateChange(*r[1:])
 
 
 @dataclass
