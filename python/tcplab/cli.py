@@ -86,12 +86,15 @@ def run(
     command = shlex.join(["tcplab", *sys.argv[1:]])
     seeds = [resolved.seed + i for i in range(iterations)]
     from .backends.netns import HostError, PlanError
+    from .backends.sim import UserCcRaised
 
     try:
         _run_with_progress(resolved, data, source, duration, target, force, report, command, backend, iterations, seeds,
                            intervals)
     except (HostError, PlanError) as e:
         _fail(f"netns backend: {e}")
+    except UserCcRaised as e:
+        _fail(f"{e}; nothing was kept")
     except KeyboardInterrupt:
         _fail("interrupted; nothing was kept")
 

@@ -1,9 +1,14 @@
 //! PyO3 bindings of tcplab-sim and tcplab-trace. No logic lives here: only conversion to and
 //! from Python.
 
+mod pycc;
+
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::fs::File;
 use std::io::BufWriter;
 use std::path::PathBuf;
+use std::rc::Rc;
 
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
@@ -45,20 +50,54 @@ fn tables_to_py<'py>(py: Python<'py>, rec: &mut Recorder) -> PyResult<Bound<'py,
 #[pyclass(unsendable)]
 struct Simulation {
     inner: sim::Simulation,
+    /// The first exception a user-written algorithm raised.
+    error: Rc<RefCell<Option<PyErr>>>,
 }
 
 #[pymethods]
 impl Simulation {
+    /// `user_cc`: {flow index: object} for flows whose cc is a user-written Python algorithm.
     #[new]
-    fn new(config_json: &str) -> PyResult<Self> {
+    #[pyo3(signature = (config_json, user_cc = None))]
+    fn new(
+        py: Python<'_>,
+        config_json: &str,
+        user_cc: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Self> {
         let cfg = SimConfig::from_json(config_json).map_err(PyValueError::new_err)?;
-        let inner = sim::Simulation::new(&cfg).map_err(PyValueError::new_err)?;
-        Ok(Simulation { inner })
+        let error: Rc<RefCell<Option<PyErr>>> = Rc::default();
+        let mut objects: HashMap<usize, Py<PyAny>> = HashMap::new();
+        if let Some(d) = user_cc {
+            for (k, v) in d.iter() {
+                objects.insert(k.extract()?, v.unbind());
+            }
+        }
+        let mut made: PyResult<()> = Ok(());
+        let mut external =
+            |i: usize, _name: &str| -> Option<Box<dyn tcplab_sim::cc::CongestionControl>> {
+                let obj = objects.remove(&i)?;
+                match pycc::PyCc::new(py, obj, error.clone()) {
+                    Ok(m) => Some(Box::new(m)),
+                    Err(e) => {
+                        made = Err(e);
+                        None
+                    }
+                }
+            };
+        let inner = sim::Simulation::with_external_cc(&cfg, &mut external);
+        made?;
+        let inner = inner.map_err(PyValueError::new_err)?;
+        Ok(Simulation { inner, error })
     }
 
-    /// Handle every event up to simulated time `t_ns`.
-    fn run_until(&mut self, t_ns: u64) {
+    /// Handle every event up to simulated time `t_ns`. An exception raised by a user-written
+    /// algorithm is raised here (the simulation stops being trustworthy from that point).
+    fn run_until(&mut self, t_ns: u64) -> PyResult<()> {
         self.inner.run_until(t_ns);
+        match self.error.borrow_mut().take() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
     }
 
     #[getter]
@@ -513,6 +552,7 @@ fn import_formats() -> Vec<&'static str> {
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Simulation>()?;
     m.add_class::<Importer>()?;
+    m.add_class::<pycc::CcState>()?;
     m.add_function(wrap_pyfunction!(detect_format, m)?)?;
     m.add_function(wrap_pyfunction!(origin_ns, m)?)?;
     m.add_function(wrap_pyfunction!(write_siftr2, m)?)?;

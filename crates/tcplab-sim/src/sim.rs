@@ -115,6 +115,15 @@ pub struct Simulation {
 impl Simulation {
     /// Build a simulation; errors name what is wrong in the config.
     pub fn new(cfg: &SimConfig) -> Result<Self, String> {
+        Self::with_external_cc(cfg, &mut |_, _| None)
+    }
+
+    /// As `new`, with algorithms from outside the registry: `external(flow index, cc name)`
+    /// returns a module for names it knows (user-written algorithms, e.g. in Python).
+    pub fn with_external_cc(
+        cfg: &SimConfig,
+        external: &mut dyn FnMut(usize, &str) -> Option<Box<dyn cc::CongestionControl>>,
+    ) -> Result<Self, String> {
         let n = cfg.nodes.len();
         let check_node = |i: u32, what: &str| {
             if (i as usize) < n {
@@ -178,7 +187,11 @@ impl Simulation {
                     stack::PROFILES.join(", ")
                 )
             })?;
-            let algo = cc::build(&f.cc, profile.cc_family).ok_or_else(|| {
+            let algo = match external(i, &f.cc) {
+                Some(m) => Ok(cc::external(m)),
+                None => cc::build(&f.cc, profile.cc_family).ok_or(()),
+            }
+            .map_err(|()| {
                 format!(
                     "flow {}: unknown cc {:?} (known: {})",
                     f.name,

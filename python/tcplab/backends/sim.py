@@ -6,12 +6,16 @@ import json
 from pathlib import Path
 from typing import Any, Callable
 
-from .. import _native
+from .. import _native, user_cc
 from ..spec import Resolved
 from ..store import TableWriter
 
 class SimUnsupported(Exception):
     """The spec asks for something only the real-kernel backend runs."""
+
+
+class UserCcRaised(Exception):
+    """A user-written congestion-control algorithm raised; the message says which and what."""
 
 
 #: Simulated time per step between record drains and progress updates.
@@ -29,7 +33,7 @@ def run(resolved: Resolved, directory: Path, progress: Callable[[int, int], None
         if f["cc"] in KERNEL_ONLY_CC:
             raise SimUnsupported(f"sender {f['name']!r}: cc {f['cc']!r} is not modelled by the simulator yet; "
                                  "run it on the real kernel with --backend netns")
-    sim = _native.Simulation(json.dumps(resolved.sim_config))
+    sim = _native.Simulation(json.dumps(resolved.sim_config), user_cc.instances(resolved.flows))
     writer = TableWriter(
         directory,
         [f["name"] for f in resolved.flows],
@@ -38,7 +42,12 @@ def run(resolved: Resolved, directory: Path, progress: Callable[[int, int], None
     stop = sim.stop_ns
     try:
         while sim.now_ns < stop and not sim.flows_done():
-            sim.run_until(min(sim.now_ns + STEP_NS, stop))
+            try:
+                sim.run_until(min(sim.now_ns + STEP_NS, stop))
+            except Exception as e:  # only a user-written algorithm's code can raise here
+                users = sorted({f["cc"] for f in resolved.flows if user_cc.is_user_cc(f["cc"])})
+                raise UserCcRaised(f"{', '.join(users)} raised {type(e).__name__}: {e} "
+                                   f"(at simulated {sim.now_ns / 1e9:.3f} s)") from e
             writer.write(sim.take_tables())
             if progress:
                 progress(sim.now_ns, stop)

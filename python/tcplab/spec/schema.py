@@ -13,6 +13,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from .. import user_cc
 from . import sysctl, units
 from .units import UnitError
 
@@ -409,7 +410,14 @@ def _senders(ctx: _Ctx, spec: dict[str, Any], index: dict[str, int], hosts: set[
                 raise ctx.err(_join(path, key), "is also set by a sysctl of its host or receiver; give one of them")
         if "cc" in by_sysctl:
             t = t | {"cc": by_sysctl["cc"]}
-        cc = ctx.choice(t, path, "cc", DEFAULTS["cc"], algorithms)
+        if isinstance(t.get("cc"), str) and user_cc.is_user_cc(t["cc"]):
+            cc = t["cc"]
+            try:
+                user_cc.load(cc)
+            except user_cc.UserCcError as e:
+                raise ctx.err(_join(path, "cc"), f"{e} (a user-written algorithm is module:Class, see examples/)") from None
+        else:
+            cc = ctx.choice(t, path, "cc", DEFAULTS["cc"], algorithms)
         start = ctx.unit(t, path, "start", units.parse_duration_ns, "0s")
         if "time" in t and "bytes" in t:
             raise ctx.err(_join(path, "bytes"), "give either time (iperf3 -t) or bytes (iperf3 -n), not both")

@@ -192,6 +192,14 @@ pub fn build(name: &str, family: Family) -> Option<Cc> {
     }
 }
 
+/// A module from outside the registry (a user-written algorithm) as the sender holds one.
+pub fn external(m: Box<dyn CongestionControl>) -> Cc {
+    #[cfg(not(feature = "static-cc"))]
+    return m;
+    #[cfg(feature = "static-cc")]
+    return dispatch::StaticCc::External(m);
+}
+
 /// `cc` with its hooks marked for CPU sampling (`[measure] cpu`).
 pub fn marked(cc: Cc) -> Cc {
     #[cfg(not(feature = "static-cc"))]
@@ -215,6 +223,7 @@ pub mod dispatch {
         FreeBsdNewReno(freebsd::FreeBsdNewReno),
         FreeBsdCubic(freebsd::FreeBsdCubic),
         Marked(Box<crate::cpu::MarkedCc>),
+        External(Box<dyn CongestionControl>),
     }
 
     macro_rules! each {
@@ -227,6 +236,7 @@ pub mod dispatch {
                 StaticCc::FreeBsdNewReno($c) => $call,
                 StaticCc::FreeBsdCubic($c) => $call,
                 StaticCc::Marked($c) => $call,
+                StaticCc::External($c) => $call,
             }
         };
     }
