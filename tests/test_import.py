@@ -227,9 +227,12 @@ def test_a_tcpdump_capture_gives_sends_rtt_and_throughput_and_pcapng_the_same(lo
     sent_by_iperf = doc["end"]["sum_sent"]["bytes"]
     # Acknowledged bytes seen in the capture: iperf3's own count (the capture may start a little late or end early).
     assert abs(f["bytes_delivered"] - sent_by_iperf) < 0.05 * sent_by_iperf
-    assert f["retransmits"] == 0 and 0 < f["min_rtt_ms"] < 5 and f["mss_bytes"] > 1000
+    # Retransmissions seen on the wire are the ones the sender's kernel counted (iperf3 reports
+    # tcpi_total_retrans; loopback rarely has any, but a tail loss probe can).
+    retrans = doc["end"]["sum_sent"]["retransmits"]
+    assert f["retransmits"] == retrans and 0 < f["min_rtt_ms"] < 5 and f["mss_bytes"] > 1000
     sends = r.table("sends").query("flow == @f['flow']")
-    assert len(sends) > 100 and (sends["retx"] == 0).all()
+    assert len(sends) > 100 and int(sends["retx"].sum()) == retrans
     _pcap_to_pcapng(loopback_logs["pcap"], tmp_path / "cap.pcapng")
     tcplab("import", str(tmp_path / "cap.pcapng"), "--out", str(tmp_path / "b"), "--no-report", check=True)
     for t in ("flows", "sends", "intervals"):
