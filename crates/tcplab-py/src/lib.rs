@@ -344,6 +344,10 @@ fn column(cols: &Bound<'_, PyDict>, name: &str) -> PyResult<Vec<i64>> {
         .collect())
 }
 
+fn columns(cols: &Bound<'_, PyDict>, names: &[&str]) -> PyResult<Vec<Vec<i64>>> {
+    names.iter().map(|n| column(cols, n)).collect()
+}
+
 fn write_flows(flows: &Bound<'_, PyList>) -> PyResult<Vec<write::WriteFlow>> {
     flows
         .iter()
@@ -386,23 +390,23 @@ fn write_siftr2(
     flows: &Bound<'_, PyList>,
     cols: &Bound<'_, PyDict>,
 ) -> PyResult<()> {
-    let c: Vec<Vec<i64>> = [
-        "t_ns",
-        "flow",
-        "outbound",
-        "cwnd_bytes",
-        "ssthresh_bytes",
-        "srtt_us",
-        "rto_us",
-        "flight_bytes",
-        "seq",
-        "ack",
-        "data_bytes",
-        "state",
-    ]
-    .iter()
-    .map(|n| column(cols, n))
-    .collect::<PyResult<_>>()?;
+    let c = columns(
+        cols,
+        &[
+            "t_ns",
+            "flow",
+            "outbound",
+            "cwnd_bytes",
+            "ssthresh_bytes",
+            "srtt_us",
+            "rto_us",
+            "flight_bytes",
+            "seq",
+            "ack",
+            "data_bytes",
+            "state",
+        ],
+    )?;
     let rows = write::SiftrRows {
         t_ns: &c[0],
         flow: &c[1],
@@ -427,21 +431,21 @@ fn write_tcp_probe(
     flows: &Bound<'_, PyList>,
     cols: &Bound<'_, PyDict>,
 ) -> PyResult<()> {
-    let c: Vec<Vec<i64>> = [
-        "t_ns",
-        "flow",
-        "cwnd_bytes",
-        "ssthresh_bytes",
-        "snd_una",
-        "snd_nxt",
-        "srtt_us",
-        "change_t_ns",
-        "change_flow",
-        "change_state",
-    ]
-    .iter()
-    .map(|n| column(cols, n))
-    .collect::<PyResult<_>>()?;
+    let c = columns(
+        cols,
+        &[
+            "t_ns",
+            "flow",
+            "cwnd_bytes",
+            "ssthresh_bytes",
+            "snd_una",
+            "snd_nxt",
+            "srtt_us",
+            "change_t_ns",
+            "change_flow",
+            "change_state",
+        ],
+    )?;
     let rows = write::ProbeRows {
         t_ns: &c[0],
         flow: &c[1],
@@ -466,17 +470,17 @@ fn write_iperf3_json(
     cols: &Bound<'_, PyDict>,
     bytes_received: u64,
 ) -> PyResult<()> {
-    let c: Vec<Vec<i64>> = [
-        "t_start_ns",
-        "t_end_ns",
-        "bytes",
-        "retrans_segs",
-        "cwnd_bytes",
-        "srtt_us",
-    ]
-    .iter()
-    .map(|n| column(cols, n))
-    .collect::<PyResult<_>>()?;
+    let c = columns(
+        cols,
+        &[
+            "t_start_ns",
+            "t_end_ns",
+            "bytes",
+            "retrans_segs",
+            "cwnd_bytes",
+            "srtt_us",
+        ],
+    )?;
     let rows: Vec<write::IntervalRow> = (0..c[0].len())
         .map(|i| write::IntervalRow {
             t_start_ns: c[0][i],

@@ -240,8 +240,6 @@ fn bytes_of(value: &[u8], unit: &[u8]) -> Option<i64> {
 pub struct TextParser {
     reverse: bool,
     flow_of: HashMap<u64, usize>,
-    /// Interval lines read.
-    pub intervals: u64,
 }
 
 impl TextParser {
@@ -337,7 +335,6 @@ impl TextParser {
             (Some(v), Some(u)) => bytes_of(v.as_bytes(), u.as_bytes()).unwrap_or(-1),
             _ => -1,
         };
-        self.intervals += 1;
         ctx.rec.intervals.push(&[
             flow as i64,
             start + ctx.offset_ns,

@@ -188,7 +188,12 @@ impl<R: Read> PcapParser<R> {
                 p.offset = 24;
                 p.linktype = u32_at(&head, 20, big_endian) as u16;
             }
-            Kind::PcapNg => p.read_shb_rest()?,
+            Kind::PcapNg => {
+                let mut len_field = [0u8; 4];
+                read_full(&mut p.input, &mut len_field, 4)?;
+                p.offset = 8;
+                p.section_header(len_field)?;
+            }
         }
         Ok(p)
     }
@@ -203,10 +208,13 @@ impl<R: Read> PcapParser<R> {
         self.offset
     }
 
-    fn read_shb_rest(&mut self) -> Result<(), ParseError> {
-        let mut b = [0u8; 8];
-        read_full(&mut self.input, &mut b, self.offset)?;
-        self.big_endian = match b[4..8] {
+    /// The rest of a pcapng section header block, whose type and length field (`len_field`)
+    /// were read: its byte-order magic sets the section's byte order; the block is skipped and
+    /// the section's interfaces start afresh.
+    fn section_header(&mut self, len_field: [u8; 4]) -> Result<(), ParseError> {
+        let mut bom = [0u8; 4];
+        read_full(&mut self.input, &mut bom, self.offset)?;
+        self.big_endian = match bom {
             [0x1a, 0x2b, 0x3c, 0x4d] => true,
             [0x4d, 0x3c, 0x2b, 0x1a] => false,
             _ => {
@@ -219,7 +227,8 @@ impl<R: Read> PcapParser<R> {
                 ))
             }
         };
-        let len = u32_at(&b, 0, self.big_endian) as usize;
+        self.offset += 4;
+        let len = u32_at(&len_field, 0, self.big_endian) as usize;
         if !(28..=MAX_BLOCK).contains(&len) || len % 4 != 0 {
             return Err(ParseError::at(
                 0,
@@ -230,7 +239,6 @@ impl<R: Read> PcapParser<R> {
             ));
         }
         self.skip(len - 12)?;
-        self.offset += 8;
         self.ifaces.clear();
         Ok(())
     }
@@ -335,38 +343,8 @@ impl<R: Read> PcapParser<R> {
                 ));
             }
             if h[..4] == [0x0a, 0x0d, 0x0d, 0x0a] {
-                self.offset += 4;
-                // A new section: its length field and byte-order magic follow.
-                let mut rest = [0u8; 4];
-                rest.copy_from_slice(&h[4..8]);
-                let mut bom = [0u8; 4];
-                read_full(&mut self.input, &mut bom, self.offset + 4)?;
-                self.big_endian = match bom {
-                    [0x1a, 0x2b, 0x3c, 0x4d] => true,
-                    [0x4d, 0x3c, 0x2b, 0x1a] => false,
-                    _ => {
-                        return Err(ParseError::at(
-                            0,
-                            format!(
-                            "byte offset {}: pcapng section header without its byte-order magic",
-                            self.offset
-                        ),
-                        ))
-                    }
-                };
-                let len = u32_at(&rest, 0, self.big_endian) as usize;
-                if !(28..=MAX_BLOCK).contains(&len) || len % 4 != 0 {
-                    return Err(ParseError::at(
-                        0,
-                        format!(
-                            "byte offset {}: pcapng block length {len} is not valid",
-                            self.offset
-                        ),
-                    ));
-                }
                 self.offset += 8;
-                self.skip(len - 12)?;
-                self.ifaces.clear();
+                self.section_header([h[4], h[5], h[6], h[7]])?;
                 continue;
             }
             let be = self.big_endian;

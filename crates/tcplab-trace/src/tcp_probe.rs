@@ -36,10 +36,6 @@ pub struct ProbeParser {
     mss: u32,
     flows: HashMap<FlowKey, usize>,
     states: Vec<FlowState>,
-    /// tcp_probe lines read.
-    pub probes: u64,
-    /// tcp_cong_state_set lines read.
-    pub state_changes: u64,
     origin_ns: Option<i64>,
     /// "src=... dest=..." as written -> its index in `states`, so a line allocates nothing.
     raw_keys: FastMap<Vec<u8>, usize>,
@@ -195,8 +191,6 @@ impl ProbeParser {
             mss: if mss > 0 { mss } else { DEFAULT_MSS },
             flows: HashMap::new(),
             states: Vec::new(),
-            probes: 0,
-            state_changes: 0,
             origin_ns: None,
             raw_keys: FastMap::default(),
         }
@@ -237,7 +231,6 @@ impl ProbeParser {
                 cong_state,
                 ..
             } => {
-                self.state_changes += 1;
                 let key = FlowKey {
                     laddr: String::from_utf8_lossy(saddr).into_owned(),
                     lport: sport,
@@ -273,7 +266,6 @@ impl ProbeParser {
                 srtt_us,
             ),
         };
-        self.probes += 1;
         let origin = *self.origin_ns.get_or_insert(t_abs);
         let t_ns = t_abs - origin + ctx.offset_ns;
         // The text from src= to dest= (either order: a hand-written line may swap them; found by
