@@ -14,7 +14,11 @@ CASES = {
     "unknown unit": (('delay = "10ms"', 'delay = "10xs"'), "topology.bottleneck.delay: '10xs' is not a duration"),
     "zero buffer": (('buffer = "60p"', 'buffer = "0p"'), "topology.bottleneck.buffer: buffer '0p' must be larger than zero"),
     "missing host": (('to = "r1"', 'to = "r9"'), "senders.s1.to: 'r9' is not another host of this topology (allowed: r1, r2, s2)"),
-    "unknown cc": (('cc = "cubic"', 'cc = "vegass"'), "senders.s1.cc: 'vegass' is not one of the choices (allowed: newreno, cubic, cubic-rfc9438, reno, bbr)"),
+    "unknown cc": (('cc = "cubic"', 'cc = "vegass"'), "senders.s1.cc: 'vegass' is not one of the choices (allowed: newreno, cubic, "
+                   "cubic-rfc9438, bic, htcp, vegas, westwood, yeah, bbr, reno)"),
+    "linux cc on freebsd": (('cc = "cubic"', 'cc = "vegas"\nstack = "freebsd"'),
+                            "senders.s1.cc: 'vegas' is a Linux module (net/ipv4/tcp_vegas.c); the freebsd stack offers "
+                            "(allowed: newreno, cubic, cubic-rfc9438, reno)"),
 }
 
 

@@ -161,7 +161,12 @@ def test_kernel_dumbbell_two_cubic_flows(tmp_path):
             if s["emulation"]["faithful"]:
                 break
         assert s["emulation"]["faithful"], verdicts
-        assert s["bottleneck"]["utilisation"] > 0.8, s["bottleneck"]
+        # How much of the link two cubic flows use in 4 s from a cold start is the kernel's
+        # business (HyStart's exit point, an unlucky loss): one CI run had 0.686 with a faithful
+        # emulation. So the bound only says the path carries traffic at a real rate; that the
+        # number is right is checked against the capture below.
+        b = s["bottleneck"]
+        assert 0.5 < b["utilisation"] <= 1.01 and b["goodput_mbps"] <= 100 * b["utilisation"], b
         for r in s["emulation"]["rtt_check"]:
             assert r["error_ms"] is not None and abs(r["error_ms"]) < 1.0, r
         from tcplab.store import read_table
@@ -174,9 +179,29 @@ def test_kernel_dumbbell_two_cubic_flows(tmp_path):
         # tcpdump -s 100 at the bottleneck: a pcap header then records of at most 100 bytes each.
         pcap = (out / "netns" / "bottleneck.pcap").read_bytes()
         assert pcap[:4] in (b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\xc3\xd4") and len(pcap) > 100_000
+        # The data frames the capture saw left the device whose counters give the utilisation: the
+        # same bytes, within what the capture's start and stop around the counters allow (three
+        # runs here: 0.01%-1.6%). The capture also holds the ACKs coming back, which are small.
+        data_bytes = _pcap_wire_bytes(pcap, min_frame=200)
+        ports = read_table(out, "ports")
+        counted = ports[ports["port"] == b["link"]]["tx_bytes"].sum()
+        assert abs(data_bytes - counted) <= 0.03 * counted, (data_bytes, counted)
     finally:
         subprocess.run([*TCPLAB, "netns", "cleanup"], capture_output=True, cwd=ROOT)
     _assert_clean()
+
+
+def _pcap_wire_bytes(pcap: bytes, min_frame: int) -> int:
+    """On-the-wire bytes of the records of a classic pcap file whose frames exceed `min_frame`."""
+    import struct
+
+    order = "<" if pcap[:4] == b"\xd4\xc3\xb2\xa1" else ">"
+    total, off = 0, 24
+    while off + 16 <= len(pcap):
+        _, _, incl, orig = struct.unpack_from(order + "IIII", pcap, off)
+        total += orig if orig > min_frame else 0
+        off += 16 + incl
+    return total
 
 
 def _start_and_wait_for_namespaces(spec: Path, out: Path) -> subprocess.Popen:
@@ -223,11 +248,3 @@ def test_sigkill_then_cleanup_removes_the_leftovers(tmp_path):
         _assert_clean()
     finally:
         subprocess.run([*TCPLAB, "netns", "cleanup"], capture_output=True, cwd=ROOT)
-
-
-def test_bbr_is_kernel_only(tmp_path):
-    spec = tmp_path / "spec.toml"
-    spec.write_text(SPEC.format(t="1s").replace('cc = "cubic"', 'cc = "bbr"'))
-    p = subprocess.run([*TCPLAB, "run", str(spec), "--out", str(tmp_path / "r")], capture_output=True, text=True, cwd=ROOT)
-    assert p.returncode == 2 and "not modelled by the simulator yet" in p.stderr and "--backend netns" in p.stderr
-    assert not (tmp_path / "r").exists()

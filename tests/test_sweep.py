@@ -175,16 +175,17 @@ def test_ctrl_c_stops_cleanly_and_says_how_to_resume(tmp_path):
 
 
 def test_a_failing_run_is_recorded_and_the_sweep_goes_on(tmp_path):
-    # bbr is a valid spec value (the kernel has it) that the simulator refuses at run time.
-    spec = _spec(tmp_path, BASE.format(name="fail", time="1s") + '[sweep]\n"senders.s1.cc" = ["cubic", "bbr"]\n')
+    # A user-written algorithm that loads (a valid spec value) but raises once the run is under way.
+    (tmp_path / "broken.py").write_text("class Cc:\n    def on_ack(self, s, dupack):\n        s.cwnd_bytes = 1 // 0\n")
+    spec = _spec(tmp_path, BASE.format(name="fail", time="1s") + '[sweep]\n"senders.s1.cc" = ["cubic", "broken:Cc"]\n')
     proc = tcplab("sweep", str(spec), "--out", "s", cwd=tmp_path)
     assert proc.returncode == 1, proc.stderr
     assert "1 of 2 runs finished (0 before this invocation), 1 failed" in proc.stdout
     index = json.loads((tmp_path / "s" / "sweep.json").read_text())
     st = {p["params"]["senders.s1.cc"]: p for p in index["points"]}
-    assert st["cubic"]["status"] == "done" and st["bbr"]["status"] == "failed"
-    assert "not modelled by the simulator" in st["bbr"]["error"] and index["complete"] is False
-    log = (tmp_path / "s" / "logs" / (st["bbr"]["run"].split("/")[1] + ".log")).read_text()
+    assert st["cubic"]["status"] == "done" and st["broken:Cc"]["status"] == "failed"
+    assert "broken:Cc raised ZeroDivisionError" in st["broken:Cc"]["error"] and index["complete"] is False
+    log = (tmp_path / "s" / "logs" / (st["broken:Cc"]["run"].split("/")[1] + ".log")).read_text()
     assert "status: failed" in log and "Traceback" in log
     # The report still shows the finished run and says what is missing.
     page = (tmp_path / "s" / "sweep.html").read_text()

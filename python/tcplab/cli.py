@@ -73,13 +73,6 @@ def run(
         _fail(f"--backend: {backend!r} is not a backend; allowed: {', '.join(BACKENDS)}")
     if backend == "netns":
         _netns_precheck(resolved)
-    else:
-        from .spec.schema import KERNEL_ONLY_CC
-
-        for f in resolved.flows:
-            if f["cc"] in KERNEL_ONLY_CC:
-                _fail(f"senders.{f['name']}.cc: {f['cc']!r} is not modelled by the simulator yet; "
-                      "run it on the real kernel with --backend netns")
     target = out or default_out(resolved.name)
     if target.exists() and not force:
         _fail(f"{target} already exists (choose another --out or pass --force)")

@@ -219,6 +219,14 @@ fn algorithms() -> Vec<&'static str> {
     tcplab_sim::cc::ALGORITHMS.to_vec()
 }
 
+/// The algorithms a stack offers (the Linux modules only on `linux`).
+#[pyfunction]
+fn algorithms_for(stack: &str) -> PyResult<Vec<&'static str>> {
+    let profile = tcplab_sim::stack::profile(stack)
+        .ok_or_else(|| PyValueError::new_err(format!("unknown stack {stack:?}")))?;
+    Ok(tcplab_sim::cc::algorithms_for(profile.cc_family))
+}
+
 /// Stack profiles the simulator knows.
 #[pyfunction]
 fn stacks() -> Vec<&'static str> {
@@ -565,6 +573,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(import_formats, m)?)?;
     m.add_function(wrap_pyfunction!(parse_tcp_probe_line, m)?)?;
     m.add_function(wrap_pyfunction!(algorithms, m)?)?;
+    m.add_function(wrap_pyfunction!(algorithms_for, m)?)?;
     m.add_function(wrap_pyfunction!(stacks, m)?)?;
     Ok(())
 }

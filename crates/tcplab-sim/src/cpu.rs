@@ -14,7 +14,7 @@
 use std::cell::Cell;
 use std::sync::Once;
 
-use crate::cc::{AckKind, CcVars, CongSignal, CongestionControl};
+use crate::cc::{AckKind, CaState, CcVars, CongSignal, CongestionControl, RateSample};
 use crate::time::Ns;
 
 const OTHER: u8 = 0;
@@ -175,6 +175,24 @@ impl CongestionControl for MarkedCc {
     }
     fn pacing_rate_bps(&self, v: &CcVars) -> Option<u64> {
         in_cc(|| self.inner.pacing_rate_bps(v))
+    }
+    fn set_state(&mut self, v: &mut CcVars, new: CaState) {
+        in_cc(|| self.inner.set_state(v, new))
+    }
+    fn pkts_acked(&mut self, v: &mut CcVars, pkts: u32, rtt_ns: Option<Ns>) {
+        in_cc(|| self.inner.pkts_acked(v, pkts, rtt_ns))
+    }
+    fn in_ack_event(&mut self, v: &mut CcVars, slow_path: bool) {
+        in_cc(|| self.inner.in_ack_event(v, slow_path))
+    }
+    fn owns_cwnd(&self) -> bool {
+        self.inner.owns_cwnd()
+    }
+    fn cong_control(&mut self, v: &mut CcVars, rs: &RateSample) {
+        in_cc(|| self.inner.cong_control(v, rs))
+    }
+    fn needs_pacing(&self) -> bool {
+        self.inner.needs_pacing()
     }
 }
 

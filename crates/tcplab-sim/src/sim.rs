@@ -216,6 +216,8 @@ impl Simulation {
                 algo
             };
             let mut sender = TcpSender::new(i as u32, f, profile, algo);
+            // Streams 1 << 40 + flow: apart from the links' (their index) and fixed per flow.
+            sender.v.random = rng.fork((1 << 40) + i as u64).next_u64();
             sender.record_sends = cfg.record_sends;
             senders.push(sender);
         }

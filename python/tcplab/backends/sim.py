@@ -10,10 +10,6 @@ from .. import _native, user_cc
 from ..spec import Resolved
 from ..store import TableWriter
 
-class SimUnsupported(Exception):
-    """The spec asks for something only the real-kernel backend runs."""
-
-
 class UserCcRaised(Exception):
     """A user-written congestion-control algorithm raised; the message says which and what."""
 
@@ -27,12 +23,6 @@ def run(resolved: Resolved, directory: Path, progress: Callable[[int, int], None
 
     `progress(now_ns, stop_ns)` is called after each step.
     """
-    from ..spec.schema import KERNEL_ONLY_CC
-
-    for f in resolved.flows:
-        if f["cc"] in KERNEL_ONLY_CC:
-            raise SimUnsupported(f"sender {f['name']!r}: cc {f['cc']!r} is not modelled by the simulator yet; "
-                                 "run it on the real kernel with --backend netns")
     sim = _native.Simulation(json.dumps(resolved.sim_config), user_cc.instances(resolved.flows))
     writer = TableWriter(
         directory,

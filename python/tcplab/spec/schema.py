@@ -325,9 +325,6 @@ def _topology(ctx: _Ctx, spec: dict[str, Any]) -> tuple[list[dict], list[dict], 
 # Senders, background traffic, tracing
 
 
-#: Congestion controls only the real-kernel backend runs.
-KERNEL_ONLY_CC = ("bbr",)
-
 SENDER_KEYS = ("host", "to", "stack", "cc", "start", "time", "bytes", "write", "initcwnd", "sndbuf", "rcvbuf", "mtu", "sack",
                "timestamps", "prr", "d43470")
 
@@ -380,9 +377,6 @@ def _senders(ctx: _Ctx, spec: dict[str, Any], index: dict[str, int], hosts: set[
         raise ctx.err("senders", "at least one sender is required, e.g. [senders.s1] to = \"r1\"")
     flows, norm = [], {}
     stacks = list(_native.stacks())
-    # bbr: Linux's tcp_bbr.c runs on the netns backend; the simulator does not model it yet
-    # (KERNEL_ONLY_CC, refused by the simulator backend with that message).
-    algorithms = list(_native.algorithms()) + ["reno"] + list(KERNEL_ONLY_CC)
     for name, t in table.items():
         path = f"senders.{name}"
         t = ctx.table(t, path)
@@ -417,7 +411,12 @@ def _senders(ctx: _Ctx, spec: dict[str, Any], index: dict[str, int], hosts: set[
             except user_cc.UserCcError as e:
                 raise ctx.err(_join(path, "cc"), f"{e} (a user-written algorithm is module:Class, see examples/)") from None
         else:
-            cc = ctx.choice(t, path, "cc", DEFAULTS["cc"], algorithms)
+            offered = list(_native.algorithms_for(stack)) + ["reno"]
+            cc = t.get("cc", DEFAULTS["cc"])
+            if cc in _native.algorithms() and cc not in offered:
+                raise ctx.err(_join(path, "cc"), f"{cc!r} is a Linux module (net/ipv4/tcp_{cc}.c); "
+                              f"the {stack} stack offers", offered)
+            cc = ctx.choice(t, path, "cc", DEFAULTS["cc"], offered)
         start = ctx.unit(t, path, "start", units.parse_duration_ns, "0s")
         if "time" in t and "bytes" in t:
             raise ctx.err(_join(path, "bytes"), "give either time (iperf3 -t) or bytes (iperf3 -n), not both")

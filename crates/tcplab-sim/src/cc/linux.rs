@@ -10,30 +10,30 @@ use crate::time::Ns;
 /// Kernel tick rate. Debian's and most distributions' x86 kernels use CONFIG_HZ=250.
 pub const HZ: u64 = 250;
 
-fn jiffies(now: Ns) -> u32 {
+pub(crate) fn jiffies(now: Ns) -> u32 {
     (now / (1_000_000_000 / HZ)) as u32 // HZ divides 10^9: one u64 division, no rounding
 }
 
-fn usecs_to_jiffies(us: u32) -> u32 {
+pub(crate) fn usecs_to_jiffies(us: u32) -> u32 {
     (us as u64 * HZ).div_ceil(1_000_000) as u32
 }
 
 /// cwnd in packets, as Linux keeps it.
-fn pkts(v: &CcVars) -> u32 {
+pub(crate) fn pkts(v: &CcVars) -> u32 {
     (v.cwnd / v.mss).max(1) as u32
 }
 
-fn set_pkts(v: &mut CcVars, cwnd: u32) {
+pub(crate) fn set_pkts(v: &mut CcVars, cwnd: u32) {
     v.cwnd = cwnd.max(1) as u64 * v.mss;
 }
 
-fn ssthresh_pkts(v: &CcVars) -> u32 {
+pub(crate) fn ssthresh_pkts(v: &CcVars) -> u32 {
     (v.ssthresh / v.mss).min(u32::MAX as u64) as u32
 }
 
 /// tcp_cong.c tcp_slow_start(): cwnd = min(cwnd + acked, ssthresh); returns the acked packets
 /// left over for congestion avoidance.
-fn slow_start(v: &mut CcVars, acked: u32) -> u32 {
+pub(crate) fn slow_start(v: &mut CcVars, acked: u32) -> u32 {
     let cwnd = pkts(v);
     let new = (cwnd as u64 + acked as u64).min(ssthresh_pkts(v) as u64) as u32;
     let left = acked - (new - cwnd);
@@ -42,7 +42,7 @@ fn slow_start(v: &mut CcVars, acked: u32) -> u32 {
 }
 
 /// tcp_cong.c tcp_cong_avoid_ai(): one packet per `w` packets acked, with credits carried.
-fn cong_avoid_ai(v: &mut CcVars, cwnd_cnt: &mut u32, w: u32, acked: u32) {
+pub(crate) fn cong_avoid_ai(v: &mut CcVars, cwnd_cnt: &mut u32, w: u32, acked: u32) {
     let mut cwnd = pkts(v);
     // If credits accumulated at a higher w, apply them gently now.
     if *cwnd_cnt >= w {
@@ -59,13 +59,13 @@ fn cong_avoid_ai(v: &mut CcVars, cwnd_cnt: &mut u32, w: u32, acked: u32) {
 }
 
 /// Packets covered by this ACK (Linux counts packets, tcp_skb_pcount).
-fn acked_pkts(v: &CcVars) -> u32 {
+pub(crate) fn acked_pkts(v: &CcVars) -> u32 {
     v.bytes_this_ack.div_ceil(v.mss) as u32
 }
 
 /// The opening both tcp_reno_cong_avoid() and cubictcp_cong_avoid() share: nothing unless
 /// cwnd-limited; slow start first; the acked packets left for congestion avoidance, if any.
-fn slow_start_then(v: &mut CcVars, kind: AckKind) -> Option<u32> {
+pub(crate) fn slow_start_then(v: &mut CcVars, kind: AckKind) -> Option<u32> {
     if kind != AckKind::Ack || !v.cwnd_limited {
         return None;
     }
@@ -82,22 +82,31 @@ pub struct LinuxReno {
     cwnd_cnt: u32,
 }
 
+/// tcp_cong.c tcp_reno_cong_avoid(), with the caller's snd_cwnd_cnt.
+pub(crate) fn reno_cong_avoid(v: &mut CcVars, cwnd_cnt: &mut u32, kind: AckKind) {
+    if let Some(acked) = slow_start_then(v, kind) {
+        let w = pkts(v);
+        cong_avoid_ai(v, cwnd_cnt, w, acked);
+    }
+}
+
+/// tcp_cong.c tcp_reno_ssthresh(): max(cwnd >> 1, 2), in packets.
+pub(crate) fn reno_ssthresh(v: &CcVars) -> u64 {
+    (pkts(v) >> 1).max(2) as u64 * v.mss
+}
+
 impl CongestionControl for LinuxReno {
     fn name(&self) -> &'static str {
         "reno"
     }
 
     fn ack_received(&mut self, v: &mut CcVars, kind: AckKind) {
-        if let Some(acked) = slow_start_then(v, kind) {
-            let w = pkts(v);
-            cong_avoid_ai(v, &mut self.cwnd_cnt, w, acked);
-        }
+        reno_cong_avoid(v, &mut self.cwnd_cnt, kind);
     }
 
     fn cong_signal(&mut self, v: &mut CcVars, sig: CongSignal) {
         if sig != CongSignal::RtoErr {
-            // tcp_reno_ssthresh(): max(cwnd >> 1, 2)
-            v.ssthresh = (pkts(v) >> 1).max(2) as u64 * v.mss;
+            v.ssthresh = reno_ssthresh(v);
             self.cwnd_cnt = 0;
         }
     }

@@ -4,10 +4,16 @@
 //! an algorithm keeps only its private state. Hooks never read a clock: `now` is in [`CcVars`].
 //! See FreeBSD `sys/netinet/cc/cc.h` (`struct cc_algo`) for the hook set this mirrors.
 
+pub mod bbr;
+pub mod bic;
 pub mod cubic;
 pub mod freebsd;
+pub mod htcp;
 pub mod linux;
 pub mod newreno;
+pub mod vegas;
+pub mod westwood;
+pub mod yeah;
 
 use crate::time::Ns;
 
@@ -49,6 +55,60 @@ pub struct CcVars {
     pub after_rto: bool,
     /// RTT samples taken so far (FreeBSD `t_rttupdated`).
     pub rtt_samples: u64,
+    /// Linux's congestion-avoidance state (`icsk_ca_state`); the Linux stack keeps it current.
+    pub ca_state: CaState,
+    /// Packets delivered (acked or SACKed) so far (Linux `tp->delivered`).
+    pub delivered_pkts: u64,
+    /// Packets marked lost so far (Linux `tp->lost`).
+    pub lost_pkts: u64,
+    /// When the delivered count last grew (Linux `tp->delivered_mstamp`).
+    pub delivered_mstamp_ns: Ns,
+    /// When the paced sender may send next (Linux `tp->tcp_wstamp_ns`, the earliest departure).
+    pub next_send_ns: Ns,
+    /// A per-connection random value from the run's seeded generator (the kernel's prandom).
+    pub random: u64,
+    /// Set by a module to mark the connection application-limited with this many packets in
+    /// flight (BBR's PROBE_RTT writes `tp->app_limited`); the stack takes it after the hook.
+    pub app_limited_request: Option<u64>,
+}
+
+/// Linux's congestion-avoidance states (include/net/tcp.h `enum tcp_ca_state`), ordered as the
+/// kernel's values are (BBR compares them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Default)]
+pub enum CaState {
+    /// Nothing suspicious.
+    #[default]
+    Open,
+    /// Duplicate ACKs or SACKs seen, recovery not (yet) entered.
+    Disorder,
+    /// Window reduced for ECN or local congestion.
+    Cwr,
+    /// Fast recovery.
+    Recovery,
+    /// After a retransmission timeout.
+    Loss,
+}
+
+/// One delivery-rate sample (Linux `struct rate_sample`, net/ipv4/tcp_rate.c), in packets and
+/// microseconds as the kernel keeps it.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RateSample {
+    /// `tp->delivered` when the sampled packet was sent.
+    pub prior_delivered: u64,
+    /// Packets delivered over the interval; negative when there is no sample.
+    pub delivered: i64,
+    /// The interval, µs: max(send interval, ACK interval); negative when there is no sample.
+    pub interval_us: i64,
+    /// RTT of the most recently sent packet this ACK delivered, µs; negative when none.
+    pub rtt_us: i64,
+    /// Packets newly marked lost by this ACK.
+    pub losses: u64,
+    /// Packets newly acked or SACKed by this ACK.
+    pub acked_sacked: u64,
+    /// Packets in flight before this ACK.
+    pub prior_in_flight: u64,
+    /// Whether the sample was taken while application-limited.
+    pub is_app_limited: bool,
 }
 
 impl CcVars {
@@ -72,6 +132,13 @@ impl CcVars {
             snd_wnd: 0,
             after_rto: false,
             rtt_samples: 0,
+            ca_state: CaState::Open,
+            delivered_pkts: 0,
+            lost_pkts: 0,
+            delivered_mstamp_ns: 0,
+            next_send_ns: 0,
+            random: 0,
+            app_limited_request: None,
         }
     }
 
@@ -106,7 +173,7 @@ pub enum CongSignal {
 }
 
 /// A congestion-control algorithm. Defaults are no-ops. Each hook may change `v.cwnd` and
-/// `v.ssthresh`; nothing else in `CcVars` is theirs to write.
+/// `v.ssthresh` (and `v.app_limited_request`); nothing else in `CcVars` is theirs to write.
 pub trait CongestionControl {
     /// The registry name.
     fn name(&self) -> &'static str;
@@ -133,10 +200,61 @@ pub trait CongestionControl {
     fn pacing_rate_bps(&self, _v: &CcVars) -> Option<u64> {
         None
     }
+
+    // Linux's tcp_congestion_ops hooks that have no cc(4) counterpart; the Linux stack calls
+    // them where net/ipv4/tcp_input.c does, the other stacks never.
+
+    /// Linux `set_state`: the stack is about to move to `new` (tcp_set_ca_state()).
+    fn set_state(&mut self, _v: &mut CcVars, _new: CaState) {}
+    /// Linux `pkts_acked` (tcp_clean_rtx_queue()): after an ACK that acknowledged `pkts` packets,
+    /// with its RTT sample if it had a valid one. By default, the sample goes to `rtt_sample`.
+    fn pkts_acked(&mut self, v: &mut CcVars, _pkts: u32, rtt_ns: Option<Ns>) {
+        if let Some(r) = rtt_ns {
+            self.rtt_sample(v, r);
+        }
+    }
+    /// Linux `in_ack_event` (tcp_in_ack_event()): every ACK; `slow_path` is CA_ACK_SLOWPATH
+    /// (the ACK carried SACK blocks or did not advance snd_una).
+    fn in_ack_event(&mut self, _v: &mut CcVars, _slow_path: bool) {}
+    /// Whether the algorithm sets cwnd itself on every ACK (Linux `cong_control`, as BBR): the
+    /// stack then calls `cong_control` instead of `ack_received` and its own PRR.
+    fn owns_cwnd(&self) -> bool {
+        false
+    }
+    /// Linux `cong_control` (tcp_cong_control()), with the ACK's delivery-rate sample.
+    fn cong_control(&mut self, _v: &mut CcVars, _rs: &RateSample) {}
+    /// Whether the stack must pace even without fq (Linux `sk_pacing_status` =
+    /// SK_PACING_NEEDED, set by bbr_init()).
+    fn needs_pacing(&self) -> bool {
+        false
+    }
 }
 
 /// Names the registry knows, for error messages and the Python config.
-pub const ALGORITHMS: &[&str] = &["newreno", "cubic", "cubic-rfc9438"];
+pub const ALGORITHMS: &[&str] = &[
+    "newreno",
+    "cubic",
+    "cubic-rfc9438",
+    "bic",
+    "htcp",
+    "vegas",
+    "westwood",
+    "yeah",
+    "bbr",
+];
+
+/// Algorithms only the Linux stack has (its net/ipv4 modules); `algorithms_for` leaves them out
+/// of the other stacks' lists.
+pub const LINUX_ONLY: &[&str] = &["bic", "htcp", "vegas", "westwood", "yeah", "bbr"];
+
+/// Names a stack family offers (`reno` is accepted too, as Linux's name for newreno).
+pub fn algorithms_for(family: Family) -> Vec<&'static str> {
+    ALGORITHMS
+        .iter()
+        .copied()
+        .filter(|a| family == Family::Linux || !LINUX_ONLY.contains(a))
+        .collect()
+}
 
 /// Which family of implementations a stack uses for a CC name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -188,6 +306,12 @@ pub fn build(name: &str, family: Family) -> Option<Cc> {
             make!(FreeBsdNewReno, freebsd::FreeBsdNewReno::default())
         }
         ("cubic", Family::FreeBsd) => make!(FreeBsdCubic, freebsd::FreeBsdCubic::default()),
+        ("bic", Family::Linux) => make!(Bic, bic::Bic::default()),
+        ("htcp", Family::Linux) => make!(Htcp, htcp::Htcp::default()),
+        ("vegas", Family::Linux) => make!(Vegas, vegas::Vegas::default()),
+        ("westwood", Family::Linux) => make!(Westwood, westwood::Westwood::default()),
+        ("yeah", Family::Linux) => make!(Yeah, yeah::Yeah::default()),
+        ("bbr", Family::Linux) => make!(Bbr, bbr::Bbr::default()),
         _ => None,
     }
 }
@@ -222,6 +346,12 @@ pub mod dispatch {
         LinuxCubic(linux::LinuxCubic),
         FreeBsdNewReno(freebsd::FreeBsdNewReno),
         FreeBsdCubic(freebsd::FreeBsdCubic),
+        Bic(bic::Bic),
+        Htcp(htcp::Htcp),
+        Vegas(vegas::Vegas),
+        Westwood(westwood::Westwood),
+        Yeah(yeah::Yeah),
+        Bbr(bbr::Bbr),
         Marked(Box<crate::cpu::MarkedCc>),
         External(Box<dyn CongestionControl>),
     }
@@ -235,6 +365,12 @@ pub mod dispatch {
                 StaticCc::LinuxCubic($c) => $call,
                 StaticCc::FreeBsdNewReno($c) => $call,
                 StaticCc::FreeBsdCubic($c) => $call,
+                StaticCc::Bic($c) => $call,
+                StaticCc::Htcp($c) => $call,
+                StaticCc::Vegas($c) => $call,
+                StaticCc::Westwood($c) => $call,
+                StaticCc::Yeah($c) => $call,
+                StaticCc::Bbr($c) => $call,
                 StaticCc::Marked($c) => $call,
                 StaticCc::External($c) => $call,
             }
@@ -277,6 +413,30 @@ pub mod dispatch {
         #[inline]
         fn pacing_rate_bps(&self, v: &CcVars) -> Option<u64> {
             each!(self, c => c.pacing_rate_bps(v))
+        }
+        #[inline]
+        fn set_state(&mut self, v: &mut CcVars, new: CaState) {
+            each!(self, c => c.set_state(v, new))
+        }
+        #[inline]
+        fn pkts_acked(&mut self, v: &mut CcVars, pkts: u32, rtt_ns: Option<Ns>) {
+            each!(self, c => c.pkts_acked(v, pkts, rtt_ns))
+        }
+        #[inline]
+        fn in_ack_event(&mut self, v: &mut CcVars, slow_path: bool) {
+            each!(self, c => c.in_ack_event(v, slow_path))
+        }
+        #[inline]
+        fn owns_cwnd(&self) -> bool {
+            each!(self, c => c.owns_cwnd())
+        }
+        #[inline]
+        fn cong_control(&mut self, v: &mut CcVars, rs: &RateSample) {
+            each!(self, c => c.cong_control(v, rs))
+        }
+        #[inline]
+        fn needs_pacing(&self) -> bool {
+            each!(self, c => c.needs_pacing())
         }
     }
 }

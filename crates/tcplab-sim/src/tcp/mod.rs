@@ -2,6 +2,7 @@
 //! receiver with delayed ACKs, SACK generation and a buffer-limited window.
 
 pub mod prr;
+pub mod rate;
 pub mod receiver;
 pub mod rtt;
 pub mod scoreboard;

@@ -4,6 +4,7 @@
 //! which equals RFC 6675 SetPipe() (each unSACKed octet counts once unless lost, and once more if
 //! retransmitted) and Linux's `tcp_packets_in_flight()` (packets_out - left_out + retrans_out).
 
+use crate::tcp::rate::RateTx;
 use crate::time::Ns;
 use std::collections::VecDeque;
 
@@ -23,6 +24,35 @@ pub struct Seg {
     /// How many times it was sent.
     pub tx_count: u16,
     flags: u8,
+    /// The delivery-rate snapshot of its latest transmission (Linux `TCP_SKB_CB(skb)->tx`).
+    pub tx: RateTx,
+}
+
+/// A segment newly delivered (cumulatively acked or SACKed) by the ACK being processed.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Delivered {
+    /// Time of its latest (re)transmission.
+    pub sent_at: Ns,
+    /// Its end sequence number.
+    pub end: u64,
+    /// Its length, bytes.
+    pub len: u32,
+    /// Whether it had been retransmitted.
+    pub retrans: bool,
+    /// Its delivery-rate snapshot.
+    pub tx: RateTx,
+}
+
+impl Seg {
+    fn delivered(&self) -> Delivered {
+        Delivered {
+            sent_at: self.sent_at,
+            end: self.end(),
+            len: self.len,
+            retrans: self.tx_count > 1,
+            tx: self.tx,
+        }
+    }
 }
 
 impl Seg {
@@ -53,13 +83,13 @@ pub struct Scoreboard {
     lost_mark: u64,
     /// RFC 6675 HighRxt: retransmission search starts here.
     high_rxt: u64,
-    /// Segments newly delivered (acked or SACKed) since `clear_delivered`: (sent_at, end, retransmitted).
-    delivered: Vec<(Ns, u64, bool)>,
+    /// Segments newly delivered (acked or SACKed) since `clear_delivered`.
+    delivered: Vec<Delivered>,
 }
 
 impl Scoreboard {
     /// Record a newly transmitted segment (must follow the previous one).
-    pub fn push(&mut self, seq: u64, len: u32, now: Ns) {
+    pub fn push(&mut self, seq: u64, len: u32, now: Ns, tx: RateTx) {
         debug_assert!(self.segs.back().is_none_or(|s| s.end() == seq));
         self.segs.push_back(Seg {
             seq,
@@ -67,6 +97,7 @@ impl Scoreboard {
             sent_at: now,
             tx_count: 1,
             flags: 0,
+            tx,
         });
     }
 
@@ -101,7 +132,7 @@ impl Scoreboard {
             }
             let s = self.segs.pop_front().expect("front exists");
             if !s.has(SACKED) {
-                self.delivered.push((s.sent_at, s.end(), s.tx_count > 1));
+                self.delivered.push(s.delivered());
             }
             self.forget(&s);
             if s.tx_count == 1 {
@@ -177,8 +208,7 @@ impl Scoreboard {
                         seg.flags |= SACKED;
                         self.sacked_bytes += len;
                         newly += len;
-                        self.delivered
-                            .push((seg.sent_at, seg.end(), seg.tx_count > 1));
+                        self.delivered.push(seg.delivered());
                     }
                     i += 1;
                 }
@@ -322,13 +352,14 @@ impl Scoreboard {
     }
 
     /// Record a retransmission of the segment starting at `seq`.
-    pub fn mark_retransmitted(&mut self, seq: u64, now: Ns) {
+    pub fn mark_retransmitted(&mut self, seq: u64, now: Ns, tx: RateTx) {
         let i = self.lower_bound(seq);
         let Some(s) = self.segs.get_mut(i) else {
             return;
         };
         debug_assert_eq!(s.seq, seq);
         s.sent_at = now;
+        s.tx = tx;
         s.tx_count = s.tx_count.saturating_add(1);
         if !s.has(RETRANS) && !s.has(SACKED) {
             s.flags |= RETRANS;
@@ -337,8 +368,8 @@ impl Scoreboard {
         self.high_rxt = self.high_rxt.max(s.end());
     }
 
-    /// The segments delivered since `clear_delivered`: (send time, end, retransmitted).
-    pub fn delivered(&self) -> &[(Ns, u64, bool)] {
+    /// The segments delivered since `clear_delivered`.
+    pub fn delivered(&self) -> &[Delivered] {
         &self.delivered
     }
 
@@ -487,7 +518,7 @@ mod tests {
     fn board(n: u64) -> Scoreboard {
         let mut b = Scoreboard::default();
         for i in 0..n {
-            b.push(i * 100, 100, 0);
+            b.push(i * 100, 100, 0, RateTx::default());
         }
         b
     }
@@ -522,7 +553,7 @@ mod tests {
         // outstanding = 800 (200..1000); pipe = 800 - 300 sacked - 100 lost = 400
         assert_eq!(b.pipe(800, 100), 400);
         assert_eq!(b.next_lost(), Some((200, 100)));
-        b.mark_retransmitted(200, 5);
+        b.mark_retransmitted(200, 5, RateTx::default());
         assert_eq!(b.pipe(800, 100), 500);
         assert_eq!(b.next_lost(), None);
         b.check().unwrap();
@@ -550,7 +581,7 @@ mod tests {
         let mut b = board(5);
         b.sack(&[(300, 400)], 0);
         b.mark_head_lost();
-        b.mark_retransmitted(0, 1);
+        b.mark_retransmitted(0, 1, RateTx::default());
         b.mark_all_lost();
         assert_eq!(b.lost_bytes, 400);
         assert_eq!(b.retrans_bytes, 0);
@@ -564,10 +595,14 @@ mod tests {
         // segments 0..5 sent at t = 0, 10, 20, 30, 40 (ms units here), segment 3 SACKed.
         let mut b = Scoreboard::default();
         for i in 0..5u64 {
-            b.push(i * 100, 100, i * 10);
+            b.push(i * 100, 100, i * 10, RateTx::default());
         }
         b.sack(&[(300, 400)], 0);
-        assert_eq!(b.delivered(), &[(30, 400, false)]);
+        let d = b.delivered();
+        assert_eq!(
+            (d.len(), d[0].sent_at, d[0].end, d[0].retrans),
+            (1, 30, 400, false)
+        );
         // now = 75, rack_rtt = 75 - 30 = 45, reo_wnd 0: segments sent at 0, 10, 20 are due
         // (elapsed 75, 65, 55 >= 45); segment 4 was sent after the delivered one: untouched.
         let (lost, wait) = b.rack_mark_lost(30, 400, 45, 0, 75);
@@ -575,7 +610,7 @@ mod tests {
         // with a 25 reordering window, segment 2 (elapsed 55 < 70) waits 15 more
         let mut c = Scoreboard::default();
         for i in 0..5u64 {
-            c.push(i * 100, 100, i * 10);
+            c.push(i * 100, 100, i * 10, RateTx::default());
         }
         c.sack(&[(300, 400)], 0);
         let (lost, wait) = c.rack_mark_lost(30, 400, 45, 25, 75);
@@ -590,11 +625,11 @@ mod tests {
         b.sack(&[(100, 400)], 0);
         b.mark_losses(3);
         assert_eq!(b.next_lost(), Some((0, 100)));
-        b.mark_retransmitted(0, 50);
+        b.mark_retransmitted(0, 50, RateTx::default());
         assert_eq!(b.next_lost(), None);
         // a segment sent at 60 (new data) is delivered at 110: the retransmission sent at 50 is
         // older than rack_rtt (50) by now = 110 -> lost again
-        b.push(400, 100, 60);
+        b.push(400, 100, 60, RateTx::default());
         b.sack(&[(400, 500)], 0);
         let (lost, _) = b.rack_mark_lost(60, 500, 50, 0, 110);
         assert_eq!(lost, 100);

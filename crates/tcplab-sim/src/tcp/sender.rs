@@ -2,9 +2,10 @@
 //! RFC 6298 retransmission timer, and the congestion-control hooks of [`crate::cc`].
 
 use super::prr::{Prr, PrrAck};
+use super::rate::RateState;
 use super::rtt::RttEstimator;
 use super::scoreboard::Scoreboard;
-use crate::cc::{AckKind, CcVars, CongSignal};
+use crate::cc::{AckKind, CaState, CcVars, CongSignal};
 // The enum-dispatch build calls the hooks on a concrete type, which needs the trait in scope.
 #[cfg_attr(not(feature = "static-cc"), allow(unused_imports))]
 use crate::cc::CongestionControl;
@@ -195,6 +196,10 @@ pub struct TcpSender {
     fb: freebsd::FbState,
     /// FreeBSD RACK-stack state.
     rk: freebsd_rack::RackState,
+    /// Whether the CC sets cwnd itself on every ACK (Linux `cong_control`: BBR); such a module
+    /// also gets delivery-rate samples, tracked in `rate`.
+    owns_cwnd: bool,
+    rate: RateState,
 }
 
 impl TcpSender {
@@ -247,7 +252,6 @@ impl TcpSender {
             flow,
             dst: f.dst,
             profile,
-            cc,
             v: CcVars::new(mss, f.iw_segments as u64 * mss),
             mss,
             timestamps: f.timestamps,
@@ -294,6 +298,9 @@ impl TcpSender {
             tsq_wake: None,
             fb: freebsd::FbState::default(),
             rk: freebsd_rack::RackState::default(),
+            owns_cwnd: cc.owns_cwnd(),
+            rate: RateState::default(),
+            cc,
         }
     }
 
@@ -395,7 +402,11 @@ impl TcpSender {
 
     /// Linux's sk_pacing_rate in bytes/s (tcp_input.c tcp_update_pacing_rate()): cwnd * mss / srtt,
     /// times 2 while cwnd < ssthresh / 2 (sysctl_tcp_pacing_ss_ratio 200) else 1.2 (ca_ratio 120).
+    /// A CC that paces (BBR) sets sk_pacing_rate itself.
     pub fn linux_pacing_rate_bytes(&self) -> u64 {
+        if self.cc.needs_pacing() {
+            return self.cc.pacing_rate_bps(&self.v).map_or(0, |bps| bps / 8);
+        }
         if self.rtt.srtt_ns == 0 {
             return 0;
         }
@@ -422,7 +433,8 @@ impl TcpSender {
     }
 
     fn pacing_rate(&self) -> Option<u64> {
-        if self.profile.pacing {
+        // Linux paces without fq when the CC asks (SK_PACING_NEEDED: tcp_internal_pacing()).
+        if self.profile.pacing || self.cc.needs_pacing() {
             self.cc.pacing_rate_bps(&self.v)
         } else {
             None
@@ -524,11 +536,17 @@ impl TcpSender {
             self.rk.prr_out += len; // rack.c rack_log_output(): rc_prr_out
             self.rk.prr_sndcnt = self.rk.prr_sndcnt.saturating_sub(len);
         }
+        // tcp_rate_skb_sent(), for the modules that read delivery rates.
+        let tx = if self.owns_cwnd {
+            self.rate.on_send(now, self.sb.is_empty())
+        } else {
+            Default::default()
+        };
         if retx {
-            self.sb.mark_retransmitted(seq, now);
+            self.sb.mark_retransmitted(seq, now, tx);
             self.retrans_segs += 1;
         } else {
-            self.sb.push(seq, len as u32, now);
+            self.sb.push(seq, len as u32, now, tx);
             self.snd_nxt += len;
         }
         self.bytes_sent += len;
@@ -597,6 +615,15 @@ impl TcpSender {
             };
             let Some((seq, mut len, retx)) = cand else {
                 self.v.cwnd_limited = room < self.mss;
+                if self.owns_cwnd
+                    && room >= self.mss
+                    && self.sb.lost_bytes == 0
+                    && self.written - self.snd_nxt < self.mss
+                {
+                    // tcp_rate_check_app_limited(): the window is not what limits sending.
+                    let in_flight = self.pkts(self.pipe());
+                    self.rate.mark_app_limited(in_flight);
+                }
                 break;
             };
             let mut rapid = false;
@@ -680,6 +707,8 @@ impl TcpSender {
             return;
         }
         self.snd_wnd = p.rwnd;
+        let fresh = p.ack >= self.snd_una; // not an old, reordered ACK
+        let prior_in_flight = self.pkts(self.pipe());
         let newly_sacked = if self.sack {
             self.sb.sack(p.sack_blocks(), self.snd_una)
         } else {
@@ -687,6 +716,7 @@ impl TcpSender {
         };
         let mut acked = 0;
         let mut dup = false;
+        let mut rtt_sample = None;
         if p.ack > self.snd_una && p.ack <= self.snd_nxt {
             acked = p.ack - self.snd_una;
             let karn = self.sb.ack(p.ack);
@@ -701,10 +731,8 @@ impl TcpSender {
                 self.v.srtt_ns = self.rtt.srtt_ns;
                 self.v.min_rtt_ns = self.rtt.min_rtt_ns;
                 self.v.rtt_samples = self.rtt.samples;
-                self.v.snd_una = self.snd_una;
-                self.v.snd_nxt = self.snd_nxt;
                 self.v.pacing_rate_bytes = self.linux_pacing_rate_bytes();
-                self.cc.rtt_sample(&mut self.v, r);
+                rtt_sample = Some(r);
             }
             self.dupacks = 0;
             if !self.sack && matches!(self.state, State::Recovery { .. }) {
@@ -724,14 +752,26 @@ impl TcpSender {
                 self.sb.reno_sacked_segs = (self.sb.reno_sacked_segs + 1).min(self.sb.len() as u64);
             }
         }
+        if fresh {
+            // tcp_ack(): tcp_in_ack_event() once snd_una has moved, then tcp_clean_rtx_queue()'s
+            // pkts_acked with the ACK's RTT sample (the state is still the one before this ACK).
+            self.v.snd_una = self.snd_una;
+            self.v.snd_nxt = self.snd_nxt;
+            let slow_path = acked == 0 || !p.sack_blocks().is_empty();
+            self.cc.in_ack_event(&mut self.v, slow_path);
+            if acked > 0 {
+                let pkts = self.pkts(acked) as u32;
+                self.cc.pkts_acked(&mut self.v, pkts, rtt_sample);
+            }
+        }
         if self.profile.rack {
             // tcp_clean_rtx_queue(): ca_rtt from the newest never-retransmitted packet delivered.
             let newest = self
                 .sb
                 .delivered()
                 .iter()
-                .filter(|d| !d.2)
-                .map(|d| d.0)
+                .filter(|d| !d.retrans)
+                .map(|d| d.sent_at)
                 .max();
             if let Some(sent_at) = newest {
                 self.rtt.observe_min(now.saturating_sub(sent_at));
@@ -754,6 +794,19 @@ impl TcpSender {
         } else {
             0
         };
+        self.v.lost_pkts += self.pkts(newly_lost);
+        // tcp_rate_gen(): the delivery-rate sample for a module that owns cwnd.
+        let rate_sample = (self.owns_cwnd && fresh).then(|| {
+            let (lost, min_rtt) = (self.pkts(newly_lost), self.rtt.min_rtt_ns);
+            self.rate.on_ack(
+                now,
+                self.sb.delivered(),
+                self.mss,
+                lost,
+                min_rtt,
+                prior_in_flight,
+            )
+        });
         self.sb.clear_delivered();
         self.v.flight = self.snd_nxt - self.snd_una;
 
@@ -763,8 +816,13 @@ impl TcpSender {
                 self.v.in_recovery = false;
                 self.sb.reno_sacked_segs = 0;
                 match self.profile.recovery {
-                    // tcp_end_cwnd_reduction(): cwnd = ssthresh.
-                    Recovery::LinuxPrr(_) => self.v.cwnd = self.v.ssthresh,
+                    // tcp_end_cwnd_reduction(): cwnd = ssthresh, then CA_EVENT_COMPLETE_CWR
+                    // (Westwood+ sets its own window there); nothing when the module owns cwnd.
+                    Recovery::LinuxPrr(_) if self.owns_cwnd => {}
+                    Recovery::LinuxPrr(_) => {
+                        self.v.cwnd = self.v.ssthresh;
+                        self.cc.post_recovery(&mut self.v);
+                    }
                     Recovery::Rfc6675 | Recovery::FreeBsd(_) => self.cc.post_recovery(&mut self.v),
                     Recovery::FreeBsdRack => self.rack_post_recovery(),
                 }
@@ -792,7 +850,8 @@ impl TcpSender {
             self.v.snd_wnd = self.snd_wnd;
             self.v.after_rto = matches!(self.state, State::Loss { .. }) && self.sb.lost_bytes > 0;
         }
-        if !matches!(self.state, State::Recovery { .. }) {
+        self.sync_ca_state();
+        if !matches!(self.state, State::Recovery { .. }) && !self.owns_cwnd {
             if acked > 0 {
                 self.v.bytes_this_ack = acked;
                 self.cc.ack_received(&mut self.v, AckKind::Ack);
@@ -831,15 +890,28 @@ impl TcpSender {
             (self.state, self.profile.recovery)
         {
             // tcp_cong_control() -> tcp_cwnd_reduction() on every ACK in recovery, the entry ACK
-            // included.
-            let ack = PrrAck {
-                newly_acked_sacked: self.pkts(acked + newly_sacked),
-                newly_lost: self.pkts(newly_lost),
-                una_advanced: acked > 0,
-            };
-            self.prr_reduce(version, ack);
+            // included (unless the module owns cwnd).
+            if !self.owns_cwnd {
+                let ack = PrrAck {
+                    newly_acked_sacked: self.pkts(acked + newly_sacked),
+                    newly_lost: self.pkts(newly_lost),
+                    una_advanced: acked > 0,
+                };
+                self.prr_reduce(version, ack);
+            }
             if entered {
                 self.event(now, SenderEvent::RecoveryStart);
+            }
+        }
+        if let Some(rs) = rate_sample {
+            // tcp_cong_control(): the module's cong_control instead of cong_avoid and PRR.
+            self.v.flight = self.pipe();
+            self.v.delivered_pkts = self.rate.delivered;
+            self.v.delivered_mstamp_ns = self.rate.delivered_mstamp();
+            self.v.next_send_ns = self.pace_next;
+            self.cc.cong_control(&mut self.v, &rs);
+            if let Some(in_flight) = self.v.app_limited_request.take() {
+                self.rate.mark_app_limited(in_flight);
             }
         }
         self.output(now, out, next_id);
@@ -849,6 +921,21 @@ impl TcpSender {
         }
         self.schedule_tlp(now);
         self.note_completion(now);
+    }
+
+    /// Keep `v.ca_state` as Linux's icsk_ca_state and tell the module of each change before it
+    /// takes effect (tcp_set_ca_state()): Disorder while SACKs or dupacks are outstanding.
+    fn sync_ca_state(&mut self) {
+        let s = match self.state {
+            State::Recovery { .. } => CaState::Recovery,
+            State::Loss { .. } => CaState::Loss,
+            State::Open if self.dupacks > 0 || self.sb.sacked_bytes > 0 => CaState::Disorder,
+            State::Open => CaState::Open,
+        };
+        if s != self.v.ca_state {
+            self.cc.set_state(&mut self.v, s);
+            self.v.ca_state = s;
+        }
     }
 
     /// Record when a fixed-size transfer is all acknowledged.
@@ -871,7 +958,8 @@ impl TcpSender {
         };
         let mut advanced = false;
         for i in 0..self.sb.delivered().len() {
-            let (sent_at, end, retx) = self.sb.delivered()[i];
+            let d = self.sb.delivered()[i];
+            let (sent_at, end, retx) = (d.sent_at, d.end, d.retrans);
             let rtt = now.saturating_sub(sent_at);
             // A retransmission delivered faster than min_rtt may be the original's delivery.
             if retx && rtt < min_rtt {
@@ -977,6 +1065,7 @@ impl TcpSender {
         self.cc.cong_signal(&mut self.v, CongSignal::NDupAck);
         self.v.in_recovery = true;
         self.state = State::Recovery { recover };
+        self.sync_ca_state();
         self.recover_guard = Some(recover);
         self.recoveries += 1;
         if !(self.sack && self.profile.rack) {
@@ -1031,14 +1120,16 @@ impl TcpSender {
                     self.enter_recovery(now, out, next_id);
                     if let Recovery::LinuxPrr(version) = self.profile.recovery {
                         // tcp_cwnd_reduction(sk, 1, 0, 0)
-                        self.prr_reduce(
-                            version,
-                            PrrAck {
-                                newly_acked_sacked: 1,
-                                newly_lost: 0,
-                                una_advanced: false,
-                            },
-                        );
+                        if !self.owns_cwnd {
+                            self.prr_reduce(
+                                version,
+                                PrrAck {
+                                    newly_acked_sacked: 1,
+                                    newly_lost: 0,
+                                    una_advanced: false,
+                                },
+                            );
+                        }
                         self.event(now, SenderEvent::RecoveryStart);
                     }
                 }
@@ -1084,10 +1175,13 @@ impl TcpSender {
                     // RFC 5681 §3.1: loss window of one segment.
                     self.v.cwnd = self.mss;
                     self.v.in_recovery = false;
+                    let lost_before = self.sb.lost_bytes;
                     self.sb.mark_all_lost();
+                    self.v.lost_pkts += self.pkts(self.sb.lost_bytes.saturating_sub(lost_before));
                     self.state = State::Loss {
                         recover: self.snd_nxt,
                     };
+                    self.sync_ca_state();
                     self.tlp_deadline = None;
                     self.tlp_high_seq = None;
                     self.recover_guard = Some(self.snd_nxt);
