@@ -1,8 +1,9 @@
 """sweep.html: one self-contained page per sweep: for each part, each metric against the swept
 parameter (mean over iterations with its 95% confidence interval, one line per combination of
-the other axes), and the seeds' table of every point as % vs the part's first point, marked
+the other axes), the seeds' table of every point as % vs the part's first point, marked
 where the difference is significant (Student's t, pooled s, as ministat), with links to each
-run's report."""
+run's report; and where a part sweeps names (algorithms, stacks), those names ranked by
+throughput."""
 
 from __future__ import annotations
 
@@ -156,6 +157,45 @@ def _table(part: dict[str, Any], pts: list[dict[str, Any]], values: dict[str, di
            f'<tbody>{"".join(rows)}</tbody></table>'
 
 
+def _ranking(part: dict[str, Any], pts: list[dict[str, Any]], values: dict[str, dict[str, list[float]]]) -> str:
+    """The values of the part's one axis of names (T7: the algorithms) ranked by mean throughput,
+    within each combination of the other axes; each against the best, * where Student's t proves
+    the difference. Empty when the part has no such axis (or several)."""
+    named = [a["key"] for a in part["axes"] if not all(numeric(v) is not None for v in a["values"])]
+    if len(named) != 1 or len(next(a["values"] for a in part["axes"] if a["key"] == named[0])) < 3:
+        return ""
+    key = named[0]
+    others = [a["key"] for a in part["axes"] if a["key"] != key]
+    groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    for p in pts:
+        if values["throughput_mbps"].get(str(p["point"])):
+            groups.setdefault(tuple(p["params"][k] for k in others), []).append(p)
+    tables = []
+    for group, members in groups.items():
+        def mean_tp(p: dict[str, Any]) -> float:
+            return describe(values["throughput_mbps"][str(p["point"])]).mean
+        members.sort(key=mean_tp, reverse=True)
+        best = values["throughput_mbps"][str(members[0]["point"])]
+        rows = []
+        for rank, p in enumerate(members, 1):
+            tp = values["throughput_mbps"][str(p["point"])]
+            s = describe(tp)
+            ci = ci_half_width(s, CONFIDENCE)
+            rx = values["retransmits"].get(str(p["point"]), [])
+            cells = [str(rank), html.escape(str(p["params"][key])), str(len(tp)),
+                     html.escape(_show(s.mean) + ("" if ci is None else f" ± {_show(ci)}")),
+                     html.escape(_show(describe(rx).mean)) if rx else "-",
+                     "best" if rank == 1 else html.escape(_cell_vs(best, tp))]
+            rows.append("<tr>" + "".join(f'<td{" class=l" if i == 1 else ""}>{c}</td>' for i, c in enumerate(cells)) + "</tr>")
+        where = ", ".join(f"{k.split('.')[-1]} = {v}" for k, v in zip(others, group))
+        head = ["rank", key, "N", "throughput (Mbit/s, mean ± CI)", "retransmits (mean)", "vs best"]
+        th = "".join(f'<th{" class=l" if i == 1 else ""}>{html.escape(h)}</th>' for i, h in enumerate(head))
+        tables.append(f'<table class="ranking" data-part="{html.escape(part["name"])}"><caption>Ranked by throughput'
+                      f'{" (" + html.escape(where) + ")" if where else ""}</caption><thead><tr>{th}</tr></thead>'
+                      f'<tbody>{"".join(rows)}</tbody></table>')
+    return "".join(tables)
+
+
 def write(sweep_dir: Path) -> Path:
     """sweep_dir/sweep.html from sweep.json and the runs' catalog rows."""
     index = json.loads((sweep_dir / "sweep.json").read_text())
@@ -188,7 +228,7 @@ def write(sweep_dir: Path) -> Path:
             f'<section class="part" id="part-{html.escape(part["name"])}"><h2>{html.escape(part["name"])}</h2>'
             f'<p>{html.escape(part["mode"])} of {html.escape(axes)}; {part["iterations"]} iteration(s) each'
             + (f'; <span class="bad">{missing} run(s) not finished</span>' if missing else "")
-            + f"</p>{charts}{_table(part, pts, values, metrics)}</section>")
+            + f"</p>{_ranking(part, pts, values)}{charts}{_table(part, pts, values, metrics)}</section>")
     status = "complete" if index["complete"] else "incomplete (re-run the same command to finish it)"
     page = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>tcplab sweep: {html.escape(index['name'])}</title>

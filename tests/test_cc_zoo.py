@@ -1,0 +1,94 @@
+"""Linux's other congestion-control modules run from a spec and show their defining behaviour
+on a 100 Mbit/s x 40 ms path with a one-BDP (350-packet) buffer. The arithmetic itself is tested
+against hand calculations in each crates/tcplab-sim/src/cc/*.rs; T7 (test_sweep.py) runs all eight."""
+
+from __future__ import annotations
+
+import json
+
+from conftest import REPO, tcplab
+from tcplab.store import read_table
+
+SPEC = """
+name = "zoo"
+seed = 1
+[topology]
+kind = "pipe"
+[topology.access]
+rate = "1Gbit"
+delay = "10us"
+[topology.bottleneck]
+rate = "100Mbit"
+delay = "20ms"
+buffer = "350p"
+[senders.s1]
+to = "r1"
+stack = "linux"
+cc = "{cc}"
+time = "{time}"
+"""
+
+
+def _run(tmp_path, cc, time, out=None):
+    spec = tmp_path / f"{cc}.toml"
+    spec.write_text(SPEC.format(cc=cc, time=time))
+    out = tmp_path / (out or cc)
+    tcplab("run", str(spec), "--out", str(out), "--no-report", cwd=REPO)
+    return out, json.loads((out / "summary.json").read_text())
+
+
+def _after(table, t_s, column="t_ns"):
+    return table[table[column] >= t_s * 1e9]
+
+
+def test_vegas_settles_with_alpha_to_beta_packets_queued(tmp_path):
+    out, s = _run(tmp_path, "vegas", "30s")
+    # Slow start overshoots (Vegas checks once per round); then one packet per RTT down to the
+    # point where 2 (alpha) to 4 (beta) packets sit in the queue, and no loss after that.
+    queue = _after(read_table(out, "queues"), 25)["queue_packets"]
+    assert queue.max() <= 6 and 1 <= queue.mean() <= 4, queue.describe()
+    ports = read_table(out, "ports")
+    assert _after(ports, 2, "t_start_ns")["drops"].sum() == 0
+    assert s["bottleneck"]["utilisation"] > 0.95
+
+
+def test_bbr_fills_the_pipe_with_a_short_queue_and_the_same_seed_gives_the_same_run(tmp_path):
+    out, s = _run(tmp_path, "bbr", "12s")
+    # STARTUP's 2.89x overshoot fills the buffer once; then PROBE_BW keeps ~BDP in flight plus
+    # the short 1.25x probes: no drops after the first second, a queue far below the buffer.
+    ports = read_table(out, "ports")
+    assert _after(ports, 1, "t_start_ns")["drops"].sum() == 0
+    queue = _after(read_table(out, "queues"), 2)["queue_packets"]
+    assert queue.mean() < 50 and queue.max() < 175, queue.describe()
+    assert s["bottleneck"]["utilisation"] > 0.95
+    # PROBE_BW's starting phase is random (prandom in bbr_reset_probe_bw_mode): from the seed.
+    again, _ = _run(tmp_path, "bbr", "12s", out="bbr-again")
+    for name in ("flows", "queues", "summary.json"):
+        path = f"{name}.parquet" if name != "summary.json" else name
+        assert (out / path).read_bytes() == (again / path).read_bytes(), name
+
+
+def _first_reduction(out):
+    """cwnd on the last ACK before the first fast recovery, and the ssthresh the module chose."""
+    flows, events = read_table(out, "flows"), read_table(out, "events")
+    start = events[events["event"] == 1].iloc[0]  # RecoveryStart
+    before = flows[flows["t_ns"] < start["t_ns"]].iloc[-1]
+    return before["cwnd_bytes"], start["ssthresh_bytes"]
+
+
+def test_each_module_chooses_its_own_ssthresh_at_the_first_loss(tmp_path):
+    # tcp_bic.c bictcp_recalc_ssthresh: 819/1024 above low_window; tcp_htcp.c: beta starts at
+    # BETA_MIN = 0.5; tcp_westwood.c: tcp_reno_ssthresh (BWE x RTTmin comes when recovery ends);
+    # tcp_yeah.c: cwnd minus the estimated queue, at least cwnd/8 and at most cwnd/2 removed.
+    bounds = {"bic": (0.79, 0.81), "htcp": (0.49, 0.51), "westwood": (0.49, 0.51), "yeah": (0.49, 0.876)}
+    for cc, (lo, hi) in bounds.items():
+        spec = tmp_path / f"{cc}.toml"
+        spec.write_text(SPEC.format(cc=cc, time="3s") + '[trace]\nsample = "ack"\n')
+        tcplab("run", str(spec), "--out", str(tmp_path / cc), "--no-report", cwd=REPO)
+        cwnd, ssthresh = _first_reduction(tmp_path / cc)
+        assert lo <= ssthresh / cwnd <= hi, (cc, cwnd, ssthresh)
+    # Westwood+: when that recovery ends, cwnd = ssthresh = its bandwidth estimate x RTTmin, not
+    # Reno's half (CA_EVENT_COMPLETE_CWR).
+    events = read_table(tmp_path / "westwood", "events")
+    start, end = events[events["event"] == 1].iloc[0], events[events["event"] == 2].iloc[0]
+    assert end["cwnd_bytes"] == end["ssthresh_bytes"] != start["ssthresh_bytes"], (start, end)
