@@ -414,8 +414,7 @@ def _senders(ctx: _Ctx, spec: dict[str, Any], index: dict[str, int], hosts: set[
             offered = list(_native.algorithms_for(stack)) + ["reno"]
             cc = t.get("cc", DEFAULTS["cc"])
             if cc in _native.algorithms() and cc not in offered:
-                raise ctx.err(_join(path, "cc"), f"{cc!r} is a Linux module (net/ipv4/tcp_{cc}.c); "
-                              f"the {stack} stack offers", offered)
+                raise ctx.err(_join(path, "cc"), f"{cc!r} is not modelled for the {stack} stack, which offers", offered)
             cc = ctx.choice(t, path, "cc", DEFAULTS["cc"], offered)
         start = ctx.unit(t, path, "start", units.parse_duration_ns, "0s")
         if "time" in t and "bytes" in t:

@@ -48,11 +48,11 @@ pub fn ticks(now: crate::time::Ns) -> i64 {
 #[derive(Clone, Debug, Default)]
 pub struct AbcCounter {
     bytes_acked: u64,
-    sent_a_wnd: bool,
+    pub(crate) sent_a_wnd: bool,
 }
 
 impl AbcCounter {
-    fn account(&mut self, v: &CcVars) {
+    pub(crate) fn account(&mut self, v: &CcVars) {
         if v.cwnd > v.ssthresh {
             self.bytes_acked += v.bytes_this_ack.min(ABC_L_VAR * v.mss);
             if self.bytes_acked >= v.cwnd {
@@ -65,7 +65,7 @@ impl AbcCounter {
         }
     }
 
-    fn reset(&mut self) {
+    pub(crate) fn reset(&mut self) {
         self.bytes_acked = 0;
     }
 }
@@ -81,7 +81,7 @@ fn abc_slow_start_incr(v: &CcVars) -> u64 {
 }
 
 /// newreno_cc_ack_received() (cc.c).
-fn newreno_ack(v: &mut CcVars, abc: &mut AbcCounter) {
+pub(crate) fn newreno_ack(v: &mut CcVars, abc: &mut AbcCounter) {
     let incr = if v.cwnd > v.ssthresh {
         if abc.sent_a_wnd {
             abc.sent_a_wnd = false;
@@ -106,14 +106,14 @@ fn newreno_post_recovery(v: &mut CcVars) {
 }
 
 /// newreno_cc_after_idle(): ssthresh = max(ssthresh, 3/4 cwnd) (RFC 2861), cwnd = min(IW, cwnd).
-fn newreno_after_idle(v: &mut CcVars) {
+pub(crate) fn newreno_after_idle(v: &mut CcVars) {
     v.ssthresh = v.ssthresh.max(v.cwnd - (v.cwnd >> 2));
     v.cwnd = v.cwnd.min(v.iw);
 }
 
 /// The CC_RTO ssthresh of newreno_cc_cong_signal(): max(2, min(snd_wnd, pipe) / 2 / mss) * mss,
 /// set only on the first timeout of a window (the stack calls the hook only then).
-fn rto_ssthresh(v: &CcVars, num: u64, den: u64) -> u64 {
+pub(crate) fn rto_ssthresh(v: &CcVars, num: u64, den: u64) -> u64 {
     (v.snd_wnd.min(v.flight) * num / den / v.mss).max(2) * v.mss
 }
 

@@ -8,9 +8,11 @@ pub mod bbr;
 pub mod bic;
 pub mod cubic;
 pub mod freebsd;
+pub mod freebsd_htcp;
 pub mod htcp;
 pub mod linux;
 pub mod newreno;
+pub mod scalable;
 pub mod vegas;
 pub mod westwood;
 pub mod yeah;
@@ -240,19 +242,18 @@ pub const ALGORITHMS: &[&str] = &[
     "vegas",
     "westwood",
     "yeah",
+    "scalable",
     "bbr",
 ];
 
-/// Algorithms only the Linux stack has (its net/ipv4 modules); `algorithms_for` leaves them out
-/// of the other stacks' lists.
-pub const LINUX_ONLY: &[&str] = &["bic", "htcp", "vegas", "westwood", "yeah", "bbr"];
-
-/// Names a stack family offers (`reno` is accepted too, as Linux's name for newreno).
+/// Names a stack family offers: those the registry builds for it (`reno` is accepted too, as
+/// Linux's name for newreno). Linux's net/ipv4 modules only on `linux`; FreeBSD's cc_htcp on
+/// the FreeBSD stacks.
 pub fn algorithms_for(family: Family) -> Vec<&'static str> {
     ALGORITHMS
         .iter()
         .copied()
-        .filter(|a| family == Family::Linux || !LINUX_ONLY.contains(a))
+        .filter(|a| build(a, family).is_some())
         .collect()
 }
 
@@ -311,6 +312,10 @@ pub fn build(name: &str, family: Family) -> Option<Cc> {
         ("vegas", Family::Linux) => make!(Vegas, vegas::Vegas::default()),
         ("westwood", Family::Linux) => make!(Westwood, westwood::Westwood::default()),
         ("yeah", Family::Linux) => make!(Yeah, yeah::Yeah::default()),
+        ("scalable", Family::Linux) => make!(Scalable, scalable::Scalable::default()),
+        ("htcp", Family::FreeBsd) => {
+            make!(FreeBsdHtcp, freebsd_htcp::FreeBsdHtcp::default())
+        }
         ("bbr", Family::Linux) => make!(Bbr, bbr::Bbr::default()),
         _ => None,
     }
@@ -351,6 +356,8 @@ pub mod dispatch {
         Vegas(vegas::Vegas),
         Westwood(westwood::Westwood),
         Yeah(yeah::Yeah),
+        Scalable(scalable::Scalable),
+        FreeBsdHtcp(freebsd_htcp::FreeBsdHtcp),
         Bbr(bbr::Bbr),
         Marked(Box<crate::cpu::MarkedCc>),
         External(Box<dyn CongestionControl>),
@@ -370,6 +377,8 @@ pub mod dispatch {
                 StaticCc::Vegas($c) => $call,
                 StaticCc::Westwood($c) => $call,
                 StaticCc::Yeah($c) => $call,
+                StaticCc::Scalable($c) => $call,
+                StaticCc::FreeBsdHtcp($c) => $call,
                 StaticCc::Bbr($c) => $call,
                 StaticCc::Marked($c) => $call,
                 StaticCc::External($c) => $call,
