@@ -28,14 +28,25 @@ thread_local! {
     static REGION: Cell<u8> = const { Cell::new(OTHER) };
     /// Samples per region taken on this thread.
     static SAMPLES: [Cell<u64>; 3] = const { [Cell::new(0), Cell::new(0), Cell::new(0)] };
+    /// This thread's sampling timer (a `timer_t`), for the handler's overrun count; 0 if none.
+    static TIMER: Cell<usize> = const { Cell::new(0) };
 }
 /// Sampling period: 20 kHz, the study's Dummynet tick rate and a few thousand samples a second.
 pub const SAMPLE_PERIOD_NS: i64 = 50_000;
 
 extern "C" fn on_sample(_sig: libc::c_int) {
-    // Runs on the sampled thread (SIGEV_THREAD_ID): reads and bumps its own thread-locals.
+    // Runs on the sampled thread (SIGEV_THREAD_ID): reads and bumps its own thread-locals. While
+    // the thread was off its CPU (preempted, or its vCPU stolen) the expirations pile up as one
+    // pending signal; timer_getoverrun (async-signal-safe) says how many, and they belong to the
+    // region the thread was stopped in, so a busy or stolen machine loses no samples.
     let r = REGION.with(Cell::get).min(CC) as usize;
-    SAMPLES.with(|s| s[r].set(s[r].get() + 1));
+    let timer = TIMER.with(Cell::get);
+    let missed = if timer == 0 {
+        0
+    } else {
+        unsafe { libc::timer_getoverrun(timer as libc::timer_t) }.max(0) as u64
+    };
+    SAMPLES.with(|s| s[r].set(s[r].get() + 1 + missed));
 }
 
 static INSTALL: Once = Once::new();
@@ -110,6 +121,7 @@ impl CpuMeter {
                 ));
             }
             self.timer = Some(timer);
+            TIMER.with(|c| c.set(timer as usize));
         }
         self.at_start = counts();
         Ok(())
@@ -118,6 +130,7 @@ impl CpuMeter {
     /// Stop sampling and add what was sampled since `start`.
     pub fn stop(&mut self) {
         if let Some(t) = self.timer.take() {
+            TIMER.with(|c| c.set(0));
             unsafe {
                 libc::timer_delete(t);
             }
