@@ -31,8 +31,14 @@ def test_peers_matrix_defaults_to_three_stacks_by_two_ccs_and_needs_linux():
     assert len(peers_matrix({}, "t.toml")) == 6
     with pytest.raises(SpecError, match="peers.stacks: must include linux"):
         peers_matrix({"peers": {"stacks": ["freebsd"]}}, "t.toml")
-    with pytest.raises(SpecError, match=r"peers.cc: 'vegas' is not known.*allowed"):
+    with pytest.raises(SpecError, match=r"peers.cc: 'vegass' is not known.*allowed"):
+        peers_matrix({"peers": {"cc": ["vegass"]}}, "t.toml")
+    # A Linux-only module cannot be a peer row on the FreeBSD stacks; FreeBSD's htcp can.
+    with pytest.raises(SpecError, match=r"peers.cc: 'vegas' is not modelled for every stack.*allowed: newreno, "
+                                        r"cubic, cubic-rfc9438, htcp, reno"):
         peers_matrix({"peers": {"cc": ["vegas"]}}, "t.toml")
+    assert ("freebsd", "htcp") in peers_matrix({"peers": {"cc": ["htcp"]}}, "t.toml")
+    assert ("linux", "vegas") in peers_matrix({"peers": {"stacks": ["linux"], "cc": ["vegas"]}}, "t.toml")
 
 
 BASE = {

@@ -162,7 +162,8 @@ def _ranking(part: dict[str, Any], pts: list[dict[str, Any]], values: dict[str, 
     within each combination of the other axes; each against the best, * where Student's t proves
     the difference. Empty when the part has no such axis (or several)."""
     named = [a["key"] for a in part["axes"] if not all(numeric(v) is not None for v in a["values"])]
-    if len(named) != 1 or len(next(a["values"] for a in part["axes"] if a["key"] == named[0])) < 3:
+    # Names taken in step with another axis (a zip, as T5's buffers with its rates) are not rivals.
+    if len(named) != 1 or (part["mode"] == "zip" and len(part["axes"]) > 1):
         return ""
     key = named[0]
     others = [a["key"] for a in part["axes"] if a["key"] != key]
@@ -172,6 +173,9 @@ def _ranking(part: dict[str, Any], pts: list[dict[str, Any]], values: dict[str, 
             groups.setdefault(tuple(p["params"][k] for k in others), []).append(p)
     tables = []
     for group, members in groups.items():
+        if len(members) < 3:
+            continue
+
         def mean_tp(p: dict[str, Any]) -> float:
             return describe(values["throughput_mbps"][str(p["point"])]).mean
         members.sort(key=mean_tp, reverse=True)

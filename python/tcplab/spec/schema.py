@@ -564,14 +564,19 @@ def peers_matrix(spec: dict[str, Any], source: str) -> list[tuple[str, str]]:
     ctx.keys(t, "peers", PEERS_KEYS)
     allowed = {"stacks": list(_native.stacks()), "cc": list(_native.algorithms()) + ["reno"]}
     picked = {}
-    for key, default in PEERS_KEYS.items():
+    for key, default in PEERS_KEYS.items():  # stacks first: they decide which cc every row can run
         v = t.get(key, default)
         if not isinstance(v, list) or not v or not all(isinstance(x, str) for x in v):
             raise ctx.err(f"peers.{key}", "must be a non-empty list of names", allowed[key])
         for x in v:
+            if key == "cc" and x in _native.algorithms() and x not in allowed[key]:
+                raise ctx.err("peers.cc", f"{x!r} is not modelled for every stack of peers.stacks", allowed[key])
             if x not in allowed[key]:
                 raise ctx.err(f"peers.{key}", f"{x!r} is not known", allowed[key])
         picked[key] = list(dict.fromkeys(v))
+        if key == "stacks":
+            allowed["cc"] = [c for c in allowed["cc"] if all(c == "reno" or c in _native.algorithms_for(st)
+                                                               for st in picked["stacks"])]
     if "linux" not in picked["stacks"]:
         raise ctx.err("peers.stacks", "must include linux: every other row is compared with it", allowed["stacks"])
     return [(st, cc) for st in picked["stacks"] for cc in picked["cc"]]
