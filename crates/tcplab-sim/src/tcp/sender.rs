@@ -708,7 +708,11 @@ impl TcpSender {
         }
         self.snd_wnd = p.rwnd;
         let fresh = p.ack >= self.snd_una; // not an old, reordered ACK
-        let prior_in_flight = self.pkts(self.pipe());
+        let prior_in_flight = if self.owns_cwnd {
+            self.pkts(self.pipe())
+        } else {
+            0
+        };
         let newly_sacked = if self.sack {
             self.sb.sack(p.sack_blocks(), self.snd_una)
         } else {
