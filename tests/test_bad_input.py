@@ -15,7 +15,7 @@ CASES = {
     "zero buffer": (('buffer = "60p"', 'buffer = "0p"'), "topology.bottleneck.buffer: buffer '0p' must be larger than zero"),
     "missing host": (('to = "r1"', 'to = "r9"'), "senders.s1.to: 'r9' is not another host of this topology (allowed: r1, r2, s2)"),
     "unknown cc": (('cc = "cubic"', 'cc = "vegass"'), "senders.s1.cc: 'vegass' is not one of the choices (allowed: newreno, cubic, "
-                   "cubic-rfc9438, bic, htcp, vegas, westwood, yeah, scalable, bbr, reno)"),
+                   "cubic-rfc9438, bic, htcp, vegas, westwood, yeah, scalable, highspeed, bbr, reno)"),
     "linux cc on freebsd": (('cc = "cubic"', 'cc = "vegas"\nstack = "freebsd"'),
                             "senders.s1.cc: 'vegas' is not modelled for the freebsd stack, which offers "
                             "(allowed: newreno, cubic, cubic-rfc9438, htcp, reno)"),

@@ -9,6 +9,7 @@ pub mod bic;
 pub mod cubic;
 pub mod freebsd;
 pub mod freebsd_htcp;
+pub mod highspeed;
 pub mod htcp;
 pub mod linux;
 pub mod newreno;
@@ -243,6 +244,7 @@ pub const ALGORITHMS: &[&str] = &[
     "westwood",
     "yeah",
     "scalable",
+    "highspeed",
     "bbr",
 ];
 
@@ -313,6 +315,7 @@ pub fn build(name: &str, family: Family) -> Option<Cc> {
         ("westwood", Family::Linux) => make!(Westwood, westwood::Westwood::default()),
         ("yeah", Family::Linux) => make!(Yeah, yeah::Yeah::default()),
         ("scalable", Family::Linux) => make!(Scalable, scalable::Scalable::default()),
+        ("highspeed", Family::Linux) => make!(HighSpeed, highspeed::HighSpeed::default()),
         ("htcp", Family::FreeBsd) => {
             make!(FreeBsdHtcp, freebsd_htcp::FreeBsdHtcp::default())
         }
@@ -357,6 +360,7 @@ pub mod dispatch {
         Westwood(westwood::Westwood),
         Yeah(yeah::Yeah),
         Scalable(scalable::Scalable),
+        HighSpeed(highspeed::HighSpeed),
         FreeBsdHtcp(freebsd_htcp::FreeBsdHtcp),
         Bbr(bbr::Bbr),
         Marked(Box<crate::cpu::MarkedCc>),
@@ -378,6 +382,7 @@ pub mod dispatch {
                 StaticCc::Westwood($c) => $call,
                 StaticCc::Yeah($c) => $call,
                 StaticCc::Scalable($c) => $call,
+                StaticCc::HighSpeed($c) => $call,
                 StaticCc::FreeBsdHtcp($c) => $call,
                 StaticCc::Bbr($c) => $call,
                 StaticCc::Marked($c) => $call,
