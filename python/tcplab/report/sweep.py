@@ -171,14 +171,14 @@ def _ranking(part: dict[str, Any], pts: list[dict[str, Any]], values: dict[str, 
     for p in pts:
         if values["throughput_mbps"].get(str(p["point"])):
             groups.setdefault(tuple(p["params"][k] for k in others), []).append(p)
+    def mean_tp(p: dict[str, Any]) -> float:
+        return describe(values["throughput_mbps"][str(p["point"])]).mean
+
     tables = []
     for group, members in groups.items():
         if len(members) < 3:
             continue
-
-        def mean_tp(p: dict[str, Any]) -> float:
-            return describe(values["throughput_mbps"][str(p["point"])]).mean
-        members.sort(key=mean_tp, reverse=True)
+        members.sort(key=mean_tp, reverse=True)  # stable: ties keep the plan's order
         best = values["throughput_mbps"][str(members[0]["point"])]
         rows = []
         for rank, p in enumerate(members, 1):
