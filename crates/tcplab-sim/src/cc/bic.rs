@@ -2,7 +2,7 @@
 //! and jiffies as the kernel computes it, with its module defaults (fast_convergence 1,
 //! max_increment 16, low_window 14, beta 819/1024, initial_ssthresh 0, smooth_part 20).
 
-use super::linux::{cong_avoid_ai, jiffies, pkts, slow_start, HZ};
+use super::linux::{cong_avoid_ai, jiffies, pkts, slow_start_then, HZ};
 use super::{AckKind, CaState, CcVars, CongSignal, CongestionControl};
 
 const BICTCP_BETA_SCALE: u32 = 1024;
@@ -102,19 +102,11 @@ impl CongestionControl for Bic {
 
     /// bictcp_cong_avoid()
     fn ack_received(&mut self, v: &mut CcVars, kind: AckKind) {
-        if kind != AckKind::Ack || !v.cwnd_limited {
-            return;
+        if let Some(acked) = slow_start_then(v, kind) {
+            self.update(pkts(v), jiffies(v.now));
+            let w = self.cnt;
+            cong_avoid_ai(v, &mut self.cwnd_cnt, w, acked);
         }
-        let mut acked = super::linux::acked_pkts(v);
-        if v.in_slow_start() {
-            acked = slow_start(v, acked);
-            if acked == 0 {
-                return;
-            }
-        }
-        self.update(pkts(v), jiffies(v.now));
-        let w = self.cnt;
-        cong_avoid_ai(v, &mut self.cwnd_cnt, w, acked);
     }
 
     /// bictcp_recalc_ssthresh()

@@ -2,7 +2,7 @@
 //! and the decrease b(w) follow the window through RFC 3649 Appendix B's table, kept as the kernel
 //! keeps it (cwnd thresholds in packets, b(w) << 8); a(w) is the table index + 1 packets per RTT.
 
-use super::linux::{pkts, set_pkts, slow_start};
+use super::linux::{pkts, set_pkts, slow_start_or_avoid};
 use super::{AckKind, CcVars, CongSignal, CongestionControl};
 
 /// hstcp_aimd_vals: (cwnd upper bound in packets, b(w) << 8), RFC 3649 Appendix B.
@@ -95,11 +95,7 @@ impl CongestionControl for HighSpeed {
 
     /// hstcp_cong_avoid()
     fn ack_received(&mut self, v: &mut CcVars, kind: AckKind) {
-        if kind != AckKind::Ack || !v.cwnd_limited {
-            return;
-        }
-        if v.in_slow_start() {
-            slow_start(v, super::linux::acked_pkts(v));
+        if !slow_start_or_avoid(v, kind) {
             return;
         }
         // Keep AIMD[ai - 1].cwnd < cwnd <= AIMD[ai].cwnd.

@@ -2,7 +2,7 @@
 //! congestion event, the decrease is minRTT / maxRTT, both in the kernel's fixed point (<< 7) and
 //! jiffies, with its module defaults (use_rtt_scaling 1, use_bandwidth_switch 1).
 
-use super::linux::{jiffies, pkts, slow_start, usecs_to_jiffies, HZ};
+use super::linux::{jiffies, pkts, slow_start_or_avoid, usecs_to_jiffies, HZ};
 use super::{AckKind, CaState, CcVars, CongSignal, CongestionControl};
 use crate::time::Ns;
 
@@ -161,11 +161,7 @@ impl CongestionControl for Htcp {
 
     /// htcp_cong_avoid()
     fn ack_received(&mut self, v: &mut CcVars, kind: AckKind) {
-        if kind != AckKind::Ack || !v.cwnd_limited {
-            return;
-        }
-        if v.in_slow_start() {
-            slow_start(v, super::linux::acked_pkts(v));
+        if !slow_start_or_avoid(v, kind) {
             return;
         }
         // In theory cwnd += alpha / cwnd.

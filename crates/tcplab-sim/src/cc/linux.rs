@@ -76,6 +76,20 @@ pub(crate) fn slow_start_then(v: &mut CcVars, kind: AckKind) -> Option<u32> {
     (acked > 0).then_some(acked)
 }
 
+/// The opening of the modules that call tcp_slow_start() without carrying its leftover into
+/// congestion avoidance (tcp_htcp.c htcp_cong_avoid, tcp_highspeed.c hstcp_cong_avoid): nothing
+/// unless cwnd-limited; in slow start, slow start only. Returns whether congestion avoidance runs.
+pub(crate) fn slow_start_or_avoid(v: &mut CcVars, kind: AckKind) -> bool {
+    if kind != AckKind::Ack || !v.cwnd_limited {
+        return false;
+    }
+    if v.in_slow_start() {
+        slow_start(v, acked_pkts(v));
+        return false;
+    }
+    true
+}
+
 /// Linux Reno (tcp_cong.c).
 #[derive(Clone, Debug, Default)]
 pub struct LinuxReno {

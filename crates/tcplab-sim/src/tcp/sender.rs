@@ -199,6 +199,8 @@ pub struct TcpSender {
     /// Whether the CC sets cwnd itself on every ACK (Linux `cong_control`: BBR); such a module
     /// also gets delivery-rate samples, tracked in `rate`.
     owns_cwnd: bool,
+    /// Whether the CC asks the stack to pace (Linux SK_PACING_NEEDED: BBR).
+    cc_paces: bool,
     rate: RateState,
 }
 
@@ -299,6 +301,7 @@ impl TcpSender {
             fb: freebsd::FbState::default(),
             rk: freebsd_rack::RackState::default(),
             owns_cwnd: cc.owns_cwnd(),
+            cc_paces: cc.needs_pacing(),
             rate: RateState::default(),
             cc,
         }
@@ -404,7 +407,7 @@ impl TcpSender {
     /// times 2 while cwnd < ssthresh / 2 (sysctl_tcp_pacing_ss_ratio 200) else 1.2 (ca_ratio 120).
     /// A CC that paces (BBR) sets sk_pacing_rate itself.
     pub fn linux_pacing_rate_bytes(&self) -> u64 {
-        if self.cc.needs_pacing() {
+        if self.cc_paces {
             return self.cc.pacing_rate_bps(&self.v).map_or(0, |bps| bps / 8);
         }
         if self.rtt.srtt_ns == 0 {
@@ -434,7 +437,7 @@ impl TcpSender {
 
     fn pacing_rate(&self) -> Option<u64> {
         // Linux paces without fq when the CC asks (SK_PACING_NEEDED: tcp_internal_pacing()).
-        if self.profile.pacing || self.cc.needs_pacing() {
+        if self.profile.pacing || self.cc_paces {
             self.cc.pacing_rate_bps(&self.v)
         } else {
             None
