@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Benchmark: T1 on one core, this checkout side by side with an older commit REV, alternating the
+# two builds run by run (this machine's speed drifts within minutes, so only side-by-side runs
+# compare). REV's native module is built in a temporary git worktree and put first on PYTHONPATH;
+# both run with this checkout's .venv. Prints each run's wall and user time and the steal seen, then
+# the callgrind instruction count of a 20 s T1 for each build (valgrind; installed if missing and
+# root, as scripts/install does for the test tools).
+# Usage: bench/t1_vs.sh REV [RUNS=3] [--no-report]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rev=${1:?usage: bench/t1_vs.sh REV [RUNS] [--no-report]}
+runs=${2:-3}
+shift $(( $# >= 2 ? 2 : 1 ))
+tcplab_py=.venv/bin/python
+[ -x "$tcplab_py" ] || { echo "run ./scripts/install first" >&2; exit 1; }
+if ! command -v valgrind >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ]; then
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq valgrind >/dev/null
+    else
+        echo "bench: valgrind missing; run: sudo apt-get install valgrind" >&2; exit 1
+    fi
+fi
+work=$(mktemp -d)
+old="$work/old"
+cleanup() { git worktree remove --force "$old" >/dev/null 2>&1 || true; rm -rf "$work"; }
+trap cleanup EXIT
+git worktree add -f "$old" "$rev" >/dev/null
+# Reuse this checkout's compiled dependencies; only the workspace crates rebuild.
+cp -r target "$work/target"
+(cd "$old" && CARGO_TARGET_DIR="$work/target" cargo build -q --release -p tcplab-py)
+cp "$work/target/release/lib_native.so" "$old/python/tcplab/_native.abi3.so"
+steal() { awk '/^cpu /{print $9}' /proc/stat; }
+path_of() { [ "$1" = old ] && echo "$old/python" || echo "$PWD/python"; }
+for i in $(seq 1 "$runs"); do
+    for build in old new; do
+        s0=$(steal)
+        PYTHONPATH=$(path_of $build) /usr/bin/time -f "%e %U" -o "$work/t" taskset -c 0 "$tcplab_py" -m tcplab.cli \
+            run T1 --out "$work/run-$build" --force --no-intervals "$@" >/dev/null
+        s1=$(steal)
+        read -r wall user < "$work/t"
+        printf '%-4s run %d  wall %6.2f s  user %6.2f s  steal %d ticks\n' "$build" "$i" "$wall" "$user" "$((s1 - s0))"
+    done
+done
+for build in old new; do
+    PYTHONPATH=$(path_of $build) valgrind --tool=callgrind --callgrind-out-file="$work/cg-$build" "$tcplab_py" -m tcplab.cli \
+        run T1 --duration 20s --out "$work/cg-run-$build" --force --no-intervals --no-report >/dev/null 2> "$work/cg-$build.err"
+    printf '%-4s callgrind, 20 s of T1: %s instructions\n' "$build" "$(sed -n 's/.*Collected : //p' "$work/cg-$build.err")"
+done
+cmp -s "$work/cg-run-old/flows.parquet" "$work/cg-run-new/flows.parquet" && echo "records of the 20 s runs: identical" \
+    || echo "records of the 20 s runs: differ"
