@@ -116,3 +116,41 @@ def test_t1_preset_takes_its_buffers_from_the_hosts_sysctls(tmp_path: Path):
 def test_a_bad_freebsd_value_names_its_sysctl(name, value):
     with pytest.raises(SpecError, match=rf'hosts.s1.sysctl."{name}": '):
         resolve(with_hosts({"s1": {"sysctl": {name: value}}}, stack="freebsd"), "t.toml")
+
+
+@pytest.mark.parametrize("hosts, ratio", [
+    ({}, 128),  # a Linux receiver by default: tcp_adv_win_scale 1, half the buffer
+    ({"r1": {"sysctl": {"net.ipv4.tcp_adv_win_scale": 2}}}, 192),  # 1 - 1/4
+    ({"r1": {"sysctl": {"net.ipv4.tcp_adv_win_scale": 0}}}, 256),  # space >> 0
+    ({"r1": {"sysctl": {"net.ipv4.tcp_adv_win_scale": -2}}}, 64),  # space >> 2
+    ({"r1": {"sysctl": {"net.inet.tcp.recvbuf_max": 2_000_000}}}, 256),  # FreeBSD: sbspace()
+])
+def test_the_receiving_hosts_os_decides_how_much_of_its_buffer_is_window(hosts, ratio):
+    f = resolve(with_hosts(hosts), "t.toml").sim_config["flows"][0]
+    assert f["rcv_scaling_ratio"] == ratio
+
+
+def test_a_buffer_whose_window_holds_no_segment_is_refused():
+    # 2000 bytes hold a 1448-byte segment, but a Linux receiver offers half: 1000 bytes.
+    with pytest.raises(SpecError) as e:
+        resolve(with_hosts({}, rcvbuf="2000B"), "t.toml")
+    assert str(e.value).startswith("t.toml: senders.s1.rcvbuf: must offer a window of at least one segment")
+    assert "receiver r1 offers 128/256 of its buffer" in str(e.value)
+    with pytest.raises(SpecError, match="tcp_adv_win_scale"):
+        resolve(with_hosts({"r1": {"sysctl": {"net.ipv4.tcp_adv_win_scale": 40}}}), "t.toml")
+
+
+def test_a_linux_receiver_window_limits_the_rate_to_half_its_buffer_per_rtt(tmp_path: Path):
+    # 100 Mbit/s x 20 ms, tcp_rmem max 262144, no loss: the window is 262144 / 2 = 131072 bytes
+    # = 90 whole segments (130320 bytes; an even number, so none waits for a delayed ACK) per RTT
+    # of 20 ms + ~0.3 ms of serialisation: 90 x 1448 x 8 / 20.3 ms = 51.4 Mbit/s. A FreeBSD
+    # receiver with the same buffer offers all of it: 181 segments, over the 100 Mbit/s link.
+    linux = with_hosts({"r1": {"sysctl": {"net.ipv4.tcp_rmem": "4096 131072 262144"}}}, time="5s")
+    bsd = with_hosts({"r1": {"sysctl": {"net.inet.tcp.recvbuf_max": 262144}}}, time="5s")
+    rates = []
+    for name, spec in (("linux", linux), ("bsd", bsd)):
+        res = tcplab.run(spec, out=tmp_path / name, report=False)
+        rows = res.intervals[res.intervals["flow"] == "s1"]
+        rates.append(rows["bytes"].iloc[1:].sum() * 8 / (len(rows) - 1) / 1e6)
+    assert rates[0] == pytest.approx(90 * 1448 * 8 / 0.0203 / 1e6, rel=0.02)
+    assert rates[1] > 90  # the link, not the window

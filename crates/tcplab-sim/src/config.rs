@@ -155,8 +155,13 @@ pub struct FlowConfig {
     pub iw_segments: u32,
     /// Send socket buffer, bytes: limits unacknowledged plus unsent data.
     pub sndbuf_bytes: u64,
-    /// Receive socket buffer, bytes: the advertised window.
+    /// Receive socket buffer, bytes (Linux tcp_rmem[2], FreeBSD recvbuf_max).
     pub rcvbuf_bytes: u64,
+    /// Bytes of window the receiver offers per 256 bytes of buffer: Linux's scaling_ratio
+    /// (tcp_win_from_space(); 128 = tcp_adv_win_scale 1, the kernel's default), 256 = the whole
+    /// buffer (FreeBSD's sbspace(), RFC receivers).
+    #[serde(default = "whole_buffer")]
+    pub rcv_scaling_ratio: u32,
     /// Application write size (iperf3 `-l`).
     pub write_bytes: u64,
     /// What the application does.
@@ -170,6 +175,18 @@ pub struct FlowConfig {
     /// FreeBSD default-stack knobs; only for the freebsd stack.
     #[serde(default)]
     pub freebsd: Option<FreeBsdKnobs>,
+}
+
+fn whole_buffer() -> u32 {
+    256
+}
+
+impl FlowConfig {
+    /// The window the receiver's buffer can offer with nothing held out of order: Linux
+    /// tcp_win_from_space() = space x scaling_ratio >> TCP_RMEM_TO_WIN_SCALE (8).
+    pub fn rcv_space_bytes(&self) -> u64 {
+        self.rcvbuf_bytes * self.rcv_scaling_ratio as u64 >> 8
+    }
 }
 
 /// FreeBSD default-stack settings (review D43470 and the net.inet.tcp sysctls that shape

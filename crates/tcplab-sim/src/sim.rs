@@ -202,11 +202,11 @@ impl Simulation {
             if f.mss == 0
                 || f.iw_segments == 0
                 || f.sndbuf_bytes == 0
-                || f.rcvbuf_bytes < f.mss as u64
+                || f.rcv_space_bytes() < f.mss as u64
             {
                 return Err(format!(
-                    "flow {}: mss, iw, sndbuf must be positive and rcvbuf at least one mss",
-                    f.name
+                    "flow {}: mss, iw, sndbuf must be positive and the receive window (rcvbuf x {}/256) at least one mss",
+                    f.name, f.rcv_scaling_ratio
                 ));
             }
             receivers.push(TcpReceiver::new(i as u32, f, &profile));

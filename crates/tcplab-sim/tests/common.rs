@@ -42,6 +42,7 @@ pub fn flow(name: &str, src: u32, dst: u32, cc: &str, app: AppConfig) -> FlowCon
         iw_segments: 10,
         sndbuf_bytes: 64 << 20,
         rcvbuf_bytes: 64 << 20,
+        rcv_scaling_ratio: 256,
         write_bytes: 1 << 20,
         app,
         prr: None,

@@ -455,12 +455,14 @@ def _senders(ctx: _Ctx, spec: dict[str, Any], index: dict[str, int], hosts: set[
         for key, v in (("write", write), ("sndbuf", sndbuf)):
             if v <= 0:
                 raise ctx.err(_join(path, key), "must be larger than zero")
-        if rcvbuf < mss:
-            raise ctx.err(_join(path, "rcvbuf"), f"must hold at least one segment ({mss} bytes)")
+        ratio = sysctl.receiver_scaling_ratio(host_sysctls.get(to, {}), from_peer)
+        if rcvbuf * ratio >> 8 < mss:
+            raise ctx.err(_join(path, "rcvbuf"), f"must offer a window of at least one segment ({mss} bytes); "
+                          f"receiver {to} offers {ratio}/256 of its buffer")
         flows.append({
             "name": name, "src": index[host], "dst": index[to], "start_ns": start, "stack": stack,
             "cc": "newreno" if cc == "reno" else cc, "mss": mss, "timestamps": timestamps, "sack": sack,
-            "iw_segments": iw, "sndbuf_bytes": sndbuf, "rcvbuf_bytes": rcvbuf, "write_bytes": write, "app": app,
+            "iw_segments": iw, "sndbuf_bytes": sndbuf, "rcvbuf_bytes": rcvbuf, "rcv_scaling_ratio": ratio, "write_bytes": write, "app": app,
             "prr": prr, "sndbuf_initial_bytes": by_sysctl.get("sndbuf_initial_bytes"), "freebsd": freebsd,
         })
         n = {"host": host, "to": to, "stack": stack, "cc": cc, "start": t.get("start", "0s")}

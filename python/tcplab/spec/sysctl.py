@@ -21,6 +21,8 @@ LINUX_SYSCTLS = {
     "net.ipv4.tcp_congestion_control": "congestion control of connections this host opens",
     "net.ipv4.tcp_no_metrics_save": "0 or 1; simulated runs never share cached metrics, so both act as 1",
     "route.initcwnd": "initial congestion window, segments (ip route ... initcwnd N)",
+    "net.ipv4.tcp_adv_win_scale": "receiver: share of the buffer offered as window, 1 - 2^-n for n > 0, "
+                                  "2^n for n <= 0 (default 1: half; Linux 6.6+ measure it, docs/models.md)",
 }
 
 #: FreeBSD names -> what each sets.
@@ -45,6 +47,27 @@ FUNCTIONS = {"freebsd": "freebsd", "rack": "freebsd-rack"}
 
 def family(stack: str) -> str:
     return FREEBSD if stack.startswith("freebsd") else LINUX
+
+
+#: Window per 256 bytes of receive buffer of a Linux receiver by default: tcp_adv_win_scale = 1
+#: (Linux <= 6.5: tcp_win_from_space() = space - space/2) and TCP_DEFAULT_SCALING_RATIO (6.6+).
+LINUX_SCALING_RATIO = 128
+#: A FreeBSD receiver offers its whole buffer (sbspace()).
+WHOLE_BUFFER = 256
+
+
+def adv_win_scale_ratio(n: int) -> int:
+    """Linux <= 6.5 tcp_win_from_space() as a ratio in 1/256: space - (space >> n) for n > 0,
+    space >> -n otherwise."""
+    return WHOLE_BUFFER - (WHOLE_BUFFER >> n) if n > 0 else WHOLE_BUFFER >> -n
+
+
+def receiver_scaling_ratio(settings: dict[str, Any], params: dict[str, Any]) -> int:
+    """The window a receiving host offers per 256 bytes of buffer: a host configured with FreeBSD
+    names is a FreeBSD receiver (the whole buffer); any other is Linux (the seeds' receivers)."""
+    if "rcv_scaling_ratio" in params:
+        return params["rcv_scaling_ratio"]
+    return WHOLE_BUFFER if any(name in FREEBSD_SYSCTLS for name in settings) else LINUX_SCALING_RATIO
 
 
 def _triple(v: Any) -> tuple[int, int, int]:
@@ -104,6 +127,9 @@ def _one(name: str, value: Any, stack_family: str, role: str) -> dict[str, Any]:
     elif name == "net.ipv4.tcp_congestion_control":
         if role == "sender":
             out["cc"] = str(value)
+    elif name == "net.ipv4.tcp_adv_win_scale":
+        if role == "receiver":
+            out["rcv_scaling_ratio"] = adv_win_scale_ratio(_int(-31, 31)(value))
     elif name == "net.ipv4.tcp_no_metrics_save":
         _int(0, 1)(value)
     elif name == "route.initcwnd":

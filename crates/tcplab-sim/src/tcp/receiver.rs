@@ -1,6 +1,8 @@
 //! The TCP receiver: in-order delivery to an application that reads at once (iperf3 server),
 //! out-of-order queue, SACK blocks (RFC 2018), delayed ACKs (RFC 5681 §4.2, RFC 1122), timestamp
-//! echo (RFC 7323 §4.3) and a receive window limited by the socket buffer with window scaling.
+//! echo (RFC 7323 §4.3) and a receive window limited by the socket buffer with window scaling:
+//! a Linux receiver offers only part of its buffer (tcp_win_from_space()), the rest being the
+//! memory overhead of the packets it holds.
 
 use super::scoreboard::insert_range;
 use crate::config::FlowConfig;
@@ -18,7 +20,8 @@ pub struct TcpReceiver {
     sack: bool,
     ack_every: u32,
     delack_ns: Ns,
-    rcvbuf: u64,
+    /// The window with nothing held: rcvbuf x scaling_ratio / 256 (FlowConfig::rcv_space_bytes).
+    space: u64,
     wscale: u32,
     /// Next byte expected; everything below was delivered to the application in order.
     pub rcv_nxt: u64,
@@ -55,7 +58,7 @@ impl TcpReceiver {
             sack: f.sack,
             ack_every: profile.ack_every_segments.max(1),
             delack_ns: profile.delack_ns,
-            rcvbuf: f.rcvbuf_bytes,
+            space: f.rcv_space_bytes(),
             wscale: window_scale(f.rcvbuf_bytes),
             rcv_nxt: 0,
             ooo: Vec::new(),
@@ -67,7 +70,7 @@ impl TcpReceiver {
             unacked_segs: 0,
             quickacks: profile
                 .quickack_segments
-                .min((f.rcvbuf_bytes / (2 * f.mss as u64)).max(2) as u32),
+                .min((f.rcv_space_bytes() / (2 * f.mss as u64)).max(2) as u32),
             delack_deadline: None,
             acks_sent: 0,
         }
@@ -165,9 +168,12 @@ impl TcpReceiver {
         *next_id += 1;
         let mut a = Packet::new(*next_id, Kind::Ack, self.flow, self.peer);
         a.ack = self.rcv_nxt;
-        // The application reads at once, so free space = buffer - out-of-order data; advertised
-        // in units of 2^wscale, and the right edge never moves left (RFC 7323 §2.4, RFC 9293).
-        let free = self.rcvbuf.saturating_sub(self.ooo_bytes) >> self.wscale << self.wscale;
+        // The application reads at once, so only out-of-order data takes space. Linux
+        // (tcp_space(), __tcp_select_window()): window = tcp_win_from_space(rcvbuf - rmem_alloc),
+        // and the held packets' memory (truesize) is their length / scaling_ratio, so the window
+        // loses exactly the bytes held. Advertised in units of 2^wscale; the right edge never
+        // moves left (RFC 7323 §2.4, RFC 9293).
+        let free = self.space.saturating_sub(self.ooo_bytes) >> self.wscale << self.wscale;
         self.right_edge = self.right_edge.max(self.rcv_nxt + free);
         a.rwnd = self.right_edge - self.rcv_nxt;
         a.ts_ecr = self.ts_recent;
@@ -196,5 +202,58 @@ mod tests {
         assert_eq!(window_scale(65_536), 1);
         assert_eq!(window_scale(16 << 20), 9);
         assert_eq!(window_scale(1 << 40), 14);
+    }
+
+    fn linux_receiver(rcvbuf_bytes: u64) -> TcpReceiver {
+        let f = FlowConfig {
+            name: "f".into(),
+            src: 0,
+            dst: 1,
+            start_ns: 0,
+            stack: "linux".into(),
+            cc: "cubic".into(),
+            mss: 1448,
+            timestamps: true,
+            sack: true,
+            iw_segments: 10,
+            sndbuf_bytes: 1 << 20,
+            rcvbuf_bytes,
+            rcv_scaling_ratio: 128,
+            write_bytes: 1 << 20,
+            app: crate::config::AppConfig::Time { duration_ns: 1 },
+            sndbuf_initial_bytes: None,
+            prr: None,
+            freebsd: None,
+        };
+        TcpReceiver::new(0, &f, &crate::stack::profile("linux").unwrap())
+    }
+
+    fn data(seq: u64) -> Packet {
+        let mut p = Packet::new(seq, Kind::Data, 0, 1);
+        (p.seq, p.len) = (seq, 1448);
+        p
+    }
+
+    #[test]
+    fn linux_receiver_offers_half_its_buffer_and_never_pulls_the_right_edge_back() {
+        // tcp_rmem max 262144 with tcp_adv_win_scale 1 (scaling_ratio 128): tcp_win_from_space()
+        // = 262144 - 262144/2 = 131072 bytes; wscale 3 (262144 >> 2 = 65536 does not fit 16 bits).
+        let mut r = linux_receiver(262_144);
+        assert_eq!(r.wscale, 3);
+        let (mut out, mut id) = (Vec::new(), 0);
+        r.quickacks = 0;
+        r.on_data(&data(0), 0, &mut out, &mut id);
+        r.on_data(&data(1448), 0, &mut out, &mut id);
+        let a = out.pop().unwrap();
+        assert_eq!((a.ack, a.rwnd), (2896, 131_072));
+        // A segment past a hole is held: the buffer's free window is 131072 - 1448 = 129624 (a
+        // multiple of 8), but the right edge (2896 + 131072) stays where it was advertised.
+        r.on_data(&data(4344), 0, &mut out, &mut id);
+        let a = out.pop().unwrap();
+        assert_eq!((a.ack, a.rwnd), (2896, 131_072));
+        // The hole filled: everything is read, the whole 131072 is free again from 5792.
+        r.on_data(&data(2896), 0, &mut out, &mut id);
+        let a = out.pop().unwrap();
+        assert_eq!((a.ack, a.rwnd), (5792, 131_072));
     }
 }

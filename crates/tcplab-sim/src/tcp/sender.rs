@@ -268,7 +268,7 @@ impl TcpSender {
             snd_una: 0,
             snd_nxt: 0,
             // Until the first ACK, the window the receiver offered in its SYN-ACK.
-            snd_wnd: f.rcvbuf_bytes,
+            snd_wnd: f.rcv_space_bytes(),
             sb: Scoreboard::default(),
             state: State::Open,
             recover_guard: None,
