@@ -69,6 +69,19 @@ def test_plan_of_the_t1_dumbbell():
     assert planmod.path_rtt_ns(r, "s1", "r1") == 40_200_000
 
 
+def test_namespace_sysctls_carry_the_buffers_and_the_receivers_window_share():
+    from tcplab.backends.netns import _sysctls
+    data, src = load_spec("T1")
+    data["hosts"]["r1"]["sysctl"]["net.ipv4.tcp_adv_win_scale"] = 2
+    r = resolve(data, src)
+    p = planmod.build(r, "tl00ab")
+    got = _sysctls(r, p)
+    assert got["tl00ab-r1"]["net.ipv4.tcp_rmem"] == "4096 131072 268435456"
+    assert got["tl00ab-r1"]["net.ipv4.tcp_adv_win_scale"] == "2"
+    assert "net.ipv4.tcp_adv_win_scale" not in got["tl00ab-r2"]
+    assert got["tl00ab-s1"]["net.ipv4.tcp_wmem"] == "4096 16384 268435456"
+
+
 def test_plan_refuses_what_it_cannot_build(tmp_path):
     r = _resolved(SPEC.format(t="2s").replace('cc = "cubic"\ntime = "2s"\n[senders.s2]', 'cc = "cubic"\nstack = "freebsd"\ntime = "2s"\n[senders.s2]'), tmp_path)
     with pytest.raises(planmod.PlanError, match="'freebsd' stack.*Linux TCP only"):

@@ -55,13 +55,17 @@ def linkem_binary() -> str:
 
 def _sysctls(resolved: Resolved, p: planmod.Plan) -> dict[str, dict[str, str]]:
     """Per-namespace sysctls: no cached metrics anywhere (or ssthresh carries over between runs);
-    the flows' buffer maxima as tcp_wmem at senders and tcp_rmem at receivers."""
+    the flows' buffer maxima as tcp_wmem at senders and tcp_rmem at receivers, and a receiving
+    host's tcp_adv_win_scale as given (kernels 6.6+ keep the sysctl but no longer read it)."""
     names = [n["name"] for n in resolved.sim_config["nodes"]]
     out: dict[str, dict[str, str]] = {ns: {"net.ipv4.tcp_no_metrics_save": "1"} for ns in p.node_ns.values()}
     for f in resolved.sim_config["flows"]:
         src, dst = p.node_ns[names[f["src"]]], p.node_ns[names[f["dst"]]]
         out[src]["net.ipv4.tcp_wmem"] = f"4096 16384 {f['sndbuf_bytes']}"
         out[dst]["net.ipv4.tcp_rmem"] = f"4096 131072 {f['rcvbuf_bytes']}"
+        scale = resolved.spec.get("hosts", {}).get(names[f["dst"]], {}).get("sysctl", {}).get("net.ipv4.tcp_adv_win_scale")
+        if scale is not None:
+            out[dst]["net.ipv4.tcp_adv_win_scale"] = str(scale)
     return out
 
 
