@@ -145,6 +145,7 @@ impl Simulation {
             d.set_item("retrans_segs", f.retrans_segs)?;
             d.set_item("recoveries", f.recoveries)?;
             d.set_item("rtos", f.rtos)?;
+            d.set_item("dup_segs_received", f.dup_segs_received)?;
             d.set_item("completion_ns", f.completion_ns)?;
             d.set_item("cwnd_bytes", f.cwnd_bytes)?;
             d.set_item("srtt_ns", f.srtt_ns)?;

@@ -47,6 +47,8 @@ pub struct FlowStats {
     pub recoveries: u64,
     /// Retransmission timeouts.
     pub rtos: u64,
+    /// Segments the receiver already had (spurious retransmissions).
+    pub dup_segs_received: u64,
     /// Completion time of a fixed-size transfer, from its start.
     pub completion_ns: Option<Ns>,
     /// Final cwnd.
@@ -729,6 +731,7 @@ impl Simulation {
                 retrans_segs: s.retrans_segs,
                 recoveries: s.recoveries,
                 rtos: s.rto_count,
+                dup_segs_received: r.dup_segs,
                 completion_ns: s.completed_at.map(|t| t - f.start_ns),
                 cwnd_bytes: s.v.cwnd,
                 srtt_ns: s.rtt.srtt_ns,

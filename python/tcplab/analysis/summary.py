@@ -44,6 +44,8 @@ def summarize(resolved: Resolved, totals: dict[str, Any], run_dir: Path) -> dict
             "duration_s": _r(duration_s), "completion_s": _r(completion_s),
             "throughput_mbps": _r(tput), "bytes_delivered": st["bytes_delivered"], "bytes_written": st["bytes_written"],
             "retransmits": st["retrans_segs"], "recoveries": st["recoveries"], "rtos": st["rtos"],
+            # Spurious retransmissions as the receiver saw them (the simulator counts them).
+            "duplicates_received": st.get("dup_segs_received"),
             "final_cwnd_bytes": st["cwnd_bytes"], "srtt_ms": _r(st["srtt_ns"] / 1e6, 3),
             "min_rtt_ms": _r(st["min_rtt_ns"] / 1e6, 3), "mss_bytes": info["mss"],
         })

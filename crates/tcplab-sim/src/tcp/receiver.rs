@@ -36,6 +36,9 @@ pub struct TcpReceiver {
     delack_deadline: Option<Ns>,
     /// ACKs sent.
     pub acks_sent: u64,
+    /// Segments that brought nothing new (all below rcv_nxt or inside a held block): the
+    /// spurious retransmissions a DSACK would report (RFC 2883).
+    pub dup_segs: u64,
 }
 
 /// RFC 7323 §2.3: the smallest shift that lets the buffer fit in the 16-bit window field (max 14).
@@ -73,6 +76,7 @@ impl TcpReceiver {
                 .min((f.rcv_space_bytes() / (2 * f.mss as u64)).max(2) as u32),
             delack_deadline: None,
             acks_sent: 0,
+            dup_segs: 0,
         }
     }
 
@@ -95,6 +99,7 @@ impl TcpReceiver {
         }
         if e <= self.rcv_nxt {
             // Entirely old: a spurious retransmission. ACK at once (RFC 5681 §4.2 / RFC 2883).
+            self.dup_segs += 1;
             self.send_ack(out, next_id);
             return;
         }
@@ -126,6 +131,9 @@ impl TcpReceiver {
             }
         } else {
             // Out of order: hold it and send an immediate duplicate ACK (RFC 5681 §4.2).
+            if self.ooo.iter().any(|r| r.0 <= s && e <= r.1) {
+                self.dup_segs += 1;
+            }
             let before: u64 = self.ooo.iter().map(|r| r.1 - r.0).sum();
             insert_range(&mut self.ooo, s, e);
             self.ooo_bytes = self.ooo.iter().map(|r| r.1 - r.0).sum();
@@ -255,5 +263,19 @@ mod tests {
         r.on_data(&data(2896), 0, &mut out, &mut id);
         let a = out.pop().unwrap();
         assert_eq!((a.ack, a.rwnd), (5792, 131_072));
+        assert_eq!(r.dup_segs, 0);
+    }
+
+    #[test]
+    fn segments_that_bring_nothing_new_are_counted_as_duplicates() {
+        let mut r = linux_receiver(1 << 20);
+        let (mut out, mut id) = (Vec::new(), 0);
+        r.on_data(&data(0), 0, &mut out, &mut id);
+        r.on_data(&data(0), 0, &mut out, &mut id); // below rcv_nxt
+        r.on_data(&data(2896), 0, &mut out, &mut id);
+        r.on_data(&data(2896), 0, &mut out, &mut id); // inside the held block
+        assert_eq!(r.dup_segs, 2);
+        r.on_data(&data(1448), 0, &mut out, &mut id); // fills the hole: new
+        assert_eq!((r.rcv_nxt, r.dup_segs), (4344, 2));
     }
 }
