@@ -89,6 +89,10 @@ def test_plan_refuses_what_it_cannot_build(tmp_path):
     data, src = load_spec("T2")
     with pytest.raises(planmod.PlanError, match="shared buffer"):
         planmod.build(resolve(data, src), "tl0002")
+    data, src = load_spec("T1")
+    data["hosts"]["r1"]["nic"] = {"gro": True, "rx_usecs": 50}
+    with pytest.raises(planmod.PlanError, match="NIC coalescing .* not emulated"):
+        planmod.build(resolve(data, src), "tl0003")
 
 
 PROBE = ("          iperf3-1234    [001] ..s1.  5012.345678: tcp_probe: family=AF_INET src=10.100.0.1:40000 "

@@ -154,3 +154,15 @@ def test_a_linux_receiver_window_limits_the_rate_to_half_its_buffer_per_rtt(tmp_
         rates.append(rows["bytes"].iloc[1:].sum() * 8 / (len(rows) - 1) / 1e6)
     assert rates[0] == pytest.approx(90 * 1448 * 8 / 0.0203 / 1e6, rel=0.02)
     assert rates[1] > 90  # the link, not the window
+
+
+def test_a_receiving_nic_with_gro_needs_its_coalescing_time():
+    f = resolve(with_hosts({"r1": {"nic": {"gro": True, "rx_usecs": 50}}}), "t.toml").sim_config["flows"][0]
+    assert f["gro_flush_ns"] == 50_000
+    assert resolve(with_hosts({}), "t.toml").sim_config["flows"][0]["gro_flush_ns"] == 0
+    with pytest.raises(SpecError) as e:
+        resolve(with_hosts({"r1": {"nic": {"gro": True}}}), "t.toml")
+    assert str(e.value).startswith("t.toml: hosts.r1.nic.rx_usecs: is required with gro = true")
+    with pytest.raises(SpecError) as e:
+        resolve(with_hosts({"r1": {"nic": {"lro": True}}}), "t.toml")
+    assert "hosts.r1.nic" in str(e.value) and "gro" in str(e.value)

@@ -36,3 +36,17 @@ def test_all_three_send_tso_bursts_during_recovery(first):
 
 def test_linux_sends_no_fractional_segments(first):
     assert not first.loc["s3", "fractional_sends"]
+
+
+def test_gro_stretch_acks_slow_freebsds_abc_slow_start_but_not_linuxs(first, tmp_path: Path):
+    # An ACK per GRO aggregate of n > 2 segments grows FreeBSD's cwnd by abc_l_var = 2 MSS, not n
+    # (cc.c newreno_cc_ack_received(), cubic_does_slow_start()), so its slow start reaches the
+    # loss later; Linux's tcp_slow_start() counts every packet acked and does not change.
+    import tomllib
+    data = tomllib.loads((Path(tcplab.__file__).parent / "presets" / "t4-recovery-d43470.toml").read_text())
+    for r in ("r1", "r2", "r3"):
+        data.setdefault("hosts", {}).setdefault(r, {})["nic"] = {"gro": True, "rx_usecs": 50}
+    gro = first_per_flow(tcplab.run(data, out=tmp_path / "gro", report=False).recovery).set_index("flow")
+    for fb in ("s1", "s2"):
+        assert gro.loc[fb, "start_s"] > first.loc[fb, "start_s"] + 0.1
+    assert gro.loc["s3", "start_s"] == pytest.approx(first.loc["s3", "start_s"], abs=0.005)

@@ -162,6 +162,10 @@ pub struct FlowConfig {
     /// buffer (FreeBSD's sbspace(), RFC receivers).
     #[serde(default = "whole_buffer")]
     pub rcv_scaling_ratio: u32,
+    /// The receiving NIC's GRO: consecutive segments arriving within this long of the first are
+    /// handed to TCP as one (ethtool -K gro on, -C rx-usecs); 0 = off.
+    #[serde(default)]
+    pub gro_flush_ns: Ns,
     /// Application write size (iperf3 `-l`).
     pub write_bytes: u64,
     /// What the application does.

@@ -43,6 +43,7 @@ pub fn flow(name: &str, src: u32, dst: u32, cc: &str, app: AppConfig) -> FlowCon
         sndbuf_bytes: 64 << 20,
         rcvbuf_bytes: 64 << 20,
         rcv_scaling_ratio: 256,
+        gro_flush_ns: 0,
         write_bytes: 1 << 20,
         app,
         prr: None,
@@ -149,6 +150,15 @@ pub fn cwnd_before(sim: &Simulation, t: i64) -> i64 {
         .rev()
         .find(|s| s.0 < t)
         .expect("a sample before the loss")
+        .1
+}
+
+/// cwnd of flow 0 in the first sample at or after `t` (state changes are sampled at once).
+pub fn cwnd_after(sim: &Simulation, t: i64) -> i64 {
+    samples(sim, 0)
+        .iter()
+        .find(|s| s.0 >= t)
+        .expect("a sample after the event")
         .1
 }
 

@@ -67,10 +67,15 @@ fn d43470_enters_recovery_at_ssthresh_after_one_retransmission() {
     );
     let (t0, cwnd, ssthresh) = events(&sim, 0, RECOVERY_START)[0];
     assert_eq!(ssthresh, freebsd_newreno_ssthresh(cwnd_before(&sim, t0)));
+    // The episode is recorded with the cwnd its retransmission left with: pipe + maxseg, where
+    // pipe = a full cwnd in flight plus the two limited-transmit segments of the first two
+    // dupacks (RFC 3042) less the three SACKed segments; right after it cwnd is ssthresh.
     assert_eq!(
-        cwnd, ssthresh,
-        "cwnd = pipe + maxseg for the retransmission, then ssthresh"
+        cwnd,
+        cwnd_before(&sim, t0) + 2 * MSS - 3 * MSS + MSS,
+        "cwnd = pipe + maxseg for the retransmission"
     );
+    assert_eq!(cwnd_after(&sim, t0), ssthresh, "then ssthresh");
     let at_entry: Vec<_> = sends(&sim).into_iter().filter(|s| s.0 == t0).collect();
     assert_eq!(at_entry.len(), 1);
     assert_eq!((at_entry[0].2, at_entry[0].3), (MSS, 1));

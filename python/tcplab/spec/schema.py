@@ -343,8 +343,27 @@ def _host_sysctls(ctx: _Ctx, spec: dict[str, Any], hosts: set[str]) -> dict[str,
         if name not in hosts:
             raise ctx.err(f"hosts.{name}", f"{name!r} is not a host of this topology", sorted(hosts))
         t = ctx.table(t, f"hosts.{name}")
-        ctx.keys(t, f"hosts.{name}", ("sysctl",))
+        ctx.keys(t, f"hosts.{name}", ("sysctl", "nic"))
         out[name] = ctx.table(t.get("sysctl", {}), f"hosts.{name}.sysctl")
+    return out
+
+
+def _host_gro_flush_ns(ctx: _Ctx, spec: dict[str, Any]) -> dict[str, int]:
+    """[hosts.NAME.nic] gro = true, rx_usecs = N: the receiving NIC aggregates consecutive segments
+    that arrive within N us of the first (GRO per NAPI poll under interrupt moderation), so TCP
+    ACKs the aggregate once. Off unless asked: the coalescing time is the NIC driver's."""
+    out = {}
+    for name, t in ctx.table(spec.get("hosts", {}), "hosts").items():
+        if "nic" not in t:
+            continue
+        path = f"hosts.{name}.nic"
+        nic = ctx.table(t["nic"], path)
+        ctx.keys(nic, path, ("gro", "rx_usecs"))
+        if ctx.boolean(nic, path, "gro", False):
+            if "rx_usecs" not in nic:
+                raise ctx.err(_join(path, "rx_usecs"), "is required with gro = true: how long the NIC collects "
+                              "packets before a poll (ethtool -c rx-usecs), e.g. 50")
+            out[name] = ctx.integer(nic, path, "rx_usecs", 0, 1, 100_000) * 1000
     return out
 
 
@@ -371,6 +390,7 @@ def _senders(ctx: _Ctx, spec: dict[str, Any], index: dict[str, int], hosts: set[
     from .. import _native
 
     host_sysctls = _host_sysctls(ctx, spec, hosts)
+    gro_flush_ns = _host_gro_flush_ns(ctx, spec)
     family_sysctls = _stack_sysctls(ctx, spec)
     table = ctx.table(spec.get("senders", {}), "senders")
     if not table:
@@ -462,7 +482,7 @@ def _senders(ctx: _Ctx, spec: dict[str, Any], index: dict[str, int], hosts: set[
         flows.append({
             "name": name, "src": index[host], "dst": index[to], "start_ns": start, "stack": stack,
             "cc": "newreno" if cc == "reno" else cc, "mss": mss, "timestamps": timestamps, "sack": sack,
-            "iw_segments": iw, "sndbuf_bytes": sndbuf, "rcvbuf_bytes": rcvbuf, "rcv_scaling_ratio": ratio, "write_bytes": write, "app": app,
+            "iw_segments": iw, "sndbuf_bytes": sndbuf, "rcvbuf_bytes": rcvbuf, "rcv_scaling_ratio": ratio, "gro_flush_ns": gro_flush_ns.get(to, 0), "write_bytes": write, "app": app,
             "prr": prr, "sndbuf_initial_bytes": by_sysctl.get("sndbuf_initial_bytes"), "freebsd": freebsd,
         })
         n = {"host": host, "to": to, "stack": stack, "cc": cc, "start": t.get("start", "0s")}

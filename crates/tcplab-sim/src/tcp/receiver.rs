@@ -10,6 +10,18 @@ use crate::packet::{header_bytes, Kind, Packet, MAX_SACK_BLOCKS};
 use crate::stack::StackProfile;
 use crate::time::Ns;
 
+/// The largest GRO aggregate (GRO_LEGACY_MAX_SIZE, 64 KB).
+const GRO_MAX_BYTES: u64 = 65_536;
+
+/// Contiguous data the NIC's GRO holds for the next flush.
+struct GroHeld {
+    seq: u64,
+    end: u64,
+    /// TSval of the first packet (GRO merges only packets whose options are equal).
+    ts_val: Ns,
+    flush_at: Ns,
+}
+
 /// One TCP receiver.
 pub struct TcpReceiver {
     flow: u32,
@@ -36,6 +48,9 @@ pub struct TcpReceiver {
     delack_deadline: Option<Ns>,
     /// ACKs sent.
     pub acks_sent: u64,
+    /// GRO: how long after its first packet an aggregate is handed to TCP (0: no GRO).
+    gro_flush_ns: Ns,
+    gro: Option<GroHeld>,
     /// Segments that brought nothing new (all below rcv_nxt or inside a held block): the
     /// spurious retransmissions a DSACK would report (RFC 2883).
     pub dup_segs: u64,
@@ -77,12 +92,17 @@ impl TcpReceiver {
             delack_deadline: None,
             acks_sent: 0,
             dup_segs: 0,
+            gro_flush_ns: f.gro_flush_ns,
+            gro: None,
         }
     }
 
-    /// When the delayed-ACK timer wants to fire.
+    /// When the delayed-ACK timer or the GRO flush wants to fire.
     pub fn timer_deadline(&self) -> Option<Ns> {
-        self.delack_deadline
+        match (self.delack_deadline, self.gro.as_ref().map(|g| g.flush_at)) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// Bytes held out of order.
@@ -90,12 +110,51 @@ impl TcpReceiver {
         self.ooo_bytes
     }
 
-    /// Process a data segment.
+    /// A data segment arrives from the NIC: with GRO, it joins the held aggregate when it
+    /// continues it (net/ipv4/tcp_offload.c tcp_gro_receive(): same flow, next sequence, at most
+    /// 64 KB), and the aggregate reaches TCP when the NAPI poll that collected it ends, rx-usecs
+    /// after the first packet's interrupt (interrupt moderation); otherwise TCP gets it now.
     pub fn on_data(&mut self, p: &Packet, now: Ns, out: &mut Vec<Packet>, next_id: &mut u64) {
-        let (s, e) = (p.seq, p.seq + p.len as u64);
+        let len = p.len as u64;
+        if self.gro_flush_ns == 0 {
+            return self.receive(p.seq, len, p.ts_val, now, out, next_id);
+        }
+        if let Some(g) = self.gro.as_mut() {
+            if p.seq == g.end && g.end - g.seq + len <= GRO_MAX_BYTES {
+                g.end += len;
+                return;
+            }
+            self.gro_flush(now, out, next_id);
+        }
+        self.gro = Some(GroHeld {
+            seq: p.seq,
+            end: p.seq + len,
+            ts_val: p.ts_val,
+            flush_at: now + self.gro_flush_ns,
+        });
+    }
+
+    /// Hand the held aggregate to TCP.
+    fn gro_flush(&mut self, now: Ns, out: &mut Vec<Packet>, next_id: &mut u64) {
+        if let Some(g) = self.gro.take() {
+            self.receive(g.seq, g.end - g.seq, g.ts_val, now, out, next_id);
+        }
+    }
+
+    /// TCP receives `len` bytes at `seq` (one segment, or a GRO aggregate of several).
+    fn receive(
+        &mut self,
+        seq: u64,
+        len: u64,
+        ts_val: Ns,
+        now: Ns,
+        out: &mut Vec<Packet>,
+        next_id: &mut u64,
+    ) {
+        let (s, e) = (seq, seq + len);
         // RFC 7323 §4.3 (3): TS.Recent follows the earliest segment not yet acknowledged.
-        if p.seq <= self.last_ack_sent {
-            self.ts_recent = p.ts_val;
+        if seq <= self.last_ack_sent {
+            self.ts_recent = ts_val;
         }
         if e <= self.rcv_nxt {
             // Entirely old: a spurious retransmission. ACK at once (RFC 5681 §4.2 / RFC 2883).
@@ -115,16 +174,16 @@ impl TcpReceiver {
                 self.rcv_nxt = self.rcv_nxt.max(oe);
             }
             self.recent_blocks.retain(|b| b.1 > self.rcv_nxt);
-            self.unacked_segs += if p.len as u64 >= self.mss { 1 } else { 0 };
+            self.unacked_segs += (len / self.mss) as u32;
             let quick = self.quickacks > 0;
             if quick {
                 self.quickacks -= 1;
             }
-            if quick || had_ooo || self.unacked_segs >= self.ack_every || (p.len as u64) < self.mss
-            {
+            if quick || had_ooo || self.unacked_segs >= self.ack_every || len % self.mss != 0 {
                 // RFC 5681 §4.2: ACK at once when a segment fills (part of) a gap; every 2nd full
-                // segment; a short segment (the end of a transfer) is ACKed at once as Linux does
-                // for a pushed runt rather than waiting out the timer.
+                // segment (a GRO aggregate of two or more is one stretch ACK, as Linux's
+                // __tcp_ack_snd_check() ACKs more than one rcv_mss at once); a short segment (the
+                // end of a transfer) is ACKed at once as Linux does for a pushed runt.
                 self.send_ack(out, next_id);
             } else if self.delack_deadline.is_none() {
                 self.delack_deadline = Some(now + self.delack_ns);
@@ -163,8 +222,11 @@ impl TcpReceiver {
         self.recent_blocks = order;
     }
 
-    /// The delayed-ACK timer may be due.
+    /// The GRO flush or the delayed-ACK timer may be due.
     pub fn on_timer(&mut self, now: Ns, out: &mut Vec<Packet>, next_id: &mut u64) {
+        if self.gro.as_ref().is_some_and(|g| g.flush_at <= now) {
+            self.gro_flush(now, out, next_id);
+        }
         if let Some(d) = self.delack_deadline {
             if d <= now {
                 self.send_ack(out, next_id);
@@ -227,6 +289,7 @@ mod tests {
             sndbuf_bytes: 1 << 20,
             rcvbuf_bytes,
             rcv_scaling_ratio: 128,
+            gro_flush_ns: 0,
             write_bytes: 1 << 20,
             app: crate::config::AppConfig::Time { duration_ns: 1 },
             sndbuf_initial_bytes: None,
@@ -264,6 +327,40 @@ mod tests {
         let a = out.pop().unwrap();
         assert_eq!((a.ack, a.rwnd), (5792, 131_072));
         assert_eq!(r.dup_segs, 0);
+    }
+
+    #[test]
+    fn gro_hands_contiguous_segments_to_tcp_as_one_and_acks_them_once() {
+        let mut r = linux_receiver(1 << 20);
+        r.gro_flush_ns = 50_000;
+        r.quickacks = 0;
+        let (mut out, mut id) = (Vec::new(), 0);
+        // Three back-to-back segments 12 us apart (1 Gbit/s): held, nothing ACKed yet.
+        for (i, t) in [0, 12_000, 24_000].into_iter().enumerate() {
+            r.on_data(&data(i as u64 * 1448), t, &mut out, &mut id);
+        }
+        assert!(out.is_empty());
+        assert_eq!(r.timer_deadline(), Some(50_000));
+        r.on_timer(50_000, &mut out, &mut id);
+        // One stretch ACK for 3 segments at the flush.
+        assert_eq!(out.iter().map(|a| a.ack).collect::<Vec<_>>(), vec![4344]);
+        assert_eq!(r.timer_deadline(), None);
+        // A segment after a gap does not join the held one: the held one is flushed first (one
+        // ACK), the new one is held and then reported out of order with its SACK block.
+        out.clear();
+        r.on_data(&data(4344), 60_000, &mut out, &mut id);
+        r.on_data(&data(7240), 70_000, &mut out, &mut id);
+        assert_eq!(out.len(), 0); // 4344 alone: one full segment, the delayed-ACK timer waits
+        r.on_timer(120_000, &mut out, &mut id); // 7240 flushed (70 us + 50 us): out of order
+        let a = out.pop().unwrap();
+        assert_eq!((a.ack, a.sack_blocks()), (5792, &[(7240, 8688)][..]));
+        // 64 KB at most: the 46th segment (46 x 1448 > 65536) starts a new aggregate.
+        let mut r = linux_receiver(1 << 20);
+        r.gro_flush_ns = 1_000_000;
+        for i in 0..46 {
+            r.on_data(&data(i * 1448), i * 12_000, &mut out, &mut id);
+        }
+        assert_eq!(r.rcv_nxt, 45 * 1448);
     }
 
     #[test]

@@ -107,6 +107,10 @@ def build(resolved: Resolved, run_id: str) -> Plan:
     if cfg.get("measure_cpu"):
         raise PlanError("measure.cpu times the simulator's TCP code; the kernel's is not instrumented "
                         "(profile it with perf instead, or run on the simulator)")
+    for f in cfg["flows"]:
+        if f.get("gro_flush_ns"):
+            raise PlanError(f"sender {f['name']!r}: its receiver's NIC coalescing (hosts.*.nic gro) is not emulated on "
+                            "veths, whose GRO the backend turns off (run it on the simulator)")
     for f in resolved.flows:
         if ":" in f["cc"]:
             raise PlanError(f"sender {f['name']!r}: cc {f['cc']!r} is a Python algorithm, which runs in the simulator only")

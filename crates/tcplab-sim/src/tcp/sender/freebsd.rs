@@ -192,21 +192,24 @@ impl TcpSender {
             snd_limited: 0,
         };
         self.rto_deadline = None;
+        // The episode's start is recorded with the cwnd its first retransmission leaves with
+        // (what SIFTR2 logs beside that packet), as on every stack.
         if k.d43470 {
             // One retransmission beyond what is in flight, then the window is ssthresh.
             self.v.cwnd = self.fb_pipe() + self.mss;
             self.output(now, out, next_id);
+            self.event(now, SenderEvent::RecoveryStart);
             self.v.cwnd = self.v.ssthresh;
         } else {
             // snd_cwnd = maxseg; tcp_output(): exactly the first hole's first segment.
             self.v.cwnd = self.mss;
             self.output(now, out, next_id);
+            self.event(now, SenderEvent::RecoveryStart);
         }
         if self.rto_deadline.is_none() && self.snd_una < self.snd_nxt {
             // Nothing was retransmittable: the timer stays the way out.
             self.rto_deadline = Some(now + self.rtt.rto_ns);
         }
-        self.event(now, SenderEvent::RecoveryStart);
     }
 
     /// tcp_do_prr_ack(): RFC 6937 in bytes, then cwnd in whole segments of allowance.
