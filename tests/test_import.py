@@ -192,9 +192,16 @@ def test_a_real_iperf3_json_parses_with_its_intervals_and_congestion_control(loo
 def test_real_iperf3_text_parses_to_the_same_interval_grid(loopback_logs, tmp_path):
     tcplab("import", str(loopback_logs["text"]), "--out", str(tmp_path / "imp"), "--no-report", check=True)
     iv = Run(tmp_path / "imp").intervals
-    assert len(iv) == 2 and list(iv["t_start_s"].round(1)) == [0.0, 1.0]
-    # Text rounds to 3 significant digits (binary units): 200 Mbit/s is ~23.8 MiB a second.
-    assert ((iv["bytes"] > 22 * 2**20) & (iv["bytes"] < 26 * 2**20)).all()
+    # What iperf3 printed, read independently: its interval lines (not the sender/receiver
+    # totals). Usually 0-1 and 1-2 s, but a VM that loses its vCPUs stretches iperf3's own timer.
+    unit = {"K": 2**10, "M": 2**20, "G": 2**30}
+    printed = [(float(m[1]), float(m[3]) * unit[m[4]]) for line in loopback_logs["text"].read_text().splitlines()
+               if (m := re.match(r"\[\s*\d+\]\s+([\d.]+)-([\d.]+)\s+sec\s+([\d.]+) ([KMG])Bytes", line))
+               and "sender" not in line and "receiver" not in line]
+    assert len(printed) >= 2
+    assert list(iv["t_start_s"].round(2)) == [t for t, _ in printed]
+    # Text rounds to 3 significant digits (binary units).
+    assert list(iv["bytes"]) == pytest.approx([b for _, b in printed], rel=0.005)
     assert (iv["retrans_segs"] >= 0).all() and (iv["cwnd_bytes"] > 0).all()
 
 
