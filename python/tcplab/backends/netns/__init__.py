@@ -431,6 +431,11 @@ def _run(resolved: Resolved, directory: Path, progress: Callable[[int, int], Non
             "completion_ns": completion, "cwnd_bytes": int(intervals[-1]["cwnd_bytes"]) if intervals else 0,
             "srtt_ns": int(snd.get("mean_rtt", 0)) * 1000, "min_rtt_ns": int(snd.get("min_rtt", 0)) * 1000,
         })
+    # Every kernel counter that moved in each sender's namespace (TcpExt and Tcp: HyStart's
+    # TCPHystartTrainDetect/DelayDetect and their cwnds, SACK recoveries, undo, TLP, ...).
+    counters = {f["name"]: {k: v - stats_before[f["name"]].get(k, 0) for k, v in sorted(stats_after[f["name"]].items())
+                            if v != stats_before[f["name"]].get(k, 0)} for f in flows}
+    (work / "counters.json").write_text(json.dumps(counters, indent=1) + "\n")
     samples, events = trace.to_records(collector, flows, t0)
     write_rows(directory, "flows", samples, ["t_ns", "flow", "cwnd_bytes", "ssthresh_bytes", "snd_una", "snd_nxt",
                                          "flight_bytes", "srtt_us", "rto_us", "bytes_sent", "bytes_acked",
