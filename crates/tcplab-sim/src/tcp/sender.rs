@@ -759,29 +759,40 @@ impl TcpSender {
                 self.sb.reno_sacked_segs = (self.sb.reno_sacked_segs + 1).min(self.sb.len() as u64);
             }
         }
+        // tcp_clean_rtx_queue() / tcp_sacktag: ca_rtt from the newest never-retransmitted packet
+        // this ACK delivered (acked or SACKed), by its send time, not the timestamp echo (which
+        // follows the earliest unacknowledged segment and so includes a delayed ACK's wait).
+        let ca_rtt = self
+            .sb
+            .delivered()
+            .iter()
+            .filter(|d| !d.retrans)
+            .map(|d| d.sent_at)
+            .max()
+            .map(|sent_at| now.saturating_sub(sent_at));
         if fresh {
             // tcp_ack(): tcp_in_ack_event() once snd_una has moved, then tcp_clean_rtx_queue()'s
             // pkts_acked with the ACK's RTT sample (the state is still the one before this ACK).
+            // Linux hands the module ca_rtt (ack_sample.rtt_us = rate->rtt_us, tcp_ack_update_rtt()),
+            // falling back to the timestamp echo when only retransmitted data was acknowledged.
             self.v.snd_una = self.snd_una;
             self.v.snd_nxt = self.snd_nxt;
             let slow_path = acked == 0 || !p.sack_blocks().is_empty();
             self.cc.in_ack_event(&mut self.v, slow_path);
             if acked > 0 {
                 let pkts = self.pkts(acked) as u32;
-                self.cc.pkts_acked(&mut self.v, pkts, rtt_sample);
+                let sample = if self.profile.cc_family == crate::cc::Family::Linux {
+                    ca_rtt.or(rtt_sample)
+                } else {
+                    rtt_sample
+                };
+                self.cc.pkts_acked(&mut self.v, pkts, sample);
             }
         }
         if self.profile.rack {
-            // tcp_clean_rtx_queue(): ca_rtt from the newest never-retransmitted packet delivered.
-            let newest = self
-                .sb
-                .delivered()
-                .iter()
-                .filter(|d| !d.retrans)
-                .map(|d| d.sent_at)
-                .max();
-            if let Some(sent_at) = newest {
-                self.rtt.observe_min(now.saturating_sub(sent_at));
+            // RACK's min_rtt (tcp_update_rtt_min()) from the same ca_rtt.
+            if let Some(r) = ca_rtt {
+                self.rtt.observe_min(r);
                 self.v.min_rtt_ns = self.rtt.min_rtt_ns;
             }
         }
