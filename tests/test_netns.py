@@ -208,6 +208,15 @@ def test_kernel_dumbbell_two_cubic_flows(tmp_path):
             mine = flows[flows["flow"] == name]
             assert len(mine) > 100 and mine["cwnd_bytes"].max() > 10 * 1448, name
         assert (out / "report.html").read_text().count('id="emulation"') == 1
+        # The kernel's own counters per sender namespace: the recoveries the summary reports are
+        # theirs, and two cubic flows from a cold start leave slow start by HyStart or a loss.
+        counters = json.loads((out / "netns" / "counters.json").read_text())
+        assert set(counters) == {"s1", "s2"}
+        for f in s["flows"]:
+            c = counters[f["flow"]]
+            assert f["recoveries"] == c.get("TcpExt.TCPSackRecovery", 0) + c.get("TcpExt.TCPRenoRecovery", 0), c
+            assert c.get("TcpExt.TCPHystartDelayDetect", 0) + c.get("TcpExt.TCPHystartTrainDetect", 0) \
+                + f["recoveries"] + f["rtos"] > 0, c
         # tcpdump -s 100 at the bottleneck: a pcap header then records of at most 100 bytes each.
         pcap = (out / "netns" / "bottleneck.pcap").read_bytes()
         assert pcap[:4] in (b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\xc3\xd4") and len(pcap) > 100_000
