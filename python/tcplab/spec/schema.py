@@ -482,7 +482,8 @@ def _senders(ctx: _Ctx, spec: dict[str, Any], index: dict[str, int], hosts: set[
         flows.append({
             "name": name, "src": index[host], "dst": index[to], "start_ns": start, "stack": stack,
             "cc": "newreno" if cc == "reno" else cc, "mss": mss, "timestamps": timestamps, "sack": sack,
-            "iw_segments": iw, "sndbuf_bytes": sndbuf, "rcvbuf_bytes": rcvbuf, "rcv_scaling_ratio": ratio, "gro_flush_ns": gro_flush_ns.get(to, 0), "write_bytes": write, "app": app,
+            "iw_segments": iw, "sndbuf_bytes": sndbuf, "rcvbuf_bytes": rcvbuf, "rcv_scaling_ratio": ratio,
+            "gro_flush_ns": gro_flush_ns.get(to, 0), "write_bytes": write, "app": app,
             "prr": prr, "sndbuf_initial_bytes": by_sysctl.get("sndbuf_initial_bytes"), "freebsd": freebsd,
         })
         n = {"host": host, "to": to, "stack": stack, "cc": cc, "start": t.get("start", "0s")}

@@ -63,7 +63,8 @@ def _sysctls(resolved: Resolved, p: planmod.Plan) -> dict[str, dict[str, str]]:
         src, dst = p.node_ns[names[f["src"]]], p.node_ns[names[f["dst"]]]
         out[src]["net.ipv4.tcp_wmem"] = f"4096 16384 {f['sndbuf_bytes']}"
         out[dst]["net.ipv4.tcp_rmem"] = f"4096 131072 {f['rcvbuf_bytes']}"
-        scale = resolved.spec.get("hosts", {}).get(names[f["dst"]], {}).get("sysctl", {}).get("net.ipv4.tcp_adv_win_scale")
+        receiver_sysctls = resolved.spec.get("hosts", {}).get(names[f["dst"]], {}).get("sysctl", {})
+        scale = receiver_sysctls.get("net.ipv4.tcp_adv_win_scale")
         if scale is not None:
             out[dst]["net.ipv4.tcp_adv_win_scale"] = str(scale)
     return out
