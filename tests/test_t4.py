@@ -7,6 +7,7 @@ import pytest
 
 import tcplab
 from tcplab.analysis.recovery import first_per_flow
+from tcplab.spec import load_spec
 
 MSS = 1448
 
@@ -42,8 +43,7 @@ def test_gro_stretch_acks_slow_freebsds_abc_slow_start_but_not_linuxs(first, tmp
     # An ACK per GRO aggregate of n > 2 segments grows FreeBSD's cwnd by abc_l_var = 2 MSS, not n
     # (cc.c newreno_cc_ack_received(), cubic_does_slow_start()), so its slow start reaches the
     # loss later; Linux's tcp_slow_start() counts every packet acked and does not change.
-    import tomllib
-    data = tomllib.loads((Path(tcplab.__file__).parent / "presets" / "t4-recovery-d43470.toml").read_text())
+    data, _ = load_spec("T4")
     for r in ("r1", "r2", "r3"):
         data.setdefault("hosts", {}).setdefault(r, {})["nic"] = {"gro": True, "rx_usecs": 50}
     gro = first_per_flow(tcplab.run(data, out=tmp_path / "gro", report=False).recovery).set_index("flow")

@@ -762,14 +762,18 @@ impl TcpSender {
         // tcp_clean_rtx_queue() / tcp_sacktag: ca_rtt from the newest never-retransmitted packet
         // this ACK delivered (acked or SACKed), by its send time, not the timestamp echo (which
         // follows the earliest unacknowledged segment and so includes a delayed ACK's wait).
-        let ca_rtt = self
-            .sb
-            .delivered()
-            .iter()
-            .filter(|d| !d.retrans)
-            .map(|d| d.sent_at)
-            .max()
-            .map(|sent_at| now.saturating_sub(sent_at));
+        let linux_cc = self.profile.cc_family == crate::cc::Family::Linux;
+        let ca_rtt = if linux_cc || self.profile.rack {
+            self.sb
+                .delivered()
+                .iter()
+                .filter(|d| !d.retrans)
+                .map(|d| d.sent_at)
+                .max()
+                .map(|sent_at| now.saturating_sub(sent_at))
+        } else {
+            None
+        };
         if fresh {
             // tcp_ack(): tcp_in_ack_event() once snd_una has moved, then tcp_clean_rtx_queue()'s
             // pkts_acked with the ACK's RTT sample (the state is still the one before this ACK).
@@ -781,7 +785,7 @@ impl TcpSender {
             self.cc.in_ack_event(&mut self.v, slow_path);
             if acked > 0 {
                 let pkts = self.pkts(acked) as u32;
-                let sample = if self.profile.cc_family == crate::cc::Family::Linux {
+                let sample = if linux_cc {
                     ca_rtt.or(rtt_sample)
                 } else {
                     rtt_sample

@@ -409,6 +409,11 @@ def _run(resolved: Resolved, directory: Path, progress: Callable[[int, int], Non
     rtt_after = {f["name"]: _ping_rtt_ms(p.node_ns[f["host"]], p.host_addr[f["to"]]) for f in flows}
     linkem_stats = _stop_linkems(linkems)
     cpu = _cpu_share(cpu_before, _cpu_jiffies())
+    # Every kernel counter that moved in each sender's namespace (TcpExt and Tcp: HyStart's
+    # TCPHystartTrainDetect/DelayDetect and their cwnds, SACK recoveries, undo, TLP, ...).
+    counters = {f["name"]: {k: v - stats_before[f["name"]].get(k, 0) for k, v in sorted(stats_after[f["name"]].items())
+                            if v != stats_before[f["name"]].get(k, 0)} for f in flows}
+    (work / "counters.json").write_text(json.dumps(counters, indent=1) + "\n")
     # Records.
     intervals, flow_totals = [], []
     for i, f in enumerate(flows):
@@ -421,8 +426,8 @@ def _run(resolved: Resolved, directory: Path, progress: Callable[[int, int], Non
                               "srtt_us": int(st.get("rtt", 0))})
         end = data["end"]
         snd, rcv = end["streams"][0]["sender"], end["streams"][0]["receiver"]
-        d = {k: stats_after[f["name"]].get(k, 0) - stats_before[f["name"]].get(k, 0)
-             for k in ("TcpExt.TCPSackRecovery", "TcpExt.TCPRenoRecovery", "TcpExt.TCPTimeouts")}
+        d = {k: counters[f["name"]].get(k, 0) for k in ("TcpExt.TCPSackRecovery", "TcpExt.TCPRenoRecovery",
+                                                         "TcpExt.TCPTimeouts")}
         completion = None if f["app"]["kind"] == "time" else int(rcv["seconds"] * 1e9)
         flow_totals.append({
             "flow": f["name"], "cc": f["cc"], "stack": "linux", "start_ns": launched,
@@ -432,11 +437,6 @@ def _run(resolved: Resolved, directory: Path, progress: Callable[[int, int], Non
             "completion_ns": completion, "cwnd_bytes": int(intervals[-1]["cwnd_bytes"]) if intervals else 0,
             "srtt_ns": int(snd.get("mean_rtt", 0)) * 1000, "min_rtt_ns": int(snd.get("min_rtt", 0)) * 1000,
         })
-    # Every kernel counter that moved in each sender's namespace (TcpExt and Tcp: HyStart's
-    # TCPHystartTrainDetect/DelayDetect and their cwnds, SACK recoveries, undo, TLP, ...).
-    counters = {f["name"]: {k: v - stats_before[f["name"]].get(k, 0) for k, v in sorted(stats_after[f["name"]].items())
-                            if v != stats_before[f["name"]].get(k, 0)} for f in flows}
-    (work / "counters.json").write_text(json.dumps(counters, indent=1) + "\n")
     samples, events = trace.to_records(collector, flows, t0)
     write_rows(directory, "flows", samples, ["t_ns", "flow", "cwnd_bytes", "ssthresh_bytes", "snd_una", "snd_nxt",
                                          "flight_bytes", "srtt_us", "rto_us", "bytes_sent", "bytes_acked",
