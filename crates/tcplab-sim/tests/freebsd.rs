@@ -12,6 +12,7 @@ use tcplab_sim::time::{MS, SEC};
 const MSS: i64 = 1448;
 const RECOVERY_START: i64 = 1;
 const RECOVERY_END: i64 = 2;
+const RTO: i64 = 3;
 
 /// 100 Mbit/s x 40 ms (BDP 345 packets), a 1000-packet buffer, one newreno flow of 30 MB, and
 /// exactly one packet dropped at the bottleneck: the 300th to arrive, in slow start while the
@@ -122,4 +123,98 @@ fn tso_setting_decides_whether_the_initial_window_leaves_as_one_chunk() {
     let without = sends(&one_loss_with(true, false));
     assert!(without.iter().all(|s| s.2 <= MSS));
     assert_eq!(without[0].2, MSS);
+}
+
+/// A 30-segment transfer (`iperf3 -n`) that loses its 20th and its last segment: the IW of 10 and
+/// one round of slow start send all 30 before the loss is seen, so segments 21-29 are SACKed and
+/// nothing is sent beyond the recovery point.
+fn tail_loss(d43470: bool) -> Simulation {
+    let mut f = flow("f", 0, 2, "newreno", AppConfig::Bytes { bytes: 30 * 1448 });
+    f.stack = "freebsd".into();
+    f.freebsd = Some(FreeBsdKnobs {
+        d43470,
+        do_prr: true,
+        sack_tso: false,
+        tso: true,
+        sendbuf_inc_bytes: 8192,
+    });
+    let mut cfg = pipe(100 * MBIT, 40 * MS, 1000, vec![f], 5 * SEC);
+    cfg.record_sends = true;
+    cfg.links[1].ab.drop_arrivals = vec![20, 30];
+    run(&cfg)
+}
+
+#[test]
+fn a_partial_ack_without_sack_blocks_takes_tcp_sack_partialack_and_the_rescue_retransmission() {
+    // Once segment 20's retransmission arrives the receiver holds nothing out of order, so its
+    // ACK (up to segment 30) carries no SACK option. tcp_input.c resume_partialack runs PRR only
+    // for `V_tcp_do_prr && to.to_flags & TOF_SACK`; otherwise tcp_sack.c tcp_sack_partialack():
+    // cwnd = sack_bytes_rexmit (0: the hole is acked) + (snd_nxt - snd_recover) (0: nothing
+    // new was sent) + 2 * maxseg (the ACK covered 10 segments), at most ssthresh; and with no
+    // hole left and snd_recover == snd_max, the rescue retransmission of the last maxseg bytes,
+    // which repairs the tail loss without waiting for the retransmission timer.
+    for d43470 in [false, true] {
+        let sim = tail_loss(d43470);
+        let st = sim.flow_stats();
+        assert_eq!(
+            (st[0].recoveries, st[0].rtos, st[0].retrans_segs),
+            (1, 0, 2),
+            "d43470={d43470}"
+        );
+        let retx: Vec<_> = sends(&sim).into_iter().filter(|s| s.3 == 1).collect();
+        assert_eq!(
+            retx.iter().map(|s| (s.1, s.2)).collect::<Vec<_>>(),
+            vec![(19 * MSS, MSS), (29 * MSS, MSS)],
+            "d43470={d43470}: segment 20, then the rescue of segment 30"
+        );
+        let (_, _, ssthresh) = events(&sim, 0, RECOVERY_START)[0];
+        assert!(2 * MSS < ssthresh);
+        assert_eq!(
+            cwnd_after(&sim, retx[1].0),
+            2 * MSS,
+            "d43470={d43470}: tcp_sack_partialack's cwnd when the rescue leaves"
+        );
+    }
+}
+
+#[test]
+fn the_application_refills_only_when_an_ack_frees_space() {
+    // uipc_socket.c sosend_generic() waits in sbwait() (iperf3: select()) until sowwakeup(),
+    // which tcp_input.c calls only after sbcut_locked() freed acknowledged data; send-buffer
+    // autosizing (tcp_sndbuf_autoscale()) wakes nobody. When the fast retransmission is lost
+    // too, snd_una stays put until the retransmission timer, so the sender sends what was
+    // written before the loss and then nothing more, although dupacks keep arriving.
+    let first = sends(&one_loss(false));
+    let retx = first.iter().position(|s| s.3 == 1).unwrap();
+    let arrival = first[..retx]
+        .iter()
+        .map(|s| (s.2 + MSS - 1) / MSS)
+        .sum::<i64>()
+        + 1;
+
+    let mut f = flow("f", 0, 2, "newreno", AppConfig::Bytes { bytes: 30_000_000 });
+    f.stack = "freebsd".into();
+    let mut cfg = pipe(100 * MBIT, 40 * MS, 1000, vec![f], 20 * SEC);
+    cfg.record_sends = true;
+    cfg.links[1].ab.drop_arrivals = vec![300, arrival as u64];
+    let sim = run(&cfg);
+    assert_eq!(
+        sim.flow_stats()[0].rtos,
+        1,
+        "only the timer repairs a lost retransmission"
+    );
+    let (t_entry, _, _) = events(&sim, 0, RECOVERY_START)[0];
+    let t_rto = events(&sim, 0, RTO)[0].0;
+    let s = sends(&sim);
+    let last_new = s
+        .iter()
+        .filter(|x| x.3 == 0 && x.0 >= t_entry && x.0 < t_rto)
+        .map(|x| x.0)
+        .max()
+        .expect("new data is sent in recovery");
+    assert!(
+        t_rto - last_new > (40 * MS) as i64,
+        "new data stopped {} ms before the RTO",
+        (t_rto - last_new) / MS as i64
+    );
 }

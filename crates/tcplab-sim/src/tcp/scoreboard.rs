@@ -273,6 +273,30 @@ impl Scoreboard {
         true
     }
 
+    /// Mark [start, end) lost, splitting the segment that contains `start` (FreeBSD's rescue
+    /// retransmission inserts a hole of the last maxseg bytes, wherever segments begin:
+    /// tcp_sack.c tcp_sack_partialack()). SACKed or already lost parts are left alone.
+    pub fn mark_range_lost(&mut self, start: u64, end: u64) {
+        self.split_at(start);
+        let mut i = self.lower_bound(start);
+        while let Some(seg) = self.segs.get_mut(i) {
+            if seg.seq >= end {
+                break;
+            }
+            if !seg.has(SACKED) && !seg.has(LOST) {
+                seg.flags |= LOST;
+                if seg.has(RETRANS) {
+                    seg.flags &= !RETRANS;
+                    self.retrans_bytes -= seg.len as u64;
+                }
+                self.lost_bytes += seg.len as u64;
+            }
+            i += 1;
+        }
+        self.lost_mark = self.lost_mark.max(end);
+        self.high_rxt = self.high_rxt.min(start);
+    }
+
     /// Whether the first outstanding segment is marked lost.
     pub fn head_lost(&self) -> bool {
         self.segs.front().is_some_and(|s| s.has(LOST))
@@ -634,6 +658,15 @@ mod tests {
         let (lost, _) = b.rack_mark_lost(60, 500, 50, 0, 110);
         assert_eq!(lost, 100);
         assert_eq!(b.next_lost(), Some((0, 100)));
+        b.check().unwrap();
+    }
+
+    #[test]
+    fn a_lost_range_may_start_inside_a_segment() {
+        let mut b = board(4);
+        b.mark_range_lost(250, 400);
+        assert_eq!(b.lost_bytes, 150);
+        assert_eq!(b.next_lost(), Some((250, 50)));
         b.check().unwrap();
     }
 

@@ -450,6 +450,9 @@ impl TcpSender {
         self.v.now = now;
         self.v.snd_nxt = self.snd_nxt;
         self.cc.conn_init(&mut self.v);
+        if let Recovery::FreeBsd(k) = self.profile.recovery {
+            return self.fb_app_write(k, now, out, next_id);
+        }
         self.output(now, out, next_id);
     }
 

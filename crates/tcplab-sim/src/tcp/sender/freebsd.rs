@@ -108,12 +108,15 @@ impl TcpSender {
         let mut exited = false;
         if let State::Recovery { recover } = self.state {
             if p.ack < recover {
-                if k.prr {
-                    // resume_partialack with PRR: stop the timer, tcp_do_prr_ack(), tcp_output().
+                // resume_partialack: PRR only for an ACK that carries SACK blocks
+                // (`V_tcp_do_prr && to.to_flags & TOF_SACK`); a pure cumulative partial ACK (the
+                // receiver holds nothing out of order) goes to tcp_sack_partialack() even with
+                // PRR on, and its cap at ssthresh is a byte budget, not whole segments.
+                if k.prr && !p.sack_blocks().is_empty() {
                     self.rto_deadline = None;
                     self.fb_prr_ack(k, acked + newly_sacked, new_loss);
                 } else {
-                    self.fb_sack_partialack(acked);
+                    self.fb_sack_partialack(p.ack, acked, acked + newly_sacked);
                 }
             } else {
                 // cc_post_recovery() sees pipe before snd_una moves.
@@ -162,7 +165,41 @@ impl TcpSender {
             self.round_end = self.snd_nxt;
             self.cc.new_round(&mut self.v);
         }
+        // tcp_do_segment() ends with tcp_output() on the buffer as it is; the application, woken
+        // by sowwakeup() after sbcut_locked() freed space, writes only after that.
         self.output(now, out, next_id);
+        if acked > 0 {
+            self.fb_app_write(k, now, out, next_id);
+        }
+    }
+
+    /// The application's blocking write(2) (sys/kern/uipc_socket.c sosend_generic()). It runs
+    /// only when woken: at the start, and by sowwakeup() when an ACK frees send-buffer space
+    /// (tcp_input.c process_ACK: sbcut_locked(), then sowwakeup_locked()); it holds the inpcb
+    /// lock only after tcp_do_segment() is done, so the ACK's own tcp_output() sees the buffer
+    /// before the refill. It copies what fits once sb_lowat bytes are free and each copy calls
+    /// tcp_output() (tcp_usr_send()), whose send-buffer autosizing may make room for more.
+    /// Growing the buffer (tcp_sndbuf_autoscale() -> sbreserve_locked()) wakes nobody, so
+    /// during a recovery that does not advance snd_una the unsent data runs down and the last
+    /// TSO chunk before it runs out ends in a partial segment (tcp_output.c sends the fraction
+    /// "when the send sockbuf can be emptied").
+    pub(super) fn fb_app_write(
+        &mut self,
+        k: FreeBsdRecovery,
+        now: Ns,
+        out: &mut Vec<Packet>,
+        next_id: &mut u64,
+    ) {
+        // Terminates: each pass writes only into buffer space that autosizing added, and the
+        // buffer is bounded by sendbuf_max.
+        loop {
+            let before = self.written;
+            self.app_fill(now);
+            if self.written == before {
+                return;
+            }
+            self.output_freebsd(k, now, out, next_id);
+        }
     }
 
     /// tcp_input.c `enter_recovery` with SACK.
@@ -248,9 +285,12 @@ impl TcpSender {
         self.v.cwnd = cwnd.max(self.mss);
     }
 
-    /// tcp_sack.c tcp_sack_partialack() (recovery without PRR): room for one more segment, two
-    /// if the ACK covered at least two, never above ssthresh.
-    fn fb_sack_partialack(&mut self, acked: u64) {
+    /// tcp_sack.c tcp_sack_partialack() (a partial ACK without SACK blocks, or any partial ACK
+    /// without PRR): room for one more segment, two if the ACK covered at least two, never above
+    /// ssthresh; then the RFC 6675 rescue retransmission as FreeBSD does it: when this ACK
+    /// delivered data, left no hole in the scoreboard and nothing was sent beyond the recovery
+    /// point, the last maxseg bytes below snd_max become a hole (whatever segments they cut).
+    fn fb_sack_partialack(&mut self, ack: u64, acked: u64, delivered: u64) {
         let State::Recovery { recover } = self.state else {
             return;
         };
@@ -258,6 +298,11 @@ impl TcpSender {
         let num_segs = if acked / self.mss >= 2 { 2 } else { 1 };
         let cwnd = self.sb.retrans_bytes + (self.snd_nxt - recover) + num_segs * self.mss;
         self.v.cwnd = cwnd.min(self.v.ssthresh);
+        let no_holes = self.sb.sacked_bytes == 0 && self.sb.lost_bytes == 0;
+        if recover == self.snd_nxt && no_holes && delivered > 0 && ack < self.snd_nxt {
+            let start = ack.max(self.snd_nxt.saturating_sub(self.mss));
+            self.sb.mark_range_lost(start, self.snd_nxt);
+        }
     }
 
     /// RFC 3042 limited transmit on the first two dupacks (tcp_input.c, net.inet.tcp.rfc3042).
@@ -290,7 +335,6 @@ impl TcpSender {
         next_id: &mut u64,
     ) {
         self.fb_sndbuf_autosize();
-        self.app_fill(now);
         self.restart_after_idle(now);
         self.tsq_throttled = false;
         let tsq_limit = self.tsq_limit();
