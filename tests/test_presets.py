@@ -31,8 +31,13 @@ def test_t4_senders_take_turns_against_udp_background(tmp_path: Path):
     udp = info["background"][0]
     assert udp["received"] > 0 and udp["sent"] >= udp["received"]
     # against 500 Mbit/s of UDP on 1 Gbit/s, each TCP flow gets roughly the other half at most
-    for f in info["flows"]:
-        assert 50 < f["throughput_mbps"] < 520, f
+    mbps = {f["flow"]: f["throughput_mbps"] for f in info["flows"]}
+    assert all(m < 520 for m in mbps.values()), mbps
+    # Linux recovers from its first loss in one episode; both FreeBSD senders lose a fast
+    # retransmission there, run out of written data and wait for the RTO, whose ssthresh comes
+    # from the little left in flight (docs/models.md, T4), so their first 3 s average far less.
+    assert mbps["s3"] > 50, mbps
+    assert all(5 < mbps[f] < mbps["s3"] for f in ("s1", "s2")), mbps
 
 
 def test_t6_transfers_complete_and_a_larger_initial_window_is_faster(tmp_path: Path):

@@ -6,7 +6,9 @@
 //! `resume_partialack`, process_ACK) and tcp_do_prr_ack() as read at freebsd/freebsd-src
 //! @ 2bae602e; tcp_output.c (SACK hole retransmission, new data in recovery, silly-window
 //! avoidance, TSO) and tcp_sack.c tcp_sack_output()/tcp_sack_partialack() as read in F-Stack's
-//! vendored FreeBSD (F-Stack/f-stack @ 831d8a29). The post-D43470 lines (entry cwnd = pipe + MSS
+//! vendored FreeBSD (F-Stack/f-stack @ 831d8a29); the application's writes as uipc_socket.c
+//! sosend_generic() and the sowwakeup() in tcp_do_segment()'s process_ACK allow them, with iperf3's
+//! select() loop (esnet/iperf iperf_client_api.c). The post-D43470 lines (entry cwnd = pipe + MSS
 //! then ssthresh; PRR cwnd = pipe + sndcnt) follow the review's description in
 //! shared/stack-models.md; the diff itself was not available to read (docs/models.md).
 
