@@ -5,7 +5,7 @@
 
 mod common;
 use common::*;
-use tcplab_sim::config::{AppConfig, FreeBsdKnobs};
+use tcplab_sim::config::{AppConfig, FlowConfig, FreeBsdKnobs};
 use tcplab_sim::sim::Simulation;
 use tcplab_sim::time::{MS, SEC};
 
@@ -14,11 +14,9 @@ const RECOVERY_START: i64 = 1;
 const RECOVERY_END: i64 = 2;
 const RTO: i64 = 3;
 
-/// 100 Mbit/s x 40 ms (BDP 345 packets), a 1000-packet buffer, one newreno flow of 30 MB, and
-/// exactly one packet dropped at the bottleneck: the 300th to arrive, in slow start while the
-/// window is still below the BDP, so that nothing else is ever lost.
-fn one_loss_with(d43470: bool, tso: bool) -> Simulation {
-    let mut f = flow("f", 0, 2, "newreno", AppConfig::Bytes { bytes: 30_000_000 });
+/// A newreno flow on the default stack sending `bytes` (`iperf3 -n`), PRR on.
+fn freebsd_flow(bytes: u64, d43470: bool, tso: bool) -> FlowConfig {
+    let mut f = flow("f", 0, 2, "newreno", AppConfig::Bytes { bytes });
     f.stack = "freebsd".into();
     f.freebsd = Some(FreeBsdKnobs {
         d43470,
@@ -27,6 +25,14 @@ fn one_loss_with(d43470: bool, tso: bool) -> Simulation {
         tso,
         sendbuf_inc_bytes: 8192,
     });
+    f
+}
+
+/// 100 Mbit/s x 40 ms (BDP 345 packets), a 1000-packet buffer, one newreno flow of 30 MB, and
+/// exactly one packet dropped at the bottleneck: the 300th to arrive, in slow start while the
+/// window is still below the BDP, so that nothing else is ever lost.
+fn one_loss_with(d43470: bool, tso: bool) -> Simulation {
+    let f = freebsd_flow(30_000_000, d43470, tso);
     let mut cfg = pipe(100 * MBIT, 40 * MS, 1000, vec![f], 20 * SEC);
     cfg.record_sends = true;
     cfg.links[1].ab.drop_arrivals = vec![300];
@@ -129,15 +135,7 @@ fn tso_setting_decides_whether_the_initial_window_leaves_as_one_chunk() {
 /// one round of slow start send all 30 before the loss is seen, so segments 21-29 are SACKed and
 /// nothing is sent beyond the recovery point.
 fn tail_loss(d43470: bool) -> Simulation {
-    let mut f = flow("f", 0, 2, "newreno", AppConfig::Bytes { bytes: 30 * 1448 });
-    f.stack = "freebsd".into();
-    f.freebsd = Some(FreeBsdKnobs {
-        d43470,
-        do_prr: true,
-        sack_tso: false,
-        tso: true,
-        sendbuf_inc_bytes: 8192,
-    });
+    let f = freebsd_flow(30 * 1448, d43470, true);
     let mut cfg = pipe(100 * MBIT, 40 * MS, 1000, vec![f], 5 * SEC);
     cfg.record_sends = true;
     cfg.links[1].ab.drop_arrivals = vec![20, 30];
@@ -192,8 +190,7 @@ fn the_application_refills_only_when_an_ack_frees_space() {
         .sum::<i64>()
         + 1;
 
-    let mut f = flow("f", 0, 2, "newreno", AppConfig::Bytes { bytes: 30_000_000 });
-    f.stack = "freebsd".into();
+    let f = freebsd_flow(30_000_000, false, true);
     let mut cfg = pipe(100 * MBIT, 40 * MS, 1000, vec![f], 20 * SEC);
     cfg.record_sends = true;
     cfg.links[1].ab.drop_arrivals = vec![300, arrival as u64];
