@@ -82,6 +82,32 @@ def test_namespace_sysctls_carry_the_buffers_and_the_receivers_window_share():
     assert got["tl00ab-s1"]["net.ipv4.tcp_wmem"] == "4096 16384 268435456"
 
 
+def test_each_flows_route_carries_its_congestion_control(monkeypatch):
+    # iperf3 sets -C after connect(); a connection that started under a bbr default keeps bbr's
+    # request for pacing, so each sender's route to its receiver names the flow's algorithm
+    # (newreno -> reno), which the kernel applies before the SYN.
+    import subprocess
+    from tcplab.backends import netns
+    data, src = load_spec("T1")
+    data["senders"]["s2"]["cc"] = "newreno"
+    r = resolve(data, src)
+    p = planmod.build(r, "tl00ab")
+    asked = []
+
+    def fake_run(args, **_):
+        asked.append(args)
+        dst = args[-1]
+        return subprocess.CompletedProcess(args, 0, f"{dst} via 10.100.0.2 dev tl00abl0a src 10.100.0.1 uid 0\n    cache\n", "")
+
+    monkeypatch.setattr(netns.host, "run", fake_run)
+    cmds = netns._route_congctl(r, p)
+    assert [c[4:] for c in cmds] == [
+        ["ip", "route", "replace", f"{p.host_addr['r1']}/32", "via", "10.100.0.2", "dev", "tl00abl0a", "congctl", "cubic"],
+        ["ip", "route", "replace", f"{p.host_addr['r2']}/32", "via", "10.100.0.2", "dev", "tl00abl0a", "congctl", "reno"],
+    ]
+    assert [c[:4] for c in cmds] == [["ip", "netns", "exec", "tl00ab-s1"], ["ip", "netns", "exec", "tl00ab-s2"]]
+
+
 def test_plan_refuses_what_it_cannot_build(tmp_path):
     r = _resolved(SPEC.format(t="2s").replace('cc = "cubic"\ntime = "2s"\n[senders.s2]', 'cc = "cubic"\nstack = "freebsd"\ntime = "2s"\n[senders.s2]'), tmp_path)
     with pytest.raises(planmod.PlanError, match="'freebsd' stack.*Linux TCP only"):

@@ -70,6 +70,27 @@ def _sysctls(resolved: Resolved, p: planmod.Plan) -> dict[str, dict[str, str]]:
     return out
 
 
+def _route_congctl(resolved: Resolved, p: planmod.Plan) -> list[list[str]]:
+    """`ip route replace` commands that give each flow's route its congestion control (`congctl`).
+
+    iperf3 sets `-C` only after connect() returns (iperf_client_api.c iperf_create_streams()), so
+    a connection starts with the namespace's default, and if that is bbr (this machine's kernel
+    default) bbr_init() has already set sk_pacing_status = SK_PACING_NEEDED, which the switch to
+    cubic or reno keeps: they would run paced by TCP itself (tcp_output.c
+    tcp_needs_internal_pacing()), unlike on a host whose default is what it runs. A route's
+    congctl is applied before the SYN (tcp_connect_init() -> tcp_ca_dst_init()); the namespace
+    default cannot be used, as a non-init namespace may only default to an algorithm in
+    tcp_allowed_congestion_control (tcp_set_default_congestion_control())."""
+    cmds = []
+    for f in resolved.flows:
+        ns, dst = p.node_ns[f["host"]], p.host_addr[f["to"]]
+        words = host.run(in_ns(ns, ["ip", "-o", "route", "get", dst])).stdout.split()
+        how = [w for key in ("via", "dev") if key in words for w in (key, words[words.index(key) + 1])]
+        cc = "reno" if f["cc"] == "newreno" else f["cc"]
+        cmds.append(in_ns(ns, ["ip", "route", "replace", f"{dst}/32", *how, "congctl", cc]))
+    return cmds
+
+
 def _ping_rtt_ms(ns: str, addr: str, count: int = 12) -> float | None:
     """Smallest of `count` pings (the first, which waits for ARP, is dropped)."""
     out = host.run(in_ns(ns, ["ping", "-n", "-c", str(count), "-i", "0.05", "-W", "2", addr]), check=False,
@@ -328,6 +349,8 @@ def _run(resolved: Resolved, directory: Path, progress: Callable[[int, int], Non
     names = [n["name"] for n in cfg["nodes"]]
     cpu_before = _cpu_jiffies()
     host.build(p, _sysctls(resolved, p))
+    for cmd in _route_congctl(resolved, p):
+        host.run(cmd)
     work = directory / "netns"
     work.mkdir()
     linkems = _start_linkems(p, procs, resolved.seed, work)
