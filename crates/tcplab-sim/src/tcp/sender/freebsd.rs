@@ -175,8 +175,9 @@ impl TcpSender {
         }
     }
 
-    /// The application's blocking write(2) (sys/kern/uipc_socket.c sosend_generic()). It runs
-    /// only when woken: at the start, and by sowwakeup() when an ACK frees send-buffer space
+    /// The application's write(2) (sys/kern/uipc_socket.c sosend_generic(); blocking, or iperf3's
+    /// non-blocking write after select()). It runs only when woken: at the start, and by
+    /// sowwakeup() when an ACK frees send-buffer space
     /// (tcp_input.c process_ACK: sbcut_locked(), then sowwakeup_locked()); it holds the inpcb
     /// lock only after tcp_do_segment() is done, so the ACK's own tcp_output() sees the buffer
     /// before the refill. It copies what fits once sb_lowat bytes are free and each copy calls
