@@ -193,7 +193,7 @@ impl TcpReceiver {
             if self.ooo.iter().any(|r| r.0 <= s && e <= r.1) {
                 self.dup_segs += 1;
             }
-            let before: u64 = self.ooo.iter().map(|r| r.1 - r.0).sum();
+            let before = self.ooo_bytes;
             insert_range(&mut self.ooo, s, e);
             self.ooo_bytes = self.ooo.iter().map(|r| r.1 - r.0).sum();
             debug_assert!(self.ooo_bytes >= before);

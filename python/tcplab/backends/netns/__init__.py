@@ -70,6 +70,11 @@ def _sysctls(resolved: Resolved, p: planmod.Plan) -> dict[str, dict[str, str]]:
     return out
 
 
+def _kernel_cc(cc: str) -> str:
+    """The kernel's name of a spec algorithm (Linux calls NewReno `reno`)."""
+    return "reno" if cc == "newreno" else cc
+
+
 def _route_congctl(resolved: Resolved, p: planmod.Plan) -> list[list[str]]:
     """`ip route replace` commands that give each flow's route its congestion control (`congctl`).
 
@@ -86,8 +91,7 @@ def _route_congctl(resolved: Resolved, p: planmod.Plan) -> list[list[str]]:
         ns, dst = p.node_ns[f["host"]], p.host_addr[f["to"]]
         words = host.run(in_ns(ns, ["ip", "-o", "route", "get", dst])).stdout.split()
         how = [w for key in ("via", "dev") if key in words for w in (key, words[words.index(key) + 1])]
-        cc = "reno" if f["cc"] == "newreno" else f["cc"]
-        cmds.append(in_ns(ns, ["ip", "route", "replace", f"{dst}/32", *how, "congctl", cc]))
+        cmds.append(in_ns(ns, ["ip", "route", "replace", f"{dst}/32", *how, "congctl", _kernel_cc(f["cc"])]))
     return cmds
 
 
@@ -234,7 +238,7 @@ def _calibrate_rate(resolved: Resolved, p: planmod.Plan, procs: _Procs) -> dict[
 
 def _iperf_args(f: dict[str, Any], i: int, dst_addr: str, interval_ns: int) -> list[str]:
     args = ["iperf3", "-c", dst_addr, "-p", str(SERVER_PORT_BASE + i), "--cport", str(CPORT_BASE + i), "-C",
-            "reno" if f["cc"] == "newreno" else f["cc"], "-l", str(f["write_bytes"]), "-J",
+            _kernel_cc(f["cc"]), "-l", str(f["write_bytes"]), "-J",
             "-i", f"{max(interval_ns, 100_000_000) / 1e9:g}"]
     if f["app"]["kind"] == "time":
         args += ["-t", f"{f['app']['duration_ns'] / 1e9:g}"]
@@ -316,7 +320,7 @@ def run(resolved: Resolved, directory: Path, progress: Callable[[int, int], None
     """Run `resolved` on real Linux TCP, writing tables into `directory`. Returns totals in the
     simulator's shape plus an `emulation` section (what was built and the self-checks)."""
     p = planmod.build(resolved, planmod.new_run_id())
-    info = host.preflight({("reno" if f["cc"] == "newreno" else f["cc"]) for f in resolved.flows})
+    info = host.preflight({_kernel_cc(f["cc"]) for f in resolved.flows})
     root = host.tracefs()
     instance = f"tcplab-{p.run_id}"
     host.register(p, extra={"instance": instance})

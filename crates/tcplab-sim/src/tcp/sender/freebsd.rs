@@ -302,7 +302,7 @@ impl TcpSender {
         let cwnd = self.sb.retrans_bytes + (self.snd_nxt - recover) + num_segs * self.mss;
         self.v.cwnd = cwnd.min(self.v.ssthresh);
         let no_holes = self.sb.sacked_bytes == 0 && self.sb.lost_bytes == 0;
-        if recover == self.snd_nxt && no_holes && delivered > 0 && ack < self.snd_nxt {
+        if recover == self.snd_nxt && no_holes && delivered > 0 {
             let start = ack.max(self.snd_nxt.saturating_sub(self.mss));
             self.sb.mark_range_lost(start, self.snd_nxt);
         }
