@@ -141,10 +141,11 @@ def import_logs(logs: list[str | Path], *, out: str | Path | None = None, format
                 report: bool = True, force: bool = False) -> Run:
     """Build a run from a testbed's logs (iperf3 text or -J, SIFTR, SIFTR2, tcp_probe, pcap), as
     `tcplab import` does (docs/import.md). Without `out`, into a new temporary folder."""
+    from .paths import slug as _slug
     from .testbed import import_logs as _import
 
     paths = [Path(p) for p in logs]
-    target = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="tcplab-")) / (name or paths[0].stem)
+    target = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="tcplab-")) / (name or _slug(paths[0].stem))
     path, _ = _import(paths, target, formats=formats, name=name, lenient=lenient, interval_s=interval_s, mss=mss,
                       report=report, force=force, command="tcplab.import_logs()")
     return Run(path)

@@ -22,7 +22,9 @@ from .report.text import interval_lines, peers_table, summary_table
 from .spec import SpecError, load_spec, resolve
 from .spec.schema import apply_set, find_preset, preset_names
 
-app = typer.Typer(help="tcplab: a laboratory for TCP congestion control.", no_args_is_help=True, add_completion=False)
+# Help texts are plain text: "[peers]" and "[sweep]" name spec tables, they are not Rich markup.
+app = typer.Typer(help="tcplab: a laboratory for TCP congestion control.", no_args_is_help=True, add_completion=False,
+                  rich_markup_mode=None, context_settings={"help_option_names": ["-h", "--help"]})
 # Piped output (logs, CI) gets a wide console so tables are not truncated at 80 columns.
 out_console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
 err_console = Console(stderr=True, highlight=False)
@@ -34,6 +36,14 @@ def _fail(message: str) -> None:
     # Escaped: messages quote spec text, and "[sweep ...]" or "[senders.s1]" are not markup.
     err_console.print(f"[bold red]error:[/] {escape(message)}", markup=True, soft_wrap=True)
     raise typer.Exit(2)
+
+
+def _warn(warnings: list[str]) -> None:
+    """Legal but suspicious spec values (spec/schema.py `_warnings`), each printed once."""
+    from rich.markup import escape
+
+    for w in dict.fromkeys(warnings):
+        err_console.print(f"[bold yellow]warning:[/] {escape(w)}", markup=True, soft_wrap=True)
 
 
 def _progress() -> Progress:
@@ -51,7 +61,7 @@ def run(
     out: Annotated[Optional[Path], typer.Option(help="Results folder (default results/<name>-<time>).")] = None,
     seed: Annotated[Optional[int], typer.Option(help="Seed (default: the spec's, else 1).")] = None,
     iterations: Annotated[int, typer.Option(min=1, help="Run this many seeds: seed, seed+1, ...")] = 1,
-    duration: Annotated[Optional[str], typer.Option(help="Override every time-limited sender's time, e.g. 20s.")] = None,
+    duration: Annotated[Optional[str], typer.Option(help="Override every time-limited sender's time, e.g. 20s (a bare number is seconds, as iperf3 -t).")] = None,
     force: Annotated[bool, typer.Option(help="Replace an existing results folder.")] = False,
     intervals: Annotated[bool, typer.Option(help="Print iperf3-style interval lines.")] = True,
     report: Annotated[bool, typer.Option(help="Make charts and report.html.")] = True,
@@ -69,6 +79,7 @@ def run(
         resolved = resolve(data, source, seed=seed, duration=duration)
     except SpecError as e:
         _fail(str(e))
+    _warn(resolved.warnings)
     if backend not in BACKENDS:
         _fail(f"--backend: {backend!r} is not a backend; allowed: {', '.join(BACKENDS)}")
     if backend == "netns":
@@ -175,7 +186,7 @@ def peers(
     set_: Annotated[Optional[list[str]], typer.Option("--set", help="Override a key before the matrix is applied (repeatable).")] = None,
     out: Annotated[Optional[Path], typer.Option(help="Results folder (default results/<name>-peers-<time>).")] = None,
     seed: Annotated[Optional[int], typer.Option(help="Seed (default: the spec's, else 1).")] = None,
-    duration: Annotated[Optional[str], typer.Option(help="Override every time-limited sender's time, e.g. 20s.")] = None,
+    duration: Annotated[Optional[str], typer.Option(help="Override every time-limited sender's time, e.g. 20s (a bare number is seconds, as iperf3 -t).")] = None,
     force: Annotated[bool, typer.Option(help="Replace an existing results folder.")] = False,
     report: Annotated[bool, typer.Option(help="Make each run's report and peers.html.")] = True,
     iterations: Annotated[int, typer.Option(min=1, help="Seeds per pair (seed, seed+1, ...); the differences get a t-test.")] = 1,
@@ -203,6 +214,7 @@ def peers(
                                                                            duration=duration)
     except SpecError as e:
         _fail(str(e))
+    _warn([w for r in resolved.values() for w in r.warnings])
     name = resolved[(*pairs[0], 0)].name
     target = out or default_out(f"{name}-peers")
     if target.exists() and not force:
@@ -339,7 +351,11 @@ def import_(
         interval_ns = parse_duration_ns(interval)
     except ValueError as e:
         _fail(f"--interval: {e}")
-    target = out or default_out(name or logs[0].stem)
+    from .paths import name_problem, slug
+
+    if name is not None and (problem := name_problem(name)):
+        _fail(f"--name: {problem}")
+    target = out or default_out(name or slug(logs[0].stem))
     command = "tcplab " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
                   TimeElapsedColumn(), console=err_console, transient=True) as bar:
@@ -392,7 +408,7 @@ def sweep(
     axis: Annotated[Optional[list[str]], typer.Option(help="KEY=[v1, v2, ...]: sweep these axes instead of the spec's [sweep] (repeatable).")] = None,
     mode: Annotated[Optional[str], typer.Option(help="product or zip (default: the spec's, else product).")] = None,
     iterations: Annotated[Optional[int], typer.Option(min=1, help="Seeds per parameter combination (default: the spec's, else 1).")] = None,
-    duration: Annotated[Optional[str], typer.Option(help="Override every time-limited sender's time, e.g. 20s.")] = None,
+    duration: Annotated[Optional[str], typer.Option(help="Override every time-limited sender's time, e.g. 20s (a bare number is seconds, as iperf3 -t).")] = None,
     out: Annotated[Optional[Path], typer.Option(help="Sweep folder (default results/<name>-sweep-<hash of its runs>, so the same command resumes).")] = None,
     executor: Annotated[str, typer.Option(help="local (processes on this machine) or ray (a Ray cluster).")] = "local",
     address: Annotated[Optional[str], typer.Option(help="Ray cluster address (host:port); default: start a local Ray instance.")] = None,
@@ -426,6 +442,7 @@ def sweep(
                            mode=mode, out=out)
     except SpecError as e:
         _fail(str(e))
+    _warn([w for p in pl.points for w in p.resolved.warnings])
     if backend == "netns":
         _netns_precheck(pl.points[0].resolved)
     command = shlex.join(["tcplab", *sys.argv[1:]])

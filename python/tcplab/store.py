@@ -19,6 +19,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import tomli_w
 
+from .paths import replaceable
+
 TABLES = ("flows", "intervals", "queues", "ports", "events", "sends")
 #: Tables whose integer `flow` column is replaced by the flow's name; `port` by its label.
 _FLOW_TABLES = {"flows", "intervals", "events", "sends"}
@@ -99,6 +101,7 @@ class RunDir:
         self.final = final
         if final.exists() and not force:
             raise FileExistsError(f"{final} already exists (choose another --out or pass --force)")
+        replaceable(final)
         self.force = force
         self.tmp = final.parent / f".{final.name}.partial-{os.getpid()}"
         if self.tmp.exists():

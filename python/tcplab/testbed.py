@@ -24,6 +24,7 @@ import numpy as np
 from . import __version__
 from .analysis.recovery import RECOVERY_START, RTO
 from .analysis.summary import jain_index
+from .paths import name_problem, slug
 from .store import RunDir, TableWriter, read_table, write_json, write_toml
 
 #: Lines (packets) parsed between record drains: bounds memory, gives progress.
@@ -63,6 +64,8 @@ def import_logs(paths: list[Path], out: Path, *, formats: list[str] | None = Non
     wall0 = time.monotonic()
     if not paths:
         raise LogError("no logs given")
+    if name is not None and (problem := name_problem(name)) is not None:
+        raise LogError(f"--name: {problem}")
     for p in paths:
         if not p.is_file():
             raise LogError(f"{p}: no such file")
@@ -113,7 +116,7 @@ def import_logs(paths: list[Path], out: Path, *, formats: list[str] | None = Non
         flows = imp.flows()
         if not flows:
             raise LogError(f"no TCP flow found in {', '.join(str(p) for p in paths)}")
-        run_name = name or paths[0].stem
+        run_name = name or slug(paths[0].stem)
         summary = _summarize(rd.tmp, run_name, flows, sources)
         write_json(rd.tmp / "summary.json", summary)
         from .catalog import write_summary

@@ -100,6 +100,8 @@ def summarize(resolved: Resolved, totals: dict[str, Any], run_dir: Path) -> dict
         out["simulator"] = {"events": totals["events"], "packets": totals["packets"], "end_s": _r(totals["end_ns"] / 1e9)}
     if "emulation" in totals:
         out["emulation"] = totals["emulation"]
+    if resolved.warnings:
+        out["warnings"] = resolved.warnings
     return out
 
 

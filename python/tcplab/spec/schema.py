@@ -13,9 +13,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from .. import user_cc
-from . import sysctl, units
-from .units import UnitError
+from .. import paths, user_cc
+from . import limits, sysctl, units
+from .limits import Limit
+from .units import UnitError, cli_duration
 
 #: Features a spec may ask for that this version does not implement yet: key -> what it is.
 NOT_YET: dict[str, str] = {}
@@ -60,6 +61,8 @@ class Resolved:
     flows: list[dict[str, Any]] = field(default_factory=list)
     ports: list[dict[str, Any]] = field(default_factory=list)
     bottleneck_port: int = 0
+    #: Legal but suspicious values, each "key: what"; printed once and kept in summary.json.
+    warnings: list[str] = field(default_factory=list)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -163,14 +166,24 @@ class _Ctx:
             if k not in allowed:
                 raise self.err(_join(path, k), "unknown key", allowed)
 
-    def unit(self, table: dict[str, Any], path: str, key: str, parse: Callable[[object], Any], default: Any = None) -> Any:
+    def unit(self, table: dict[str, Any], path: str, key: str, parse: Callable[[object], Any], default: Any = None,
+             limit: Limit | None = None) -> Any:
         raw = table.get(key, default)
         if raw is None:
             raise self.err(_join(path, key), "is required")
         try:
-            return parse(raw)
+            value = parse(raw)
         except UnitError as e:
             raise self.err(_join(path, key), str(e)) from None
+        self.within(value, limit, _join(path, key), raw)
+        return value
+
+    def within(self, value: int, limit: Limit | None, key: str, raw: Any = None) -> None:
+        """Raise unless `value` is inside `limit` (limits.py: the one table of ranges)."""
+        problem = limit.check(value) if limit is not None else None
+        if problem:
+            shown = f"{raw!r} = {value}" if raw is not None and str(raw) != str(value) else repr(value)
+            raise self.err(key, f"must be in {limit.shown}, got {shown}")
 
     def integer(self, table: dict[str, Any], path: str, key: str, default: int, lo: int, hi: int) -> int:
         v = table.get(key, default)
@@ -216,15 +229,15 @@ LINK_KEYS = ("rate", "delay", "rtt", "reverse_delay", "jitter", "buffer", "rever
 def _link(ctx: _Ctx, t: dict[str, Any], path: str, defaults: dict[str, str], shared: bool) -> tuple[dict, dict, dict]:
     """One link's two directions (forward = towards the receivers). Returns (ab, ba, normalized)."""
     ctx.keys(t, path, LINK_KEYS)
-    rate = ctx.unit(t, path, "rate", units.parse_rate_bps, defaults.get("rate"))
+    rate = ctx.unit(t, path, "rate", units.parse_rate_bps, defaults.get("rate"), limits.RATE)
     if "delay" in t and "rtt" in t:
         raise ctx.err(_join(path, "rtt"), "give either delay (one way) or rtt, not both")
     if "rtt" in t:
-        delay = ctx.unit(t, path, "rtt", units.parse_duration_ns) // 2
+        delay = ctx.unit(t, path, "rtt", units.parse_duration_ns, limit=limits.RTT) // 2
     else:
-        delay = ctx.unit(t, path, "delay", units.parse_duration_ns, defaults.get("delay"))
-    rdelay = ctx.unit(t, path, "reverse_delay", units.parse_duration_ns, f"{delay}ns")
-    jitter = ctx.unit(t, path, "jitter", units.parse_duration_ns, defaults.get("jitter", "0ns"))
+        delay = ctx.unit(t, path, "delay", units.parse_duration_ns, defaults.get("delay"), limits.DELAY)
+    rdelay = ctx.unit(t, path, "reverse_delay", units.parse_duration_ns, f"{delay}ns", limits.DELAY)
+    jitter = ctx.unit(t, path, "jitter", units.parse_duration_ns, defaults.get("jitter", "0ns"), limits.JITTER)
     norm: dict[str, Any] = {"rate": t.get("rate", defaults.get("rate")), "delay": f"{delay}ns", "reverse_delay": f"{rdelay}ns",
                             "jitter": t.get("jitter", defaults.get("jitter", "0ns"))}
     if shared and ("buffer" in t or "reverse_buffer" in t):
@@ -236,6 +249,7 @@ def _link(ctx: _Ctx, t: dict[str, Any], path: str, defaults: dict[str, str], sha
             bufs.append((None, None))  # unlimited: a host's own queue, which TSQ keeps in check
             continue
         kind, n = ctx.unit({key: raw}, path, key, units.parse_buffer)
+        ctx.within(n, limits.BUFFER_PACKETS if kind == "packets" else limits.BUFFER_BYTES, _join(path, key), raw)
         norm[key] = raw
         bufs.append((n, None) if kind == "packets" else (None, n))
     loss = ctx.probability(t, path, "loss")
@@ -249,8 +263,9 @@ def _link(ctx: _Ctx, t: dict[str, Any], path: str, defaults: dict[str, str], sha
     return d(delay, bufs[0], loss), d(rdelay, bufs[1], rloss), norm
 
 
-def _topology(ctx: _Ctx, spec: dict[str, Any]) -> tuple[list[dict], list[dict], list[dict], int, dict]:
-    """Nodes, links, port labels, bottleneck port and the normalized topology table."""
+def _topology(ctx: _Ctx, spec: dict[str, Any]) -> tuple[list[dict], list[dict], list[dict], int, dict, dict]:
+    """Nodes, links, port labels, bottleneck port, the normalized topology table, and the two
+    link tables' directions by their spec path (for warnings)."""
     topo = ctx.table(spec.get("topology", {}), "topology")
     kind = ctx.choice(topo, "topology", "kind", "dumbbell", TOPOLOGY_KINDS)
     common = ["kind", "access", "bottleneck"]
@@ -281,6 +296,7 @@ def _topology(ctx: _Ctx, spec: dict[str, Any]) -> tuple[list[dict], list[dict], 
         kind_b, n_b = ctx.unit(topo, "topology", "shared_buffer", units.parse_buffer)
         if kind_b != "bytes":
             raise ctx.err("topology.shared_buffer", "a switch buffer is a size in bytes, e.g. '125KB'")
+        ctx.within(n_b, limits.BUFFER_BYTES, "topology.shared_buffer", topo["shared_buffer"])
         nodes[index["sw"]]["shared_buffer_bytes"] = n_b
         norm["shared_buffer"] = topo["shared_buffer"]
         if kind == "switch":
@@ -318,7 +334,8 @@ def _topology(ctx: _Ctx, spec: dict[str, Any]) -> tuple[list[dict], list[dict], 
         for s in senders:
             add(s, "sw", access_ab, access_ba)
         bottleneck = add("sw", "r1", b_ab, b_ba)
-    return nodes, links, labels, 2 * bottleneck, norm
+    sides = {"topology.access": (access_ab, access_ba), "topology.bottleneck": (b_ab, b_ba)}
+    return nodes, links, labels, 2 * bottleneck, norm, sides
 
 
 # ---------------------------------------------------------------------------------------------
@@ -386,7 +403,9 @@ def _stack_sysctls(ctx: _Ctx, spec: dict[str, Any]) -> dict[str, dict[str, Any]]
     return {fam: ctx.table(t, f"stack_sysctl.{fam}") for fam, t in table.items()}
 
 
-def _senders(ctx: _Ctx, spec: dict[str, Any], index: dict[str, int], hosts: set[str]) -> tuple[list[dict], dict]:
+def _senders(ctx: _Ctx, spec: dict[str, Any], index: dict[str, int], hosts: set[str]) -> tuple[list[dict], dict, list[str]]:
+    """The simulator's flows, the normalized [senders] table, and each flow's algorithm as the
+    user named it (a Linux `reno` is the simulator's `newreno` but is shown as `reno`)."""
     from .. import _native
 
     host_sysctls = _host_sysctls(ctx, spec, hosts)
@@ -395,7 +414,7 @@ def _senders(ctx: _Ctx, spec: dict[str, Any], index: dict[str, int], hosts: set[
     table = ctx.table(spec.get("senders", {}), "senders")
     if not table:
         raise ctx.err("senders", "at least one sender is required, e.g. [senders.s1] to = \"r1\"")
-    flows, norm = [], {}
+    flows, norm, cc_names = [], {}, []
     stacks = list(_native.stacks())
     for name, t in table.items():
         path = f"senders.{name}"
@@ -436,22 +455,20 @@ def _senders(ctx: _Ctx, spec: dict[str, Any], index: dict[str, int], hosts: set[
             if cc in _native.algorithms() and cc not in offered:
                 raise ctx.err(_join(path, "cc"), f"{cc!r} is not modelled for the {stack} stack, which offers", offered)
             cc = ctx.choice(t, path, "cc", DEFAULTS["cc"], offered)
-        start = ctx.unit(t, path, "start", units.parse_duration_ns, "0s")
+        start = ctx.unit(t, path, "start", units.parse_duration_ns, "0s", limits.START)
         if "time" in t and "bytes" in t:
             raise ctx.err(_join(path, "bytes"), "give either time (iperf3 -t) or bytes (iperf3 -n), not both")
         if "bytes" in t:
-            nbytes = ctx.unit(t, path, "bytes", units.parse_size_bytes)
-            if nbytes <= 0:
-                raise ctx.err(_join(path, "bytes"), "must be larger than zero")
+            nbytes = ctx.unit(t, path, "bytes", units.parse_size_bytes, limit=limits.TRANSFER)
             app = {"kind": "bytes", "bytes": nbytes}
         else:
-            dur = ctx.unit(t, path, "time", units.parse_duration_ns, DEFAULTS["time"])
-            if dur <= 0:
-                raise ctx.err(_join(path, "time"), "must be longer than zero")
+            dur = ctx.unit(t, path, "time", units.parse_duration_ns, DEFAULTS["time"], limits.TIME)
             app = {"kind": "time", "duration_ns": dur}
-        write = ctx.unit(t, path, "write", units.parse_size_bytes, DEFAULTS["write"])
-        sndbuf = by_sysctl.get("sndbuf_bytes") or ctx.unit(t, path, "sndbuf", units.parse_size_bytes, DEFAULTS["sndbuf"])
-        rcvbuf = by_sysctl.get("rcvbuf_bytes") or ctx.unit(t, path, "rcvbuf", units.parse_size_bytes, DEFAULTS["rcvbuf"])
+        write = ctx.unit(t, path, "write", units.parse_size_bytes, DEFAULTS["write"], limits.WRITE)
+        sndbuf = by_sysctl.get("sndbuf_bytes") or ctx.unit(t, path, "sndbuf", units.parse_size_bytes, DEFAULTS["sndbuf"],
+                                                           limits.SOCKBUF)
+        rcvbuf = by_sysctl.get("rcvbuf_bytes") or ctx.unit(t, path, "rcvbuf", units.parse_size_bytes, DEFAULTS["rcvbuf"],
+                                                           limits.SOCKBUF)
         mtu = ctx.integer(t, path, "mtu", DEFAULTS["mtu"], 576, 65535)
         timestamps = ctx.boolean(t, path, "timestamps", True)
         sack = ctx.boolean(t, path, "sack", True)
@@ -472,9 +489,6 @@ def _senders(ctx: _Ctx, spec: dict[str, Any], index: dict[str, int], hosts: set[
             freebsd = {"d43470": ctx.boolean(t, path, "d43470", True) if stack == "freebsd" else False}
             for knob, default in FREEBSD_KNOBS.items():
                 freebsd[knob] = by_sysctl.get(f"freebsd.{knob}", default)
-        for key, v in (("write", write), ("sndbuf", sndbuf)):
-            if v <= 0:
-                raise ctx.err(_join(path, key), "must be larger than zero")
         ratio = sysctl.receiver_scaling_ratio(host_sysctls.get(to, {}), from_peer)
         if rcvbuf * ratio >> 8 < mss:
             raise ctx.err(_join(path, "rcvbuf"), f"must offer a window of at least one segment ({mss} bytes); "
@@ -486,6 +500,7 @@ def _senders(ctx: _Ctx, spec: dict[str, Any], index: dict[str, int], hosts: set[
             "gro_flush_ns": gro_flush_ns.get(to, 0), "write_bytes": write, "app": app,
             "prr": prr, "sndbuf_initial_bytes": by_sysctl.get("sndbuf_initial_bytes"), "freebsd": freebsd,
         })
+        cc_names.append(cc)
         n = {"host": host, "to": to, "stack": stack, "cc": cc, "start": t.get("start", "0s")}
         if "cc" in by_sysctl:
             del n["cc"]  # set by the host's sysctl, which the resolved spec keeps
@@ -504,7 +519,7 @@ def _senders(ctx: _Ctx, spec: dict[str, Any], index: dict[str, int], hosts: set[
         if stack == "freebsd":
             n["d43470"] = freebsd["d43470"]
         norm[name] = n
-    return flows, norm
+    return flows, norm, cc_names
 
 
 BACKGROUND_KEYS = ("from", "to", "rate", "size", "start", "stop")
@@ -524,12 +539,12 @@ def _background(ctx: _Ctx, spec: dict[str, Any], index: dict[str, int], end_ns: 
                 raise ctx.err(_join(path, key), f"{t.get(key)!r} is not a node of this topology", sorted(index))
         if t["from"] == t["to"]:
             raise ctx.err(_join(path, "to"), "must differ from 'from'")
-        rate = ctx.unit(t, path, "rate", units.parse_rate_bps)
+        rate = ctx.unit(t, path, "rate", units.parse_rate_bps, limit=limits.RATE)
         size = ctx.unit(t, path, "size", units.parse_size_bytes, "1500B")
         if not 28 <= size <= 65535:
             raise ctx.err(_join(path, "size"), f"datagram size must be 28..65535 bytes, got {size}")
-        start = ctx.unit(t, path, "start", units.parse_duration_ns, "0s")
-        stop = ctx.unit(t, path, "stop", units.parse_duration_ns, f"{end_ns}ns")
+        start = ctx.unit(t, path, "start", units.parse_duration_ns, "0s", limits.START)
+        stop = ctx.unit(t, path, "stop", units.parse_duration_ns, f"{end_ns}ns", limits.START)
         out.append({"name": f"udp{i}", "src": index[t["from"]], "dst": index[t["to"]], "rate_bps": rate,
                     "size_bytes": size, "start_ns": start, "stop_ns": stop})
         norm.append({"from": t["from"], "to": t["to"], "rate": t["rate"], "size": t.get("size", "1500B"),
@@ -544,10 +559,8 @@ def _trace(ctx: _Ctx, spec: dict[str, Any]) -> tuple[int, int, bool, dict]:
     t = ctx.table(spec.get("trace", {}), "trace")
     ctx.keys(t, "trace", TRACE_KEYS)
     sample_raw = t.get("sample", "1ms")
-    sample = 0 if sample_raw == "ack" else ctx.unit(t, "trace", "sample", units.parse_duration_ns, "1ms")
-    interval = ctx.unit(t, "trace", "interval", units.parse_duration_ns, "1s")
-    if interval <= 0:
-        raise ctx.err("trace.interval", "must be longer than zero")
+    sample = 0 if sample_raw == "ack" else ctx.unit(t, "trace", "sample", units.parse_duration_ns, "1ms", limits.SAMPLE)
+    interval = ctx.unit(t, "trace", "interval", units.parse_duration_ns, "1s", limits.INTERVAL)
     sends = ctx.boolean(t, "trace", "sends", False)
     norm = {"sample": sample_raw, "interval": t.get("interval", "1s"), "sends": sends}
     # pcap: the netns backend's tcpdump -s 100 at the bottleneck (the simulator has `sends`).
@@ -604,6 +617,9 @@ def peers_matrix(spec: dict[str, Any], source: str) -> list[tuple[str, str]]:
         raise ctx.err("peers.stacks", "must include linux: every other row is compared with it", allowed["stacks"])
     return [(st, cc) for st in picked["stacks"] for cc in picked["cc"]]
 
+#: Seeds are the simulator's u64 RNG seed, kept within i64 so records and catalogs hold them.
+SEED_MAX = 2**63 - 1
+
 #: Simulated time allowed past the last application's end for the data in flight to drain,
 #: and the cap for fixed-size transfers when no duration is given.
 DRAIN_NS = 10 * 10**9
@@ -620,27 +636,29 @@ def resolve(spec: dict[str, Any], source: str, *, seed: int | None = None, durat
         if key in spec:
             raise ctx.err(key, f"{what} are not implemented in this version of tcplab")
     if duration is not None:
+        duration = cli_duration(duration)
         try:
-            units.parse_duration_ns(duration)
+            ctx.within(units.parse_duration_ns(duration), limits.TIME, "--duration", duration)
         except UnitError as e:
             raise ctx.err("--duration", str(e)) from None
         for t in ctx.table(spec.get("senders", {}), "senders").values():
             if isinstance(t, dict) and "bytes" not in t:
                 t["time"] = duration
-    name = spec.get("name", Path(source).stem)
-    if not isinstance(name, str) or not name:
-        raise ctx.err("name", "must be a non-empty string")
-    run_seed = seed if seed is not None else ctx.integer(spec, "", "seed", 1, 0, 2**63 - 1)
-    nodes, links, ports, bottleneck_port, topo_norm = _topology(ctx, spec)
+    # The name becomes the results folder's name: nothing that could leave results/ (paths.py).
+    name = spec["name"] if "name" in spec else paths.slug(Path(source).stem)
+    if (problem := paths.name_problem(name)) is not None:
+        raise ctx.err("name", problem)
+    run_seed = seed if seed is not None else ctx.integer(spec, "", "seed", 1, 0, SEED_MAX)
+    if not 0 <= run_seed <= SEED_MAX:
+        raise ctx.err("--seed", f"must be an integer from 0 to {SEED_MAX}, got {run_seed}")
+    nodes, links, ports, bottleneck_port, topo_norm, topo_links = _topology(ctx, spec)
     index = {n["name"]: i for i, n in enumerate(nodes)}
     hosts = {n["name"] for n in nodes if n["kind"] == "host"}
-    flows, senders_norm = _senders(ctx, spec, index, hosts)
+    flows, senders_norm, cc_names = _senders(ctx, spec, index, hosts)
     ends = [f["start_ns"] + f["app"]["duration_ns"] for f in flows if f["app"]["kind"] == "time"]
     caps = [f["start_ns"] + BYTES_CAP_NS for f in flows if f["app"]["kind"] == "bytes"]
     if "duration" in spec:
-        stop = ctx.unit(spec, "", "duration", units.parse_duration_ns)
-        if stop <= 0:
-            raise ctx.err("duration", "must be longer than zero")
+        stop = ctx.unit(spec, "", "duration", units.parse_duration_ns, limit=limits.TIME)
     else:
         stop = max(ends + caps) + (DRAIN_NS if ends else 0)
     app_end = max(ends) if ends else stop
@@ -669,8 +687,57 @@ def resolve(spec: dict[str, Any], source: str, *, seed: int | None = None, durat
         normalized["background"] = bg_norm
     if measure_norm:
         normalized["measure"] = measure_norm
+    warnings = [f"{source}: {w}" for w in _warnings(topo_links, links, flows, udp, stop)]
     node_names = [n["name"] for n in nodes]
     flow_info = [{"name": f["name"], "host": node_names[f["src"]], "to": node_names[f["dst"]], "stack": f["stack"],
-                  "cc": f["cc"], "start_ns": f["start_ns"], "app": f["app"], "mss": f["mss"]} for f in flows]
+                  "cc": cc, "start_ns": f["start_ns"], "app": f["app"], "mss": f["mss"]} for f, cc in zip(flows, cc_names)]
     return Resolved(source=source, name=name, seed=run_seed, spec=normalized, sim_config=sim_config,
-                    flows=flow_info, ports=ports, bottleneck_port=bottleneck_port)
+                    flows=flow_info, ports=ports, bottleneck_port=bottleneck_port, warnings=warnings)
+
+
+def _path_links(links: list[dict], src: int, dst: int) -> list[tuple[dict, str]]:
+    """The (link, direction) pairs from node `src` to `dst` (every topology here is a tree)."""
+    adj: dict[int, list[tuple[int, dict, str]]] = {}
+    for link in links:
+        adj.setdefault(link["a"], []).append((link["b"], link, "ab"))
+        adj.setdefault(link["b"], []).append((link["a"], link, "ba"))
+    back: dict[int, tuple[int, dict, str]] = {}
+    todo, seen = [src], {src}
+    while todo:
+        node = todo.pop()
+        for nxt, link, d in adj.get(node, []):
+            if nxt not in seen:
+                seen.add(nxt)
+                back[nxt] = (node, link, d)
+                todo.append(nxt)
+    hops = []
+    while dst != src and dst in back:
+        prev, link, d = back[dst]
+        hops.append((link, d))
+        dst = prev
+    return hops[::-1]
+
+
+def _warnings(topo_links: dict[str, tuple[dict, dict]], links: list[dict], flows: list[dict], udp: list[dict],
+              stop_ns: int) -> list[str]:
+    """Values that are legal but most likely not what the user meant, each "key: what"."""
+    out = []
+    packet = max(f["mss"] + 40 + (12 if f["timestamps"] else 0) for f in flows)
+    for path, (ab, ba) in topo_links.items():
+        for key, d in (("rate", ab), ("buffer", ab), ("reverse_buffer", ba)):
+            if key == "rate" and d["rate_bps"] < limits.WARN_RATE_BELOW_BPS:
+                out.append(f"{path}.rate: {d['rate_bps']} bit/s is below 1 kbit/s")
+            if key != "rate" and d["buffer_bytes"] is not None and d["buffer_bytes"] < packet:
+                out.append(f"{path}.{key}: {d['buffer_bytes']} B is smaller than one packet ({packet} B): "
+                           "every full-size packet is dropped")
+    for i, u in enumerate(udp):
+        if u["rate_bps"] < limits.WARN_RATE_BELOW_BPS:
+            out.append(f"background[{i}].rate: {u['rate_bps']} bit/s is below 1 kbit/s")
+    for f in flows:
+        rtt_ns = sum(link[d]["delay_ns"] + link["ba" if d == "ab" else "ab"]["delay_ns"]
+                     for link, d in _path_links(links, f["src"], f["dst"]))
+        runs_ns = min(stop_ns, f["start_ns"] + f["app"].get("duration_ns", stop_ns)) - f["start_ns"]
+        if runs_ns < rtt_ns:
+            out.append(f"senders.{f['name']}.time: runs {runs_ns / 1e6:g} ms, less than one round trip "
+                       f"({rtt_ns / 1e6:g} ms): no data can be acknowledged")
+    return out

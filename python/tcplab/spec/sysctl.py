@@ -70,13 +70,17 @@ def receiver_scaling_ratio(settings: dict[str, Any], params: dict[str, Any]) -> 
     return WHOLE_BUFFER if any(name in FREEBSD_SYSCTLS for name in settings) else LINUX_SCALING_RATIO
 
 
+#: The kernels' sysctl handlers store these values in a C int (proc_dointvec, sysctl_handle_int).
+INT_MAX = 2**31 - 1
+
+
 def _triple(v: Any) -> tuple[int, int, int]:
     parts = str(v).split()
     if len(parts) != 3 or not all(p.isdigit() for p in parts):
         raise ValueError(f"{v!r} is not three byte counts like \"4096 131072 6291456\"")
     a, b, c = (int(p) for p in parts)
-    if not 0 < a <= b <= c:
-        raise ValueError(f"{v!r} must be min <= default <= max, all positive")
+    if not 0 < a <= b <= c <= INT_MAX:
+        raise ValueError(f"{v!r} must be min <= default <= max, all positive and at most {INT_MAX} (INT_MAX)")
     return a, b, c
 
 
@@ -140,7 +144,7 @@ def _one(name: str, value: Any, stack_family: str, role: str) -> dict[str, Any]:
 
 def _freebsd(name: str, value: Any, role: str) -> dict[str, Any]:
     """One FreeBSD sysctl for one role."""
-    size = _int(1, 1 << 40)
+    size = _int(1, INT_MAX)
     if name == "net.inet.tcp.initcwnd_segments":
         return {"iw_segments": _int(1, 10000)(value)} if role == "sender" else {}
     if name in ("net.inet.tcp.tso", "net.inet.tcp.sack.tso", "net.inet.tcp.do_prr"):

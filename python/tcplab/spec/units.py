@@ -12,6 +12,7 @@ No space is allowed between number and unit, so "40 ms" is an error, as is an un
 from __future__ import annotations
 
 import re
+from fractions import Fraction
 
 _NUM = r"(\d+(?:\.\d+)?)"
 
@@ -41,8 +42,9 @@ def _parse(text: object, units: dict[str, int], what: str, example: str) -> int:
     m = re.fullmatch(_NUM + r"([A-Za-z]+)", text)
     if not m or m.group(2) not in units:
         raise UnitError(f"{text!r} is not a {what}; use a number and one of {', '.join(units)} with no space, e.g. {example!r}")
-    value = float(m.group(1)) * units[m.group(2)]
-    return int(round(value))
+    # Exact decimal arithmetic: "18446744073709551615ns" stays that integer (a float would not),
+    # so range checks see the value the user wrote; halves round to even as round() did.
+    return round(Fraction(m.group(1)) * units[m.group(2)])
 
 
 def parse_rate_bps(text: object) -> int:
@@ -77,6 +79,11 @@ def parse_buffer(text: object) -> tuple[str, int]:
     if n <= 0:
         raise UnitError(f"buffer {text!r} must be larger than zero")
     return kind, n
+
+
+def cli_duration(text: str) -> str:
+    """A command line's duration: a bare number means seconds, as iperf3's `-t 5` does."""
+    return f"{text}s" if re.fullmatch(_NUM, text.strip()) else text.strip()
 
 
 def format_rate(bps: float) -> str:

@@ -1,0 +1,66 @@
+"""The allowed range of every quantity a spec can hold: one table, used by validation and docs.
+
+Each range is what the models and backends are meant for, inside what the native simulator
+accepts (its config is u64 nanoseconds, bit/s and bytes; tests/test_limits.py builds a
+simulation at every upper and lower bound to check that). docs/spec.md lists the same table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+_S = 10**9  # ns per second
+DAY_NS = 86_400 * _S
+
+
+@dataclass(frozen=True)
+class Limit:
+    """An inclusive range [lo, hi] in the quantity's base unit, and how to show it."""
+
+    lo: int
+    hi: int
+    shown: str
+
+    def check(self, value: int) -> str | None:
+        """None if `value` is inside, else the message for the error."""
+        if self.lo <= value <= self.hi:
+            return None
+        return f"must be in {self.shown}, got {value}"
+
+
+#: Link rate (bit/s): 1 bit/s to 10 Tbit/s.
+RATE = Limit(1, 10**13, "1bit .. 10Tbit")
+#: One-way propagation delay of a link direction: 0 to 10 s (geostationary paths are ~0.3 s).
+DELAY = Limit(0, 10 * _S, "0s .. 10s")
+#: Per-packet host timing noise.
+JITTER = Limit(0, 1 * _S, "0s .. 1s")
+#: A sender's time (iperf3 -t) and the spec's duration: up to one simulated day.
+TIME = Limit(1, DAY_NS, "1ns .. 1day (86400s)")
+#: A link's round-trip time, when given instead of its one-way delay.
+RTT = Limit(0, 2 * DELAY.hi, "0s .. 20s")
+#: When a sender or a background stream starts or stops.
+START = Limit(0, DAY_NS, "0s .. 1day (86400s)")
+#: A fixed-size transfer (iperf3 -n): 1 B to 1 TB.
+TRANSFER = Limit(1, 10**12, "1B .. 1TB")
+#: The application's write size (iperf3 -l).
+WRITE = Limit(1, 64 * 2**20, "1B .. 64MiB")
+#: Socket buffers: up to INT_MAX, what Linux's tcp_rmem/tcp_wmem accept (the window offered is
+#: further capped at 1 GiB by window scaling, RFC 7323 s2.3).
+SOCKBUF = Limit(1, 2**31 - 1, "1B .. 2147483647B")
+#: A queue limit in bytes, and in packets.
+BUFFER_BYTES = Limit(1, 10**10, "1B .. 10GB")
+BUFFER_PACKETS = Limit(1, 10**7, "1p .. 10000000p")
+#: Tracing: the flow-state sample period (or "ack") and the interval table's period.
+SAMPLE = Limit(1000, DAY_NS, "1us .. 1day, or \"ack\"")
+INTERVAL = Limit(10**6, DAY_NS, "1ms .. 1day")
+
+#: Below these a value is legal but probably a typo: the CLI warns (and summary.json keeps it).
+WARN_RATE_BELOW_BPS = 1000
+
+#: Every limit by the spec keys it applies to, for docs/spec.md and the tests.
+BY_KEY: dict[str, Limit] = {
+    "rate": RATE, "delay / rtt / reverse_delay": DELAY, "jitter": JITTER,
+    "senders.*.time, duration": TIME, "start, stop": START, "bytes": TRANSFER, "write": WRITE,
+    "sndbuf, rcvbuf": SOCKBUF, "buffer (size)": BUFFER_BYTES, "buffer (packets)": BUFFER_PACKETS,
+    "trace.sample": SAMPLE, "trace.interval": INTERVAL,
+}
