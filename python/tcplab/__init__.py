@@ -41,8 +41,18 @@ class Run:
 
     @property
     def info(self) -> dict[str, Any]:
-        """summary.json as a dict."""
-        return json.loads((self.path / "summary.json").read_text())
+        """summary.json as a dict (DamagedResults if it is not the summary tcplab writes)."""
+        from .store import DamagedResults
+
+        path = self.path / "summary.json"
+        try:
+            info = json.loads(path.read_text())
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise DamagedResults(f"{path}: cannot be read ({e})") from None
+        flows = info.get("flows") if isinstance(info, dict) else None
+        if not isinstance(flows, list) or not all(isinstance(f, dict) and "flow" in f for f in flows) or "name" not in info:
+            raise DamagedResults(f"{path}: is not a tcplab summary (no name, or no list of flows)")
+        return info
 
     @property
     def summary(self):

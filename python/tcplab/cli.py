@@ -38,6 +38,38 @@ def _fail(message: str) -> None:
     raise typer.Exit(2)
 
 
+def _reads_results(command):
+    """For commands that read results folders: a folder damaged after it was written (a table
+    truncated or deleted, summary.json edited) fails with one line naming the file, exit 2."""
+    import functools
+
+    @functools.wraps(command)
+    def wrapper(*args, **kwargs):
+        from .store import DamagedResults
+
+        try:
+            return command(*args, **kwargs)
+        except DamagedResults as e:
+            _fail(f"damaged results: {e}")
+        except (KeyError, ValueError, TypeError, IndexError, OSError) as e:
+            folders = ", ".join(str(v) for v in [*args, *kwargs.values()] if isinstance(v, Path))
+            _fail(f"damaged or incomplete results in {folders}: {type(e).__name__}: {e}")
+
+    return wrapper
+
+
+def _check_target(target: Path, force: bool) -> None:
+    """Before any work: the results folder is new, or --force and it is tcplab's own results."""
+    from .paths import UnsafePath, replaceable
+
+    if target.exists() and not force:
+        _fail(f"{target} already exists (choose another --out or pass --force)")
+    try:
+        replaceable(target)
+    except UnsafePath as e:
+        _fail(str(e))
+
+
 def _warn(warnings: list[str]) -> None:
     """Legal but suspicious spec values (spec/schema.py `_warnings`), each printed once."""
     from rich.markup import escape
@@ -85,8 +117,7 @@ def run(
     if backend == "netns":
         _netns_precheck(resolved)
     target = out or default_out(resolved.name)
-    if target.exists() and not force:
-        _fail(f"{target} already exists (choose another --out or pass --force)")
+    _check_target(target, force)
     command = shlex.join(["tcplab", *sys.argv[1:]])
     seeds = [resolved.seed + i for i in range(iterations)]
     from .backends.netns import HostError, PlanError
@@ -217,8 +248,7 @@ def peers(
     _warn([w for r in resolved.values() for w in r.warnings])
     name = resolved[(*pairs[0], 0)].name
     target = out or default_out(f"{name}-peers")
-    if target.exists() and not force:
-        _fail(f"{target} already exists (choose another --out or pass --force)")
+    _check_target(target, force)
     command = shlex.join(["tcplab", *sys.argv[1:]])
     with _progress() as prog:
         task = prog.add_task(name, total=1000, sim="0.0s")
@@ -249,6 +279,7 @@ def presets() -> None:
 
 
 @app.command()
+@_reads_results
 def show(
     rundir: Annotated[Path, typer.Argument(help="A results folder written by tcplab run.")],
     intervals: Annotated[bool, typer.Option(help="Print iperf3-style interval lines.")] = True,
@@ -269,6 +300,7 @@ def show(
 
 
 @app.command()
+@_reads_results
 def recovery(
     rundir: Annotated[Path, typer.Argument(help="A results folder written by tcplab run.")],
     first: Annotated[bool, typer.Option("--first", help="Only each flow's first episode.")] = False,
@@ -294,6 +326,7 @@ def recovery(
 
 
 @app.command()
+@_reads_results
 def compare(
     run_a: Annotated[Path, typer.Argument(help="First results folder (e.g. the simulator's run).")],
     run_b: Annotated[Path, typer.Argument(help="Second results folder (e.g. the kernel's run of the same spec).")],
@@ -356,6 +389,7 @@ def import_(
     if name is not None and (problem := name_problem(name)):
         _fail(f"--name: {problem}")
     target = out or default_out(name or slug(logs[0].stem))
+    _check_target(target, force)
     command = "tcplab " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
                   TimeElapsedColumn(), console=err_console, transient=True) as bar:
@@ -378,6 +412,7 @@ def import_(
 
 
 @app.command()
+@_reads_results
 def export(
     rundir: Annotated[Path, typer.Argument(help="A results folder (simulated, kernel or imported run).")],
     to: Annotated[list[str], typer.Option(help="siftr2, tcp_probe or iperf3-json (repeatable).")],
@@ -491,6 +526,7 @@ def sweep(
 
 
 @app.command("ls")
+@_reads_results
 def ls_(
     root: Annotated[Path, typer.Argument(help="A folder of results (searched recursively).")] = Path("results"),
 ) -> None:
@@ -515,6 +551,7 @@ def ls_(
 
 
 @app.command()
+@_reads_results
 def query(
     sql: Annotated[str, typer.Argument(help="SQL over the views runs, flow_results, flows, intervals, queues, ports, events.")],
     root: Annotated[Path, typer.Option(help="The folder of results to query (searched recursively).")] = Path("results"),
@@ -606,7 +643,13 @@ def version() -> None:
 
 
 def main() -> None:
-    app()
+    from .paths import UnsafePath
+
+    try:
+        app()
+    except UnsafePath as e:  # a folder --force may not replace, met late (e.g. an export's --out)
+        err_console.print(f"error: {e}", markup=False, soft_wrap=True)
+        sys.exit(2)
 
 
 if __name__ == "__main__":

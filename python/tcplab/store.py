@@ -27,6 +27,11 @@ _FLOW_TABLES = {"flows", "intervals", "events", "sends"}
 _PORT_TABLES = {"queues", "ports"}
 
 
+class DamagedResults(Exception):
+    """A results folder whose files cannot be read as tcplab wrote them (truncated, edited,
+    missing a table); the message names the file."""
+
+
 class TableWriter:
     """Streams record batches from the simulator into one Parquet file per table."""
 
@@ -131,7 +136,10 @@ def read_table(run_dir: Path, name: str):
     path = Path(run_dir) / f"{name}.parquet"
     if not path.exists():
         return pd.DataFrame()
-    df = pq.read_table(path).to_pandas()
+    try:
+        df = pq.read_table(path).to_pandas()
+    except (pa.ArrowException, OSError) as e:
+        raise DamagedResults(f"{path}: cannot be read ({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
     for col in ("flow", "port"):
         if col in df and hasattr(df[col], "cat"):
             df[col] = df[col].astype(str)

@@ -555,6 +555,14 @@ fn parse_tcp_probe_line<'py>(
 }
 
 /// Formats the importer reads.
+/// The netns backend's link emulator (tcplab-linkem), run in this process until SIGTERM/SIGINT:
+/// `python -m tcplab.linkem ARGS`. Returns its exit status. Carried here so that an installed
+/// wheel has every backend without a separate binary.
+#[pyfunction]
+fn linkem_main(py: Python<'_>, args: Vec<String>) -> i32 {
+    py.allow_threads(|| tcplab_linkem::run(args))
+}
+
 #[pyfunction]
 fn import_formats() -> Vec<&'static str> {
     import::FORMATS.to_vec()
@@ -567,6 +575,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Importer>()?;
     m.add_class::<pycc::CcState>()?;
     m.add_function(wrap_pyfunction!(detect_format, m)?)?;
+    m.add_function(wrap_pyfunction!(linkem_main, m)?)?;
     m.add_function(wrap_pyfunction!(origin_ns, m)?)?;
     m.add_function(wrap_pyfunction!(write_siftr2, m)?)?;
     m.add_function(wrap_pyfunction!(write_tcp_probe, m)?)?;

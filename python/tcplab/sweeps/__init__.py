@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from ..paths import name_problem
 from ..spec import SpecError
 from ..spec.sweep import Part, Point, parse_axis, parts as spec_parts, points as spec_points
 from ..store import RunDir
@@ -136,7 +137,11 @@ def _cost_estimate(resolved: Any) -> float:
 
 
 def _land(res: dict[str, Any], runs: Path) -> None:
-    """A run that came back as an archive (Ray) into runs/<key>, atomically."""
+    """A run that came back as an archive (Ray) into runs/<key>, atomically. Members are
+    unpacked with tarfile's "data" filter: an absolute path, '..', a link out of the folder or a
+    device file is refused (tarfile.FilterError), so nothing lands outside runs/<key>."""
+    if name_problem(res["key"]) is not None:
+        raise ValueError(f"a task returned the run key {res['key']!r}, which cannot name a folder")
     rd = RunDir(runs / res["key"])
     try:
         with tarfile.open(fileobj=io.BytesIO(res["archive"]), mode="r:gz") as tar:

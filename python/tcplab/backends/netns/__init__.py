@@ -13,6 +13,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -24,7 +25,7 @@ from . import host, plan as planmod, trace
 from .host import HostError, in_ns
 from .plan import BG_PORT_BASE, CPORT_BASE, SERVER_PORT_BASE, PlanError
 
-__all__ = ["run", "HostError", "PlanError", "linkem_binary"]
+__all__ = ["run", "HostError", "PlanError", "linkem_command"]
 
 #: A self-check beyond these marks the run "emulation unfaithful" (issue 4's thresholds).
 MAX_RATE_ERROR = 0.05
@@ -41,16 +42,14 @@ class Interrupted(KeyboardInterrupt):
     interruption, like Ctrl-C."""
 
 
-def linkem_binary() -> str:
-    """The tcplab-linkem executable: $TCPLAB_LINKEM, else the workspace's release build."""
+def linkem_command() -> list[str]:
+    """How to start the link emulator: $TCPLAB_LINKEM (a tcplab-linkem binary, e.g. a debug
+    build), else this interpreter running the copy inside the native module (`python -m
+    tcplab.linkem`), which every install has, a wheel's included."""
     env = os.environ.get("TCPLAB_LINKEM")
     if env:
-        return env
-    root = Path(__file__).resolve().parents[4]
-    exe = root / "target" / "release" / "tcplab-linkem"
-    if not exe.is_file():
-        raise HostError(f"{exe} is missing: build it with `cargo build --release -p tcplab-linkem` (./scripts/install does)")
-    return str(exe)
+        return [env]
+    return [sys.executable, "-m", "tcplab.linkem"]
 
 
 def _sysctls(resolved: Resolved, p: planmod.Plan) -> dict[str, dict[str, str]]:
@@ -142,11 +141,11 @@ class _Procs:
 
 
 def _start_linkems(p: planmod.Plan, procs: _Procs, seed: int, stats_dir: Path) -> list[tuple[planmod.Linkem, subprocess.Popen, Path]]:
-    exe = linkem_binary()
+    exe = linkem_command()
     out = []
     for i, e in enumerate(p.linkems):
         stats = stats_dir / f"linkem-{i}.json"
-        args = in_ns(e.ns, [exe, "--a", e.dev_a, "--b", e.dev_b, "--delay-ab-us", str(e.delay_ab_ns // 1000),
+        args = in_ns(e.ns, [*exe, "--a", e.dev_a, "--b", e.dev_b, "--delay-ab-us", str(e.delay_ab_ns // 1000),
                             "--delay-ba-us", str(e.delay_ba_ns // 1000), "--loss-ab", repr(e.loss_ab),
                             "--loss-ba", repr(e.loss_ba), "--seed", str(seed + i), "--stats", str(stats)])
         proc = procs.start(args)
