@@ -51,9 +51,14 @@ def _reads_results(command):
             return command(*args, **kwargs)
         except DamagedResults as e:
             _fail(f"damaged results: {e}")
-        except (KeyError, ValueError, TypeError, IndexError, OSError) as e:
+        except Exception as e:  # noqa: BLE001 - narrowed just below
+            # DuckDB (query, ls) and pandas report a truncated table or a missing column as these.
+            if not isinstance(e, (KeyError, ValueError, TypeError, IndexError, OSError)) \
+                    and "duckdb" not in type(e).__module__:
+                raise
             folders = ", ".join(str(v) for v in [*args, *kwargs.values()] if isinstance(v, Path))
-            _fail(f"damaged or incomplete results in {folders}: {type(e).__name__}: {e}")
+            first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+            _fail(f"damaged or incomplete results in {folders}: {type(e).__name__}: {first}")
 
     return wrapper
 
@@ -532,12 +537,16 @@ def ls_(
 ) -> None:
     """List every finished run under ROOT from the catalog: name, backend, seed, sweep point,
     summed throughput, utilisation."""
+    import duckdb
+
     from .catalog import CatalogError, query
 
     try:
         df = query("SELECT * FROM runs ORDER BY run", root)
     except CatalogError as e:
         _fail(str(e))
+    except duckdb.Error as e:
+        _fail(f"ls: {root}: a run's catalog row cannot be read: {str(e).splitlines()[0]}")
     t = Table(show_edge=False)
     params = [c for c in df.columns if c.startswith("p_")]
     for c in ["run", "name", "backend", "seed", "flows", "Mbit/s", "util %"] + params:

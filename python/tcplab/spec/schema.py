@@ -46,7 +46,8 @@ class SpecError(Exception):
     def __str__(self) -> str:
         where = f"{self.file}: {self.key}" if self.key else self.file
         tail = f" (allowed: {', '.join(self.allowed)})" if self.allowed else ""
-        return f"{where}: {self.message}{tail}"
+        # One line whatever the spec holds: a key with a newline or a control character is escaped.
+        return "".join(c if c.isprintable() else repr(c)[1:-1] for c in f"{where}: {self.message}{tail}")
 
 
 @dataclass
@@ -421,12 +422,12 @@ def _senders(ctx: _Ctx, spec: dict[str, Any], index: dict[str, int], hosts: set[
         t = ctx.table(t, path)
         ctx.keys(t, path, SENDER_KEYS)
         host = t.get("host", name)
-        if host not in hosts:
+        if not isinstance(host, str) or host not in hosts:
             raise ctx.err(_join(path, "host"), f"{host!r} is not a host of this topology", sorted(hosts))
         if "to" not in t:
             raise ctx.err(_join(path, "to"), "is required: the receiving host", sorted(hosts - {host}))
         to = t["to"]
-        if to not in hosts or to == host:
+        if not isinstance(to, str) or to not in hosts or to == host:
             raise ctx.err(_join(path, "to"), f"{to!r} is not another host of this topology", sorted(hosts - {host}))
         stack = t.get("stack", DEFAULTS["stack"])
         stack = ctx.choice(t, path, "stack", DEFAULTS["stack"], stacks)
@@ -535,7 +536,7 @@ def _background(ctx: _Ctx, spec: dict[str, Any], index: dict[str, int], end_ns: 
         t = ctx.table(t, path)
         ctx.keys(t, path, BACKGROUND_KEYS)
         for key in ("from", "to"):
-            if t.get(key) not in index:
+            if not isinstance(t.get(key), str) or t[key] not in index:
                 raise ctx.err(_join(path, key), f"{t.get(key)!r} is not a node of this topology", sorted(index))
         if t["from"] == t["to"]:
             raise ctx.err(_join(path, "to"), "must differ from 'from'")
