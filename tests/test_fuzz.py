@@ -129,9 +129,9 @@ def _assert_one_line_or_ok(result, file_label: str) -> None:
 
 
 def _packets(resolved) -> float:
-    fastest = max(max(l["ab"]["rate_bps"], l["ba"]["rate_bps"]) for l in resolved.sim_config["links"])
-    udp = sum(u["rate_bps"] for u in resolved.sim_config["udp"])
-    return (fastest + udp) * resolved.sim_config["stop_ns"] / 1e9 / 8 / 1500
+    fastest = max(max(ln.ab.rate_bps, ln.ba.rate_bps) for ln in resolved.links)
+    udp = sum(u.rate_bps for u in resolved.background)
+    return (fastest + udp) * resolved.stop_ns / 1e9 / 8 / 1500
 
 
 @FUZZ

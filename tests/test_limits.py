@@ -13,6 +13,7 @@ import pytest
 from conftest import SMALL_SPEC
 from tcplab import _native
 from tcplab.spec import SpecError, resolve
+from tcplab.backends.sim import lower
 
 BASE = tomllib.loads(SMALL_SPEC)
 
@@ -51,7 +52,7 @@ def _with(path: tuple, value: str) -> dict:
 @pytest.mark.parametrize("path, at, past", BOUNDS, ids=[f"{'.'.join(p)}={a}" for p, a, _ in BOUNDS])
 def test_every_bound_is_accepted_by_the_simulator_and_one_past_it_is_refused(path, at, past):
     r = resolve(_with(path, at), "bounds.toml")
-    sim = _native.Simulation(json.dumps(r.sim_config), {})
+    sim = _native.Simulation(json.dumps(lower(r)), {})
     sim.run_until(1_000_000)
     assert sim.now_ns == 1_000_000
     if past is not None:

@@ -66,7 +66,7 @@ def test_plan_of_the_t1_dumbbell():
     assert all(len(v.a_dev) <= 15 and len(v.b_dev) <= 15 for v in p.veths)
     # Every sender reaches its receiver: a route to r1's address via rt1 in s1's namespace.
     assert ("tl00ab-s1", f"{p.host_addr['r1']}/32", p.host_addr["rt1"]) in p.routes
-    assert planmod.path_rtt_ns(r, "s1", "r1") == 40_200_000
+    assert r.rtt_ns("s1", "r1") == 40_200_000
 
 
 def test_namespace_sysctls_carry_the_buffers_and_the_receivers_window_share():

@@ -10,6 +10,7 @@ from conftest import tcplab as cli
 from tcplab.analysis.peers import compare
 from tcplab.spec import SpecError, resolve
 from tcplab.spec.schema import peers_matrix
+from tcplab.backends.sim import lower
 
 
 def summary(*mbps: float, retr: int = 0) -> dict:
@@ -51,9 +52,9 @@ BASE = {
 def test_stack_sysctl_applies_the_table_of_the_senders_family():
     spec = BASE | {"stack_sysctl": {"linux": {"net.ipv4.tcp_wmem": "4096 16384 8388608"},
                                     "freebsd": {"net.inet.tcp.sendbuf_max": 4194304}}}
-    assert resolve(spec, "t.toml").sim_config["flows"][0]["sndbuf_bytes"] == 8_388_608
+    assert lower(resolve(spec, "t.toml"))["flows"][0]["sndbuf_bytes"] == 8_388_608
     spec["senders"] = {"s1": {"to": "r1", "time": "1s", "stack": "freebsd-rack"}}
-    assert resolve(spec, "t.toml").sim_config["flows"][0]["sndbuf_bytes"] == 4_194_304
+    assert lower(resolve(spec, "t.toml"))["flows"][0]["sndbuf_bytes"] == 4_194_304
 
 
 def test_stack_sysctl_errors_name_the_table_and_the_sysctl():

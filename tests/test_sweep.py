@@ -63,8 +63,8 @@ def test_product_zip_iterations_and_parts_expand_as_written(tmp_path):
     # Iteration i runs with seed base + i - 1, as `tcplab run --iterations`.
     assert sorted({p.resolved.seed for p in pts}) == [5, 6, 7]
     p0 = first[0]
-    assert p0.resolved.ports[p0.resolved.bottleneck_port]["rate_bps"] == 5_000_000
-    assert p0.resolved.flows[0]["cc"] == "newreno" and "sweep" not in p0.resolved.spec
+    assert p0.resolved.bottleneck.rate_bps == 5_000_000
+    assert p0.resolved.flows[0].cc == "newreno" and "sweep" not in p0.resolved.spec
 
     zipped = _expand(tmp_path, BASE.format(name="z", time="1s") + """
 [sweep]

@@ -7,6 +7,7 @@ import pytest
 import tcplab
 from conftest import tcplab as cli
 from tcplab.spec import SpecError, resolve
+from tcplab.backends.sim import lower
 
 BASE = {
     "name": "k",
@@ -27,7 +28,7 @@ def test_linux_sysctls_set_buffers_window_and_cc_per_role():
                           "route.initcwnd": 20, "net.ipv4.tcp_rmem": "4096 87380 1000000"}},
         "r1": {"sysctl": {"net.ipv4.tcp_rmem": "4096 131072 268435456", "net.ipv4.tcp_no_metrics_save": 1}},
     }), "t.toml")
-    f = r.sim_config["flows"][0]
+    f = lower(r)["flows"][0]
     assert (f["sndbuf_bytes"], f["sndbuf_initial_bytes"]) == (8_388_608, 32_768)  # the sender's wmem
     assert f["rcvbuf_bytes"] == 268_435_456  # the receiver's rmem, not the sender's
     assert (f["cc"], f["iw_segments"]) == ("newreno", 20)
@@ -50,14 +51,14 @@ def test_freebsd_sysctls_set_the_freebsd_knobs_per_role():
                           "net.inet.tcp.hostcache.enable": 0}},
         "r1": {"sysctl": {"net.inet.tcp.recvbuf_max": 8_000_000, "net.inet.tcp.recvspace": 65_536}},
     }, stack="freebsd", d43470=False), "t.toml")
-    f = r.sim_config["flows"][0]
+    f = lower(r)["flows"][0]
     assert f["freebsd"] == {"d43470": False, "tso": False, "sack_tso": True, "do_prr": False, "sendbuf_inc_bytes": 16_384}
     assert (f["sndbuf_bytes"], f["sndbuf_initial_bytes"], f["rcvbuf_bytes"]) == (4_000_000, 65_536, 8_000_000)
     assert (f["cc"], f["iw_segments"]) == ("newreno", 4)
 
 
 def test_freebsd_defaults_are_those_of_freebsd_15():
-    f = resolve(with_hosts({}, stack="freebsd"), "t.toml").sim_config["flows"][0]
+    f = lower(resolve(with_hosts({}, stack="freebsd"), "t.toml"))["flows"][0]
     assert f["freebsd"] == {"d43470": True, "tso": True, "sack_tso": False, "do_prr": True, "sendbuf_inc_bytes": 8192}
 
 
@@ -96,7 +97,7 @@ def test_a_sender_key_and_a_sysctl_setting_the_same_thing_conflict():
 
 def test_prr_version_is_a_linux_knob():
     r = resolve(with_hosts({}, prr="5.15"), "t.toml")
-    assert r.sim_config["flows"][0]["prr"] == "5.15"
+    assert lower(r)["flows"][0]["prr"] == "5.15"
     with pytest.raises(SpecError, match="senders.s1.prr: applies to the linux stack only"):
         resolve(with_hosts({}, prr="5.15", stack="rfc"), "t.toml")
 
@@ -126,7 +127,7 @@ def test_a_bad_freebsd_value_names_its_sysctl(name, value):
     ({"r1": {"sysctl": {"net.inet.tcp.recvbuf_max": 2_000_000}}}, 256),  # FreeBSD: sbspace()
 ])
 def test_the_receiving_hosts_os_decides_how_much_of_its_buffer_is_window(hosts, ratio):
-    f = resolve(with_hosts(hosts), "t.toml").sim_config["flows"][0]
+    f = lower(resolve(with_hosts(hosts), "t.toml"))["flows"][0]
     assert f["rcv_scaling_ratio"] == ratio
 
 
@@ -157,9 +158,9 @@ def test_a_linux_receiver_window_limits_the_rate_to_half_its_buffer_per_rtt(tmp_
 
 
 def test_a_receiving_nic_with_gro_needs_its_coalescing_time():
-    f = resolve(with_hosts({"r1": {"nic": {"gro": True, "rx_usecs": 50}}}), "t.toml").sim_config["flows"][0]
+    f = lower(resolve(with_hosts({"r1": {"nic": {"gro": True, "rx_usecs": 50}}}), "t.toml"))["flows"][0]
     assert f["gro_flush_ns"] == 50_000
-    assert resolve(with_hosts({}), "t.toml").sim_config["flows"][0]["gro_flush_ns"] == 0
+    assert lower(resolve(with_hosts({}), "t.toml"))["flows"][0]["gro_flush_ns"] == 0
     with pytest.raises(SpecError) as e:
         resolve(with_hosts({"r1": {"nic": {"gro": True}}}), "t.toml")
     assert str(e.value).startswith("t.toml: hosts.r1.nic.rx_usecs: is required with gro = true")

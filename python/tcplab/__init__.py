@@ -6,6 +6,8 @@
     run.intervals    # iperf3-style intervals
     run.flows        # sampled cwnd, ssthresh, flight, srtt ... per flow
     runs = tcplab.sweep("T5", duration="60s")   # one catalog row per run of the sweep
+    cmp = tcplab.peers("T1", duration="20s")    # every stack x cc, rows as % vs Linux
+    tcplab.compare(run.path, "results/t1-kernel")   # two runs side by side
     tcplab.query("SELECT name, avg(throughput_mbps) FROM runs GROUP BY name")
 """
 
@@ -25,7 +27,6 @@ from typing import Any  # noqa: E402
 __version__ = "0.1.0"
 
 from .spec import Resolved, SpecError, load_spec, resolve  # noqa: E402
-from .spec.schema import apply_set  # noqa: E402
 
 
 class Run:
@@ -95,29 +96,7 @@ class Run:
         return df
 
 
-def _spec_data(spec: str | Path | dict[str, Any], assignments: list[str] | None) -> tuple[dict[str, Any], str]:
-    """A spec (file path, preset name, or dict, copied) with `--set`-style assignments applied."""
-    if isinstance(spec, dict):
-        data, source = json.loads(json.dumps(spec)), "<dict>"
-    else:
-        data, source = load_spec(str(spec))
-    for s in assignments or []:
-        apply_set(data, s, source)
-    return data, source
-
-
-def run(spec: str | Path | dict[str, Any], *, set: list[str] | None = None, seed: int | None = None,
-        duration: str | None = None, out: str | Path | None = None, report: bool = True, force: bool = False) -> Run:
-    """Run a spec (file path, preset name, or dict) on the simulator and return its results.
-
-    Without `out`, results go to a new temporary folder."""
-    from .runner import execute
-
-    data, source = _spec_data(spec, set)
-    resolved = resolve(data, source, seed=seed, duration=duration)
-    target = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="tcplab-")) / resolved.name
-    path, _ = execute(resolved, target, report=report, force=force, command="tcplab.run()")
-    return Run(path)
+from .api import compare, peers, run, spec_data as _spec_data  # noqa: E402
 
 
 def sweep(spec: str | Path | dict[str, Any], *, set: list[str] | None = None, jobs: int | None = None,
@@ -182,4 +161,4 @@ def load(path: str | Path) -> Run:
     return Run(path)
 
 
-__all__ = ["Run", "run", "sweep", "query", "import_logs", "export", "ministat", "load", "resolve", "load_spec", "SpecError", "Resolved", "__version__"]
+__all__ = ["Run", "run", "peers", "compare", "sweep", "query", "import_logs", "export", "ministat", "load", "resolve", "load_spec", "SpecError", "Resolved", "__version__"]

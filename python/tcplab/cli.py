@@ -3,7 +3,6 @@ stats, presets."""
 
 from __future__ import annotations
 
-import copy
 import json
 import shlex
 import statistics
@@ -17,7 +16,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
-from . import Run, __version__
+from . import Run, __version__, api
 from .report.text import interval_lines, peers_table, summary_table
 from .spec import SpecError, load_spec, resolve
 from .spec.schema import apply_set, find_preset, preset_names
@@ -116,27 +115,25 @@ def run(
         resolved = resolve(data, source, seed=seed, duration=duration)
     except SpecError as e:
         _fail(str(e))
-    _warn(resolved.warnings)
+    _warn(list(resolved.warnings))
     if backend not in BACKENDS:
         _fail(f"--backend: {backend!r} is not a backend; allowed: {', '.join(BACKENDS)}")
     if backend == "netns":
         _netns_precheck(resolved)
     target = out or default_out(resolved.name)
     _check_target(target, force)
-    command = shlex.join(["tcplab", *sys.argv[1:]])
-    seeds = [resolved.seed + i for i in range(iterations)]
     from .backends.netns import HostError, PlanError
     from .backends.sim import UserCcRaised
 
     try:
-        _run_with_progress(resolved, data, source, duration, target, force, report, command, backend, iterations, seeds,
-                           intervals)
+        path = _run_with_progress(resolved, target, force, report, backend, iterations)
     except (HostError, PlanError) as e:
         _fail(f"netns backend: {e}")
     except UserCcRaised as e:
         _fail(f"{e}; nothing was kept")
     except KeyboardInterrupt:
         _fail("interrupted; nothing was kept")
+    _print_finished(path, iterations, intervals, report)
 
 
 def _netns_precheck(resolved) -> None:
@@ -154,27 +151,26 @@ def _netns_precheck(resolved) -> None:
         _fail(f"netns backend: {e}")
 
 
-def _run_with_progress(resolved, data, source, duration, target, force, report, command, backend, iterations, seeds,
-                       intervals) -> None:
-    from .runner import execute, execute_iterations
+def _command() -> str:
+    return shlex.join(["tcplab", *sys.argv[1:]])
 
+
+def _run_with_progress(resolved, target: Path, force: bool, report: bool, backend: str, iterations: int) -> Path:
+    """tcplab.run under a progress bar; the results folder."""
     with _progress() as prog:
         task = prog.add_task(resolved.name, total=1000, sim="0.0s")
-        if iterations == 1:
-            def step(now: int, stop: int) -> None:
-                prog.update(task, completed=1000 * now / stop, sim=f"{now / 1e9:.1f}s")
 
-            path, summary = execute(resolved, target, force=force, progress=step, report=report, command=command,
-                                    backend=backend)
-            summaries = [summary]
-        else:
-            def step_i(i: int, now: int, stop: int) -> None:
-                prog.update(task, completed=1000 * (i + now / stop) / iterations,
-                            description=f"{resolved.name} [{i + 1}/{iterations}]", sim=f"{now / 1e9:.1f}s")
+        def step(i: int, now: int, stop: int) -> None:
+            desc = resolved.name if iterations == 1 else f"{resolved.name} [{i + 1}/{iterations}]"
+            prog.update(task, completed=1000 * (i + now / stop) / iterations, description=desc, sim=f"{now / 1e9:.1f}s")
 
-            path, summaries = execute_iterations(lambda s: resolve(data, source, seed=s, duration=duration), seeds, target,
-                                                 force=force, progress=step_i, report=report, command=command,
-                                                 backend=backend)
+        done = api.run(resolved, out=target, force=force, report=report, backend=backend, iterations=iterations,
+                       progress=step, command=_command())
+    return done.path if iterations == 1 else done[0].path.parent
+
+
+def _print_finished(path: Path, iterations: int, intervals: bool, report: bool) -> None:
+    """What `tcplab run` prints at the end: the run (or its iterations' table), where it is."""
     if iterations == 1:
         _print_run(path, intervals)
         if (path / "cpu.json").is_file():
@@ -184,7 +180,8 @@ def _run_with_progress(resolved, data, source, duration, target, force, report, 
                               f"{100 * c['tcp_share']:.2f}% ± {100 * c['tcp_share_ci95']:.2f}% (w = {c['tcp_share_per_gb']}), "
                               f"{c['gb_delivered']} GB delivered")
     else:
-        _print_iterations(summaries, seeds)
+        runs = json.loads((path / "iterations.json").read_text())
+        _print_iterations([Run(path / r).info for r in runs["runs"]], runs["seeds"])
         sys.stdout.write((path / "stats.txt").read_text())
     out_console.print(f"results: {path}")
     if report:
@@ -229,48 +226,29 @@ def peers(
 ) -> None:
     """Peer compare: run the experiment with every sender on each stack x cc of its [peers] table
     (default freebsd, freebsd-rack, linux x newreno, cubic) and print each row as % vs Linux."""
-    from .runner import default_out, execute_peers
-    from .spec.schema import peers_matrix
+    from .runner import default_out
 
     try:
-        data, source = load_spec(spec)
-        for s in set_ or []:
-            apply_set(data, s, source)
-        pairs = peers_matrix(data, source)
-
-        # Every combination is resolved, and so validated, before anything runs.
-        resolved = {}
-        for stack, cc in pairs:
-            d = copy.deepcopy(data)
-            apply_set(d, f"senders.*.stack={stack}", source)
-            apply_set(d, f"senders.*.cc={cc}", source)
-            first = resolve(d, source, seed=seed, duration=duration)
-            for it in range(iterations):
-                resolved[(stack, cc, it)] = first if it == 0 else resolve(d, source, seed=first.seed + it,
-                                                                           duration=duration)
+        plan = api.plan_peers(spec, set=set_, seed=seed, duration=duration, iterations=iterations)
     except SpecError as e:
         _fail(str(e))
-    _warn([w for r in resolved.values() for w in r.warnings])
-    name = resolved[(*pairs[0], 0)].name
-    target = out or default_out(f"{name}-peers")
+    _warn(plan.warnings)
+    target = out or default_out(f"{plan.name}-peers")
     _check_target(target, force)
-    command = shlex.join(["tcplab", *sys.argv[1:]])
+    total = len(plan.pairs) * iterations
     with _progress() as prog:
-        task = prog.add_task(name, total=1000, sim="0.0s")
-
-        total = len(pairs) * iterations
+        task = prog.add_task(plan.name, total=1000, sim="0.0s")
 
         def step(k: int, now: int, stop: int) -> None:
-            st, cc = pairs[k // iterations]
+            st, cc = plan.pairs[k // iterations]
             prog.update(task, completed=1000 * (k + now / stop) / total,
-                        description=f"{name} {st}/{cc} [{k + 1}/{total}]", sim=f"{now / 1e9:.1f}s")
+                        description=f"{plan.name} {st}/{cc} [{k + 1}/{total}]", sim=f"{now / 1e9:.1f}s")
 
-        path, rows = execute_peers(lambda st, cc, it: resolved[(st, cc, it)], pairs, target, force=force, progress=step,
-                                   report=report, command=command, iterations=iterations)
-    out_console.print(peers_table(rows, f"{name}: peer compare"))
-    out_console.print(f"results: {path}")
+        done = api.peers(plan, out=target, force=force, report=report, progress=step, command=_command())
+    out_console.print(peers_table(done.rows, f"{plan.name}: peer compare"))
+    out_console.print(f"results: {done.path}")
     if report:
-        out_console.print(f"report:  {path / 'peers.html'}")
+        out_console.print(f"report:  {done.path / 'peers.html'}")
 
 
 @app.command()
@@ -339,31 +317,17 @@ def compare(
 ) -> None:
     """Two runs side by side: per-flow throughput and difference, retransmissions, recovery
     episodes, cwnd-trajectory distance; with --out, overlaid cwnd charts."""
-    from .analysis.compare import compare as compare_runs
-    from .report.plots import cwnd_overlay
     from .report.text import compare_table
-    from .store import RunDir, write_json
 
     try:
         ra, rb = Run(run_a), Run(run_b)
     except FileNotFoundError as e:
         _fail(str(e))
-    sa, sb = ra.table("flows"), rb.table("flows")
-    rows = compare_runs(ra.info, rb.info, sa, sb, ra.recovery, rb.recovery)
+    rows = api.compare(run_a, run_b, out=out)
     if not rows:
         _fail(f"{run_a} and {run_b} have no flow in common")
-    labels = (f"A ({ra.info.get('backend', 'sim')})", f"B ({rb.info.get('backend', 'sim')})")
-    out_console.print(compare_table(rows, f"{ra.info['name']}: {run_a} vs {run_b}", labels))
+    out_console.print(compare_table(rows, f"{ra.info['name']}: {run_a} vs {run_b}", api.compare_labels(ra.info, rb.info)))
     if out:
-        rd = RunDir(out, force=True)
-        try:
-            write_json(rd.tmp / "compare.json", {"a": str(run_a), "b": str(run_b), "rows": rows})
-            for r in rows:
-                cwnd_overlay(sa, sb, r["flow"], labels, rd.tmp, f"cwnd_{r['flow']}")
-            rd.commit()
-        except BaseException:
-            rd.abort()
-            raise
         out_console.print(f"compare: {out}")
 
 
@@ -395,7 +359,7 @@ def import_(
         _fail(f"--name: {problem}")
     target = out or default_out(name or slug(logs[0].stem))
     _check_target(target, force)
-    command = "tcplab " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    command = _command()
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
                   TimeElapsedColumn(), console=err_console, transient=True) as bar:
         tasks: dict[str, int] = {}
@@ -485,7 +449,7 @@ def sweep(
     _warn([w for p in pl.points for w in p.resolved.warnings])
     if backend == "netns":
         _netns_precheck(pl.points[0].resolved)
-    command = shlex.join(["tcplab", *sys.argv[1:]])
+    command = _command()
     out_console.print(f"sweep: {len(pl.keys)} runs ({len(pl.parts)} part(s)) in {pl.out}")
 
     def on_term(signum, frame):

@@ -77,7 +77,7 @@ def _into(directory: Path, resolved: Resolved, progress: Progress | None, report
     if labels:
         meta["sweep"] = labels
     if report:
-        make_report(directory, resolved.flows, summary, meta)
+        make_report(directory, [{"name": f.name, "start_ns": f.start_ns} for f in resolved.flows], summary, meta)
     meta["wall_s"] = round(time.monotonic() - wall0, 3)
     write_json(directory / "meta.json", meta)
     return summary

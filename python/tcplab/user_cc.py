@@ -20,7 +20,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-from typing import Any
+from typing import Any, Sequence
 
 HOOKS = ("conn_init", "on_ack", "on_cong_signal", "post_recovery", "after_idle", "on_rtt_sample", "on_new_round")
 
@@ -54,6 +54,6 @@ def load(name: str) -> type:
     return cls
 
 
-def instances(flows: list[dict[str, Any]]) -> dict[int, Any]:
-    """One fresh instance per flow whose cc is user-written, by flow index."""
-    return {i: load(f["cc"])() for i, f in enumerate(flows) if is_user_cc(f["cc"])}
+def instances(flows: Sequence[Any]) -> dict[int, Any]:
+    """One fresh instance per flow (model.Flow) whose cc is user-written, by flow index."""
+    return {i: load(f.cc)() for i, f in enumerate(flows) if is_user_cc(f.cc)}

@@ -27,10 +27,10 @@ def summarize(resolved: Resolved, totals: dict[str, Any], run_dir: Path) -> dict
     ports = read_table(run_dir, "ports")
     flows = []
     for info, st in zip(resolved.flows, totals["flows"], strict=True):
-        app = info["app"]
-        mine = intervals[intervals["flow"] == info["name"]] if len(intervals) else intervals
-        if app["kind"] == "time":
-            duration_s = app["duration_ns"] / 1e9
+        app = info.app
+        mine = intervals[intervals["flow"] == info.name] if len(intervals) else intervals
+        if app.kind == "time":
+            duration_s = app.duration_ns / 1e9
             measured = int(mine["bytes"].sum()) if len(mine) else 0
             completion_s = None
         else:
@@ -39,29 +39,29 @@ def summarize(resolved: Resolved, totals: dict[str, Any], run_dir: Path) -> dict
             measured = st["bytes_delivered"]
         tput = measured * 8 / duration_s / 1e6 if duration_s else None
         flows.append({
-            "flow": info["name"], "from": info["host"], "to": info["to"], "stack": info["stack"], "cc": info["cc"],
-            "start_s": _r(info["start_ns"] / 1e9), "kind": app["kind"],
+            "flow": info.name, "from": info.host, "to": info.to, "stack": info.stack, "cc": info.cc,
+            "start_s": _r(info.start_ns / 1e9), "kind": app.kind,
             "duration_s": _r(duration_s), "completion_s": _r(completion_s),
             "throughput_mbps": _r(tput), "bytes_delivered": st["bytes_delivered"], "bytes_written": st["bytes_written"],
             "retransmits": st["retrans_segs"], "recoveries": st["recoveries"], "rtos": st["rtos"],
             # Spurious retransmissions as the receiver saw them (the simulator counts them).
             "duplicates_received": st.get("dup_segs_received"),
             "final_cwnd_bytes": st["cwnd_bytes"], "srtt_ms": _r(st["srtt_ns"] / 1e6, 3),
-            "min_rtt_ms": _r(st["min_rtt_ns"] / 1e6, 3), "mss_bytes": info["mss"],
+            "min_rtt_ms": _r(st["min_rtt_ns"] / 1e6, 3), "mss_bytes": info.mss,
         })
     # Measurement window: from the first start to the last time-limited application's end (or the
     # last completion), on the port counters' interval grid.
     # A real-kernel run reports when each client actually started; the simulator starts on time.
-    starts = [st.get("start_ns", f["start_ns"]) for f, st in zip(resolved.flows, totals["flows"])]
+    starts = [st.get("start_ns", f.start_ns) for f, st in zip(resolved.flows, totals["flows"])]
     ends = []
     for f, t_start, s in zip(resolved.flows, starts, flows):
-        if f["app"]["kind"] == "time":
-            ends.append(t_start + f["app"]["duration_ns"])
+        if f.app.kind == "time":
+            ends.append(t_start + f.app.duration_ns)
         elif s["completion_s"] is not None:
             ends.append(t_start + int(s["completion_s"] * 1e9))
     t0, t1 = min(starts), max(ends) if ends else totals["end_ns"]
-    label = f"{resolved.ports[resolved.bottleneck_port]['from']}->{resolved.ports[resolved.bottleneck_port]['to']}"
-    rate = resolved.ports[resolved.bottleneck_port]["rate_bps"]
+    label = resolved.bottleneck.label
+    rate = resolved.bottleneck.rate_bps
     # Counter intervals overlapping the window (on the simulator's grid they lie exactly inside it;
     # a kernel run's sampler starts and stops a little off it).
     bott = ports[(ports["port"] == label) & (ports["t_end_ns"] > t0) & (ports["t_start_ns"] < t1)] if len(ports) else ports

@@ -7,8 +7,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .. import _native, user_cc
-from ..spec import Resolved
+from ..model import Direction, Experiment
 from ..store import TableWriter
+
 
 class UserCcRaised(Exception):
     """A user-written congestion-control algorithm raised; the message says which and what."""
@@ -18,24 +19,49 @@ class UserCcRaised(Exception):
 STEP_NS = 1_000_000_000
 
 
-def run(resolved: Resolved, directory: Path, progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
-    """Simulate `resolved` writing tables into `directory`. Returns the simulator's totals.
+def _direction(d: Direction) -> dict[str, Any]:
+    return {"rate_bps": d.rate_bps, "delay_ns": d.delay_ns, "buffer_packets": d.buffer_packets,
+            "buffer_bytes": d.buffer_bytes, "loss": d.loss, "jitter_ns": d.jitter_ns}
+
+
+def lower(exp: Experiment) -> dict[str, Any]:
+    """The simulator's config (tcplab-sim config.rs `SimConfig`) for `exp`: nodes and links by
+    index, each flow's stack configuration, the bottleneck port to monitor."""
+    index = {n.name: i for i, n in enumerate(exp.nodes)}
+    nodes = [{"name": n.name, "kind": n.kind} | ({"shared_buffer_bytes": n.shared_buffer_bytes}
+                                                 if n.shared_buffer_bytes is not None else {}) for n in exp.nodes]
+    links = [{"a": index[ln.a], "b": index[ln.b], "ab": _direction(ln.ab), "ba": _direction(ln.ba)} for ln in exp.links]
+    flows = [{
+        "name": f.name, "src": index[f.host], "dst": index[f.to], "start_ns": f.start_ns, "stack": f.stack,
+        "cc": f.cc_model, "mss": f.mss, "timestamps": f.timestamps, "sack": f.sack, "iw_segments": f.iw_segments,
+        "sndbuf_bytes": f.sndbuf_bytes, "rcvbuf_bytes": f.rcvbuf_bytes, "rcv_scaling_ratio": f.rcv_scaling_ratio,
+        "gro_flush_ns": f.gro_flush_ns, "write_bytes": f.write_bytes, "app": f.app.as_dict(), "prr": f.prr,
+        "sndbuf_initial_bytes": f.sndbuf_initial_bytes, "freebsd": dict(f.freebsd) if f.freebsd is not None else None,
+    } for f in exp.flows]
+    udp = [{"name": u.name, "src": index[u.frm], "dst": index[u.to], "rate_bps": u.rate_bps, "size_bytes": u.size_bytes,
+            "start_ns": u.start_ns, "stop_ns": u.stop_ns} for u in exp.background]
+    return {
+        "seed": exp.seed, "stop_ns": exp.stop_ns, "sample_interval_ns": exp.trace.sample_ns,
+        "interval_ns": exp.trace.interval_ns, "record_sends": exp.trace.sends, "measure_cpu": exp.measure_cpu,
+        "nodes": nodes, "links": links, "flows": flows, "udp": udp,
+        "monitor": [{"link": exp.bottleneck_port // 2, "dir": "ab"}],
+    }
+
+
+def run(exp: Experiment, directory: Path, progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+    """Simulate `exp` writing tables into `directory`. Returns the simulator's totals.
 
     `progress(now_ns, stop_ns)` is called after each step.
     """
-    sim = _native.Simulation(json.dumps(resolved.sim_config), user_cc.instances(resolved.flows))
-    writer = TableWriter(
-        directory,
-        [f["name"] for f in resolved.flows],
-        [f"{p['from']}->{p['to']}" for p in resolved.ports],
-    )
+    sim = _native.Simulation(json.dumps(lower(exp)), user_cc.instances(exp.flows))
+    writer = TableWriter(directory, [f.name for f in exp.flows], [p.label for p in exp.ports])
     stop = sim.stop_ns
     try:
         while sim.now_ns < stop and not sim.flows_done():
             try:
                 sim.run_until(min(sim.now_ns + STEP_NS, stop))
             except Exception as e:  # only a user-written algorithm's code can raise here
-                users = sorted({f["cc"] for f in resolved.flows if user_cc.is_user_cc(f["cc"])})
+                users = sorted({f.cc for f in exp.flows if user_cc.is_user_cc(f.cc)})
                 raise UserCcRaised(f"{', '.join(users)} raised {type(e).__name__}: {e} "
                                    f"(at simulated {sim.now_ns / 1e9:.3f} s)") from e
             writer.write(sim.take_tables())

@@ -8,6 +8,7 @@ import html
 from pathlib import Path
 from typing import Any
 
+from ..model import port_label
 from .text import interval_lines
 
 _CSS = """
@@ -133,7 +134,7 @@ def write(run_dir: Path, summary: dict[str, Any], meta: dict[str, Any], spec_tom
           charts: list[tuple[str, str]], recovery_html: str = "") -> Path:
     """Write run_dir/report.html. `charts` lists (stem, caption) of PNGs in run_dir/plots."""
     b = summary["bottleneck"] or {}
-    flow_rows = [[f["flow"], f"{f['from']}->{f['to']}", f["stack"], f["cc"], f["start_s"], f["throughput_mbps"],
+    flow_rows = [[f["flow"], port_label(f["from"], f["to"]), f["stack"], f["cc"], f["start_s"], f["throughput_mbps"],
                   f["completion_s"], f["bytes_delivered"], f["retransmits"], f["recoveries"], f["rtos"], f["srtt_ms"]]
                  for f in summary["flows"]]
     flows_html = _table("flows-table", ["flow", "path", "stack", "cc", "start s", "Mbit/s", "completion s", "bytes delivered",

@@ -7,6 +7,8 @@ from typing import Any
 import pandas as pd
 from rich.table import Table
 
+from ..model import port_label
+
 
 def iperf_bytes(n: float) -> str:
     """iperf3's transfer column: 1024-based units with 3 significant digits ('112 MBytes')."""
@@ -48,7 +50,7 @@ def summary_table(summary: dict[str, Any]) -> Table:
         t.add_column(col, justify="right" if col not in ("flow", "path", "stack", "cc") else "left")
     for f in summary["flows"]:
         t.add_row(
-            f["flow"], f"{f['from']}->{f['to']}", f["stack"], f["cc"],
+            f["flow"], port_label(f["from"], f["to"]), f["stack"], f["cc"],
             "-" if f["throughput_mbps"] is None else f"{f['throughput_mbps']:.1f}",
             "-" if f["completion_s"] is None else f"{f['completion_s']:.3f} s",
             str(f["retransmits"]), str(f["recoveries"]), str(f["rtos"]),

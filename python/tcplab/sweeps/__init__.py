@@ -132,8 +132,7 @@ def _index(pl: Plan, status: dict[str, dict[str, Any]], complete: bool) -> dict[
 
 def _cost_estimate(resolved: Any) -> float:
     """A run's simulation work, roughly: packets the bottleneck can carry in the simulated time."""
-    rate = resolved.ports[resolved.bottleneck_port]["rate_bps"] if resolved.ports else 1e9
-    return rate * resolved.sim_config["stop_ns"]
+    return resolved.bottleneck.rate_bps * resolved.stop_ns
 
 
 def _land(res: dict[str, Any], runs: Path) -> None:

@@ -16,10 +16,11 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from ...spec import Resolved
+from ...model import Experiment as Resolved, Flow, model_cc, port_label
 from ...store import write_rows
 from . import host, plan as planmod, trace
 from .host import HostError, in_ns
@@ -56,22 +57,20 @@ def _sysctls(resolved: Resolved, p: planmod.Plan) -> dict[str, dict[str, str]]:
     """Per-namespace sysctls: no cached metrics anywhere (or ssthresh carries over between runs);
     the flows' buffer maxima as tcp_wmem at senders and tcp_rmem at receivers, and a receiving
     host's tcp_adv_win_scale as given (kernels 6.6+ keep the sysctl but no longer read it)."""
-    names = [n["name"] for n in resolved.sim_config["nodes"]]
     out: dict[str, dict[str, str]] = {ns: {"net.ipv4.tcp_no_metrics_save": "1"} for ns in p.node_ns.values()}
-    for f in resolved.sim_config["flows"]:
-        src, dst = p.node_ns[names[f["src"]]], p.node_ns[names[f["dst"]]]
-        out[src]["net.ipv4.tcp_wmem"] = f"4096 16384 {f['sndbuf_bytes']}"
-        out[dst]["net.ipv4.tcp_rmem"] = f"4096 131072 {f['rcvbuf_bytes']}"
-        receiver_sysctls = resolved.spec.get("hosts", {}).get(names[f["dst"]], {}).get("sysctl", {})
-        scale = receiver_sysctls.get("net.ipv4.tcp_adv_win_scale")
+    for f in resolved.flows:
+        src, dst = p.node_ns[f.host], p.node_ns[f.to]
+        out[src]["net.ipv4.tcp_wmem"] = f"4096 16384 {f.sndbuf_bytes}"
+        out[dst]["net.ipv4.tcp_rmem"] = f"4096 131072 {f.rcvbuf_bytes}"
+        scale = resolved.host_sysctls.get(f.to, {}).get("net.ipv4.tcp_adv_win_scale")
         if scale is not None:
             out[dst]["net.ipv4.tcp_adv_win_scale"] = str(scale)
     return out
 
 
 def _kernel_cc(cc: str) -> str:
-    """The kernel's name of a spec algorithm (Linux calls NewReno `reno`)."""
-    return "reno" if cc == "newreno" else cc
+    """The kernel's name of a spec algorithm (Linux calls NewReno `reno`, tcp_cong.c)."""
+    return "reno" if model_cc(cc) == "newreno" else cc
 
 
 def _route_congctl(resolved: Resolved, p: planmod.Plan) -> list[list[str]]:
@@ -87,10 +86,10 @@ def _route_congctl(resolved: Resolved, p: planmod.Plan) -> list[list[str]]:
     tcp_allowed_congestion_control (tcp_set_default_congestion_control())."""
     cmds = []
     for f in resolved.flows:
-        ns, dst = p.node_ns[f["host"]], p.host_addr[f["to"]]
+        ns, dst = p.node_ns[f.host], p.host_addr[f.to]
         words = host.run(in_ns(ns, ["ip", "-o", "route", "get", dst])).stdout.split()
         how = [w for key in ("via", "dev") if key in words for w in (key, words[words.index(key) + 1])]
-        cmds.append(in_ns(ns, ["ip", "route", "replace", f"{dst}/32", *how, "congctl", _kernel_cc(f["cc"])]))
+        cmds.append(in_ns(ns, ["ip", "route", "replace", f"{dst}/32", *how, "congctl", _kernel_cc(f.cc)]))
     return cmds
 
 
@@ -195,18 +194,18 @@ def _calibrate_rate(resolved: Resolved, p: planmod.Plan, procs: _Procs) -> dict[
     windows whose queue was backlogged at both ends: a window where the *sender* was descheduled
     long enough to drain the queue measures the sender, not the shaper; every window is kept in
     the result, so a shaper that is slow in most windows still shows."""
-    bott = resolved.ports[resolved.bottleneck_port]
-    label = f"{bott['from']}->{bott['to']}"
+    bott = resolved.bottleneck
+    label = bott.label
     if label not in {s.port_label for s in p.shapers}:
         return None
     ns, dev = p.egress[label]
     f0 = resolved.flows[0]
-    src, dst = p.node_ns[f0["host"]], p.node_ns[f0["to"]]
+    src, dst = p.node_ns[f0.host], p.node_ns[f0.to]
     port = str(BG_PORT_BASE + 90)
     procs.start(in_ns(dst, ["iperf3", "-s", "-1", "-p", port]))
     time.sleep(0.3)
-    client = procs.start(in_ns(src, ["iperf3", "-c", p.host_addr[f0["to"]], "-p", port, "-u", "-b",
-                                     str(int(bott["rate_bps"] * 1.5)), "-l", "1472", "-t", "3"]))
+    client = procs.start(in_ns(src, ["iperf3", "-c", p.host_addr[f0.to], "-p", port, "-u", "-b",
+                                     str(int(bott.rate_bps * 1.5)), "-l", "1472", "-t", "3"]))
     time.sleep(0.5)
     samples = []
     for _ in range(9):
@@ -227,22 +226,22 @@ def _calibrate_rate(resolved: Resolved, p: planmod.Plan, procs: _Procs) -> dict[
                         "backlogged": q0["backlog_packets"] > 0 and q1["backlog_packets"] > 0})
     usable = sorted(w["mbps"] for w in windows if w["backlogged"])
     if not usable:
-        return {"port": label, "configured_mbps": bott["rate_bps"] / 1e6, "windows": windows,
+        return {"port": label, "configured_mbps": bott.rate_bps / 1e6, "windows": windows,
                 "error": "queue never stayed backlogged"}
     achieved = usable[len(usable) // 2]
-    return {"port": label, "configured_mbps": bott["rate_bps"] / 1e6, "achieved_l2_mbps": achieved,
+    return {"port": label, "configured_mbps": bott.rate_bps / 1e6, "achieved_l2_mbps": achieved,
             "queue_backlogged": len(usable), "windows": windows,
-            "error": round(achieved * 1e6 / bott["rate_bps"] - 1, 4)}
+            "error": round(achieved * 1e6 / bott.rate_bps - 1, 4)}
 
 
-def _iperf_args(f: dict[str, Any], i: int, dst_addr: str, interval_ns: int) -> list[str]:
+def _iperf_args(f: Flow, i: int, dst_addr: str, interval_ns: int) -> list[str]:
     args = ["iperf3", "-c", dst_addr, "-p", str(SERVER_PORT_BASE + i), "--cport", str(CPORT_BASE + i), "-C",
-            _kernel_cc(f["cc"]), "-l", str(f["write_bytes"]), "-J",
+            _kernel_cc(f.cc), "-l", str(f.write_bytes), "-J",
             "-i", f"{max(interval_ns, 100_000_000) / 1e9:g}"]
-    if f["app"]["kind"] == "time":
-        args += ["-t", f"{f['app']['duration_ns'] / 1e9:g}"]
+    if f.app.kind == "time":
+        args += ["-t", f"{f.app.duration_ns / 1e9:g}"]
     else:
-        args += ["-n", str(f["app"]["bytes"])]
+        args += ["-n", str(f.app.bytes)]
     return args
 
 
@@ -319,7 +318,7 @@ def run(resolved: Resolved, directory: Path, progress: Callable[[int, int], None
     """Run `resolved` on real Linux TCP, writing tables into `directory`. Returns totals in the
     simulator's shape plus an `emulation` section (what was built and the self-checks)."""
     p = planmod.build(resolved, planmod.new_run_id())
-    info = host.preflight({_kernel_cc(f["cc"]) for f in resolved.flows})
+    info = host.preflight({_kernel_cc(f.cc) for f in resolved.flows})
     root = host.tracefs()
     instance = f"tcplab-{p.run_id}"
     host.register(p, extra={"instance": instance})
@@ -345,12 +344,59 @@ def run(resolved: Resolved, directory: Path, progress: Callable[[int, int], None
             raise HostError(f"could not remove {', '.join(left)}; run `tcplab netns cleanup`")
 
 
+@dataclass
+class _Live:
+    """A kernel run under way: what its phases hand each other."""
+
+    work: Path
+    linkems: list[tuple[planmod.Linkem, subprocess.Popen, Path]]
+    rtt_cfg: dict[str, float]
+    rtt_before: dict[str, float | None]
+    calibration: dict[str, Any] | None
+    stats_before: dict[str, dict[str, int]]
+    pcap: subprocess.Popen | None
+    session: trace.TraceSession
+    t0: int = 0
+    sampler: Any = None
+    results: dict[str, tuple[dict[str, Any], int]] = field(default_factory=dict)
+
+
 def _run(resolved: Resolved, directory: Path, progress: Callable[[int, int], None] | None, p: planmod.Plan,
          info: dict[str, Any], root: Path, instance: str, procs: _Procs,
          sessions: list[trace.TraceSession]) -> dict[str, Any]:
-    cfg = resolved.sim_config
-    names = [n["name"] for n in cfg["nodes"]]
+    """A kernel run in phases: set up, launch and wait, then records and self-checks."""
     cpu_before = _cpu_jiffies()
+    live = _set_up(resolved, directory, p, root, instance, procs, sessions)
+    _launch_and_wait(resolved, p, procs, live, progress)
+    collector = live.session.stop()
+    if live.pcap is not None:
+        live.pcap.send_signal(signal.SIGINT)
+        try:
+            live.pcap.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            live.pcap.kill()
+    _collect_clients(live)
+    stats_after = {f.name: _netstat(p.node_ns[f.host]) for f in resolved.flows}
+    rtt_after = {f.name: _ping_rtt_ms(p.node_ns[f.host], p.host_addr[f.to]) for f in resolved.flows}
+    linkem_stats = _stop_linkems(live.linkems)
+    cpu = _cpu_share(cpu_before, _cpu_jiffies())
+    # Every kernel counter that moved in each sender's namespace (TcpExt and Tcp: HyStart's
+    # TCPHystartTrainDetect/DelayDetect and their cwnds, SACK recoveries, undo, TLP, ...).
+    counters = {f.name: {k: v - live.stats_before[f.name].get(k, 0) for k, v in sorted(stats_after[f.name].items())
+                         if v != live.stats_before[f.name].get(k, 0)} for f in resolved.flows}
+    (live.work / "counters.json").write_text(json.dumps(counters, indent=1) + "\n")
+    flow_totals = _write_records(resolved, directory, live, counters, collector)
+    ports_tot = _port_totals(resolved, p, live, linkem_stats)
+    udp = _udp_totals(resolved, live)
+    emulation = _self_check(resolved, p, info, live, rtt_after, linkem_stats, cpu, ports_tot, collector)
+    (live.work / "iperf3.json").write_text(json.dumps({k: v[0] for k, v in live.results.items()}, indent=1, sort_keys=True))
+    return {"backend": "netns", "end_ns": time.monotonic_ns() - live.t0, "flows": flow_totals, "ports": ports_tot,
+            "udp": udp, "emulation": emulation}
+
+
+def _set_up(resolved: Resolved, directory: Path, p: planmod.Plan, root: Path, instance: str, procs: _Procs,
+            sessions: list[trace.TraceSession]) -> _Live:
+    """Namespaces, sysctls, routes, link emulators, the pre-run self-checks, servers, capture, tracing."""
     host.build(p, _sysctls(resolved, p))
     for cmd in _route_congctl(resolved, p):
         host.run(cmd)
@@ -359,49 +405,53 @@ def _run(resolved: Resolved, directory: Path, progress: Callable[[int, int], Non
     linkems = _start_linkems(p, procs, resolved.seed, work)
     host.register(p, pids=[x[1].pid for x in linkems], extra={"instance": instance})
     flows = resolved.flows
-    rtt_cfg = {f["name"]: planmod.path_rtt_ns(resolved, f["host"], f["to"]) / 1e6 for f in flows}
-    rtt_before = {f["name"]: _ping_rtt_ms(p.node_ns[f["host"]], p.host_addr[f["to"]]) for f in flows}
+    rtt_cfg = {f.name: resolved.rtt_ns(f.host, f.to) / 1e6 for f in flows}
+    rtt_before = {f.name: _ping_rtt_ms(p.node_ns[f.host], p.host_addr[f.to]) for f in flows}
     calibration = _calibrate_rate(resolved, p, procs)
     # Servers, one per flow and per background stream.
     for i, f in enumerate(flows):
-        procs.start(in_ns(p.node_ns[f["to"]], ["iperf3", "-s", "-1", "-p", str(SERVER_PORT_BASE + i)]))
-    for j, u in enumerate(cfg["udp"]):
-        procs.start(in_ns(p.node_ns[names[u["dst"]]], ["iperf3", "-s", "-1", "-J", "-p", str(BG_PORT_BASE + j)]))
+        procs.start(in_ns(p.node_ns[f.to], ["iperf3", "-s", "-1", "-p", str(SERVER_PORT_BASE + i)]))
+    for j, u in enumerate(resolved.background):
+        procs.start(in_ns(p.node_ns[u.to], ["iperf3", "-s", "-1", "-J", "-p", str(BG_PORT_BASE + j)]))
     time.sleep(0.5)
-    stats_before = {f["name"]: _netstat(p.node_ns[f["host"]]) for f in flows}
+    stats_before = {f.name: _netstat(p.node_ns[f.host]) for f in flows}
     pcap = None
-    if resolved.spec.get("trace", {}).get("pcap"):
+    if resolved.trace.pcap:
         # tcpdump -s 100 on the bottleneck's egress device, as the seeds capture (snaplen 100).
-        ns, dev = p.egress[f"{resolved.ports[resolved.bottleneck_port]['from']}->{resolved.ports[resolved.bottleneck_port]['to']}"]
+        ns, dev = p.egress[resolved.bottleneck.label]
         pcap = procs.start(in_ns(ns, ["tcpdump", "-q", "-n", "-i", dev, "-s", "100", "-w", str(work / "bottleneck.pcap")]))
         time.sleep(0.5)
-    session = trace.TraceSession(root, instance, [CPORT_BASE + i for i in range(len(flows))], cfg["sample_interval_ns"])
+    session = trace.TraceSession(root, instance, [CPORT_BASE + i for i in range(len(flows))], resolved.trace.sample_ns)
     sessions.append(session)
     session.start()
-    t0 = time.monotonic_ns()
-    bott = resolved.ports[resolved.bottleneck_port]
-    sampler = _Sampler(p, f"{bott['from']}->{bott['to']}", cfg["interval_ns"], t0)
-    sampler.start()
-    # Launch schedule: background first, then each client at its start time.
+    return _Live(work, linkems, rtt_cfg, rtt_before, calibration, stats_before, pcap, session)
+
+
+def _launch_and_wait(resolved: Resolved, p: planmod.Plan, procs: _Procs, live: _Live,
+                     progress: Callable[[int, int], None] | None) -> None:
+    """Start the bottleneck sampler, every client at its start time (background first), and wait
+    for the TCP clients to finish."""
+    flows = resolved.flows
+    live.t0 = t0 = time.monotonic_ns()
+    live.sampler = _Sampler(p, resolved.bottleneck.label, resolved.trace.interval_ns, t0)
+    live.sampler.start()
     launches: list[tuple[int, str, list[str], str]] = []
-    for j, u in enumerate(cfg["udp"]):
-        dur = max(0.1, (min(u["stop_ns"], cfg["stop_ns"]) - u["start_ns"]) / 1e9)
-        args = ["iperf3", "-c", p.host_addr[names[u["dst"]]], "-p", str(BG_PORT_BASE + j), "-u", "-b", str(u["rate_bps"]),
-                "-l", str(max(1, u["size_bytes"] - 28)), "-t", f"{dur:g}", "-J"]
-        launches.append((u["start_ns"], f"udp{j}", in_ns(p.node_ns[names[u["src"]]], args), "udp"))
+    for j, u in enumerate(resolved.background):
+        dur = max(0.1, (min(u.stop_ns, resolved.stop_ns) - u.start_ns) / 1e9)
+        args = ["iperf3", "-c", p.host_addr[u.to], "-p", str(BG_PORT_BASE + j), "-u", "-b", str(u.rate_bps),
+                "-l", str(max(1, u.size_bytes - 28)), "-t", f"{dur:g}", "-J"]
+        launches.append((u.start_ns, f"udp{j}", in_ns(p.node_ns[u.frm], args), "udp"))
     for i, f in enumerate(flows):
-        args = _iperf_args(cfg["flows"][i] | {"app": f["app"]}, i, p.host_addr[f["to"]], cfg["interval_ns"])
-        launches.append((f["start_ns"], f["name"], in_ns(p.node_ns[f["host"]], args), "tcp"))
+        args = _iperf_args(f, i, p.host_addr[f.to], resolved.trace.interval_ns)
+        launches.append((f.start_ns, f.name, in_ns(p.node_ns[f.host], args), "tcp"))
     launches.sort(key=lambda x: x[0])
-    clients: dict[str, tuple[subprocess.Popen, int]] = {}
-    end_ns = max(f["start_ns"] + f["app"].get("duration_ns", 0) for f in flows)
-    deadline_ns = max(cfg["stop_ns"], end_ns) + 60_000_000_000
+    end_ns = max(f.start_ns + (f.app.duration_ns or 0) for f in flows)
+    deadline_ns = max(resolved.stop_ns, end_ns) + 60_000_000_000
     for start_ns, name, args, _ in launches:
         while time.monotonic_ns() - t0 < start_ns:
             time.sleep(min(0.05, (start_ns - (time.monotonic_ns() - t0)) / 1e9 + 0.0005))
-        clients[name] = (procs.start(args), time.monotonic_ns() - t0)
-    tcp_names = [f["name"] for f in flows]
-    while any(clients[n][0].poll() is None for n in tcp_names):
+        live.results[name] = (procs.start(args), time.monotonic_ns() - t0)  # type: ignore[assignment]
+    while any(live.results[f.name][0].poll() is None for f in flows):  # type: ignore[attr-defined]
         now = time.monotonic_ns() - t0
         if progress:
             progress(min(now, end_ns), end_ns)
@@ -409,97 +459,107 @@ def _run(resolved: Resolved, directory: Path, progress: Callable[[int, int], Non
             raise HostError("iperf3 clients did not finish within 60 s of their end")
         time.sleep(0.2)
     time.sleep(0.2)
-    sampler.stop_ev.set()
-    sampler.join(timeout=10)
-    collector = session.stop()
-    if pcap is not None:
-        pcap.send_signal(signal.SIGINT)
+    live.sampler.stop_ev.set()
+    live.sampler.join(timeout=10)
+
+
+def _collect_clients(live: _Live) -> None:
+    """Each client's iperf3 -J report, in place of its process in live.results."""
+    for name, (proc, launched_ns) in list(live.results.items()):
         try:
-            pcap.communicate(timeout=10)
+            out, err = proc.communicate(timeout=30)  # type: ignore[attr-defined]
         except subprocess.TimeoutExpired:
-            pcap.kill()
-    results = {}
-    for name, (proc, launched_ns) in clients.items():
+            proc.kill()  # type: ignore[attr-defined]
+            out, err = proc.communicate()  # type: ignore[attr-defined]
         try:
-            out, err = proc.communicate(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            out, err = proc.communicate()
-        try:
-            results[name] = (json.loads(out), launched_ns)
+            live.results[name] = (json.loads(out), launched_ns)
         except ValueError:
             raise HostError(f"iperf3 client {name} gave no JSON: {err.strip()[:300]}") from None
-        if "error" in results[name][0]:
-            raise HostError(f"iperf3 client {name}: {results[name][0]['error']}")
-    stats_after = {f["name"]: _netstat(p.node_ns[f["host"]]) for f in flows}
-    rtt_after = {f["name"]: _ping_rtt_ms(p.node_ns[f["host"]], p.host_addr[f["to"]]) for f in flows}
-    linkem_stats = _stop_linkems(linkems)
-    cpu = _cpu_share(cpu_before, _cpu_jiffies())
-    # Every kernel counter that moved in each sender's namespace (TcpExt and Tcp: HyStart's
-    # TCPHystartTrainDetect/DelayDetect and their cwnds, SACK recoveries, undo, TLP, ...).
-    counters = {f["name"]: {k: v - stats_before[f["name"]].get(k, 0) for k, v in sorted(stats_after[f["name"]].items())
-                            if v != stats_before[f["name"]].get(k, 0)} for f in flows}
-    (work / "counters.json").write_text(json.dumps(counters, indent=1) + "\n")
-    # Records.
+        if "error" in live.results[name][0]:
+            raise HostError(f"iperf3 client {name}: {live.results[name][0]['error']}")
+
+
+def _write_records(resolved: Resolved, directory: Path, live: _Live, counters: dict[str, dict[str, int]],
+                   collector: Any) -> list[dict[str, Any]]:
+    """The run's tables from iperf3's reports, the trace and the sampler; returns per-flow totals."""
     intervals, flow_totals = [], []
-    for i, f in enumerate(flows):
-        data, launched = results[f["name"]]
+    for f in resolved.flows:
+        data, launched = live.results[f.name]
         for iv in data.get("intervals", []):
             st = iv["streams"][0]
-            intervals.append({"flow": f["name"], "t_start_ns": launched + int(st["start"] * 1e9),
+            intervals.append({"flow": f.name, "t_start_ns": launched + int(st["start"] * 1e9),
                               "t_end_ns": launched + int(st["end"] * 1e9), "bytes": int(st["bytes"]),
                               "retrans_segs": int(st.get("retransmits", 0)), "cwnd_bytes": int(st.get("snd_cwnd", 0)),
                               "srtt_us": int(st.get("rtt", 0))})
         end = data["end"]
         snd, rcv = end["streams"][0]["sender"], end["streams"][0]["receiver"]
-        d = {k: counters[f["name"]].get(k, 0) for k in ("TcpExt.TCPSackRecovery", "TcpExt.TCPRenoRecovery",
-                                                         "TcpExt.TCPTimeouts")}
-        completion = None if f["app"]["kind"] == "time" else int(rcv["seconds"] * 1e9)
+        d = {k: counters[f.name].get(k, 0) for k in ("TcpExt.TCPSackRecovery", "TcpExt.TCPRenoRecovery",
+                                                     "TcpExt.TCPTimeouts")}
+        completion = None if f.app.kind == "time" else int(rcv["seconds"] * 1e9)
         flow_totals.append({
-            "flow": f["name"], "cc": f["cc"], "stack": "linux", "start_ns": launched,
+            "flow": f.name, "cc": f.cc, "stack": "linux", "start_ns": launched,
             "bytes_written": int(snd["bytes"]), "bytes_delivered": int(rcv["bytes"]), "bytes_sent": int(snd["bytes"]),
             "retrans_segs": int(snd.get("retransmits", 0)),
             "recoveries": d["TcpExt.TCPSackRecovery"] + d["TcpExt.TCPRenoRecovery"], "rtos": d["TcpExt.TCPTimeouts"],
             "completion_ns": completion, "cwnd_bytes": int(intervals[-1]["cwnd_bytes"]) if intervals else 0,
             "srtt_ns": int(snd.get("mean_rtt", 0)) * 1000, "min_rtt_ns": int(snd.get("min_rtt", 0)) * 1000,
         })
-    samples, events = trace.to_records(collector, flows, t0)
+    samples, events = trace.to_records(collector, [{"name": f.name, "mss": f.mss} for f in resolved.flows], live.t0)
     write_rows(directory, "flows", samples, ["t_ns", "flow", "cwnd_bytes", "ssthresh_bytes", "snd_una", "snd_nxt",
-                                         "flight_bytes", "srtt_us", "rto_us", "bytes_sent", "bytes_acked",
-                                         "retrans_segs", "state"])
-    write_rows(directory, "intervals", intervals, ["flow", "t_start_ns", "t_end_ns", "bytes", "retrans_segs", "cwnd_bytes", "srtt_us"])
+                                             "flight_bytes", "srtt_us", "rto_us", "bytes_sent", "bytes_acked",
+                                             "retrans_segs", "state"])
+    write_rows(directory, "intervals", intervals, ["flow", "t_start_ns", "t_end_ns", "bytes", "retrans_segs", "cwnd_bytes",
+                                                   "srtt_us"])
     write_rows(directory, "events", events, ["t_ns", "flow", "event", "cwnd_bytes", "ssthresh_bytes", "flight_bytes",
-                                         "outstanding_bytes", "retrans_segs"])
-    write_rows(directory, "ports", sampler.ports, ["t_start_ns", "t_end_ns", "port", "tx_bytes", "tx_packets", "drops", "losses"])
-    write_rows(directory, "queues", sampler.queues, ["t_ns", "port", "queue_packets", "queue_bytes"])
-    ports_tot = []
+                                             "outstanding_bytes", "retrans_segs"])
+    write_rows(directory, "ports", live.sampler.ports, ["t_start_ns", "t_end_ns", "port", "tx_bytes", "tx_packets", "drops",
+                                                        "losses"])
+    write_rows(directory, "queues", live.sampler.queues, ["t_ns", "port", "queue_packets", "queue_bytes"])
+    return flow_totals
+
+
+def _port_totals(resolved: Resolved, p: planmod.Plan, live: _Live, linkem_stats: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per port: bytes and packets sent, queue drops (qdisc), random losses (linkem), max queue."""
     losses_by_port: dict[str, int] = {}
     for e, st in zip(p.linkems, linkem_stats):
         a, b = e.link_label.split("<->")
-        losses_by_port[f"{a}->{b}"] = st.get("ab", {}).get("lost", 0)
-        losses_by_port[f"{b}->{a}"] = st.get("ba", {}).get("lost", 0)
+        losses_by_port[port_label(a, b)] = st.get("ab", {}).get("lost", 0)
+        losses_by_port[port_label(b, a)] = st.get("ba", {}).get("lost", 0)
+    out = []
     for port in resolved.ports:
-        label = f"{port['from']}->{port['to']}"
-        rows = [r for r in sampler.ports if r["port"] == label]
-        ports_tot.append({"port": port["port"], "from": port["from"], "to": port["to"], "rate_bps": port["rate_bps"],
-                          "tx_bytes": sum(r["tx_bytes"] for r in rows), "tx_packets": sum(r["tx_packets"] for r in rows),
-                          "drops": sum(r["drops"] for r in rows), "losses": losses_by_port.get(label, 0),
-                          "max_queue_packets": sampler.max_queue.get(label, 0)})
+        rows = [r for r in live.sampler.ports if r["port"] == port.label]
+        out.append({"port": port.index, "from": port.frm, "to": port.to, "rate_bps": port.rate_bps,
+                    "tx_bytes": sum(r["tx_bytes"] for r in rows), "tx_packets": sum(r["tx_packets"] for r in rows),
+                    "drops": sum(r["drops"] for r in rows), "losses": losses_by_port.get(port.label, 0),
+                    "max_queue_packets": live.sampler.max_queue.get(port.label, 0)})
+    return out
+
+
+def _udp_totals(resolved: Resolved, live: _Live) -> list[dict[str, Any]]:
     udp = []
-    for j, u in enumerate(cfg["udp"]):
-        data = results.get(f"udp{j}", ({}, 0))[0]
+    for j, u in enumerate(resolved.background):
+        data = live.results.get(f"udp{j}", ({}, 0))[0]
         sent, recv = data.get("end", {}).get("sum_sent", {}), data.get("end", {}).get("sum_received", {})
-        udp.append({"name": u["name"], "sent": int(sent.get("packets", 0)),
+        udp.append({"name": u.name, "sent": int(sent.get("packets", 0)),
                     "received": int(recv.get("packets", 0)) - int(recv.get("lost_packets", 0)),
                     "received_bytes": int(recv.get("bytes", 0))})
+    return udp
+
+
+def _self_check(resolved: Resolved, p: planmod.Plan, info: dict[str, Any], live: _Live,
+                rtt_after: dict[str, float | None], linkem_stats: list[dict[str, Any]], cpu: dict[str, Any],
+                ports_tot: list[dict[str, Any]], collector: Any) -> dict[str, Any]:
+    """The emulation section: what was built, and whether RTT, rate, queues and timing were as
+    configured (`faithful`, with the problems found)."""
     rtt_check = []
-    for f in flows:
-        for when, val in (("before", rtt_before[f["name"]]), ("after", rtt_after[f["name"]])):
-            err = None if val is None else round(val - rtt_cfg[f["name"]], 3)
-            rtt_check.append({"flow": f["name"], "when": when, "configured_ms": round(rtt_cfg[f["name"]], 3),
+    for f in resolved.flows:
+        for when, val in (("before", live.rtt_before[f.name]), ("after", rtt_after[f.name])):
+            err = None if val is None else round(val - live.rtt_cfg[f.name], 3)
+            rtt_check.append({"flow": f.name, "when": when, "configured_ms": round(live.rtt_cfg[f.name], 3),
                               "measured_min_ms": val, "error_ms": err})
     problems = [f"RTT {r['flow']} {r['when']}: " + ("no reply" if r["error_ms"] is None else f"{r['error_ms']:+.3f} ms")
                 for r in rtt_check if r["error_ms"] is None or abs(r["error_ms"]) > MAX_RTT_ERROR_MS]
+    calibration = live.calibration
     if calibration and isinstance(calibration.get("error"), str):
         problems.append(f"rate {calibration['port']}: {calibration['error']}")
     elif calibration and abs(calibration["error"]) > MAX_RATE_ERROR:
@@ -508,16 +568,13 @@ def _run(resolved: Resolved, directory: Path, progress: Callable[[int, int], Non
     if problems and cpu["steal"] >= 0.02:
         problems.append(f"CPU steal {cpu['steal'] * 100:.0f}% during the run (the hypervisor withheld the vCPUs)")
     queue_check = [{"port": s.port_label, "limit_packets": s.limit_packets, "limit_bytes": s.limit_bytes,
-                    "drops": next((pt["drops"] for pt in ports_tot if f"{pt['from']}->{pt['to']}" == s.port_label), 0),
-                    "max_backlog_sampled_packets": sampler.max_queue.get(s.port_label)} for s in p.shapers]
-    emulation = {
+                    "drops": next((pt["drops"] for pt in ports_tot if port_label(pt["from"], pt["to"]) == s.port_label), 0),
+                    "max_backlog_sampled_packets": live.sampler.max_queue.get(s.port_label)} for s in p.shapers]
+    return {
         "host": info, "plan": planmod.describe(p), "offloads": "TSO, GSO, GRO and tx checksum off on every veth",
         "delay_element": "tcplab-linkem (userspace, AF_PACKET)" if p.linkems else "none",
         "rtt_check": rtt_check, "rate_check": calibration, "queue_check": queue_check, "linkem": linkem_stats,
         "cpu": cpu, "trace": {"lines": collector.lines, "bad_lines": collector.bad_lines,
-                  "overruns": collector.overruns, "error": session.error},
+                              "overruns": collector.overruns, "error": live.session.error},
         "faithful": not problems, "problems": problems,
     }
-    (work / "iperf3.json").write_text(json.dumps({k: v[0] for k, v in results.items()}, indent=1, sort_keys=True))
-    return {"backend": "netns", "end_ns": time.monotonic_ns() - t0, "flows": flow_totals, "ports": ports_tot, "udp": udp,
-            "emulation": emulation}

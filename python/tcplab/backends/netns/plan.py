@@ -10,11 +10,10 @@ txqueuelen set to match. htb counts L2 bytes, so TCP goodput is at most R * MSS 
 from __future__ import annotations
 
 import secrets
-from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...spec import Resolved
+from ...model import Experiment, Link, port_label
 
 #: Link delays below this are left to the veths (~10 us) rather than emulated; they are listed.
 EMULATE_MIN_DELAY_NS = 1_000_000
@@ -84,125 +83,91 @@ def new_run_id() -> str:
     return "tl" + secrets.token_hex(2)
 
 
-def _path(adj: dict[int, list[int]], src: int, dst: int) -> list[int]:
-    prev = {src: src}
-    q = deque([src])
-    while q:
-        n = q.popleft()
-        for m in adj[n]:
-            if m not in prev:
-                prev[m] = n
-                q.append(m)
-    if dst not in prev:
-        raise PlanError(f"no path from node {src} to node {dst}")
-    out = [dst]
-    while out[-1] != src:
-        out.append(prev[out[-1]])
-    return out[::-1]
-
-
-def build(resolved: Resolved, run_id: str) -> Plan:
-    """The plan for `resolved` under prefix `run_id`."""
-    cfg = resolved.sim_config
-    if cfg.get("measure_cpu"):
+def _refuse(exp: Experiment) -> None:
+    """What this backend cannot build, refused before anything is touched."""
+    if exp.measure_cpu:
         raise PlanError("measure.cpu times the simulator's TCP code; the kernel's is not instrumented "
                         "(profile it with perf instead, or run on the simulator)")
-    for f in cfg["flows"]:
-        if f.get("gro_flush_ns"):
-            raise PlanError(f"sender {f['name']!r}: its receiver's NIC coalescing (hosts.*.nic gro) is not emulated on "
+    for f in exp.flows:
+        if f.gro_flush_ns:
+            raise PlanError(f"sender {f.name!r}: its receiver's NIC coalescing (hosts.*.nic gro) is not emulated on "
                             "veths, whose GRO the backend turns off (run it on the simulator)")
-    for f in resolved.flows:
-        if ":" in f["cc"]:
-            raise PlanError(f"sender {f['name']!r}: cc {f['cc']!r} is a Python algorithm, which runs in the simulator only")
-    nodes = cfg["nodes"]
-    names = [n["name"] for n in nodes]
-    for n in nodes:
-        if n.get("shared_buffer_bytes"):
-            raise PlanError(f"node {n['name']!r} is a switch with one shared buffer; Linux queues are per interface, "
+        if ":" in f.cc:
+            raise PlanError(f"sender {f.name!r}: cc {f.cc!r} is a Python algorithm, which runs in the simulator only")
+    for n in exp.nodes:
+        if n.shared_buffer_bytes:
+            raise PlanError(f"node {n.name!r} is a switch with one shared buffer; Linux queues are per interface, "
                             "so the netns backend cannot build it (use a dumbbell or pipe topology)")
-    for f in resolved.flows:
-        if f["stack"] != "linux":
-            raise PlanError(f"sender {f['name']!r} uses the {f['stack']!r} stack; the netns backend runs this machine's "
+    for f in exp.flows:
+        if f.stack != "linux":
+            raise PlanError(f"sender {f.name!r} uses the {f.stack!r} stack; the netns backend runs this machine's "
                             "Linux TCP only (use the simulator for FreeBSD stacks)")
-    if len(cfg["links"]) > 250:
+    if len(exp.links) > 250:
         raise PlanError("more than 250 links")
-    node_ns = {name: f"{run_id}-{name}" for name in names}
-    namespaces = list(node_ns.values())
-    veths: list[Veth] = []
-    addrs: list[tuple[str, str, str]] = []
-    shapers: list[Shaper] = []
-    linkems: list[Linkem] = []
-    egress: dict[str, tuple[str, str]] = {}
-    not_emulated: list[str] = []
-    unshaped: list[str] = []
-    link_addr: dict[tuple[int, int], str] = {}   # (node, link) -> address without prefix
-    adj: dict[int, list[int]] = {i: [] for i in range(len(nodes))}
-    neighbour_addr: dict[tuple[int, int], str] = {}  # (node, neighbour) -> neighbour's address on their link
-    for i, link in enumerate(cfg["links"]):
-        a, b = link["a"], link["b"]
-        an, bn = names[a], names[b]
-        label = f"{an}<->{bn}"
-        dev_a, dev_b = f"{run_id}l{i}a", f"{run_id}l{i}b"
-        ab, ba = link["ab"], link["ba"]
-        emulate = max(ab["delay_ns"], ba["delay_ns"]) >= EMULATE_MIN_DELAY_NS or ab["loss"] > 0 or ba["loss"] > 0
-        if emulate:
-            em_ns = f"{run_id}-em{i}"
-            namespaces.append(em_ns)
-            veths.append(Veth(node_ns[an], dev_a, em_ns, f"{run_id}l{i}x"))
-            veths.append(Veth(em_ns, f"{run_id}l{i}y", node_ns[bn], dev_b))
-            linkems.append(Linkem(em_ns, f"{run_id}l{i}x", f"{run_id}l{i}y", ab["delay_ns"], ba["delay_ns"],
-                                  ab["loss"], ba["loss"], label))
+
+
+def _link_devices(plan: Plan, exp: Experiment, i: int, link: Link) -> None:
+    """Link i's veths (and a linkem namespace between them where it has delay or loss), addresses
+    and egress shapers, added to `plan`."""
+    run_id, an, bn = plan.run_id, link.a, link.b
+    label = f"{an}<->{bn}"
+    dev_a, dev_b = f"{run_id}l{i}a", f"{run_id}l{i}b"
+    ab, ba = link.ab, link.ba
+    if max(ab.delay_ns, ba.delay_ns) >= EMULATE_MIN_DELAY_NS or ab.loss > 0 or ba.loss > 0:
+        em_ns = f"{run_id}-em{i}"
+        plan.namespaces.append(em_ns)
+        plan.veths.append(Veth(plan.node_ns[an], dev_a, em_ns, f"{run_id}l{i}x"))
+        plan.veths.append(Veth(em_ns, f"{run_id}l{i}y", plan.node_ns[bn], dev_b))
+        plan.linkems.append(Linkem(em_ns, f"{run_id}l{i}x", f"{run_id}l{i}y", ab.delay_ns, ba.delay_ns, ab.loss, ba.loss,
+                                   label))
+    else:
+        plan.veths.append(Veth(plan.node_ns[an], dev_a, plan.node_ns[bn], dev_b))
+        for d, dl in (("ab", ab), ("ba", ba)):
+            if dl.delay_ns > 0:
+                plan.not_emulated.append(f"{label} {d}: {dl.delay_ns / 1000:g} us delay (veth latency instead)")
+    a_ip, b_ip = link_addresses(i)
+    plan.addrs += [(plan.node_ns[an], dev_a, f"{a_ip}/24"), (plan.node_ns[bn], dev_b, f"{b_ip}/24")]
+    for frm, to, dev, dl in ((an, bn, dev_a, ab), (bn, an, dev_b, ba)):
+        port = port_label(frm, to)
+        plan.egress[port] = (plan.node_ns[frm], dev)
+        if dl.buffer_packets is None and dl.buffer_bytes is None:
+            plan.unshaped.append(port)
         else:
-            veths.append(Veth(node_ns[an], dev_a, node_ns[bn], dev_b))
-            for d, dl in (("ab", ab), ("ba", ba)):
-                if dl["delay_ns"] > 0:
-                    not_emulated.append(f"{label} {d}: {dl['delay_ns'] / 1000:g} us delay (veth latency instead)")
-        a_ip, b_ip = f"10.{100 + i // 250}.{i % 250}.1", f"10.{100 + i // 250}.{i % 250}.2"
-        addrs += [(node_ns[an], dev_a, f"{a_ip}/24"), (node_ns[bn], dev_b, f"{b_ip}/24")]
-        link_addr[(a, i)], link_addr[(b, i)] = a_ip, b_ip
-        adj[a].append(b)
-        adj[b].append(a)
-        neighbour_addr[(a, b)], neighbour_addr[(b, a)] = b_ip, a_ip
-        for frm, to, ns, dev, dl in ((an, bn, node_ns[an], dev_a, ab), (bn, an, node_ns[bn], dev_b, ba)):
-            port = f"{frm}->{to}"
-            egress[port] = (ns, dev)
-            if dl["buffer_packets"] is None and dl["buffer_bytes"] is None:
-                unshaped.append(port)
-            else:
-                shapers.append(Shaper(ns, dev, dl["rate_bps"], dl["buffer_packets"], dl["buffer_bytes"], port))
-    host_addr = {}
-    for idx, name in enumerate(names):
-        first = min(i for (n, i) in link_addr if n == idx)
-        host_addr[name] = link_addr[(idx, first)]
-    routes: list[tuple[str, str, str]] = []
-    for src in range(len(nodes)):
-        for dst in range(len(nodes)):
+            plan.shapers.append(Shaper(plan.node_ns[frm], dev, dl.rate_bps, dl.buffer_packets, dl.buffer_bytes, port))
+
+
+def link_addresses(i: int) -> tuple[str, str]:
+    """The addresses of link i's a and b ends (a /24 per link)."""
+    return f"10.{100 + i // 250}.{i % 250}.1", f"10.{100 + i // 250}.{i % 250}.2"
+
+
+def _address_on(exp: Experiment, node: str, link: int) -> str:
+    a_ip, b_ip = link_addresses(link)
+    return a_ip if exp.links[link].a == node else b_ip
+
+
+def build(exp: Experiment, run_id: str) -> Plan:
+    """The plan for `exp` under prefix `run_id`."""
+    _refuse(exp)
+    names = [n.name for n in exp.nodes]
+    node_ns = {name: f"{run_id}-{name}" for name in names}
+    plan = Plan(run_id=run_id, namespaces=list(node_ns.values()), node_ns=node_ns, veths=[], addrs=[], routes=[],
+                routers=[], shapers=[], linkems=[], host_addr={}, egress={})
+    for i, link in enumerate(exp.links):
+        _link_devices(plan, exp, i, link)
+    # A node's address is the one on its first link.
+    first_link = {name: min(i for i, ln in enumerate(exp.links) if name in (ln.a, ln.b)) for name in names}
+    plan.host_addr.update({name: _address_on(exp, name, first_link[name]) for name in names})
+    for src in names:
+        for dst in names:
             if src == dst:
                 continue
-            path = _path(adj, src, dst)
-            nxt = path[1]
-            dst_ip = host_addr[names[dst]]
-            if nxt == dst and any(link_addr.get((dst, i)) == dst_ip and (src, i) in link_addr for i in range(len(cfg["links"]))):
+            hop = exp.route(src, dst)[0]  # routing is the model's, computed once
+            if hop.to == dst and first_link[dst] == hop.link:
                 continue  # directly connected on that subnet
-            routes.append((node_ns[names[src]], f"{dst_ip}/32", neighbour_addr[(src, nxt)]))
-    routers = [node_ns[n["name"]] for n in nodes if n["kind"] != "host"]
-    return Plan(run_id, namespaces, node_ns, veths, addrs, routes, routers, shapers, linkems, host_addr, egress,
-                not_emulated, unshaped)
-
-
-def path_rtt_ns(resolved: Resolved, src: str, dst: str) -> int:
-    """The configured round-trip propagation delay between two nodes (both directions' link delays)."""
-    cfg = resolved.sim_config
-    names = [n["name"] for n in cfg["nodes"]]
-    adj: dict[int, list[int]] = {i: [] for i in range(len(names))}
-    delay: dict[tuple[int, int], int] = {}
-    for link in cfg["links"]:
-        a, b = link["a"], link["b"]
-        adj[a].append(b)
-        adj[b].append(a)
-        delay[(a, b)], delay[(b, a)] = link["ab"]["delay_ns"], link["ba"]["delay_ns"]
-    p = _path(adj, names.index(src), names.index(dst))
-    return sum(delay[(p[k], p[k + 1])] + delay[(p[k + 1], p[k])] for k in range(len(p) - 1))
+            plan.routes.append((node_ns[src], f"{plan.host_addr[dst]}/32", _address_on(exp, hop.to, hop.link)))
+    plan.routers.extend(node_ns[n.name] for n in exp.nodes if n.kind != "host")
+    return plan
 
 
 def describe(plan: Plan) -> dict[str, Any]:

@@ -1,0 +1,149 @@
+"""tcplab's Python API: run, peers and compare, the operations every CLI command is a thin layer
+over (cli.py adds argument parsing, progress bars and printing, nothing else)."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+import tempfile
+from pathlib import Path
+from typing import Any, Callable
+
+from .model import Experiment
+from .spec import load_spec, resolve
+from .spec.schema import apply_set, peers_matrix
+
+#: progress(i, now_ns, stop_ns): run i of several is at simulated (or wall) time now of stop.
+Progress = Callable[[int, int, int], None]
+
+
+def spec_data(spec: str | Path | dict[str, Any], assignments: list[str] | None = None) -> tuple[dict[str, Any], str]:
+    """A spec (file path, preset name, or dict, copied) with `--set`-style assignments applied."""
+    if isinstance(spec, dict):
+        data, source = json.loads(json.dumps(spec)), "<dict>"
+    else:
+        data, source = load_spec(str(spec))
+    for s in assignments or []:
+        apply_set(data, s, source)
+    return data, source
+
+
+def with_seed(exp: Experiment, seed: int) -> Experiment:
+    """The same experiment under another seed (what resolving the spec with --seed gives)."""
+    return dataclasses.replace(exp, seed=seed, spec=exp.spec | {"seed": seed})
+
+
+def _target(out: str | Path | None, name: str) -> Path:
+    return Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="tcplab-")) / name
+
+
+def run(spec: str | Path | dict[str, Any] | Experiment, *, set: list[str] | None = None, seed: int | None = None,
+        duration: str | None = None, out: str | Path | None = None, report: bool = True, force: bool = False,
+        backend: str = "sim", iterations: int = 1, progress: Progress | None = None,
+        command: str = "tcplab.run()"):
+    """Run a spec (file path, preset name, dict, or an Experiment from `tcplab.resolve`) on
+    `backend` ("sim", or "netns": this machine's Linux TCP, as root). Returns its Run; with
+    `iterations` > 1, one Run per seed (seed, seed + 1, ...), in a folder with their statistics.
+    Without `out`, results go to a new temporary folder."""
+    from . import Run
+    from .runner import execute, execute_iterations
+
+    if isinstance(spec, Experiment):
+        exp = with_seed(spec, seed) if seed is not None else spec
+    else:
+        data, source = spec_data(spec, set)
+        exp = resolve(data, source, seed=seed, duration=duration)
+    target = _target(out, exp.name)
+    if iterations == 1:
+        step = (lambda now, stop: progress(0, now, stop)) if progress else None
+        path, _ = execute(exp, target, force=force, progress=step, report=report, command=command, backend=backend)
+        return Run(path)
+    seeds = [exp.seed + i for i in range(iterations)]
+    path, _ = execute_iterations(lambda s: with_seed(exp, s), seeds, target, force=force, progress=progress,
+                                 report=report, command=command, backend=backend)
+    return [Run(path / f"iter-{i + 1:03d}") for i in range(iterations)]
+
+
+@dataclasses.dataclass(frozen=True)
+class PeersPlan:
+    """A peer compare, validated: every (stack, cc) pair's experiment for each iteration."""
+
+    name: str
+    pairs: list[tuple[str, str]]
+    iterations: int
+    experiments: dict[tuple[str, str, int], Experiment]
+
+    @property
+    def warnings(self) -> list[str]:
+        return list(dict.fromkeys(w for e in self.experiments.values() for w in e.warnings))
+
+
+def plan_peers(spec: str | Path | dict[str, Any], *, set: list[str] | None = None, seed: int | None = None,
+               duration: str | None = None, iterations: int = 1) -> PeersPlan:
+    """Resolve (and so validate) every pair of the spec's [peers] matrix before anything runs."""
+    data, source = spec_data(spec, set)
+    pairs = peers_matrix(data, source)
+    experiments = {}
+    for stack, cc in pairs:
+        d = copy.deepcopy(data)
+        apply_set(d, f"senders.*.stack={stack}", source)
+        apply_set(d, f"senders.*.cc={cc}", source)
+        first = resolve(d, source, seed=seed, duration=duration)
+        for it in range(iterations):
+            experiments[(stack, cc, it)] = with_seed(first, first.seed + it) if it else first
+    return PeersPlan(experiments[(*pairs[0], 0)].name, pairs, iterations, experiments)
+
+
+@dataclasses.dataclass(frozen=True)
+class Peers:
+    """A finished peer compare: its folder and the table's rows (each row % vs Linux)."""
+
+    path: Path
+    rows: list[dict[str, Any]]
+
+
+def peers(spec: str | Path | dict[str, Any] | PeersPlan, *, set: list[str] | None = None, seed: int | None = None,
+          duration: str | None = None, out: str | Path | None = None, report: bool = True, force: bool = False,
+          iterations: int = 1, progress: Progress | None = None, command: str = "tcplab.peers()") -> Peers:
+    """Peer compare: the experiment with every sender on each stack x cc of its [peers] table
+    (default freebsd, freebsd-rack, linux x newreno, cubic), each row compared with Linux's."""
+    from .runner import execute_peers
+
+    plan = spec if isinstance(spec, PeersPlan) else plan_peers(spec, set=set, seed=seed, duration=duration,
+                                                                iterations=iterations)
+    target = _target(out, f"{plan.name}-peers")
+    path, rows = execute_peers(lambda st, cc, it: plan.experiments[(st, cc, it)], plan.pairs, target, force=force,
+                               progress=progress, report=report, command=command, iterations=plan.iterations)
+    return Peers(path, rows)
+
+
+def compare(run_a: str | Path, run_b: str | Path, *, out: str | Path | None = None) -> list[dict[str, Any]]:
+    """Two runs side by side (e.g. the simulator's and the kernel's): per-flow throughput and its
+    difference, retransmissions, recovery episodes, cwnd-trajectory distance. With `out`, also
+    compare.json and overlaid cwnd charts there. Rows for the flows both runs have."""
+    from . import Run
+    from .analysis.compare import compare as compare_runs
+    from .store import RunDir, write_json
+
+    ra, rb = Run(run_a), Run(run_b)
+    sa, sb = ra.table("flows"), rb.table("flows")
+    rows = compare_runs(ra.info, rb.info, sa, sb, ra.recovery, rb.recovery)
+    if out is not None and rows:
+        from .report.plots import cwnd_overlay
+
+        rd = RunDir(Path(out), force=True)
+        try:
+            write_json(rd.tmp / "compare.json", {"a": str(run_a), "b": str(run_b), "rows": rows})
+            for r in rows:
+                cwnd_overlay(sa, sb, r["flow"], compare_labels(ra.info, rb.info), rd.tmp, f"cwnd_{r['flow']}")
+            rd.commit()
+        except BaseException:
+            rd.abort()
+            raise
+    return rows
+
+
+def compare_labels(info_a: dict[str, Any], info_b: dict[str, Any]) -> tuple[str, str]:
+    """The two runs' names in a comparison: A and B with their backends."""
+    return f"A ({info_a.get('backend', 'sim')})", f"B ({info_b.get('backend', 'sim')})"

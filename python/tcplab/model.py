@@ -1,0 +1,213 @@
+"""The resolved experiment: what every backend runs, typed and frozen.
+
+spec/schema.py validates a spec once and builds an `Experiment`; each backend lowers it to its own
+input (backends/sim.py to the simulator's config, backends/netns/plan.py to namespaces, qdiscs and
+iperf3 commands). Nothing here is a backend's format. Routing is computed here, once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from types import MappingProxyType
+from typing import Any, Literal, Mapping
+
+
+def port_label(frm: str, to: str) -> str:
+    """A port's name in records and reports: the link direction it serves, "rt1->rt2"."""
+    return f"{frm}->{to}"
+
+
+def model_cc(cc: str) -> str:
+    """The algorithm the models run for a name as the user wrote it: `reno` is NewReno on both
+    kernels' stacks (Linux calls its NewReno `reno`; tcp_cong.c tcp_reno), shown as written."""
+    return "newreno" if cc == "reno" else cc
+
+
+@dataclass(frozen=True)
+class Direction:
+    """One direction of a link: the egress queue and wire from one end towards the other."""
+
+    rate_bps: int
+    delay_ns: int
+    buffer_packets: int | None  # None (and buffer_bytes None): unlimited, a host's own queue
+    buffer_bytes: int | None
+    loss: float
+    jitter_ns: int
+
+
+@dataclass(frozen=True)
+class Node:
+    """A host, router or switch (a switch's ports may share one buffer)."""
+
+    name: str
+    kind: Literal["host", "router", "switch"]
+    shared_buffer_bytes: int | None = None
+
+
+@dataclass(frozen=True)
+class Link:
+    """A full-duplex link between nodes `a` and `b`; `ab` carries a -> b."""
+
+    a: str
+    b: str
+    ab: Direction
+    ba: Direction
+
+
+@dataclass(frozen=True)
+class Port:
+    """An egress queue: link `link` in direction frm -> to; its index is 2 * link (+1 for b -> a)."""
+
+    index: int
+    link: int
+    frm: str
+    to: str
+    rate_bps: int
+
+    @property
+    def label(self) -> str:
+        return port_label(self.frm, self.to)
+
+
+@dataclass(frozen=True)
+class App:
+    """What the application sends: for a time (iperf3 -t) or a number of bytes (iperf3 -n)."""
+
+    kind: Literal["time", "bytes"]
+    duration_ns: int | None = None
+    bytes: int | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"kind": "time", "duration_ns": self.duration_ns} if self.kind == "time" else \
+            {"kind": "bytes", "bytes": self.bytes}
+
+
+@dataclass(frozen=True)
+class Flow:
+    """One TCP connection (an iperf3 client and its server) and its stack's configuration."""
+
+    name: str
+    host: str
+    to: str
+    stack: str
+    cc: str                      # as the user wrote it; `cc_model` is what the models run
+    start_ns: int
+    app: App
+    mss: int
+    timestamps: bool
+    sack: bool
+    iw_segments: int
+    sndbuf_bytes: int
+    rcvbuf_bytes: int
+    rcv_scaling_ratio: int       # share of the receive buffer offered as window, /256
+    gro_flush_ns: int
+    write_bytes: int
+    prr: str | None              # linux: PRR version, None = default
+    sndbuf_initial_bytes: int | None
+    freebsd: Mapping[str, Any] | None  # freebsd stacks: d43470 and the default stack's knobs
+
+    @property
+    def cc_model(self) -> str:
+        return model_cc(self.cc)
+
+
+@dataclass(frozen=True)
+class Background:
+    """A constant-rate UDP stream (iperf3 -u -b)."""
+
+    name: str
+    frm: str
+    to: str
+    rate_bps: int
+    size_bytes: int
+    start_ns: int
+    stop_ns: int
+
+
+@dataclass(frozen=True)
+class Trace:
+    """What is recorded: flow state every `sample_ns` (0: every ACK), the iperf3-style table every
+    `interval_ns`, every send (`sends`), a capture at the bottleneck on the kernel (`pcap`)."""
+
+    sample_ns: int
+    interval_ns: int
+    sends: bool
+    pcap: bool
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """A validated, resolved experiment. `spec` is the normalized spec (every default filled in),
+    written as the run's spec.toml so that it runs again as it is."""
+
+    source: str
+    name: str
+    seed: int
+    stop_ns: int
+    nodes: tuple[Node, ...]
+    links: tuple[Link, ...]
+    flows: tuple[Flow, ...]
+    background: tuple[Background, ...]
+    trace: Trace
+    measure_cpu: bool
+    bottleneck_port: int
+    host_sysctls: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: MappingProxyType({}))
+    spec: dict[str, Any] = field(default_factory=dict, compare=False)
+    warnings: tuple[str, ...] = ()
+
+    @cached_property
+    def ports(self) -> tuple[Port, ...]:
+        """Every egress queue, by index (two per link)."""
+        out = []
+        for i, link in enumerate(self.links):
+            out.append(Port(2 * i, i, link.a, link.b, link.ab.rate_bps))
+            out.append(Port(2 * i + 1, i, link.b, link.a, link.ba.rate_bps))
+        return tuple(out)
+
+    @property
+    def bottleneck(self) -> Port:
+        return self.ports[self.bottleneck_port]
+
+    def node_index(self, name: str) -> int:
+        return [n.name for n in self.nodes].index(name)
+
+    @cached_property
+    def _next_hop(self) -> dict[tuple[str, str], Port]:
+        """Routing, computed once: for every (node, destination), the port a packet leaves by.
+        Every topology here is a tree, so the path is unique (breadth-first from each node)."""
+        out_ports: dict[str, list[Port]] = {n.name: [] for n in self.nodes}
+        for p in self.ports:
+            out_ports[p.frm].append(p)
+        table: dict[tuple[str, str], Port] = {}
+        for src in out_ports:
+            first: dict[str, Port] = {}
+            frontier = [(src, None)]
+            seen = {src}
+            while frontier:
+                node, via = frontier.pop(0)
+                for p in out_ports[node]:
+                    if p.to not in seen:
+                        seen.add(p.to)
+                        first[p.to] = via or p
+                        frontier.append((p.to, via or p))
+            for dst, p in first.items():
+                table[(src, dst)] = p
+        return table
+
+    def route(self, src: str, dst: str) -> tuple[Port, ...]:
+        """The ports a packet from `src` to `dst` leaves by, in order."""
+        hops, node = [], src
+        while node != dst:
+            p = self._next_hop[(node, dst)]
+            hops.append(p)
+            node = p.to
+        return tuple(hops)
+
+    def rtt_ns(self, src: str, dst: str) -> int:
+        """The configured round-trip propagation delay between two nodes (links' delays, both ways)."""
+        return sum(self._direction(p).delay_ns for p in self.route(src, dst) + self.route(dst, src))
+
+    def _direction(self, p: Port) -> Direction:
+        link = self.links[p.link]
+        return link.ab if p.index % 2 == 0 else link.ba

@@ -1,0 +1,263 @@
+"""The spec's [senders], [hosts], [stack_sysctl] and [[background]]: validated into the model's
+flows (each stack's configuration resolved here, once) and background streams."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import user_cc
+from ..model import App, Background, Flow
+from . import limits, sysctl, units
+from .ctx import Ctx, join
+
+DEFAULTS = {
+    "stack": "linux",
+    "cc": "cubic",
+    "time": "10s",  # iperf3 -t default
+    "write": "128KiB",  # iperf3 -l default for TCP
+    "initcwnd": 10,  # RFC 6928, Linux and FreeBSD default
+    "sndbuf": "16MB",
+    "rcvbuf": "6MB",  # Linux tcp_rmem max default
+    "mtu": 1500,
+}
+
+SENDER_KEYS = ("host", "to", "stack", "cc", "start", "time", "bytes", "write", "initcwnd", "sndbuf", "rcvbuf", "mtu", "sack",
+               "timestamps", "prr", "d43470")
+
+#: FreeBSD default-stack knobs and their defaults (FreeBSD 15: tso 1, sack.tso 0, do_prr 1,
+#: sendbuf_inc 8192).
+FREEBSD_KNOBS = {"tso": True, "sack_tso": False, "do_prr": True, "sendbuf_inc_bytes": 8192}
+#: Linux PRR versions (tcp_cwnd_reduction() before and after the mainline change; docs/models.md).
+PRR_VERSIONS = ("6.x", "5.15")
+
+BACKGROUND_KEYS = ("from", "to", "rate", "size", "start", "stop")
+
+
+def host_sysctls(ctx: Ctx, spec: dict[str, Any], hosts: set[str]) -> dict[str, dict[str, Any]]:
+    """[hosts.NAME.sysctl] tables, by host."""
+    table = ctx.table(spec.get("hosts", {}), "hosts")
+    out = {}
+    for name, t in table.items():
+        if name not in hosts:
+            raise ctx.err(f"hosts.{name}", f"{name!r} is not a host of this topology", sorted(hosts))
+        t = ctx.table(t, f"hosts.{name}")
+        ctx.keys(t, f"hosts.{name}", ("sysctl", "nic"))
+        out[name] = ctx.table(t.get("sysctl", {}), f"hosts.{name}.sysctl")
+    return out
+
+
+def _host_gro_flush_ns(ctx: Ctx, spec: dict[str, Any]) -> dict[str, int]:
+    """[hosts.NAME.nic] gro = true, rx_usecs = N: the receiving NIC aggregates consecutive segments
+    that arrive within N us of the first (GRO per NAPI poll under interrupt moderation), so TCP
+    ACKs the aggregate once. Off unless asked: the coalescing time is the NIC driver's."""
+    out = {}
+    for name, t in ctx.table(spec.get("hosts", {}), "hosts").items():
+        if "nic" not in t:
+            continue
+        path = f"hosts.{name}.nic"
+        nic = ctx.table(t["nic"], path)
+        ctx.keys(nic, path, ("gro", "rx_usecs"))
+        if ctx.boolean(nic, path, "gro", False):
+            if "rx_usecs" not in nic:
+                raise ctx.err(join(path, "rx_usecs"), "is required with gro = true: how long the NIC collects "
+                              "packets before a poll (ethtool -c rx-usecs), e.g. 50")
+            out[name] = ctx.integer(nic, path, "rx_usecs", 0, 1, 100_000) * 1000
+    return out
+
+
+def _sysctl_params(ctx: Ctx, where: str, settings: dict[str, Any], stack: str, role: str) -> dict[str, Any]:
+    """Model parameters from the sysctls at table `where` (e.g. hosts.s1.sysctl)."""
+    try:
+        return sysctl.apply(settings, sysctl.family(stack), role)
+    except KeyError as e:
+        raise ctx.err(f'{where}."{e.args[0]}"', "unknown sysctl",
+                      list(sysctl.LINUX_SYSCTLS) + list(sysctl.FREEBSD_SYSCTLS)) from None
+    except LookupError as e:
+        raise ctx.err(f'{where}."{e.args[0]}"', e.args[1]) from None
+
+
+def _stack_sysctls(ctx: Ctx, spec: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """[stack_sysctl.linux] / [stack_sysctl.freebsd]: sysctls of every sending host whose sender
+    runs a stack of that family (so one spec can run either, e.g. for `tcplab peers`)."""
+    table = ctx.table(spec.get("stack_sysctl", {}), "stack_sysctl")
+    ctx.keys(table, "stack_sysctl", sysctl.FAMILIES)
+    return {fam: ctx.table(t, f"stack_sysctl.{fam}") for fam, t in table.items()}
+
+
+class _Sysctls:
+    """Every sysctl table of a spec, read once: which model parameters a sender's sysctls set."""
+
+    def __init__(self, ctx: Ctx, spec: dict[str, Any], hosts: set[str]):
+        self.ctx = ctx
+        self.hosts = host_sysctls(ctx, spec, hosts)
+        self.families = _stack_sysctls(ctx, spec)
+        self.gro_flush_ns = _host_gro_flush_ns(ctx, spec)
+
+    def for_sender(self, name: str, host: str, to: str, stack: str) -> dict[str, Any]:
+        ctx, fam = self.ctx, sysctl.family(stack)
+        by_sysctl = (_sysctl_params(ctx, f"stack_sysctl.{fam}", self.families.get(fam, {}), stack, "sender")
+                     | _sysctl_params(ctx, f"hosts.{host}.sysctl", self.hosts.get(host, {}), stack, "sender")
+                     | _sysctl_params(ctx, f"hosts.{to}.sysctl", self.hosts.get(to, {}), stack, "receiver"))
+        if by_sysctl.get("stack_from_sysctl", stack) != stack:
+            raise ctx.err(f'hosts.{host}.sysctl."net.inet.tcp.functions_default"',
+                          f"names the {by_sysctl['stack_from_sysctl']} stack but sender {name} uses {stack}")
+        return by_sysctl
+
+
+def _endpoints(ctx: Ctx, t: dict[str, Any], path: str, name: str, hosts: set[str]) -> tuple[str, str]:
+    host = t.get("host", name)
+    if not isinstance(host, str) or host not in hosts:
+        raise ctx.err(join(path, "host"), f"{host!r} is not a host of this topology", sorted(hosts))
+    if "to" not in t:
+        raise ctx.err(join(path, "to"), "is required: the receiving host", sorted(hosts - {host}))
+    to = t["to"]
+    if not isinstance(to, str) or to not in hosts or to == host:
+        raise ctx.err(join(path, "to"), f"{to!r} is not another host of this topology", sorted(hosts - {host}))
+    return host, to
+
+
+def _cc(ctx: Ctx, t: dict[str, Any], path: str, stack: str) -> str:
+    """The sender's algorithm as written: a kernel module the stack offers, or module:Class."""
+    from .. import _native
+
+    if isinstance(t.get("cc"), str) and user_cc.is_user_cc(t["cc"]):
+        try:
+            user_cc.load(t["cc"])
+        except user_cc.UserCcError as e:
+            raise ctx.err(join(path, "cc"), f"{e} (a user-written algorithm is module:Class, see examples/)") from None
+        return t["cc"]
+    offered = list(_native.algorithms_for(stack)) + ["reno"]
+    cc = t.get("cc", DEFAULTS["cc"])
+    if cc in _native.algorithms() and cc not in offered:
+        raise ctx.err(join(path, "cc"), f"{cc!r} is not modelled for the {stack} stack, which offers", offered)
+    return ctx.choice(t, path, "cc", DEFAULTS["cc"], offered)
+
+
+def _app(ctx: Ctx, t: dict[str, Any], path: str) -> App:
+    if "time" in t and "bytes" in t:
+        raise ctx.err(join(path, "bytes"), "give either time (iperf3 -t) or bytes (iperf3 -n), not both")
+    if "bytes" in t:
+        return App("bytes", bytes=ctx.unit(t, path, "bytes", units.parse_size_bytes, limit=limits.TRANSFER))
+    return App("time", duration_ns=ctx.unit(t, path, "time", units.parse_duration_ns, DEFAULTS["time"], limits.TIME))
+
+
+def _stack_knobs(ctx: Ctx, t: dict[str, Any], path: str, stack: str, sack: bool,
+                 by_sysctl: dict[str, Any]) -> tuple[str | None, dict[str, Any] | None]:
+    """The stack's own configuration: Linux's PRR version, FreeBSD's D43470 and knobs."""
+    prr = None
+    if "prr" in t:
+        if stack != "linux":
+            raise ctx.err(join(path, "prr"), f"applies to the linux stack only, not {stack!r}")
+        prr = ctx.choice(t, path, "prr", "6.x", PRR_VERSIONS)
+    if "d43470" in t and stack != "freebsd":
+        raise ctx.err(join(path, "d43470"), f"applies to the freebsd stack only, not {stack!r}")
+    if not stack.startswith("freebsd"):
+        return prr, None
+    if not sack:
+        raise ctx.err(join(path, "sack"), f"the {stack} stack is modelled for SACK connections only; "
+                      "recovery without SACK is not modelled")
+    freebsd = {"d43470": ctx.boolean(t, path, "d43470", True) if stack == "freebsd" else False}
+    for knob, default in FREEBSD_KNOBS.items():
+        freebsd[knob] = by_sysctl.get(f"freebsd.{knob}", default)
+    return prr, freebsd
+
+
+def _sender(ctx: Ctx, name: str, t: dict[str, Any], hosts: set[str], sysctls: _Sysctls) -> tuple[Flow, dict[str, Any]]:
+    """One [senders.NAME] table: its flow and its normalized table."""
+    from .. import _native
+
+    path = f"senders.{name}"
+    t = ctx.table(t, path)
+    ctx.keys(t, path, SENDER_KEYS)
+    host, to = _endpoints(ctx, t, path, name, hosts)
+    stack = ctx.choice(t, path, "stack", DEFAULTS["stack"], list(_native.stacks()))
+    by_sysctl = sysctls.for_sender(name, host, to, stack)
+    for key, param in (("cc", "cc"), ("sndbuf", "sndbuf_bytes"), ("rcvbuf", "rcvbuf_bytes"), ("initcwnd", "iw_segments")):
+        if key in t and param in by_sysctl:
+            raise ctx.err(join(path, key), "is also set by a sysctl of its host or receiver; give one of them")
+    cc = _cc(ctx, t | {"cc": by_sysctl["cc"]} if "cc" in by_sysctl else t, path, stack)
+    start = ctx.unit(t, path, "start", units.parse_duration_ns, "0s", limits.START)
+    app = _app(ctx, t, path)
+    write = ctx.unit(t, path, "write", units.parse_size_bytes, DEFAULTS["write"], limits.WRITE)
+    sndbuf = by_sysctl.get("sndbuf_bytes") or ctx.unit(t, path, "sndbuf", units.parse_size_bytes, DEFAULTS["sndbuf"],
+                                                       limits.SOCKBUF)
+    rcvbuf = by_sysctl.get("rcvbuf_bytes") or ctx.unit(t, path, "rcvbuf", units.parse_size_bytes, DEFAULTS["rcvbuf"],
+                                                       limits.SOCKBUF)
+    mtu = ctx.integer(t, path, "mtu", DEFAULTS["mtu"], 576, 65535)
+    timestamps = ctx.boolean(t, path, "timestamps", True)
+    sack = ctx.boolean(t, path, "sack", True)
+    iw = by_sysctl.get("iw_segments") or ctx.integer(t, path, "initcwnd", DEFAULTS["initcwnd"], 1, 10000)
+    mss = mtu - 40 - (12 if timestamps else 0)
+    prr, freebsd = _stack_knobs(ctx, t, path, stack, sack, by_sysctl)
+    ratio = sysctl.receiver_scaling_ratio(sysctls.hosts.get(to, {}),
+                                          _sysctl_params(ctx, f"hosts.{to}.sysctl", sysctls.hosts.get(to, {}), stack, "receiver"))
+    if rcvbuf * ratio >> 8 < mss:
+        raise ctx.err(join(path, "rcvbuf"), f"must offer a window of at least one segment ({mss} bytes); "
+                      f"receiver {to} offers {ratio}/256 of its buffer")
+    flow = Flow(name=name, host=host, to=to, stack=stack, cc=cc, start_ns=start, app=app, mss=mss, timestamps=timestamps,
+                sack=sack, iw_segments=iw, sndbuf_bytes=sndbuf, rcvbuf_bytes=rcvbuf, rcv_scaling_ratio=ratio,
+                gro_flush_ns=sysctls.gro_flush_ns.get(to, 0), write_bytes=write, prr=prr,
+                sndbuf_initial_bytes=by_sysctl.get("sndbuf_initial_bytes"), freebsd=freebsd)
+    return flow, _normalized(t, flow, by_sysctl)
+
+
+def _normalized(t: dict[str, Any], f: Flow, by_sysctl: dict[str, Any]) -> dict[str, Any]:
+    """The sender's table with every default filled in (keys a sysctl sets are left to it)."""
+    n = {"host": f.host, "to": f.to, "stack": f.stack, "cc": f.cc, "start": t.get("start", "0s")}
+    if "cc" in by_sysctl:
+        del n["cc"]  # set by the host's sysctl, which the resolved spec keeps
+    if f.app.kind == "bytes":
+        n["bytes"] = t["bytes"]
+    else:
+        n["time"] = t.get("time", DEFAULTS["time"])
+    n["write"], n["mtu"] = t.get("write", DEFAULTS["write"]), t.get("mtu", DEFAULTS["mtu"])
+    for key, param, value in (("initcwnd", "iw_segments", f.iw_segments), ("sndbuf", "sndbuf_bytes", f"{f.sndbuf_bytes}B"),
+                              ("rcvbuf", "rcvbuf_bytes", f"{f.rcvbuf_bytes}B")):
+        if param not in by_sysctl:
+            n[key] = value
+    n["sack"], n["timestamps"] = f.sack, f.timestamps
+    if f.stack == "linux":
+        n["prr"] = f.prr or "6.x"
+    if f.stack == "freebsd":
+        n["d43470"] = f.freebsd["d43470"]
+    return n
+
+
+def senders(ctx: Ctx, spec: dict[str, Any], hosts: set[str]) -> tuple[tuple[Flow, ...], dict[str, Any]]:
+    """Every [senders.NAME] table: the flows and the normalized [senders] table."""
+    sysctls = _Sysctls(ctx, spec, hosts)
+    table = ctx.table(spec.get("senders", {}), "senders")
+    if not table:
+        raise ctx.err("senders", "at least one sender is required, e.g. [senders.s1] to = \"r1\"")
+    flows, norm = [], {}
+    for name, t in table.items():
+        flow, norm[name] = _sender(ctx, name, t, hosts, sysctls)
+        flows.append(flow)
+    return tuple(flows), norm
+
+
+def background(ctx: Ctx, spec: dict[str, Any], nodes: set[str], end_ns: int) -> tuple[tuple[Background, ...], list[dict]]:
+    """[[background]]: constant-rate UDP streams, and their normalized tables."""
+    items = spec.get("background", [])
+    if not isinstance(items, list):
+        raise ctx.err("background", "must be an array of tables: [[background]]")
+    out, norm = [], []
+    for i, t in enumerate(items):
+        path = f"background[{i}]"
+        t = ctx.table(t, path)
+        ctx.keys(t, path, BACKGROUND_KEYS)
+        for key in ("from", "to"):
+            if not isinstance(t.get(key), str) or t[key] not in nodes:
+                raise ctx.err(join(path, key), f"{t.get(key)!r} is not a node of this topology", sorted(nodes))
+        if t["from"] == t["to"]:
+            raise ctx.err(join(path, "to"), "must differ from 'from'")
+        rate = ctx.unit(t, path, "rate", units.parse_rate_bps, limit=limits.RATE)
+        size = ctx.unit(t, path, "size", units.parse_size_bytes, "1500B")
+        if not 28 <= size <= 65535:
+            raise ctx.err(join(path, "size"), f"datagram size must be 28..65535 bytes, got {size}")
+        start = ctx.unit(t, path, "start", units.parse_duration_ns, "0s", limits.START)
+        stop = ctx.unit(t, path, "stop", units.parse_duration_ns, f"{end_ns}ns", limits.START)
+        out.append(Background(f"udp{i}", t["from"], t["to"], rate, size, start, stop))
+        norm.append({"from": t["from"], "to": t["to"], "rate": t["rate"], "size": t.get("size", "1500B"),
+                     "start": t.get("start", "0s"), "stop": t.get("stop", f"{end_ns}ns")})
+    return tuple(out), norm

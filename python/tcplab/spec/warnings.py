@@ -1,0 +1,31 @@
+"""Values that are legal but most likely not what the user meant: printed once by the CLI and kept
+in summary.json (`warnings`), each as "key: what"."""
+
+from __future__ import annotations
+
+from ..model import Direction, Experiment
+from . import limits
+
+
+def warnings(exp: Experiment, tables: dict[str, tuple[Direction, Direction]]) -> list[str]:
+    """A rate below 1 kbit/s, a router buffer smaller than one packet, a sender that runs for less
+    than one round trip of its path. `tables`: each link table's two directions by spec path."""
+    out = []
+    packet = max(f.mss + 40 + (12 if f.timestamps else 0) for f in exp.flows)
+    for path, (ab, ba) in tables.items():
+        if ab.rate_bps < limits.WARN_RATE_BELOW_BPS:
+            out.append(f"{path}.rate: {ab.rate_bps} bit/s is below 1 kbit/s")
+        for key, d in (("buffer", ab), ("reverse_buffer", ba)):
+            if d.buffer_bytes is not None and d.buffer_bytes < packet:
+                out.append(f"{path}.{key}: {d.buffer_bytes} B is smaller than one packet ({packet} B): "
+                           "every full-size packet is dropped")
+    for i, u in enumerate(exp.background):
+        if u.rate_bps < limits.WARN_RATE_BELOW_BPS:
+            out.append(f"background[{i}].rate: {u.rate_bps} bit/s is below 1 kbit/s")
+    for f in exp.flows:
+        rtt_ns = exp.rtt_ns(f.host, f.to)
+        runs_ns = min(exp.stop_ns, f.start_ns + (f.app.duration_ns or exp.stop_ns)) - f.start_ns
+        if runs_ns < rtt_ns:
+            out.append(f"senders.{f.name}.time: runs {runs_ns / 1e6:g} ms, less than one round trip "
+                       f"({rtt_ns / 1e6:g} ms): no data can be acknowledged")
+    return out
