@@ -22,8 +22,7 @@ from typing import Any, Callable
 import numpy as np
 
 from . import __version__
-from .analysis.recovery import RECOVERY_START, RTO
-from .analysis.summary import jain_index
+from .analysis.summary import summarize_import
 from .paths import name_problem, slug
 from .store import RunDir, TableWriter, read_table, write_json, write_toml
 
@@ -117,7 +116,7 @@ def import_logs(paths: list[Path], out: Path, *, formats: list[str] | None = Non
         if not flows:
             raise LogError(f"no TCP flow found in {', '.join(str(p) for p in paths)}")
         run_name = name or slug(paths[0].stem)
-        summary = _summarize(rd.tmp, run_name, flows, sources)
+        summary = summarize_import(rd.tmp, run_name, flows, sources)
         write_json(rd.tmp / "summary.json", summary)
         from .catalog import write_summary
 
@@ -142,58 +141,6 @@ def import_logs(paths: list[Path], out: Path, *, formats: list[str] | None = Non
 
 def _plot_flows(summary: dict[str, Any]) -> list[dict[str, Any]]:
     return [{"name": f["flow"], "start_ns": int(round((f["start_s"] or 0) * 1e9))} for f in summary["flows"]]
-
-
-def _summarize(run_dir: Path, name: str, flows: list[dict[str, Any]], sources: list[dict[str, Any]]) -> dict[str, Any]:
-    """summary.json for an import: per-flow numbers from the tables, aggregated by DuckDB."""
-    import duckdb
-
-    con = duckdb.connect()
-    have = {t: (run_dir / f"{t}.parquet").is_file() for t in ("flows", "intervals", "events", "sends")}
-
-    def per_flow(table: str, sql: str) -> dict[str, tuple]:
-        if not have[table]:
-            return {}
-        rows = con.execute(sql.replace("FROM T", f"FROM read_parquet('{run_dir / (table + '.parquet')}')")).fetchall()
-        return {r[0]: r[1:] for r in rows}
-
-    iv = per_flow("intervals", "SELECT flow, min(t_start_ns), max(t_end_ns), sum(bytes), "
-                               "sum(CASE WHEN retrans_segs >= 0 THEN retrans_segs END), count(*) FILTER (WHERE retrans_segs < 0) FROM T GROUP BY flow")
-    fl = per_flow("flows", "SELECT flow, min(t_ns), arg_max(cwnd_bytes, t_ns), arg_max(srtt_us, t_ns), "
-                           "min(srtt_us) FILTER (WHERE srtt_us > 0) FROM T GROUP BY flow")
-    ev = per_flow("events", f"SELECT flow, count(*) FILTER (WHERE event = {RECOVERY_START}), count(*) FILTER (WHERE event = {RTO}) FROM T GROUP BY flow")
-    se = per_flow("sends", "SELECT flow, min(t_ns), count(*) FILTER (WHERE retx = 1), count(*) FILTER (WHERE retx < 0) FROM T GROUP BY flow")
-    out_flows = []
-    for f in flows:
-        n = f["name"]
-        src, _, dst = n.partition("->")
-        i, s, e, d = iv.get(n), fl.get(n), ev.get(n), se.get(n)
-        starts = [x for x in (i and i[0], s and s[0], d and d[0]) if x is not None]
-        start_ns = min(starts) if starts else 0
-        if i:
-            duration_s = (i[1] - i[0]) / 1e9
-            delivered = f["bytes_received"] if f["bytes_received"] is not None else int(i[2])
-            retx = None if i[4] else (int(i[3]) if i[3] is not None else None)
-        else:
-            duration_s, delivered, retx = None, f["bytes_received"], None
-        if retx is None and d and not d[2]:
-            retx = int(d[1])
-        tput = delivered * 8 / duration_s / 1e6 if delivered is not None and duration_s else None
-        out_flows.append({
-            "flow": n, "from": src, "to": dst or "?", "stack": f["stack"] or "unknown", "cc": f["cc"] or "unknown",
-            "start_s": round(start_ns / 1e9, 6), "kind": "time", "duration_s": None if duration_s is None else round(duration_s, 6),
-            "completion_s": None, "throughput_mbps": None if tput is None else round(tput, 6),
-            "bytes_delivered": delivered, "bytes_written": None, "retransmits": retx,
-            "recoveries": int(e[0]) if e else 0, "rtos": int(e[1]) if e else 0,
-            "final_cwnd_bytes": int(s[1]) if s and s[1] is not None and s[1] >= 0 else None,
-            "srtt_ms": round(s[2] / 1e3, 3) if s and s[2] is not None and s[2] >= 0 else None,
-            "min_rtt_ms": round(s[3] / 1e3, 3) if s and s[3] is not None else None,
-            "mss_bytes": f["mss"] or 0,
-        })
-    fairness = jain_index([x["throughput_mbps"] for x in out_flows if x["throughput_mbps"] is not None])
-    return {"name": name, "seed": None, "backend": "import", "flows": out_flows, "bottleneck": {},
-            "fairness_jain": None if fairness is None else round(fairness, 6), "background": [],
-            "import": {"sources": sources, "bad_lines": sum(s["bad_lines"] for s in sources)}}
 
 
 # --- export -------------------------------------------------------------------------------------

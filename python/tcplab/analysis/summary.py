@@ -1,11 +1,14 @@
-"""The numbers a run is judged by: per-flow throughput, bottleneck utilisation, retransmissions,
-and Jain's fairness index (Jain, Chiu & Hawe, DEC-TR-301, 1984)."""
+"""summary.json, for every kind of run: the numbers a run is judged by (per-flow throughput,
+bottleneck utilisation, retransmissions, Jain's fairness index: Jain, Chiu & Hawe, DEC-TR-301,
+1984). `summarize` for runs of a backend (simulator, kernel), from its totals and tables;
+`summarize_import` for logs brought home, from the tables alone; both build rows with `flow_row`."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
+from .recovery import RECOVERY_START, RTO
 from ..spec import Resolved
 from ..store import read_table
 
@@ -19,6 +22,20 @@ def jain_index(xs: list[float]) -> float | None:
 
 def _r(x: float | None, nd: int = 6) -> float | None:
     return None if x is None else round(float(x), nd)
+
+
+def flow_row(*, flow: str, frm: str, to: str, stack: str, cc: str, start_s: float | None, kind: str,
+             duration_s: float | None, completion_s: float | None, throughput_mbps: float | None,
+             bytes_delivered: int | None, bytes_written: int | None, retransmits: int | None, recoveries: int,
+             rtos: int, duplicates_received: int | None, final_cwnd_bytes: int | None, srtt_ms: float | None,
+             min_rtt_ms: float | None, mss_bytes: int) -> dict[str, Any]:
+    """One flow's row of summary.json, the same for every kind of run (simulated, kernel, remote,
+    imported): what a run is judged by, in units named in the keys."""
+    return {"flow": flow, "from": frm, "to": to, "stack": stack, "cc": cc, "start_s": start_s, "kind": kind,
+            "duration_s": duration_s, "completion_s": completion_s, "throughput_mbps": throughput_mbps,
+            "bytes_delivered": bytes_delivered, "bytes_written": bytes_written, "retransmits": retransmits,
+            "recoveries": recoveries, "rtos": rtos, "duplicates_received": duplicates_received,
+            "final_cwnd_bytes": final_cwnd_bytes, "srtt_ms": srtt_ms, "min_rtt_ms": min_rtt_ms, "mss_bytes": mss_bytes}
 
 
 def summarize(resolved: Resolved, totals: dict[str, Any], run_dir: Path) -> dict[str, Any]:
@@ -38,17 +55,14 @@ def summarize(resolved: Resolved, totals: dict[str, Any], run_dir: Path) -> dict
             duration_s = completion_s
             measured = st["bytes_delivered"]
         tput = measured * 8 / duration_s / 1e6 if duration_s else None
-        flows.append({
-            "flow": info.name, "from": info.host, "to": info.to, "stack": info.stack, "cc": info.cc,
-            "start_s": _r(info.start_ns / 1e9), "kind": app.kind,
-            "duration_s": _r(duration_s), "completion_s": _r(completion_s),
-            "throughput_mbps": _r(tput), "bytes_delivered": st["bytes_delivered"], "bytes_written": st["bytes_written"],
-            "retransmits": st["retrans_segs"], "recoveries": st["recoveries"], "rtos": st["rtos"],
+        flows.append(flow_row(
+            flow=info.name, frm=info.host, to=info.to, stack=info.stack, cc=info.cc, start_s=_r(info.start_ns / 1e9),
+            kind=app.kind, duration_s=_r(duration_s), completion_s=_r(completion_s), throughput_mbps=_r(tput),
+            bytes_delivered=st["bytes_delivered"], bytes_written=st["bytes_written"], retransmits=st["retrans_segs"],
+            recoveries=st["recoveries"], rtos=st["rtos"],
             # Spurious retransmissions as the receiver saw them (the simulator counts them).
-            "duplicates_received": st.get("dup_segs_received"),
-            "final_cwnd_bytes": st["cwnd_bytes"], "srtt_ms": _r(st["srtt_ns"] / 1e6, 3),
-            "min_rtt_ms": _r(st["min_rtt_ns"] / 1e6, 3), "mss_bytes": info.mss,
-        })
+            duplicates_received=st.get("dup_segs_received"), final_cwnd_bytes=st["cwnd_bytes"],
+            srtt_ms=_r(st["srtt_ns"] / 1e6, 3), min_rtt_ms=_r(st["min_rtt_ns"] / 1e6, 3), mss_bytes=info.mss))
     # Measurement window: from the first start to the last time-limited application's end (or the
     # last completion), on the port counters' interval grid.
     # A real-kernel run reports when each client actually started; the simulator starts on time.
@@ -124,3 +138,53 @@ def cpu_cost(cpu: dict[str, Any], summary: dict[str, Any]) -> dict[str, Any]:
         # per GB compares rates more directly than the share does.
         out[f"{part}_cpu_ms_per_gb"] = _r(p * n * cpu["sample_period_ns"] / 1e6 / gb, 3) if p is not None and gb else None
     return out
+
+
+def summarize_import(run_dir: Path, name: str, flows: list[dict[str, Any]], sources: list[dict[str, Any]]) -> dict[str, Any]:
+    """summary.json for an imported run: per-flow numbers from its tables (aggregated by DuckDB),
+    since logs carry no simulator totals; the same flow rows (`flow_row`) as a run's."""
+    import duckdb
+
+    con = duckdb.connect()
+    have = {t: (run_dir / f"{t}.parquet").is_file() for t in ("flows", "intervals", "events", "sends")}
+
+    def per_flow(table: str, sql: str) -> dict[str, tuple]:
+        if not have[table]:
+            return {}
+        rows = con.execute(sql.replace("FROM T", f"FROM read_parquet('{run_dir / (table + '.parquet')}')")).fetchall()
+        return {r[0]: r[1:] for r in rows}
+
+    iv = per_flow("intervals", "SELECT flow, min(t_start_ns), max(t_end_ns), sum(bytes), "
+                               "sum(CASE WHEN retrans_segs >= 0 THEN retrans_segs END), count(*) FILTER (WHERE retrans_segs < 0) FROM T GROUP BY flow")
+    fl = per_flow("flows", "SELECT flow, min(t_ns), arg_max(cwnd_bytes, t_ns), arg_max(srtt_us, t_ns), "
+                           "min(srtt_us) FILTER (WHERE srtt_us > 0) FROM T GROUP BY flow")
+    ev = per_flow("events", f"SELECT flow, count(*) FILTER (WHERE event = {RECOVERY_START}), count(*) FILTER (WHERE event = {RTO}) FROM T GROUP BY flow")
+    se = per_flow("sends", "SELECT flow, min(t_ns), count(*) FILTER (WHERE retx = 1), count(*) FILTER (WHERE retx < 0) FROM T GROUP BY flow")
+    out_flows = []
+    for f in flows:
+        n = f["name"]
+        src, _, dst = n.partition("->")
+        i, s, e, d = iv.get(n), fl.get(n), ev.get(n), se.get(n)
+        starts = [x for x in (i and i[0], s and s[0], d and d[0]) if x is not None]
+        start_ns = min(starts) if starts else 0
+        if i:
+            duration_s = (i[1] - i[0]) / 1e9
+            delivered = f["bytes_received"] if f["bytes_received"] is not None else int(i[2])
+            retx = None if i[4] else (int(i[3]) if i[3] is not None else None)
+        else:
+            duration_s, delivered, retx = None, f["bytes_received"], None
+        if retx is None and d and not d[2]:
+            retx = int(d[1])
+        tput = delivered * 8 / duration_s / 1e6 if delivered is not None and duration_s else None
+        out_flows.append(flow_row(
+            flow=n, frm=src, to=dst or "?", stack=f["stack"] or "unknown", cc=f["cc"] or "unknown",
+            start_s=_r(start_ns / 1e9), kind="time", duration_s=_r(duration_s), completion_s=None,
+            throughput_mbps=_r(tput), bytes_delivered=delivered, bytes_written=None, retransmits=retx,
+            recoveries=int(e[0]) if e else 0, rtos=int(e[1]) if e else 0, duplicates_received=None,
+            final_cwnd_bytes=int(s[1]) if s and s[1] is not None and s[1] >= 0 else None,
+            srtt_ms=_r(s[2] / 1e3, 3) if s and s[2] is not None and s[2] >= 0 else None,
+            min_rtt_ms=_r(s[3] / 1e3, 3) if s and s[3] is not None else None, mss_bytes=f["mss"] or 0))
+    fairness = jain_index([x["throughput_mbps"] for x in out_flows if x["throughput_mbps"] is not None])
+    return {"name": name, "seed": None, "backend": "import", "flows": out_flows, "bottleneck": {},
+            "fairness_jain": _r(fairness), "background": [],
+            "import": {"sources": sources, "bad_lines": sum(s["bad_lines"] for s in sources)}}
