@@ -75,7 +75,7 @@ def _check_target(target: Path, force: bool) -> None:
 
 
 def _warn(warnings: list[str]) -> None:
-    """Legal but suspicious spec values (spec/schema.py `_warnings`), each printed once."""
+    """Legal but suspicious spec values (spec/warnings.py), each printed once."""
     from rich.markup import escape
 
     for w in dict.fromkeys(warnings):
