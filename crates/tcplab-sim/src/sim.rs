@@ -181,7 +181,7 @@ impl Simulation {
             {
                 return Err(format!("flow {} has no path between its hosts", f.name));
             }
-            let profile = stack::profile(&f.stack).ok_or_else(|| {
+            let profile = stack::resolve(f).ok_or_else(|| {
                 format!(
                     "flow {}: unknown stack {:?} (known: {})",
                     f.name,

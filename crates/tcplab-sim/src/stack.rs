@@ -235,6 +235,40 @@ fn freebsd_rack() -> StackProfile {
     }
 }
 
+/// A flow's stack configuration, resolved once from its config: the named profile with the
+/// flow's knobs applied (Linux PRR version; FreeBSD D43470, do_prr, sack.tso, tso, sendbuf_inc).
+/// The sender and receiver are built from it and never change it afterwards.
+pub fn resolve(f: &crate::config::FlowConfig) -> Option<StackProfile> {
+    let mut profile = profile(&f.stack)?;
+    if let (Some(v), Recovery::LinuxPrr(_)) = (f.prr, profile.recovery) {
+        profile.recovery = Recovery::LinuxPrr(v);
+    }
+    let freebsd_stack = matches!(
+        profile.recovery,
+        Recovery::FreeBsd(_) | Recovery::FreeBsdRack
+    );
+    if let (Some(k), true) = (&f.freebsd, freebsd_stack) {
+        if let Recovery::FreeBsd(_) = profile.recovery {
+            profile.recovery = Recovery::FreeBsd(FreeBsdRecovery {
+                d43470: k.d43470,
+                prr: k.do_prr,
+                sack_tso: k.sack_tso,
+            });
+        }
+        // tcp_output.c: without net.inet.tcp.tso every send is at most one segment.
+        if !k.tso {
+            profile.tso_max_bytes = f.mss as u64;
+        }
+        profile.retx_tso = k.tso && k.sack_tso;
+        profile.sndbuf = if k.sendbuf_inc_bytes > 0 {
+            SndbufPolicy::FreeBsdInc(k.sendbuf_inc_bytes)
+        } else {
+            SndbufPolicy::Fixed
+        };
+    }
+    Some(profile)
+}
+
 /// Look a profile up by name.
 pub fn profile(name: &str) -> Option<StackProfile> {
     match name {
