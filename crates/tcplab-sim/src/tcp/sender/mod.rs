@@ -11,6 +11,7 @@ use crate::packet::Packet;
 use crate::stack::{Recovery, StackProfile};
 use crate::time::Ns;
 
+mod ack;
 mod core;
 mod freebsd;
 mod freebsd_rack;

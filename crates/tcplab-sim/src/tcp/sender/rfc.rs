@@ -1,7 +1,8 @@
 //! The textbook stack (`rfc`): RFC 5681 congestion control, RFC 6675 SACK recovery (RFC 6582
 //! NewReno partial-ACK handling without SACK), RFC 6298 retransmission timer.
 
-use super::core::{AckIntake, Conn};
+use super::ack::AckIntake;
+use super::core::Conn;
 use super::recovery::rfc6675::Rfc6675;
 use super::{SenderEvent, State};
 // The enum-dispatch build calls the hooks on a concrete type, which needs the trait in scope.
