@@ -69,6 +69,30 @@ pub enum SenderEvent {
 }
 
 impl SenderEvent {
+    /// Every event, in code order.
+    pub const ALL: [SenderEvent; 7] = [
+        SenderEvent::RecoveryStart,
+        SenderEvent::RecoveryEnd,
+        SenderEvent::Rto,
+        SenderEvent::LossEnd,
+        SenderEvent::Complete,
+        SenderEvent::Tlp,
+        SenderEvent::TlpEnd,
+    ];
+
+    /// The event's name in the records contract.
+    pub fn name(self) -> &'static str {
+        match self {
+            SenderEvent::RecoveryStart => "recovery_start",
+            SenderEvent::RecoveryEnd => "recovery_end",
+            SenderEvent::Rto => "rto",
+            SenderEvent::LossEnd => "loss_end",
+            SenderEvent::Complete => "complete",
+            SenderEvent::Tlp => "tlp",
+            SenderEvent::TlpEnd => "tlp_end",
+        }
+    }
+
     /// Numeric code in the events table.
     pub fn code(self) -> i64 {
         match self {

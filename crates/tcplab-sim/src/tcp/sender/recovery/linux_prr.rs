@@ -20,6 +20,19 @@ pub enum PrrVersion {
     Mainline,
 }
 
+impl PrrVersion {
+    /// Every version, the default first.
+    pub const ALL: [PrrVersion; 2] = [PrrVersion::Mainline, PrrVersion::Linux515];
+
+    /// The name a spec uses (`prr = "6.x"`).
+    pub fn name(self) -> &'static str {
+        match self {
+            PrrVersion::Linux515 => "5.15",
+            PrrVersion::Mainline => "6.x",
+        }
+    }
+}
+
 /// PRR state of one recovery episode (Linux tp->prior_cwnd, prr_delivered, prr_out).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Prr {
