@@ -6,7 +6,7 @@
 //! Not modelled: CA_EVENT_TX_START after idle (bulk senders never idle), `is_ack_delayed`.
 
 use super::linux::{jiffies, HZ};
-use super::{CaState, CcVars, CongSignal, CongestionControl, RateSample};
+use super::{CaState, CcView, CongSignal, CongestionControl, RateSample, Window};
 use crate::rng::Rng;
 
 const BW_SCALE: u32 = 24;
@@ -203,8 +203,8 @@ fn pkts(bytes: u64, mss: u64) -> u32 {
     bytes.div_ceil(mss) as u32
 }
 
-fn cwnd_pkts(v: &CcVars) -> u32 {
-    (v.cwnd / v.mss).max(1) as u32
+fn cwnd_pkts(v: &CcView, win: &Window) -> u32 {
+    (win.cwnd / v.mss).max(1) as u32
 }
 
 fn us(ns: u64) -> u64 {
@@ -239,22 +239,22 @@ impl Bbr {
     }
 
     /// bbr_init_pacing_rate_from_rtt(): high_gain x cwnd / RTT (1 ms before any sample).
-    fn init_pacing_rate_from_rtt(&mut self, v: &CcVars) {
+    fn init_pacing_rate_from_rtt(&mut self, v: &CcView, win: &Window) {
         let rtt_us = if v.srtt_ns > 0 {
             self.has_seen_rtt = true;
             us(v.srtt_ns).max(1)
         } else {
             1000
         };
-        let bw = cwnd_pkts(v) as u64 * BW_UNIT / rtt_us;
+        let bw = cwnd_pkts(v, win) as u64 * BW_UNIT / rtt_us;
         self.pacing_rate_bytes = Self::rate_bytes_per_sec(v.mss, bw, HIGH_GAIN);
     }
 
     /// bbr_set_pacing_rate(): never lower it before the pipe is full.
-    fn set_pacing_rate(&mut self, v: &CcVars, bw: u32, gain: u32) {
+    fn set_pacing_rate(&mut self, v: &CcView, win: &Window, bw: u32, gain: u32) {
         let rate = Self::rate_bytes_per_sec(v.mss, bw as u64, gain);
         if !self.has_seen_rtt && v.srtt_ns > 0 {
-            self.init_pacing_rate_from_rtt(v);
+            self.init_pacing_rate_from_rtt(v, win);
         }
         if self.full_bw_reached || rate > self.pacing_rate_bytes {
             self.pacing_rate_bytes = rate;
@@ -273,11 +273,11 @@ impl Bbr {
     }
 
     /// bbr_save_cwnd()
-    fn save_cwnd(&mut self, v: &CcVars) {
+    fn save_cwnd(&mut self, v: &CcView, win: &Window) {
         if self.prev_ca_state < CaState::Recovery && self.mode != Mode::ProbeRtt {
-            self.prior_cwnd = cwnd_pkts(v);
+            self.prior_cwnd = cwnd_pkts(v, win);
         } else {
-            self.prior_cwnd = self.prior_cwnd.max(cwnd_pkts(v));
+            self.prior_cwnd = self.prior_cwnd.max(cwnd_pkts(v, win));
         }
     }
 
@@ -306,7 +306,7 @@ impl Bbr {
 
     /// bbr_packets_in_net_at_edt(): what will still be in the network when the next scheduled
     /// packet leaves.
-    fn packets_in_net_at_edt(&self, v: &CcVars, inflight_now: u32) -> u32 {
+    fn packets_in_net_at_edt(&self, v: &CcView, inflight_now: u32) -> u32 {
         let edt = v.next_send_ns.max(v.now);
         let interval_us = us(edt - v.now);
         let interval_delivered = ((self.bw() as u64 * interval_us) >> BW_SCALE) as u32;
@@ -330,12 +330,13 @@ impl Bbr {
     /// recovery, the cwnd from before it restored at the end.
     fn set_cwnd_to_recover_or_restore(
         &mut self,
-        v: &CcVars,
+        v: &CcView,
+        win: &Window,
         rs: &RateSample,
         acked: u32,
     ) -> (u32, bool) {
         let (prev, state) = (self.prev_ca_state, v.ca_state);
-        let mut cwnd = cwnd_pkts(v);
+        let mut cwnd = cwnd_pkts(v, win);
         let in_flight = pkts(v.flight, v.mss);
         if rs.losses > 0 {
             cwnd = (cwnd as i64 - rs.losses as i64).max(1) as u32;
@@ -356,10 +357,18 @@ impl Bbr {
     }
 
     /// bbr_set_cwnd()
-    fn set_cwnd(&mut self, v: &mut CcVars, rs: &RateSample, acked: u32, bw: u32, gain: u32) {
-        let mut cwnd = cwnd_pkts(v);
+    fn set_cwnd(
+        &mut self,
+        v: &CcView,
+        win: &mut Window,
+        rs: &RateSample,
+        acked: u32,
+        bw: u32,
+        gain: u32,
+    ) {
+        let mut cwnd = cwnd_pkts(v, win);
         if acked > 0 {
-            let (c, conserving) = self.set_cwnd_to_recover_or_restore(v, rs, acked);
+            let (c, conserving) = self.set_cwnd_to_recover_or_restore(v, win, rs, acked);
             cwnd = c;
             if !conserving {
                 let mut target = self.bdp(bw, gain);
@@ -376,11 +385,11 @@ impl Bbr {
         if self.mode == Mode::ProbeRtt {
             cwnd = cwnd.min(CWND_MIN_TARGET);
         }
-        v.cwnd = cwnd as u64 * v.mss;
+        win.cwnd = cwnd as u64 * v.mss;
     }
 
     /// bbr_is_next_cycle_phase()
-    fn is_next_cycle_phase(&self, v: &CcVars, rs: &RateSample) -> bool {
+    fn is_next_cycle_phase(&self, v: &CcView, _win: &Window, rs: &RateSample) -> bool {
         let is_full_length =
             us(v.delivered_mstamp_ns).saturating_sub(self.cycle_mstamp_us) > self.min_rtt_us as u64;
         if self.pacing_gain == BBR_UNIT {
@@ -395,34 +404,34 @@ impl Bbr {
         is_full_length || inflight <= self.inflight(bw, BBR_UNIT, v.mss)
     }
 
-    fn advance_cycle_phase(&mut self, v: &CcVars) {
+    fn advance_cycle_phase(&mut self, v: &CcView) {
         self.cycle_idx = (self.cycle_idx + 1) & (CYCLE_LEN - 1);
         self.cycle_mstamp_us = us(v.delivered_mstamp_ns);
     }
 
     /// bbr_reset_probe_bw_mode(): a random phase other than the 0.75 one.
-    fn reset_probe_bw_mode(&mut self, v: &CcVars) {
+    fn reset_probe_bw_mode(&mut self, v: &CcView, _win: &Window) {
         self.mode = Mode::ProbeBw;
         self.cycle_idx = CYCLE_LEN - 1 - self.rng.below(CYCLE_RAND) as u32;
         self.advance_cycle_phase(v);
     }
 
-    fn reset_mode(&mut self, v: &CcVars) {
+    fn reset_mode(&mut self, v: &CcView, win: &Window) {
         if !self.full_bw_reached {
             self.mode = Mode::Startup;
         } else {
-            self.reset_probe_bw_mode(v);
+            self.reset_probe_bw_mode(v, win);
         }
     }
 
-    fn reset_lt_bw_sampling_interval(&mut self, v: &CcVars) {
+    fn reset_lt_bw_sampling_interval(&mut self, v: &CcView) {
         self.lt_last_stamp_ms = (us(v.delivered_mstamp_ns) / 1000) as u32;
         self.lt_last_delivered = v.delivered_pkts;
         self.lt_last_lost = v.lost_pkts;
         self.lt_rtt_cnt = 0;
     }
 
-    fn reset_lt_bw_sampling(&mut self, v: &CcVars) {
+    fn reset_lt_bw_sampling(&mut self, v: &CcView, _win: &Window) {
         self.lt_bw = 0;
         self.lt_use_bw = false;
         self.lt_is_sampling = false;
@@ -430,7 +439,7 @@ impl Bbr {
     }
 
     /// bbr_lt_bw_interval_done(): two consistent lossy intervals mean a policer.
-    fn lt_bw_interval_done(&mut self, v: &CcVars, bw: u32) {
+    fn lt_bw_interval_done(&mut self, v: &CcView, _win: &Window, bw: u32) {
         if self.lt_bw != 0 {
             let diff = bw.abs_diff(self.lt_bw);
             if diff * BBR_UNIT <= LT_BW_RATIO * self.lt_bw
@@ -448,13 +457,13 @@ impl Bbr {
     }
 
     /// bbr_lt_bw_sampling()
-    fn lt_bw_sampling(&mut self, v: &CcVars, rs: &RateSample) {
+    fn lt_bw_sampling(&mut self, v: &CcView, win: &Window, rs: &RateSample) {
         if self.lt_use_bw {
             if self.mode == Mode::ProbeBw && self.round_start {
                 self.lt_rtt_cnt += 1;
                 if self.lt_rtt_cnt >= LT_BW_MAX_RTTS {
-                    self.reset_lt_bw_sampling(v);
-                    self.reset_probe_bw_mode(v);
+                    self.reset_lt_bw_sampling(v, win);
+                    self.reset_probe_bw_mode(v, win);
                 }
             }
             return;
@@ -468,7 +477,7 @@ impl Bbr {
             self.lt_is_sampling = true;
         }
         if rs.is_app_limited {
-            self.reset_lt_bw_sampling(v);
+            self.reset_lt_bw_sampling(v, win);
             return;
         }
         if self.round_start {
@@ -478,7 +487,7 @@ impl Bbr {
             return;
         }
         if self.lt_rtt_cnt > 4 * LT_INTVL_MIN_RTTS {
-            self.reset_lt_bw_sampling(v);
+            self.reset_lt_bw_sampling(v, win);
             return;
         }
         if rs.losses == 0 {
@@ -495,15 +504,15 @@ impl Bbr {
             return;
         }
         if t >= u32::MAX / 1000 {
-            self.reset_lt_bw_sampling(v);
+            self.reset_lt_bw_sampling(v, win);
             return;
         }
         let bw = (delivered as u64 * BW_UNIT / (t as u64 * 1000)) as u32;
-        self.lt_bw_interval_done(v, bw);
+        self.lt_bw_interval_done(v, win, bw);
     }
 
     /// bbr_update_bw(): rounds, and the max filter over 10 rounds.
-    fn update_bw(&mut self, v: &CcVars, rs: &RateSample) {
+    fn update_bw(&mut self, v: &CcView, win: &Window, rs: &RateSample) {
         self.round_start = false;
         if rs.delivered < 0 || rs.interval_us <= 0 {
             return;
@@ -514,7 +523,7 @@ impl Bbr {
             self.round_start = true;
             self.packet_conservation = false;
         }
-        self.lt_bw_sampling(v, rs);
+        self.lt_bw_sampling(v, win, rs);
         let bw = (rs.delivered as u64 * BW_UNIT / rs.interval_us as u64) as u32;
         if !rs.is_app_limited || bw >= self.max_bw() {
             self.bw.running_max(BW_RTTS, self.rtt_cnt, bw);
@@ -522,7 +531,7 @@ impl Bbr {
     }
 
     /// bbr_update_ack_aggregation()
-    fn update_ack_aggregation(&mut self, v: &CcVars, rs: &RateSample) {
+    fn update_ack_aggregation(&mut self, v: &CcView, win: &Window, rs: &RateSample) {
         if rs.acked_sacked == 0 || rs.delivered < 0 || rs.interval_us <= 0 {
             return;
         }
@@ -545,7 +554,7 @@ impl Bbr {
             expected_acked = 0;
         }
         self.ack_epoch_acked = (self.ack_epoch_acked + rs.acked_sacked as u32).min(0xfffff);
-        let extra = (self.ack_epoch_acked - expected_acked).min(cwnd_pkts(v));
+        let extra = (self.ack_epoch_acked - expected_acked).min(cwnd_pkts(v, win));
         let slot = &mut self.extra_acked[self.extra_acked_win_idx];
         *slot = (*slot).max(extra);
     }
@@ -566,21 +575,21 @@ impl Bbr {
     }
 
     /// bbr_check_drain()
-    fn check_drain(&mut self, v: &mut CcVars) {
+    fn check_drain(&mut self, v: &CcView, win: &mut Window) {
         if self.mode == Mode::Startup && self.full_bw_reached {
             self.mode = Mode::Drain;
-            v.ssthresh = self.inflight(self.max_bw(), BBR_UNIT, v.mss) as u64 * v.mss;
+            win.ssthresh = self.inflight(self.max_bw(), BBR_UNIT, v.mss) as u64 * v.mss;
         }
         if self.mode == Mode::Drain
             && self.packets_in_net_at_edt(v, pkts(v.flight, v.mss))
                 <= self.inflight(self.max_bw(), BBR_UNIT, v.mss)
         {
-            self.reset_probe_bw_mode(v);
+            self.reset_probe_bw_mode(v, win);
         }
     }
 
     /// bbr_check_probe_rtt_done()
-    fn check_probe_rtt_done(&mut self, v: &mut CcVars) {
+    fn check_probe_rtt_done(&mut self, v: &CcView, win: &mut Window) {
         let now = jiffies(v.now);
         if !(self.probe_rtt_done_stamp != 0
             && now.wrapping_sub(self.probe_rtt_done_stamp) as i32 > 0)
@@ -588,12 +597,12 @@ impl Bbr {
             return;
         }
         self.min_rtt_stamp = now;
-        v.cwnd = v.cwnd.max(self.prior_cwnd as u64 * v.mss);
-        self.reset_mode(v);
+        win.cwnd = win.cwnd.max(self.prior_cwnd as u64 * v.mss);
+        self.reset_mode(v, win);
     }
 
     /// bbr_update_min_rtt(): the 10 s min filter and PROBE_RTT.
-    fn update_min_rtt(&mut self, v: &mut CcVars, rs: &RateSample) -> Option<u64> {
+    fn update_min_rtt(&mut self, v: &CcView, win: &mut Window, rs: &RateSample) -> Option<u64> {
         let now = jiffies(v.now);
         let mut app_limited_mark = None;
         let filter_expired =
@@ -608,7 +617,7 @@ impl Bbr {
             && self.mode != Mode::ProbeRtt
         {
             self.mode = Mode::ProbeRtt;
-            self.save_cwnd(v);
+            self.save_cwnd(v, win);
             self.probe_rtt_done_stamp = 0;
         }
         if self.mode == Mode::ProbeRtt {
@@ -625,7 +634,7 @@ impl Bbr {
                     self.probe_rtt_round_done = true;
                 }
                 if self.probe_rtt_round_done {
-                    self.check_probe_rtt_done(v);
+                    self.check_probe_rtt_done(v, win);
                 }
             }
         }
@@ -653,20 +662,20 @@ impl Bbr {
 
     /// bbr_main() for one ACK. Returns Some(in-flight packets) when PROBE_RTT asks the stack to
     /// mark the connection application-limited.
-    pub fn on_ack(&mut self, v: &mut CcVars, rs: &RateSample) -> Option<u64> {
-        self.update_bw(v, rs);
-        self.update_ack_aggregation(v, rs);
-        if self.mode == Mode::ProbeBw && self.is_next_cycle_phase(v, rs) {
+    pub fn on_ack(&mut self, v: &CcView, win: &mut Window, rs: &RateSample) -> Option<u64> {
+        self.update_bw(v, win, rs);
+        self.update_ack_aggregation(v, win, rs);
+        if self.mode == Mode::ProbeBw && self.is_next_cycle_phase(v, win, rs) {
             self.advance_cycle_phase(v);
         }
         self.check_full_bw_reached(rs);
-        self.check_drain(v);
-        let app_limited = self.update_min_rtt(v, rs);
+        self.check_drain(v, win);
+        let app_limited = self.update_min_rtt(v, win, rs);
         self.update_gains();
         let bw = self.bw();
-        self.set_pacing_rate(v, bw, self.pacing_gain);
+        self.set_pacing_rate(v, win, bw, self.pacing_gain);
         let acked = rs.acked_sacked as u32;
-        self.set_cwnd(v, rs, acked, bw, self.cwnd_gain);
+        self.set_cwnd(v, win, rs, acked, bw, self.cwnd_gain);
         app_limited
     }
 }
@@ -677,7 +686,7 @@ impl CongestionControl for Bbr {
     }
 
     /// bbr_init()
-    fn conn_init(&mut self, v: &mut CcVars) {
+    fn conn_init(&mut self, v: &CcView, win: &mut Window) {
         *self = Bbr {
             min_rtt_us: if v.min_rtt_ns == 0 {
                 u32::MAX
@@ -689,9 +698,9 @@ impl CongestionControl for Bbr {
             rng: Rng::new(v.random),
             ..Bbr::default()
         };
-        v.ssthresh = u64::MAX / 4; // TCP_INFINITE_SSTHRESH
-        self.init_pacing_rate_from_rtt(v);
-        self.reset_lt_bw_sampling(v);
+        win.ssthresh = u64::MAX / 4; // TCP_INFINITE_SSTHRESH
+        self.init_pacing_rate_from_rtt(v, win);
+        self.reset_lt_bw_sampling(v, win);
     }
 
     fn owns_cwnd(&self) -> bool {
@@ -702,21 +711,21 @@ impl CongestionControl for Bbr {
         true
     }
 
-    fn cong_control(&mut self, v: &mut CcVars, rs: &RateSample) {
-        if let Some(in_flight) = self.on_ack(v, rs) {
-            v.app_limited_request = Some(in_flight);
+    fn cong_control(&mut self, v: &CcView, win: &mut Window, rs: &RateSample) {
+        if let Some(in_flight) = self.on_ack(v, win, rs) {
+            win.app_limited_request = Some(in_flight);
         }
     }
 
     /// bbr_ssthresh(): save cwnd for after recovery; ssthresh unchanged.
-    fn cong_signal(&mut self, v: &mut CcVars, sig: CongSignal) {
+    fn cong_signal(&mut self, v: &CcView, win: &mut Window, sig: CongSignal) {
         if matches!(sig, CongSignal::NDupAck | CongSignal::Rto | CongSignal::Ecn) {
-            self.save_cwnd(v);
+            self.save_cwnd(v, win);
         }
     }
 
     /// bbr_set_state(): an RTO ends the round and counts as a loss for the policer estimator.
-    fn set_state(&mut self, v: &mut CcVars, new: CaState) {
+    fn set_state(&mut self, v: &CcView, win: &mut Window, new: CaState) {
         if new == CaState::Loss {
             let rs = RateSample {
                 losses: 1,
@@ -725,13 +734,13 @@ impl CongestionControl for Bbr {
             self.prev_ca_state = CaState::Loss;
             self.full_bw = 0;
             self.round_start = true;
-            self.lt_bw_sampling(v, &rs);
+            self.lt_bw_sampling(v, win, &rs);
         }
     }
 
-    fn after_idle(&mut self, _v: &mut CcVars) {}
+    fn after_idle(&mut self, _v: &CcView, _win: &mut Window) {}
 
-    fn pacing_rate_bps(&self, _v: &CcVars) -> Option<u64> {
+    fn pacing_rate_bps(&self, _v: &CcView, _win: &Window) -> Option<u64> {
         (self.pacing_rate_bytes > 0).then_some(self.pacing_rate_bytes * 8)
     }
 }

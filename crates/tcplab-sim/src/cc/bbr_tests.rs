@@ -1,5 +1,6 @@
 //! Tests of the BBR module. Reference arithmetic: net/ipv4/tcp_bbr.c and lib/win_minmax.c.
 use super::*;
+use crate::cc::CcVars;
 
 #[test]
 fn gains_are_the_kernel_constants() {
@@ -59,7 +60,7 @@ fn startup_exits_after_three_rounds_without_25_percent_growth() {
     let mut b = Bbr::default();
     let mut v = CcVars::new(1000, 10_000);
     v.now = 1_000_000;
-    b.conn_init(&mut v);
+    b.conn_init(&v.view, &mut v.win);
     let mut delivered = 0u64;
     let mut rate = 10i64; // packets per 1 ms round
     for round in 0..10 {
@@ -75,7 +76,7 @@ fn startup_exits_after_three_rounds_without_25_percent_growth() {
             acked_sacked: rate as u64,
             ..RateSample::default()
         };
-        b.on_ack(&mut v, &rs);
+        b.on_ack(&v.view, &mut v.win, &rs);
         if round < 3 {
             rate *= 2; // growing: still STARTUP
         }

@@ -316,7 +316,7 @@ impl Simulation {
             self.now as i64,
             (delivered - delivered0) as i64,
             (s.retrans_segs - retx0) as i64,
-            s.v.cwnd as i64,
+            s.v.win.cwnd as i64,
             (s.rtt.srtt_ns / 1000) as i64,
         ]);
         self.flow_iv[fi] = (self.now, delivered, s.retrans_segs);
@@ -371,8 +371,8 @@ impl Simulation {
         self.rec.flows.push(&[
             self.now as i64,
             fi as i64,
-            s.v.cwnd as i64,
-            ssthresh_col(s.v.ssthresh),
+            s.v.win.cwnd as i64,
+            ssthresh_col(s.v.win.ssthresh),
             s.snd_una as i64,
             s.snd_nxt as i64,
             s.pipe() as i64,
@@ -601,7 +601,7 @@ impl Simulation {
                 rtos: s.rto_count,
                 dup_segs_received: r.dup_segs,
                 completion_ns: s.completed_at.map(|t| t - f.start_ns),
-                cwnd_bytes: s.v.cwnd,
+                cwnd_bytes: s.v.win.cwnd,
                 srtt_ns: s.rtt.srtt_ns,
                 min_rtt_ns: s.rtt.min_rtt_ns,
             })
@@ -614,8 +614,8 @@ impl Simulation {
             s.scoreboard()
                 .check()
                 .map_err(|e| format!("flow {i}: {e}"))?;
-            if s.started && s.v.cwnd < s.v.mss {
-                return Err(format!("flow {i}: cwnd {} below one MSS", s.v.cwnd));
+            if s.started && s.v.win.cwnd < s.v.mss {
+                return Err(format!("flow {i}: cwnd {} below one MSS", s.v.win.cwnd));
             }
             if r.rcv_nxt > s.snd_nxt || r.rcv_nxt > s.written {
                 return Err(format!(

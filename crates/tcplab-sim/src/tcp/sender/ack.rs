@@ -90,7 +90,8 @@ impl Conn {
             self.v.snd_una = self.snd_una;
             self.v.snd_nxt = self.snd_nxt;
             let slow_path = a.acked == 0 || !p.sack_blocks().is_empty();
-            self.cc.in_ack_event(&mut self.v, slow_path);
+            self.cc
+                .in_ack_event(&self.v.view, &mut self.v.win, slow_path);
             if a.acked > 0 {
                 let pkts = self.pkts(a.acked) as u32;
                 let sample = if linux_cc {
@@ -98,7 +99,8 @@ impl Conn {
                 } else {
                     a.rtt_sample
                 };
-                self.cc.pkts_acked(&mut self.v, pkts, sample);
+                self.cc
+                    .pkts_acked(&self.v.view, &mut self.v.win, pkts, sample);
             }
         }
         a
@@ -157,8 +159,8 @@ impl Conn {
             self.v.delivered_pkts = self.rate.delivered;
             self.v.delivered_mstamp_ns = self.rate.delivered_mstamp();
             self.v.next_send_ns = self.pace_next;
-            self.cc.cong_control(&mut self.v, &rs);
-            if let Some(in_flight) = self.v.app_limited_request.take() {
+            self.cc.cong_control(&self.v.view, &mut self.v.win, &rs);
+            if let Some(in_flight) = self.v.win.app_limited_request.take() {
                 self.rate.mark_app_limited(in_flight);
             }
         }
@@ -170,17 +172,18 @@ impl Conn {
         if !matches!(self.state, State::Recovery { .. }) && !self.owns_cwnd {
             if a.acked > 0 {
                 self.v.bytes_this_ack = a.acked;
-                self.cc.ack_received(&mut self.v, crate::cc::AckKind::Ack);
+                self.cc
+                    .ack_received(&self.v.view, &mut self.v.win, crate::cc::AckKind::Ack);
             } else if a.dup {
                 self.v.bytes_this_ack = 0;
                 self.cc
-                    .ack_received(&mut self.v, crate::cc::AckKind::DupAck);
+                    .ack_received(&self.v.view, &mut self.v.win, crate::cc::AckKind::DupAck);
             }
         }
         if a.acked > 0 && self.snd_una >= self.round_end {
             self.round_end = self.snd_nxt;
             self.max_out = self.snd_nxt - self.snd_una;
-            self.cc.new_round(&mut self.v);
+            self.cc.new_round(&self.v.view, &mut self.v.win);
         }
     }
 }

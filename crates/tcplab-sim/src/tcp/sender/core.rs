@@ -169,8 +169,8 @@ impl Conn {
 
     pub(super) fn event(&mut self, now: Ns, e: SenderEvent) {
         let snap = Snapshot {
-            cwnd: self.v.cwnd,
-            ssthresh: self.v.ssthresh,
+            cwnd: self.v.win.cwnd,
+            ssthresh: self.v.win.ssthresh,
             pipe: self.pipe(),
             outstanding: self.snd_nxt - self.snd_una,
             retrans_segs: self.retrans_segs,
@@ -250,17 +250,20 @@ impl Conn {
     /// A CC that paces (BBR) sets sk_pacing_rate itself.
     pub fn linux_pacing_rate_bytes(&self) -> u64 {
         if self.cc_paces {
-            return self.cc.pacing_rate_bps(&self.v).map_or(0, |bps| bps / 8);
+            return self
+                .cc
+                .pacing_rate_bps(&self.v.view, &self.v.win)
+                .map_or(0, |bps| bps / 8);
         }
         if self.rtt.srtt_ns == 0 {
             return 0;
         }
-        let ratio = if self.v.cwnd < self.v.ssthresh / 2 {
+        let ratio = if self.v.win.cwnd < self.v.win.ssthresh / 2 {
             200
         } else {
             120
         };
-        (self.v.cwnd.max(self.snd_nxt - self.snd_una) as u128 * ratio * 1_000_000_000
+        (self.v.win.cwnd.max(self.snd_nxt - self.snd_una) as u128 * ratio * 1_000_000_000
             / (100 * self.rtt.srtt_ns as u128)) as u64
     }
 
@@ -280,7 +283,7 @@ impl Conn {
     pub(super) fn pacing_rate(&self) -> Option<u64> {
         // Linux paces without fq when the CC asks (SK_PACING_NEEDED: tcp_internal_pacing()).
         if self.profile.pacing || self.cc_paces {
-            self.cc.pacing_rate_bps(&self.v)
+            self.cc.pacing_rate_bps(&self.v.view, &self.v.win)
         } else {
             None
         }
@@ -296,7 +299,7 @@ impl Conn {
         self.started = true;
         self.v.now = now;
         self.v.snd_nxt = self.snd_nxt;
-        self.cc.conn_init(&mut self.v);
+        self.cc.conn_init(&self.v.view, &mut self.v.win);
     }
 
     pub(super) fn app_fill(&mut self, now: Ns) {
@@ -309,7 +312,7 @@ impl Conn {
         // buffer (a write larger than the buffer goes in as far as it fits).
         if let SndbufPolicy::Cwnds(k) = self.profile.sndbuf {
             // The buffer only grows (tcp_sndbuf_expand is called as cwnd grows, never to shrink).
-            let want = k * self.v.cwnd.max(10 * self.mss);
+            let want = k * self.v.win.cwnd.max(10 * self.mss);
             self.sndbuf_now = self.sndbuf_now.max(want.min(self.sndbuf));
         }
         let cap = (self.snd_una + self.sndbuf_now).min(total);
@@ -341,7 +344,7 @@ impl Conn {
         };
         let hiwat = self.sndbuf_now;
         let sbused = self.written - self.snd_una;
-        let sendwin = self.snd_wnd.min(self.v.cwnd);
+        let sendwin = self.snd_wnd.min(self.v.win.cwnd);
         if sbused >= hiwat / 8 * 7
             && hiwat < self.sndbuf
             && self.snd_wnd / 4 * 5 >= hiwat
@@ -457,7 +460,7 @@ impl Conn {
                 && self.written > self.snd_nxt
                 && now - last > self.rtt.rto_ns
             {
-                self.cc.after_idle(&mut self.v);
+                self.cc.after_idle(&self.v.view, &mut self.v.win);
             }
         }
     }
@@ -468,7 +471,7 @@ impl Conn {
         let limit = if retx { 2 * tsq_limit } else { tsq_limit };
         if self.snd_nxt > self.snd_una && self.nic_backlog + len > limit {
             self.tsq_throttled = true;
-            self.v.cwnd_limited = self.pipe() + self.mss > self.v.cwnd;
+            self.v.cwnd_limited = self.pipe() + self.mss > self.v.win.cwnd;
             return true;
         }
         false
@@ -512,7 +515,7 @@ impl Conn {
             State::Open => CaState::Open,
         };
         if s != self.v.ca_state {
-            self.cc.set_state(&mut self.v, s);
+            self.cc.set_state(&self.v.view, &mut self.v.win, s);
             self.v.ca_state = s;
         }
     }
@@ -527,8 +530,11 @@ impl Conn {
     pub(super) fn begin_recovery(&mut self, flight: u64) -> u64 {
         let recover = self.snd_nxt;
         self.v.flight = flight;
-        self.cc
-            .cong_signal(&mut self.v, crate::cc::CongSignal::NDupAck);
+        self.cc.cong_signal(
+            &self.v.view,
+            &mut self.v.win,
+            crate::cc::CongSignal::NDupAck,
+        );
         self.v.in_recovery = true;
         self.state = State::Recovery { recover };
         self.recoveries += 1;
@@ -574,7 +580,7 @@ impl Conn {
     /// everything outstanding marked lost, the Loss state, the backed-off timer.
     pub(super) fn enter_loss(&mut self, now: Ns) {
         // RFC 5681 §3.1: loss window of one segment.
-        self.v.cwnd = self.mss;
+        self.v.win.cwnd = self.mss;
         self.v.in_recovery = false;
         let lost_before = self.sb.lost_bytes;
         self.sb.mark_all_lost();

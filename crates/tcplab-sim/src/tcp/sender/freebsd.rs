@@ -126,11 +126,11 @@ impl FreeBsdStack {
                 self.prr.ack(c, self.k.d43470, newly_sacked, new_loss);
             } else if in_fr {
                 // Without PRR: inflate by one segment per dupack while pipe < ssthresh.
-                if c.fb_pipe() < c.v.ssthresh {
-                    c.v.cwnd = (c.v.cwnd + c.mss).min(c.v.ssthresh);
+                if c.fb_pipe() < c.v.win.ssthresh {
+                    c.v.win.cwnd = (c.v.win.cwnd + c.mss).min(c.v.win.ssthresh);
                 }
             } else {
-                c.v.cwnd += c.mss;
+                c.v.win.cwnd += c.mss;
             }
             self.output(c, now, out, next_id);
         } else if c.dupacks == c.profile.dupthresh || c.sb.sacked_bytes > 2 * c.mss {
@@ -181,7 +181,7 @@ impl FreeBsdStack {
             } else {
                 // cc_post_recovery() sees pipe before snd_una moves.
                 c.v.flight = c.fb_pipe();
-                c.cc.post_recovery(&mut c.v);
+                c.cc.post_recovery(&c.v.view, &mut c.v.win);
                 exited = true;
             }
         }
@@ -201,10 +201,10 @@ impl FreeBsdStack {
     fn process_ack(&mut self, c: &mut Conn, p: &Packet, acked: u64, exited: bool, now: Ns) {
         // cc_ack_received(CC_ACK) runs before EXIT_RECOVERY, so the ACK that ends recovery does
         // not grow cwnd. CCF_CWND_LIMITED: cwnd <= snd_wnd (without newcwv).
-        c.v.cwnd_limited = c.v.cwnd <= c.snd_wnd;
+        c.v.cwnd_limited = c.v.win.cwnd <= c.snd_wnd;
         c.v.bytes_this_ack = acked;
         c.v.after_rto = matches!(c.state, State::Loss { .. }) && c.sb.lost_bytes > 0;
-        c.cc.ack_received(&mut c.v, AckKind::Ack);
+        c.cc.ack_received(&c.v.view, &mut c.v.win, AckKind::Ack);
         c.snd_una = p.ack;
         c.v.snd_una = c.snd_una;
         c.v.snd_nxt = c.snd_nxt;
@@ -223,7 +223,7 @@ impl FreeBsdStack {
         }
         if c.snd_una >= c.round_end {
             c.round_end = c.snd_nxt;
-            c.cc.new_round(&mut c.v);
+            c.cc.new_round(&c.v.view, &mut c.v.win);
         }
     }
 
@@ -265,13 +265,13 @@ impl FreeBsdStack {
         // (what SIFTR2 logs beside that packet), as on every stack.
         if self.k.d43470 {
             // One retransmission beyond what is in flight, then the window is ssthresh.
-            c.v.cwnd = c.fb_pipe() + c.mss;
+            c.v.win.cwnd = c.fb_pipe() + c.mss;
             self.output(c, now, out, next_id);
             c.event(now, SenderEvent::RecoveryStart);
-            c.v.cwnd = c.v.ssthresh;
+            c.v.win.cwnd = c.v.win.ssthresh;
         } else {
             // snd_cwnd = maxseg; tcp_output(): exactly the first hole's first segment.
-            c.v.cwnd = c.mss;
+            c.v.win.cwnd = c.mss;
             self.output(c, now, out, next_id);
             c.event(now, SenderEvent::RecoveryStart);
         }
@@ -292,10 +292,10 @@ impl FreeBsdStack {
         if c.dupacks == 1 {
             self.snd_limited = 0;
         }
-        let old_cwnd = c.v.cwnd;
+        let old_cwnd = c.v.win.cwnd;
         let old_max = c.snd_nxt;
         let dup = c.dupacks as u64;
-        c.v.cwnd = (c.snd_nxt - c.snd_una) + dup.saturating_sub(self.snd_limited) * c.mss;
+        c.v.win.cwnd = (c.snd_nxt - c.snd_una) + dup.saturating_sub(self.snd_limited) * c.mss;
         self.output(c, now, out, next_id);
         let sent = c.snd_nxt - old_max;
         if sent > c.mss {
@@ -303,7 +303,7 @@ impl FreeBsdStack {
         } else if sent > 0 {
             self.snd_limited += 1;
         }
-        c.v.cwnd = old_cwnd;
+        c.v.win.cwnd = old_cwnd;
     }
 
     /// tcp_output() when the stack calls it (the application's writes call it through
@@ -330,7 +330,7 @@ impl FreeBsdStack {
         c.tsq_throttled = false;
         let tsq_limit = c.tsq_limit();
         loop {
-            let sendwin = c.snd_wnd.min(c.v.cwnd);
+            let sendwin = c.snd_wnd.min(c.v.win.cwnd);
             let off = c.snd_nxt - c.snd_una;
             let hole = match c.state {
                 // "Do not retransmit SACK segments beyond snd_recover."
@@ -375,7 +375,8 @@ impl FreeBsdStack {
                 // New data while retransmissions are out: snd_cwnd - (snd_nxt - snd_recover) -
                 // sack_bytes_rexmit.
                 State::Recovery { recover } if c.sb.retrans_bytes > 0 => {
-                    (c.v.cwnd
+                    (c.v.win
+                        .cwnd
                         .saturating_sub(c.snd_nxt - recover + c.sb.retrans_bytes))
                     .min(wnd_room)
                 }
@@ -436,7 +437,7 @@ impl FreeBsdStack {
                 c.v.flight = c.fb_pipe();
                 c.v.snd_wnd = c.snd_wnd;
                 if !reduced_already {
-                    c.cc.cong_signal(&mut c.v, CongSignal::Rto);
+                    c.cc.cong_signal(&c.v.view, &mut c.v.win, CongSignal::Rto);
                 }
                 c.enter_loss(now);
             } else {

@@ -73,7 +73,7 @@ impl RackStack {
         }
         c.v.now = now;
         c.fb_sndbuf_autosize();
-        self.largest_cwnd = self.largest_cwnd.max(c.v.cwnd);
+        self.largest_cwnd = self.largest_cwnd.max(c.v.win.cwnd);
         c.app_fill(now);
         c.restart_after_idle(now);
         c.tsq_throttled = false;
@@ -153,7 +153,7 @@ impl RackStack {
         end_of_recovery(c, &a, now, |c| self.post_recovery(c));
         // rack.c rack_ack_received(), as tcp_input.c: CCF_CWND_LIMITED when cwnd <= snd_wnd;
         // the cc modules also read snd_wnd and whether this ACK follows a timeout.
-        c.v.cwnd_limited = c.v.cwnd <= c.snd_wnd;
+        c.v.cwnd_limited = c.v.win.cwnd <= c.snd_wnd;
         c.v.snd_wnd = c.snd_wnd;
         c.v.after_rto = matches!(c.state, State::Loss { .. }) && c.sb.lost_bytes > 0;
         c.sync_ca_state();
@@ -221,20 +221,20 @@ impl RackStack {
     /// has burst control and pacing so lets not set this any lower than snd_ssthresh per
     /// RFC-6582 (option 2)"), plus up to two segments of PRR allowance left unused.
     fn post_recovery(&mut self, c: &mut Conn) {
-        c.cc.post_recovery(&mut c.v);
-        c.v.cwnd = c.v.cwnd.max(c.v.ssthresh);
+        c.cc.post_recovery(&c.v.view, &mut c.v.win);
+        c.v.win.cwnd = c.v.win.cwnd.max(c.v.win.ssthresh);
         let left = self.prr.take_left(c);
         // Only when not application limited: ctf_outstanding() <= sbavail().
         if left > 0 && c.snd_nxt - c.snd_una <= c.written - c.snd_una {
-            c.v.cwnd += left.min(PRR_ADDBACK_MAX_SEGS * c.mss);
+            c.v.win.cwnd += left.min(PRR_ADDBACK_MAX_SEGS * c.mss);
         }
     }
 
     /// rack_cong_signal(CC_RTO): ssthresh = max(2, min(snd_wnd, cwnd) / 2 / mss) * mss and cwnd
     /// = 1 MSS, set by the stack itself; the cc module is not told of the timeout.
     fn rto_reduction(c: &mut Conn) {
-        let w = c.snd_wnd.min(c.v.cwnd);
-        c.v.ssthresh = (w / 2 / c.mss).max(2) * c.mss;
+        let w = c.snd_wnd.min(c.v.win.cwnd);
+        c.v.win.ssthresh = (w / 2 / c.mss).max(2) * c.mss;
     }
 
     /// What may be sent now: in recovery PRR's allowance, otherwise cwnd - flight.
@@ -242,7 +242,7 @@ impl RackStack {
         if matches!(c.state, State::Recovery { .. }) {
             self.prr.sndcnt(c)
         } else {
-            c.v.cwnd.saturating_sub(c.pipe())
+            c.v.win.cwnd.saturating_sub(c.pipe())
         }
     }
 
@@ -253,7 +253,7 @@ impl RackStack {
         let cwnd = if self.largest_cwnd > 0 {
             self.largest_cwnd
         } else {
-            c.v.cwnd
+            c.v.win.cwnd
         };
         let min_rtt_ms = c.rtt.min_rtt_ns / crate::time::MS;
         burst_slot_ms(tot_len, cwnd, min_rtt_ms, c.mss) * crate::time::MS

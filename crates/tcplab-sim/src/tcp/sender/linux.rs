@@ -83,13 +83,13 @@ impl LinuxStack {
         // (Westwood+ sets its own window there); nothing when the module owns cwnd.
         end_of_recovery(c, &a, now, |c| {
             if !c.owns_cwnd {
-                c.v.cwnd = c.v.ssthresh;
-                c.cc.post_recovery(&mut c.v);
+                c.v.win.cwnd = c.v.win.ssthresh;
+                c.cc.post_recovery(&c.v.view, &mut c.v.win);
             }
         });
         if c.v.in_slow_start() {
             // tcp_is_cwnd_limited(): in slow start, grow while cwnd < 2 * max_packets_out.
-            c.v.cwnd_limited = c.v.cwnd < 2 * c.max_out;
+            c.v.cwnd_limited = c.v.win.cwnd < 2 * c.max_out;
         }
         c.sync_ca_state();
         c.cc_ack(&a);
@@ -230,7 +230,7 @@ impl LinuxStack {
                 c.v.flight = c.snd_nxt - c.snd_una;
                 c.v.snd_wnd = c.snd_wnd;
                 if !reduced_already {
-                    c.cc.cong_signal(&mut c.v, CongSignal::Rto);
+                    c.cc.cong_signal(&c.v.view, &mut c.v.win, CongSignal::Rto);
                 }
                 c.enter_loss(now);
                 self.tlp.cancel();

@@ -58,7 +58,7 @@ impl RfcStack {
             0
         };
         let rs = c.rate_sample(now, &a, newly_lost);
-        end_of_recovery(c, &a, now, |c| c.cc.post_recovery(&mut c.v));
+        end_of_recovery(c, &a, now, |c| c.cc.post_recovery(&c.v.view, &mut c.v.win));
         c.sync_ca_state();
         c.cc_ack(&a);
         if c.state == State::Open && c.snd_una < c.snd_nxt {
@@ -78,7 +78,7 @@ impl RfcStack {
         c.sync_ca_state();
         c.recover_guard = Some(recover);
         c.sb.mark_head_lost();
-        c.v.cwnd = c.v.ssthresh;
+        c.v.win.cwnd = c.v.win.ssthresh;
         c.event(now, SenderEvent::RecoveryStart);
         // Step 4.3: the first retransmission goes out regardless of pipe.
         if let Some((seq, len)) = c.sb.next_lost() {
@@ -102,7 +102,7 @@ impl RfcStack {
                 c.v.flight = c.snd_nxt - c.snd_una;
                 c.v.snd_wnd = c.snd_wnd;
                 if !reduced_already {
-                    c.cc.cong_signal(&mut c.v, CongSignal::Rto);
+                    c.cc.cong_signal(&c.v.view, &mut c.v.win, CongSignal::Rto);
                 }
                 c.enter_loss(now);
             } else {

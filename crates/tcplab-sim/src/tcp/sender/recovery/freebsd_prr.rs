@@ -40,7 +40,7 @@ impl FreeBsdPrr {
         };
         let mss = c.mss as i64;
         let pipe = c.fb_pipe() as i64;
-        let ssthresh = c.v.ssthresh as i64;
+        let ssthresh = c.v.win.ssthresh as i64;
         self.prr_delivered += del_data;
         let prr_out = (c.recovery_out_bytes - self.out_base) as i64;
         let delivered = self.prr_delivered as i64;
@@ -67,7 +67,7 @@ impl FreeBsdPrr {
             // What recovery has sent and is still out, plus the allowance.
             (c.snd_nxt - recover) + c.sb.retrans_bytes + snd_cnt * c.mss
         };
-        c.v.cwnd = cwnd.max(c.mss);
+        c.v.win.cwnd = cwnd.max(c.mss);
     }
 }
 
@@ -83,7 +83,7 @@ pub(in crate::tcp::sender) fn sack_partialack(c: &mut Conn, ack: u64, acked: u64
     c.rto_deadline = None;
     let num_segs = if acked / c.mss >= 2 { 2 } else { 1 };
     let cwnd = c.sb.retrans_bytes + (c.snd_nxt - recover) + num_segs * c.mss;
-    c.v.cwnd = cwnd.min(c.v.ssthresh);
+    c.v.win.cwnd = cwnd.min(c.v.win.ssthresh);
     let no_holes = c.sb.sacked_bytes == 0 && c.sb.lost_bytes == 0;
     if recover == c.snd_nxt && no_holes && delivered > 0 {
         let start = ack.max(c.snd_nxt.saturating_sub(c.mss));

@@ -125,16 +125,16 @@ impl LinuxPrr {
     /// tcp_enter_recovery() -> tcp_init_cwnd_reduction(): cwnd is left as it is and PRR sets it
     /// on the entry ACK.
     pub(in crate::tcp::sender) fn begin(&mut self, c: &Conn) {
-        self.prr = Prr::begin(c.pkts(c.v.cwnd));
+        self.prr = Prr::begin(c.pkts(c.v.win.cwnd));
         self.out_base = c.recovery_out_segs;
     }
 
     /// tcp_cwnd_reduction(): cwnd = in flight + PRR's allowance, in packets.
     pub(in crate::tcp::sender) fn reduce(&mut self, c: &mut Conn, ack: PrrAck) {
-        let (ssthresh, in_flight) = (c.v.ssthresh / c.mss, c.pkts(c.pipe()));
+        let (ssthresh, in_flight) = (c.v.win.ssthresh / c.mss, c.pkts(c.pipe()));
         self.prr.out = c.recovery_out_segs - self.out_base;
         if let Some(cwnd) = self.prr.on_ack(self.version, ack, ssthresh, in_flight) {
-            c.v.cwnd = (cwnd * c.mss).max(c.mss);
+            c.v.win.cwnd = (cwnd * c.mss).max(c.mss);
         }
     }
 }

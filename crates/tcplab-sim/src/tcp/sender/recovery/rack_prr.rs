@@ -48,7 +48,7 @@ impl RackPrr {
         let prr_out = c.recovery_out_bytes - self.out_base;
         // pipe = (snd_max - snd_una) - rc_sacked + rc_holes_rxt
         let pipe = c.fb_pipe();
-        let ssthresh = c.v.ssthresh;
+        let ssthresh = c.v.win.ssthresh;
         let sndcnt = if pipe > ssthresh {
             // sndcnt = prr_delivered * ssthresh / recovery_fs + 1 - prr_out, not below 0.
             // A zero recovery_fs allows nothing (rack.c sets rc_prr_sndcnt = 0 then).

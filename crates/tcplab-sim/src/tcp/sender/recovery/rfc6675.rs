@@ -31,7 +31,7 @@ impl Rfc6675 {
             if c.pacing_rate().is_some() && now < c.pace_next {
                 break;
             }
-            let room = c.v.cwnd.saturating_sub(c.pipe());
+            let room = c.v.win.cwnd.saturating_sub(c.pipe());
             let mut rescue = false;
             let cand = if let Some((seq, len)) = c.sb.next_lost() {
                 Some((seq, len as u64, true))
