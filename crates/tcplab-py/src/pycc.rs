@@ -7,7 +7,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use pyo3::prelude::*;
-use tcplab_sim::cc::{newreno, AckKind, CcView, CongSignal, CongestionControl, Window};
+use tcplab_sim::cc::{newreno, AckKind, CcHooks, CcView, CongSignal, LinuxCcOps, Window};
 use tcplab_sim::time::Ns;
 
 /// What a Python algorithm sees and sets (FreeBSD `struct cc_var`): cwnd and ssthresh are its to
@@ -154,7 +154,7 @@ impl PyCc {
     }
 }
 
-impl CongestionControl for PyCc {
+impl CcHooks for PyCc {
     fn name(&self) -> &'static str {
         "python"
     }
@@ -192,3 +192,5 @@ impl CongestionControl for PyCc {
         self.call(v, win, 6, |py, s| Ok((s.clone_ref(py),)));
     }
 }
+
+impl LinuxCcOps for PyCc {}

@@ -14,7 +14,10 @@
 use std::cell::Cell;
 use std::sync::Once;
 
-use crate::cc::{AckKind, CaState, CcView, CongSignal, CongestionControl, RateSample, Window};
+use crate::cc::{
+    AckKind, CaState, CcHooks, CcView, CongSignal, CongestionControl, LinuxCcOps, RateSample,
+    Window,
+};
 use crate::time::Ns;
 
 const OTHER: u8 = 0;
@@ -161,7 +164,7 @@ impl MarkedCc {
     }
 }
 
-impl CongestionControl for MarkedCc {
+impl CcHooks for MarkedCc {
     fn name(&self) -> &'static str {
         self.inner.name()
     }
@@ -189,6 +192,9 @@ impl CongestionControl for MarkedCc {
     fn pacing_rate_bps(&self, v: &CcView, win: &Window) -> Option<u64> {
         in_cc(|| self.inner.pacing_rate_bps(v, win))
     }
+}
+
+impl LinuxCcOps for MarkedCc {
     fn set_state(&mut self, v: &CcView, win: &mut Window, new: CaState) {
         in_cc(|| self.inner.set_state(v, win, new))
     }

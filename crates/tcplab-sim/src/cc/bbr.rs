@@ -6,7 +6,7 @@
 //! Not modelled: CA_EVENT_TX_START after idle (bulk senders never idle), `is_ack_delayed`.
 
 use super::linux::{jiffies, HZ};
-use super::{CaState, CcView, CongSignal, CongestionControl, RateSample, Window};
+use super::{CaState, CcHooks, CcView, CongSignal, LinuxCcOps, RateSample, Window};
 use crate::rng::Rng;
 
 const BW_SCALE: u32 = 24;
@@ -680,7 +680,7 @@ impl Bbr {
     }
 }
 
-impl CongestionControl for Bbr {
+impl CcHooks for Bbr {
     fn name(&self) -> &'static str {
         "bbr"
     }
@@ -703,6 +703,21 @@ impl CongestionControl for Bbr {
         self.reset_lt_bw_sampling(v, win);
     }
 
+    /// bbr_ssthresh(): save cwnd for after recovery; ssthresh unchanged.
+    fn cong_signal(&mut self, v: &CcView, win: &mut Window, sig: CongSignal) {
+        if matches!(sig, CongSignal::NDupAck | CongSignal::Rto | CongSignal::Ecn) {
+            self.save_cwnd(v, win);
+        }
+    }
+
+    fn after_idle(&mut self, _v: &CcView, _win: &mut Window) {}
+
+    fn pacing_rate_bps(&self, _v: &CcView, _win: &Window) -> Option<u64> {
+        (self.pacing_rate_bytes > 0).then_some(self.pacing_rate_bytes * 8)
+    }
+}
+
+impl LinuxCcOps for Bbr {
     fn owns_cwnd(&self) -> bool {
         true
     }
@@ -714,13 +729,6 @@ impl CongestionControl for Bbr {
     fn cong_control(&mut self, v: &CcView, win: &mut Window, rs: &RateSample) {
         if let Some(in_flight) = self.on_ack(v, win, rs) {
             win.app_limited_request = Some(in_flight);
-        }
-    }
-
-    /// bbr_ssthresh(): save cwnd for after recovery; ssthresh unchanged.
-    fn cong_signal(&mut self, v: &CcView, win: &mut Window, sig: CongSignal) {
-        if matches!(sig, CongSignal::NDupAck | CongSignal::Rto | CongSignal::Ecn) {
-            self.save_cwnd(v, win);
         }
     }
 
@@ -736,12 +744,6 @@ impl CongestionControl for Bbr {
             self.round_start = true;
             self.lt_bw_sampling(v, win, &rs);
         }
-    }
-
-    fn after_idle(&mut self, _v: &CcView, _win: &mut Window) {}
-
-    fn pacing_rate_bps(&self, _v: &CcView, _win: &Window) -> Option<u64> {
-        (self.pacing_rate_bytes > 0).then_some(self.pacing_rate_bytes * 8)
     }
 }
 

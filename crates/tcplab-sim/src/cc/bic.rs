@@ -3,7 +3,7 @@
 //! max_increment 16, low_window 14, beta 819/1024, initial_ssthresh 0, smooth_part 20).
 
 use super::linux::{cong_avoid_ai, jiffies, pkts, slow_start_then, HZ};
-use super::{AckKind, CaState, CcView, CongSignal, CongestionControl, Window};
+use super::{AckKind, CaState, CcHooks, CcView, CongSignal, LinuxCcOps, Window};
 
 const BICTCP_BETA_SCALE: u32 = 1024;
 /// In binary search, go to point (max + min) / B.
@@ -91,7 +91,7 @@ impl Bic {
     }
 }
 
-impl CongestionControl for Bic {
+impl CcHooks for Bic {
     fn name(&self) -> &'static str {
         "bic"
     }
@@ -130,7 +130,9 @@ impl CongestionControl for Bic {
         win.ssthresh = ssthresh as u64 * v.mss;
         self.cwnd_cnt = 0;
     }
+}
 
+impl LinuxCcOps for Bic {
     /// bictcp_state(): everything is forgotten on a timeout.
     fn set_state(&mut self, _v: &CcView, _win: &mut Window, new: CaState) {
         if new == CaState::Loss {

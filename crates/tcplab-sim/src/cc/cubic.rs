@@ -5,7 +5,7 @@
 //! `CcVars` stays in bytes and fractional growth is carried in `pending_bytes`.
 
 use super::newreno::{self, ByteCounter};
-use super::{AckKind, CcView, CongSignal, CongestionControl, Window};
+use super::{AckKind, CcHooks, CcView, CongSignal, LinuxCcOps, Window};
 use crate::time::{secs, Ns};
 
 /// RFC 9438 §5.1: C = 0.4 (segments / s^3).
@@ -105,7 +105,7 @@ impl Cubic {
     }
 }
 
-impl CongestionControl for Cubic {
+impl CcHooks for Cubic {
     fn name(&self) -> &'static str {
         "cubic"
     }
@@ -153,6 +153,8 @@ impl CongestionControl for Cubic {
         self.epoch = None;
     }
 }
+
+impl LinuxCcOps for Cubic {}
 
 #[cfg(test)]
 mod tests {

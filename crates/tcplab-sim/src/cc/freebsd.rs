@@ -9,7 +9,7 @@
 //! HyStart++ (cc_cubic.c CSS) runs only when the stack sets CCF_HYSTART_ALLOWED, which the default
 //! stack does not, so it is not modelled.
 
-use super::{AckKind, CcView, CongSignal, CongestionControl, Window};
+use super::{AckKind, CcHooks, CcView, CongSignal, LinuxCcOps, Window};
 
 /// net.inet.tcp.abc_l_var default.
 pub const ABC_L_VAR: u64 = 2;
@@ -123,7 +123,7 @@ pub struct FreeBsdNewReno {
     abc: AbcCounter,
 }
 
-impl CongestionControl for FreeBsdNewReno {
+impl CcHooks for FreeBsdNewReno {
     fn name(&self) -> &'static str {
         "newreno"
     }
@@ -163,6 +163,8 @@ impl CongestionControl for FreeBsdNewReno {
         newreno_after_idle(v, win);
     }
 }
+
+impl LinuxCcOps for FreeBsdNewReno {}
 
 /// cc_cubic.h cubic_k(): K = cbrt(W_max * (1 - beta) / C) in fixed point (CUBIC_SHIFT), by the
 /// Apple KT-32 polynomial approximation the kernel uses, not by an exact cube root.
@@ -278,7 +280,7 @@ impl FreeBsdCubic {
     }
 }
 
-impl CongestionControl for FreeBsdCubic {
+impl CcHooks for FreeBsdCubic {
     fn name(&self) -> &'static str {
         "cubic"
     }
@@ -388,6 +390,8 @@ impl CongestionControl for FreeBsdCubic {
         self.t_epoch = ticks(v.now);
     }
 }
+
+impl LinuxCcOps for FreeBsdCubic {}
 
 #[cfg(test)]
 mod tests {

@@ -5,7 +5,7 @@
 //! is not RTT-scaled. Slow start, the first second after an event and after-idle are NewReno's.
 
 use super::freebsd::{newreno_ack, newreno_after_idle, rto_ssthresh, ticks, AbcCounter, HZ};
-use super::{AckKind, CcView, CongSignal, CongestionControl, Window};
+use super::{AckKind, CcHooks, CcView, CongSignal, LinuxCcOps, Window};
 
 const HTCP_SHIFT: u32 = 8;
 const HTCP_INIT_ALPHA: i64 = 1;
@@ -80,7 +80,7 @@ impl FreeBsdHtcp {
     }
 }
 
-impl CongestionControl for FreeBsdHtcp {
+impl CcHooks for FreeBsdHtcp {
     fn name(&self) -> &'static str {
         "htcp"
     }
@@ -152,6 +152,8 @@ impl CongestionControl for FreeBsdHtcp {
         newreno_after_idle(v, win);
     }
 }
+
+impl LinuxCcOps for FreeBsdHtcp {}
 
 #[cfg(test)]
 mod tests {

@@ -3,7 +3,7 @@
 //! keeps it (cwnd thresholds in packets, b(w) << 8); a(w) is the table index + 1 packets per RTT.
 
 use super::linux::{pkts, set_pkts, slow_start_or_avoid};
-use super::{AckKind, CcView, CongSignal, CongestionControl, Window};
+use super::{AckKind, CcHooks, CcView, CongSignal, LinuxCcOps, Window};
 
 /// hstcp_aimd_vals: (cwnd upper bound in packets, b(w) << 8), RFC 3649 Appendix B.
 const AIMD: [(u32, u32); 72] = [
@@ -88,7 +88,7 @@ pub struct HighSpeed {
     cwnd_cnt: u32,
 }
 
-impl CongestionControl for HighSpeed {
+impl CcHooks for HighSpeed {
     fn name(&self) -> &'static str {
         "highspeed"
     }
@@ -123,6 +123,8 @@ impl CongestionControl for HighSpeed {
         }
     }
 }
+
+impl LinuxCcOps for HighSpeed {}
 
 #[cfg(test)]
 mod tests {

@@ -3,7 +3,7 @@
 //! jiffies, with its module defaults (use_rtt_scaling 1, use_bandwidth_switch 1).
 
 use super::linux::{jiffies, pkts, slow_start_or_avoid, usecs_to_jiffies, HZ};
-use super::{AckKind, CaState, CcView, CongSignal, CongestionControl, Window};
+use super::{AckKind, CaState, CcHooks, CcView, CongSignal, LinuxCcOps, Window};
 use crate::time::Ns;
 
 /// 1.0 << 7
@@ -147,7 +147,7 @@ impl Htcp {
     }
 }
 
-impl CongestionControl for Htcp {
+impl CcHooks for Htcp {
     fn name(&self) -> &'static str {
         "htcp"
     }
@@ -185,7 +185,9 @@ impl CongestionControl for Htcp {
         win.ssthresh = ((pkts(v, win) * self.beta) >> 7).max(2) as u64 * v.mss;
         self.cwnd_cnt = 0;
     }
+}
 
+impl LinuxCcOps for Htcp {
     /// htcp_state()
     fn set_state(&mut self, v: &CcView, _win: &mut Window, new: CaState) {
         let now = jiffies(v.now);

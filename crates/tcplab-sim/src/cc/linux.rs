@@ -4,7 +4,7 @@
 //! (bictcp_update, cubic_root, cubictcp_recalc_ssthresh, HyStart: hystart_update,
 //! cubictcp_acked) as in current mainline.
 
-use super::{AckKind, CcView, CongSignal, CongestionControl, Window};
+use super::{AckKind, CcHooks, CcView, CongSignal, LinuxCcOps, Window};
 use crate::time::Ns;
 
 /// Kernel tick rate. Debian's and most distributions' x86 kernels use CONFIG_HZ=250.
@@ -109,7 +109,7 @@ pub(crate) fn reno_ssthresh(v: &CcView, win: &Window) -> u64 {
     (pkts(v, win) >> 1).max(2) as u64 * v.mss
 }
 
-impl CongestionControl for LinuxReno {
+impl CcHooks for LinuxReno {
     fn name(&self) -> &'static str {
         "reno"
     }
@@ -125,6 +125,8 @@ impl CongestionControl for LinuxReno {
         }
     }
 }
+
+impl LinuxCcOps for LinuxReno {}
 
 const BICTCP_BETA_SCALE: u32 = 1024;
 const BICTCP_HZ: u32 = 10;
@@ -295,7 +297,7 @@ impl LinuxCubic {
     }
 }
 
-impl CongestionControl for LinuxCubic {
+impl CcHooks for LinuxCubic {
     fn name(&self) -> &'static str {
         "cubic"
     }
@@ -353,6 +355,8 @@ impl CongestionControl for LinuxCubic {
         }
     }
 }
+
+impl LinuxCcOps for LinuxCubic {}
 
 #[cfg(test)]
 mod tests {

@@ -218,9 +218,16 @@ pub enum CongSignal {
     Ecn,
 }
 
-/// A congestion-control algorithm. Defaults are no-ops. Each hook reads the connection through
-/// `v` and may change only `win` (cwnd, ssthresh, and BBR's `app_limited_request`).
-pub trait CongestionControl {
+/// A congestion-control algorithm: the cc(4) hooks every stack calls ([`CcHooks`]) and Linux's
+/// tcp_congestion_ops hooks that have no cc(4) counterpart ([`LinuxCcOps`]). Implemented for
+/// every type that has both.
+pub trait CongestionControl: CcHooks + LinuxCcOps {}
+
+impl<T: CcHooks + LinuxCcOps + ?Sized> CongestionControl for T {}
+
+/// FreeBSD's cc(4) hooks (`struct cc_algo`). Defaults are no-ops. Each hook reads the connection
+/// through `v` and may change only `win` (cwnd, ssthresh, and BBR's `app_limited_request`).
+pub trait CcHooks {
     /// The registry name.
     fn name(&self) -> &'static str;
     /// Once, when the connection is established.
@@ -246,10 +253,13 @@ pub trait CongestionControl {
     fn pacing_rate_bps(&self, _v: &CcView, _win: &Window) -> Option<u64> {
         None
     }
+}
 
-    // Linux's tcp_congestion_ops hooks that have no cc(4) counterpart; the Linux stack calls
-    // them where net/ipv4/tcp_input.c does, the other stacks never.
-
+/// Linux's tcp_congestion_ops hooks that have no cc(4) counterpart; the Linux stack calls them
+/// where net/ipv4/tcp_input.c does (the RFC 6675 intake shared with the rfc and freebsd-rack
+/// stacks calls `in_ack_event` and `pkts_acked` too; FreeBSD's modules leave them as defaults).
+/// Defaults are no-ops; a module without Linux hooks implements it empty.
+pub trait LinuxCcOps: CcHooks {
     /// Linux `set_state`: the stack is about to move to `new` (tcp_set_ca_state()).
     fn set_state(&mut self, _v: &CcView, _win: &mut Window, _new: CaState) {}
     /// Linux `pkts_acked` (tcp_clean_rtx_queue()): after an ACK that acknowledged `pkts` packets,
@@ -434,7 +444,7 @@ pub mod dispatch {
         };
     }
 
-    impl CongestionControl for StaticCc {
+    impl CcHooks for StaticCc {
         #[inline]
         fn name(&self) -> &'static str {
             each!(self, c => c.name())
@@ -471,6 +481,9 @@ pub mod dispatch {
         fn pacing_rate_bps(&self, v: &CcView, win: &Window) -> Option<u64> {
             each!(self, c => c.pacing_rate_bps(v, win))
         }
+    }
+
+    impl LinuxCcOps for StaticCc {
         #[inline]
         fn set_state(&mut self, v: &CcView, win: &mut Window, new: CaState) {
             each!(self, c => c.set_state(v, win, new))

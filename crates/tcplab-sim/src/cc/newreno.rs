@@ -1,7 +1,7 @@
 //! NewReno: RFC 5681 slow start and congestion avoidance with RFC 3465 byte counting, and the
 //! building blocks other modules reuse (FreeBSD `newreno_cc_*` in `sys/netinet/cc/cc.c`).
 
-use super::{AckKind, CcView, CongSignal, CongestionControl, Window};
+use super::{AckKind, CcHooks, CcView, CongSignal, LinuxCcOps, Window};
 
 /// RFC 3465 §2.2 limit L on the slow-start increase per ACK, in MSS (FreeBSD `abc_l_var` = 2).
 pub const ABC_L: u64 = 2;
@@ -52,7 +52,7 @@ pub struct NewReno {
     bc: ByteCounter,
 }
 
-impl CongestionControl for NewReno {
+impl CcHooks for NewReno {
     fn name(&self) -> &'static str {
         "newreno"
     }
@@ -84,6 +84,8 @@ impl CongestionControl for NewReno {
         post_recovery(v, win);
     }
 }
+
+impl LinuxCcOps for NewReno {}
 
 #[cfg(test)]
 mod tests {

@@ -2,7 +2,7 @@
 //! off on loss (tcp_scalable_cong_avoid, tcp_scalable_ssthresh).
 
 use super::linux::{cong_avoid_ai, pkts, slow_start_then};
-use super::{AckKind, CcView, CongSignal, CongestionControl, Window};
+use super::{AckKind, CcHooks, CcView, CongSignal, LinuxCcOps, Window};
 
 const AI_CNT: u32 = 100;
 const MD_SCALE: u32 = 3;
@@ -13,7 +13,7 @@ pub struct Scalable {
     cwnd_cnt: u32,
 }
 
-impl CongestionControl for Scalable {
+impl CcHooks for Scalable {
     fn name(&self) -> &'static str {
         "scalable"
     }
@@ -33,6 +33,8 @@ impl CongestionControl for Scalable {
         }
     }
 }
+
+impl LinuxCcOps for Scalable {}
 
 #[cfg(test)]
 mod tests {

@@ -4,7 +4,7 @@
 //! with YeAH, as the kernel shares `struct vegas` (tcp_vegas.h).
 
 use super::linux::{pkts, reno_cong_avoid, reno_ssthresh, set_pkts, slow_start};
-use super::{AckKind, CaState, CcView, CongSignal, CongestionControl, Window};
+use super::{AckKind, CaState, CcHooks, CcView, CongSignal, LinuxCcOps, Window};
 use crate::time::Ns;
 
 const ALPHA: u32 = 2;
@@ -98,7 +98,7 @@ pub struct Vegas {
     cwnd_cnt: u32,
 }
 
-impl CongestionControl for Vegas {
+impl CcHooks for Vegas {
     fn name(&self) -> &'static str {
         "vegas"
     }
@@ -166,7 +166,9 @@ impl CongestionControl for Vegas {
         super::newreno::after_idle(v, win);
         self.core.init(v, win);
     }
+}
 
+impl LinuxCcOps for Vegas {
     fn set_state(&mut self, v: &CcView, win: &mut Window, new: CaState) {
         self.core.set_state(v, win, new);
     }

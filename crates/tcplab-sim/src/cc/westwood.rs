@@ -3,7 +3,7 @@
 //! and jiffies as the kernel keeps them.
 
 use super::linux::{jiffies, reno_cong_avoid, reno_ssthresh, usecs_to_jiffies, HZ};
-use super::{AckKind, CcView, CongSignal, CongestionControl, Window};
+use super::{AckKind, CcHooks, CcView, CongSignal, LinuxCcOps, Window};
 use crate::time::Ns;
 
 /// TCP_WESTWOOD_RTT_MIN: the shortest bandwidth-sampling window, HZ / 20 (50 ms).
@@ -97,7 +97,7 @@ impl Westwood {
     }
 }
 
-impl CongestionControl for Westwood {
+impl CcHooks for Westwood {
     fn name(&self) -> &'static str {
         "westwood"
     }
@@ -140,7 +140,9 @@ impl CongestionControl for Westwood {
         win.ssthresh = self.bw_rttmin(v) * v.mss;
         win.cwnd = win.ssthresh;
     }
+}
 
+impl LinuxCcOps for Westwood {
     /// tcp_westwood_pkts_acked(): the last RTT sample, in jiffies.
     fn pkts_acked(&mut self, _v: &CcView, _win: &mut Window, _pkts: u32, rtt_ns: Option<Ns>) {
         if let Some(r) = rtt_ns.filter(|&r| r >= 1000) {

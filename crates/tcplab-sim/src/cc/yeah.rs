@@ -3,7 +3,7 @@
 
 use super::linux::{cong_avoid_ai, pkts, set_pkts, slow_start};
 use super::vegas::VegasCore;
-use super::{AckKind, CaState, CcView, CongSignal, CongestionControl, Window};
+use super::{AckKind, CaState, CcHooks, CcView, CongSignal, LinuxCcOps, Window};
 use crate::time::Ns;
 
 /// Packets queued at the bottleneck that count as congestion.
@@ -46,7 +46,7 @@ impl Default for Yeah {
     }
 }
 
-impl CongestionControl for Yeah {
+impl CcHooks for Yeah {
     fn name(&self) -> &'static str {
         "yeah"
     }
@@ -130,7 +130,9 @@ impl CongestionControl for Yeah {
         super::newreno::after_idle(v, win);
         self.vegas.init(v, win);
     }
+}
 
+impl LinuxCcOps for Yeah {
     fn set_state(&mut self, v: &CcView, win: &mut Window, new: CaState) {
         self.vegas.set_state(v, win, new);
     }

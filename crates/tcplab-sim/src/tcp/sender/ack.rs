@@ -6,7 +6,7 @@ use super::core::Conn;
 use super::State;
 // The enum-dispatch build calls the hooks on a concrete type, which needs the trait in scope.
 #[cfg_attr(not(feature = "static-cc"), allow(unused_imports))]
-use crate::cc::CongestionControl;
+use crate::cc::{CcHooks, LinuxCcOps};
 use crate::packet::Packet;
 use crate::time::Ns;
 

@@ -8,7 +8,7 @@ use super::{Send, SenderEvent, Snapshot, State};
 use crate::cc::{CaState, CcVars};
 // The enum-dispatch build calls the hooks on a concrete type, which needs the trait in scope.
 #[cfg_attr(not(feature = "static-cc"), allow(unused_imports))]
-use crate::cc::CongestionControl;
+use crate::cc::{CcHooks, LinuxCcOps};
 use crate::config::{AppConfig, FlowConfig};
 use crate::packet::{header_bytes, Kind, Packet};
 use crate::stack::{Recovery, SndbufPolicy, StackProfile};

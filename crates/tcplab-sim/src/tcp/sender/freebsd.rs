@@ -17,7 +17,7 @@ use super::recovery::freebsd_prr::{sack_partialack, FreeBsdPrr};
 use super::{SenderEvent, State};
 // The enum-dispatch build calls the hooks on a concrete type, which needs the trait in scope.
 #[cfg_attr(not(feature = "static-cc"), allow(unused_imports))]
-use crate::cc::CongestionControl;
+use crate::cc::CcHooks;
 use crate::cc::{AckKind, CongSignal};
 use crate::packet::Packet;
 use crate::stack::FreeBsdRecovery;

@@ -15,7 +15,7 @@ use super::rfc::end_of_recovery;
 use super::{SenderEvent, State};
 // The enum-dispatch build calls the hooks on a concrete type, which needs the trait in scope.
 #[cfg_attr(not(feature = "static-cc"), allow(unused_imports))]
-use crate::cc::CongestionControl;
+use crate::cc::CcHooks;
 use crate::packet::Packet;
 use crate::time::Ns;
 

@@ -5,7 +5,7 @@
 
 // The enum-dispatch build calls the hooks on a concrete type, which needs the trait in scope.
 #[cfg_attr(not(feature = "static-cc"), allow(unused_imports))]
-use crate::cc::CongestionControl;
+use crate::cc::CcHooks;
 use crate::config::FlowConfig;
 use crate::packet::Packet;
 use crate::stack::{Recovery, StackProfile};

@@ -6,9 +6,9 @@ use super::core::Conn;
 use super::recovery::rfc6675::Rfc6675;
 use super::{SenderEvent, State};
 // The enum-dispatch build calls the hooks on a concrete type, which needs the trait in scope.
-use crate::cc::CongSignal;
 #[cfg_attr(not(feature = "static-cc"), allow(unused_imports))]
-use crate::cc::CongestionControl;
+use crate::cc::CcHooks;
+use crate::cc::CongSignal;
 use crate::packet::Packet;
 use crate::time::Ns;
 
