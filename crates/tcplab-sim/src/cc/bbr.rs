@@ -6,6 +6,7 @@
 //! Not modelled: CA_EVENT_TX_START after idle (bulk senders never idle), `is_ack_delayed`.
 
 use super::linux::{jiffies, HZ};
+use super::minmax::MinMax;
 use super::{CaState, CcHooks, CcView, CongSignal, LinuxCcOps, RateSample, Window};
 use crate::rng::Rng;
 
@@ -64,55 +65,6 @@ pub enum Mode {
     ProbeBw,
     /// Cut inflight to 4 packets to measure min_rtt.
     ProbeRtt,
-}
-
-/// lib/win_minmax.c: windowed max keeping the best three samples.
-#[derive(Clone, Copy, Debug, Default)]
-struct MinMax {
-    s: [(u32, u32); 3], // (t, v)
-}
-
-impl MinMax {
-    fn get(&self) -> u32 {
-        self.s[0].1
-    }
-
-    fn reset(&mut self, t: u32, v: u32) -> u32 {
-        self.s = [(t, v); 3];
-        v
-    }
-
-    /// minmax_subwin_update()
-    fn subwin_update(&mut self, win: u32, val: (u32, u32)) -> u32 {
-        let dt = val.0.wrapping_sub(self.s[0].0);
-        if dt > win {
-            self.s = [self.s[1], self.s[2], val];
-            if val.0.wrapping_sub(self.s[0].0) > win {
-                self.s = [self.s[1], self.s[2], val];
-            }
-        } else if self.s[1].0 == self.s[0].0 && dt > win / 4 {
-            self.s[1] = val;
-            self.s[2] = val;
-        } else if self.s[2].0 == self.s[1].0 && dt > win / 2 {
-            self.s[2] = val;
-        }
-        self.s[0].1
-    }
-
-    /// minmax_running_max()
-    fn running_max(&mut self, win: u32, t: u32, meas: u32) -> u32 {
-        let val = (t, meas);
-        if meas >= self.s[0].1 || t.wrapping_sub(self.s[2].0) > win {
-            return self.reset(t, meas);
-        }
-        if meas >= self.s[1].1 {
-            self.s[1] = val;
-            self.s[2] = val;
-        } else if meas >= self.s[2].1 {
-            self.s[2] = val;
-        }
-        self.subwin_update(win, val)
-    }
 }
 
 /// struct bbr, plus sk_pacing_rate which BBR owns.

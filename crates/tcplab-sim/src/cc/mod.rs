@@ -14,6 +14,7 @@ pub mod freebsd_htcp;
 pub mod highspeed;
 pub mod htcp;
 pub mod linux;
+mod minmax;
 pub mod newreno;
 pub mod scalable;
 pub mod vegas;

@@ -12,6 +12,8 @@ use crate::tcp::receiver::TcpReceiver;
 use crate::tcp::sender::TcpSender;
 use crate::udp::UdpSource;
 
+use super::ExternalCc;
+
 /// An error unless node `i` exists.
 fn check_node(cfg: &SimConfig, i: u32, what: &str) -> Result<(), String> {
     let n = cfg.nodes.len();
@@ -67,7 +69,7 @@ pub(super) fn network(cfg: &SimConfig) -> Result<(Vec<Port>, Vec<Pool>), String>
 pub(super) fn flows(
     cfg: &SimConfig,
     routes: &[Vec<u32>],
-    external: &mut dyn FnMut(usize, &str) -> Option<Box<dyn cc::CongestionControl>>,
+    external: &mut ExternalCc<'_>,
     measure_cpu: bool,
 ) -> Result<(Vec<TcpSender>, Vec<TcpReceiver>), String> {
     let rng = Rng::new(cfg.seed);

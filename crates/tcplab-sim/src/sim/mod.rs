@@ -4,6 +4,10 @@
 use crate::cc;
 
 mod build;
+
+/// Supplies a flow's algorithm from outside the registry (a user-written one), by flow index and
+/// cc name, or None for the registry's.
+pub type ExternalCc<'a> = dyn FnMut(usize, &str) -> Option<Box<dyn cc::CongestionControl>> + 'a;
 use crate::config::{AppConfig, FlowConfig, SimConfig};
 use crate::cpu::{in_tcp, CpuMeter};
 use crate::engine::{Action, EventQueue};
@@ -124,7 +128,7 @@ impl Simulation {
     /// returns a module for names it knows (user-written algorithms, e.g. in Python).
     pub fn with_external_cc(
         cfg: &SimConfig,
-        external: &mut dyn FnMut(usize, &str) -> Option<Box<dyn cc::CongestionControl>>,
+        external: &mut ExternalCc<'_>,
     ) -> Result<Self, String> {
         let n = cfg.nodes.len();
         let (ports, pools) = build::network(cfg)?;
