@@ -18,6 +18,16 @@ SUFFIXES = (".parquet", ".json", ".toml")
 VOLATILE = {"command", "git_revision", "wall_s", "created", "path", "finished", "started", "version", "elapsed_s", "host", "argv", "out"}
 
 
+# cpu.json holds CPU-time samples of the run (`[measure] cpu`, T5): measurements of this machine,
+# different on every run of the same build (two runs of one build differ in them), so only what the
+# simulation determines is compared.
+CPU_MEASURED = ("cc_", "tcp_", "sampled_s", "samples")
+
+
+def _clean_cpu(x: dict) -> dict:
+    return {k: v for k, v in x.items() if not k.startswith(CPU_MEASURED)}
+
+
 def _clean(x):
     if isinstance(x, dict):
         return {k: _clean(v) for k, v in x.items() if k not in VOLATILE}
@@ -50,6 +60,8 @@ def main(old: Path, new: Path) -> int:
                 diffs.append(f"{rel}: differs")
         else:
             ja, jb = _clean(json.loads(a.read_text())), _clean(json.loads(b.read_text()))
+            if rel.endswith("cpu.json"):
+                ja, jb = _clean_cpu(ja), _clean_cpu(jb)
             if ja != jb:
                 keys = [k for k in set(ja) | set(jb) if ja.get(k) != jb.get(k)] if isinstance(ja, dict) and isinstance(jb, dict) else []
                 diffs.append(f"{rel}: differs (keys: {sorted(keys)[:8]})")

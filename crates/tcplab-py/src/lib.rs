@@ -234,6 +234,78 @@ fn stacks() -> Vec<&'static str> {
     tcplab_sim::stack::PROFILES.to_vec()
 }
 
+fn knob_value<'py>(
+    py: Python<'py>,
+    v: tcplab_sim::stack::KnobValue,
+) -> PyResult<Bound<'py, PyAny>> {
+    use tcplab_sim::stack::KnobValue;
+    Ok(match v {
+        KnobValue::Bool(b) => b.into_pyobject(py)?.to_owned().into_any(),
+        KnobValue::Int(i) => i.into_pyobject(py)?.into_any(),
+        KnobValue::Text(t) => t.into_pyobject(py)?.into_any(),
+    })
+}
+
+/// Per stack, the knobs a flow may set: {stack: {knob: {"default": value, "allowed": [values]
+/// or None (any value of the type), "doc": str}}}.
+#[pyfunction]
+fn stack_options(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+    let out = PyDict::new(py);
+    for &name in tcplab_sim::stack::PROFILES {
+        let knobs = PyDict::new(py);
+        for k in tcplab_sim::stack::options(name).unwrap_or_default() {
+            let d = PyDict::new(py);
+            d.set_item("default", knob_value(py, k.default)?)?;
+            if k.allowed.is_empty() {
+                d.set_item("allowed", py.None())?;
+            } else {
+                let allowed = k
+                    .allowed
+                    .iter()
+                    .map(|&v| knob_value(py, v))
+                    .collect::<PyResult<Vec<_>>>()?;
+                d.set_item("allowed", PyList::new(py, allowed)?)?;
+            }
+            d.set_item("doc", k.doc)?;
+            knobs.set_item(k.name, d)?;
+        }
+        out.set_item(name, knobs)?;
+    }
+    Ok(out)
+}
+
+/// The records' contract: {"tables": {table: [columns]}, "events": {name: code},
+/// "states": {name: code}} as tcplab-trace and the simulator write them.
+#[pyfunction]
+fn record_contract(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+    use tcplab_trace::records as r;
+    let tables = PyDict::new(py);
+    for (name, cols) in [
+        ("flows", r::FLOW_COLUMNS),
+        ("intervals", r::INTERVAL_COLUMNS),
+        ("queues", r::QUEUE_COLUMNS),
+        ("ports", r::PORT_COLUMNS),
+        ("events", r::EVENT_COLUMNS),
+        ("sends", r::SEND_COLUMNS),
+    ] {
+        tables.set_item(name, cols.to_vec())?;
+    }
+    let events = PyDict::new(py);
+    for e in tcplab_sim::tcp::sender::SenderEvent::ALL {
+        events.set_item(e.name(), e.code())?;
+    }
+    let states = PyDict::new(py);
+    use tcplab_trace::flows::{LOSS, OPEN, RECOVERY};
+    for (name, code) in [("open", OPEN), ("recovery", RECOVERY), ("loss", LOSS)] {
+        states.set_item(name, code)?;
+    }
+    let d = PyDict::new(py);
+    d.set_item("tables", tables)?;
+    d.set_item("events", events)?;
+    d.set_item("states", states)?;
+    Ok(d)
+}
+
 /// Logs of one experiment being imported into records (tcplab-trace's `Import`).
 #[pyclass(unsendable)]
 struct Importer {
@@ -585,5 +657,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(algorithms, m)?)?;
     m.add_function(wrap_pyfunction!(algorithms_for, m)?)?;
     m.add_function(wrap_pyfunction!(stacks, m)?)?;
+    m.add_function(wrap_pyfunction!(stack_options, m)?)?;
+    m.add_function(wrap_pyfunction!(record_contract, m)?)?;
     Ok(())
 }

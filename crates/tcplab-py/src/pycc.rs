@@ -7,7 +7,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use pyo3::prelude::*;
-use tcplab_sim::cc::{newreno, AckKind, CcVars, CongSignal, CongestionControl};
+use tcplab_sim::cc::{newreno, AckKind, CcHooks, CcView, CongSignal, LinuxCcOps, Window};
 use tcplab_sim::time::Ns;
 
 /// What a Python algorithm sees and sets (FreeBSD `struct cc_var`): cwnd and ssthresh are its to
@@ -115,7 +115,8 @@ impl PyCc {
     /// nothing more is called (the run ends with it).
     fn call<A>(
         &self,
-        v: &mut CcVars,
+        v: &CcView,
+        win: &mut Window,
         i: usize,
         args: impl FnOnce(Python<'_>, &Py<CcState>) -> PyResult<A>,
     ) where
@@ -127,8 +128,8 @@ impl PyCc {
         Python::with_gil(|py| {
             {
                 let mut s = self.state.borrow_mut(py);
-                s.cwnd_bytes = v.cwnd;
-                s.ssthresh_bytes = v.ssthresh;
+                s.cwnd_bytes = win.cwnd;
+                s.ssthresh_bytes = win.ssthresh;
                 s.mss_bytes = v.mss;
                 s.iw_bytes = v.iw;
                 s.bytes_acked = v.bytes_this_ack;
@@ -144,8 +145,8 @@ impl PyCc {
                 Ok(_) => {
                     let s = self.state.borrow(py);
                     // A window below one segment cannot send; the stacks keep at least one.
-                    v.cwnd = s.cwnd_bytes.max(v.mss);
-                    v.ssthresh = s.ssthresh_bytes.max(v.mss);
+                    win.cwnd = s.cwnd_bytes.max(v.mss);
+                    win.ssthresh = s.ssthresh_bytes.max(v.mss);
                 }
                 Err(e) => *self.error.borrow_mut() = Some(e),
             }
@@ -153,39 +154,43 @@ impl PyCc {
     }
 }
 
-impl CongestionControl for PyCc {
+impl CcHooks for PyCc {
     fn name(&self) -> &'static str {
         "python"
     }
-    fn conn_init(&mut self, v: &mut CcVars) {
-        self.call(v, 0, |py, s| Ok((s.clone_ref(py),)));
+    fn conn_init(&mut self, v: &CcView, win: &mut Window) {
+        self.call(v, win, 0, |py, s| Ok((s.clone_ref(py),)));
     }
-    fn ack_received(&mut self, v: &mut CcVars, kind: AckKind) {
-        self.call(v, 1, |py, s| Ok((s.clone_ref(py), kind == AckKind::DupAck)));
+    fn ack_received(&mut self, v: &CcView, win: &mut Window, kind: AckKind) {
+        self.call(v, win, 1, |py, s| {
+            Ok((s.clone_ref(py), kind == AckKind::DupAck))
+        });
     }
-    fn cong_signal(&mut self, v: &mut CcVars, sig: CongSignal) {
+    fn cong_signal(&mut self, v: &CcView, win: &mut Window, sig: CongSignal) {
         let name = match sig {
             CongSignal::NDupAck => "loss",
             CongSignal::Rto => "rto",
             CongSignal::RtoErr => "rto_err",
             CongSignal::Ecn => "ecn",
         };
-        self.call(v, 2, |py, s| Ok((s.clone_ref(py), name)));
+        self.call(v, win, 2, |py, s| Ok((s.clone_ref(py), name)));
     }
-    fn post_recovery(&mut self, v: &mut CcVars) {
-        self.call(v, 3, |py, s| Ok((s.clone_ref(py),)));
+    fn post_recovery(&mut self, v: &CcView, win: &mut Window) {
+        self.call(v, win, 3, |py, s| Ok((s.clone_ref(py),)));
     }
-    fn after_idle(&mut self, v: &mut CcVars) {
+    fn after_idle(&mut self, v: &CcView, win: &mut Window) {
         if self.has[4] {
-            self.call(v, 4, |py, s| Ok((s.clone_ref(py),)));
+            self.call(v, win, 4, |py, s| Ok((s.clone_ref(py),)));
         } else {
-            newreno::after_idle(v); // the trait's default (RFC 5681 §4.1)
+            newreno::after_idle(v, win); // the trait's default (RFC 5681 §4.1)
         }
     }
-    fn rtt_sample(&mut self, v: &mut CcVars, rtt_ns: Ns) {
-        self.call(v, 5, |py, s| Ok((s.clone_ref(py), rtt_ns / 1000)));
+    fn rtt_sample(&mut self, v: &CcView, win: &mut Window, rtt_ns: Ns) {
+        self.call(v, win, 5, |py, s| Ok((s.clone_ref(py), rtt_ns / 1000)));
     }
-    fn new_round(&mut self, v: &mut CcVars) {
-        self.call(v, 6, |py, s| Ok((s.clone_ref(py),)));
+    fn new_round(&mut self, v: &CcView, win: &mut Window) {
+        self.call(v, win, 6, |py, s| Ok((s.clone_ref(py),)));
     }
 }
+
+impl LinuxCcOps for PyCc {}

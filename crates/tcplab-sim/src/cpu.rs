@@ -14,7 +14,10 @@
 use std::cell::Cell;
 use std::sync::Once;
 
-use crate::cc::{AckKind, CaState, CcVars, CongSignal, CongestionControl, RateSample};
+use crate::cc::{
+    AckKind, CaState, CcHooks, CcView, CongSignal, CongestionControl, LinuxCcOps, RateSample,
+    Window,
+};
 use crate::time::Ns;
 
 const OTHER: u8 = 0;
@@ -161,48 +164,51 @@ impl MarkedCc {
     }
 }
 
-impl CongestionControl for MarkedCc {
+impl CcHooks for MarkedCc {
     fn name(&self) -> &'static str {
         self.inner.name()
     }
-    fn conn_init(&mut self, v: &mut CcVars) {
-        in_cc(|| self.inner.conn_init(v))
+    fn conn_init(&mut self, v: &CcView, win: &mut Window) {
+        in_cc(|| self.inner.conn_init(v, win))
     }
-    fn ack_received(&mut self, v: &mut CcVars, kind: AckKind) {
-        in_cc(|| self.inner.ack_received(v, kind))
+    fn ack_received(&mut self, v: &CcView, win: &mut Window, kind: AckKind) {
+        in_cc(|| self.inner.ack_received(v, win, kind))
     }
-    fn cong_signal(&mut self, v: &mut CcVars, sig: CongSignal) {
-        in_cc(|| self.inner.cong_signal(v, sig))
+    fn cong_signal(&mut self, v: &CcView, win: &mut Window, sig: CongSignal) {
+        in_cc(|| self.inner.cong_signal(v, win, sig))
     }
-    fn post_recovery(&mut self, v: &mut CcVars) {
-        in_cc(|| self.inner.post_recovery(v))
+    fn post_recovery(&mut self, v: &CcView, win: &mut Window) {
+        in_cc(|| self.inner.post_recovery(v, win))
     }
-    fn after_idle(&mut self, v: &mut CcVars) {
-        in_cc(|| self.inner.after_idle(v))
+    fn after_idle(&mut self, v: &CcView, win: &mut Window) {
+        in_cc(|| self.inner.after_idle(v, win))
     }
-    fn rtt_sample(&mut self, v: &mut CcVars, rtt_ns: Ns) {
-        in_cc(|| self.inner.rtt_sample(v, rtt_ns))
+    fn rtt_sample(&mut self, v: &CcView, win: &mut Window, rtt_ns: Ns) {
+        in_cc(|| self.inner.rtt_sample(v, win, rtt_ns))
     }
-    fn new_round(&mut self, v: &mut CcVars) {
-        in_cc(|| self.inner.new_round(v))
+    fn new_round(&mut self, v: &CcView, win: &mut Window) {
+        in_cc(|| self.inner.new_round(v, win))
     }
-    fn pacing_rate_bps(&self, v: &CcVars) -> Option<u64> {
-        in_cc(|| self.inner.pacing_rate_bps(v))
+    fn pacing_rate_bps(&self, v: &CcView, win: &Window) -> Option<u64> {
+        in_cc(|| self.inner.pacing_rate_bps(v, win))
     }
-    fn set_state(&mut self, v: &mut CcVars, new: CaState) {
-        in_cc(|| self.inner.set_state(v, new))
+}
+
+impl LinuxCcOps for MarkedCc {
+    fn set_state(&mut self, v: &CcView, win: &mut Window, new: CaState) {
+        in_cc(|| self.inner.set_state(v, win, new))
     }
-    fn pkts_acked(&mut self, v: &mut CcVars, pkts: u32, rtt_ns: Option<Ns>) {
-        in_cc(|| self.inner.pkts_acked(v, pkts, rtt_ns))
+    fn pkts_acked(&mut self, v: &CcView, win: &mut Window, pkts: u32, rtt_ns: Option<Ns>) {
+        in_cc(|| self.inner.pkts_acked(v, win, pkts, rtt_ns))
     }
-    fn in_ack_event(&mut self, v: &mut CcVars, slow_path: bool) {
-        in_cc(|| self.inner.in_ack_event(v, slow_path))
+    fn in_ack_event(&mut self, v: &CcView, win: &mut Window, slow_path: bool) {
+        in_cc(|| self.inner.in_ack_event(v, win, slow_path))
     }
     fn owns_cwnd(&self) -> bool {
         self.inner.owns_cwnd()
     }
-    fn cong_control(&mut self, v: &mut CcVars, rs: &RateSample) {
-        in_cc(|| self.inner.cong_control(v, rs))
+    fn cong_control(&mut self, v: &CcView, win: &mut Window, rs: &RateSample) {
+        in_cc(|| self.inner.cong_control(v, win, rs))
     }
     fn needs_pacing(&self) -> bool {
         self.inner.needs_pacing()
@@ -212,6 +218,7 @@ impl CongestionControl for MarkedCc {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cc::CcVars;
     use crate::cc::{build_boxed as build, Family};
     use std::hint::black_box;
     use std::time::{Duration, Instant};
@@ -228,14 +235,14 @@ mod tests {
             ] {
                 v.bytes_this_ack = 1448;
                 if i == 700 {
-                    cc.cong_signal(v, CongSignal::NDupAck);
-                    v.cwnd = v.ssthresh;
+                    cc.cong_signal(&v.view, &mut v.win, CongSignal::NDupAck);
+                    v.win.cwnd = v.win.ssthresh;
                 } else {
-                    cc.ack_received(v, AckKind::Ack);
+                    cc.ack_received(&v.view, &mut v.win, AckKind::Ack);
                 }
             }
         }
-        assert_eq!((a.cwnd, a.ssthresh), (b.cwnd, b.ssthresh));
+        assert_eq!((a.win.cwnd, a.win.ssthresh), (b.win.cwnd, b.win.ssthresh));
     }
 
     fn spin(d: Duration) {

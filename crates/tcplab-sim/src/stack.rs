@@ -235,6 +235,40 @@ fn freebsd_rack() -> StackProfile {
     }
 }
 
+/// A flow's stack configuration, resolved once from its config: the named profile with the
+/// flow's knobs applied (Linux PRR version; FreeBSD D43470, do_prr, sack.tso, tso, sendbuf_inc).
+/// The sender and receiver are built from it and never change it afterwards.
+pub fn resolve(f: &crate::config::FlowConfig) -> Option<StackProfile> {
+    let mut profile = profile(&f.stack)?;
+    if let (Some(v), Recovery::LinuxPrr(_)) = (f.prr, profile.recovery) {
+        profile.recovery = Recovery::LinuxPrr(v);
+    }
+    let freebsd_stack = matches!(
+        profile.recovery,
+        Recovery::FreeBsd(_) | Recovery::FreeBsdRack
+    );
+    if let (Some(k), true) = (&f.freebsd, freebsd_stack) {
+        if let Recovery::FreeBsd(_) = profile.recovery {
+            profile.recovery = Recovery::FreeBsd(FreeBsdRecovery {
+                d43470: k.d43470,
+                prr: k.do_prr,
+                sack_tso: k.sack_tso,
+            });
+        }
+        // tcp_output.c: without net.inet.tcp.tso every send is at most one segment.
+        if !k.tso {
+            profile.tso_max_bytes = f.mss as u64;
+        }
+        profile.retx_tso = k.tso && k.sack_tso;
+        profile.sndbuf = if k.sendbuf_inc_bytes > 0 {
+            SndbufPolicy::FreeBsdInc(k.sendbuf_inc_bytes)
+        } else {
+            SndbufPolicy::Fixed
+        };
+    }
+    Some(profile)
+}
+
 /// Look a profile up by name.
 pub fn profile(name: &str) -> Option<StackProfile> {
     match name {
@@ -244,4 +278,101 @@ pub fn profile(name: &str) -> Option<StackProfile> {
         "freebsd-rack" => Some(freebsd_rack()),
         _ => None,
     }
+}
+
+/// A knob's value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KnobValue {
+    /// A switch.
+    Bool(bool),
+    /// A non-negative integer.
+    Int(u64),
+    /// One of a set of names.
+    Text(&'static str),
+}
+
+/// One setting a stack accepts from a flow's config, with its default and, where the set is
+/// closed, its allowed values (empty: any value of the type).
+#[derive(Clone, Debug)]
+pub struct Knob {
+    /// The key in the flow's config.
+    pub name: &'static str,
+    /// What the stack uses when the flow does not set it.
+    pub default: KnobValue,
+    /// The allowed values, if the set is closed.
+    pub allowed: Vec<KnobValue>,
+    /// What it is.
+    pub doc: &'static str,
+}
+
+/// The knobs a stack accepts ([`resolve`] applies them), their defaults read from the profiles.
+pub fn options(name: &str) -> Option<Vec<Knob>> {
+    let both = [KnobValue::Bool(true), KnobValue::Bool(false)];
+    let fb = freebsd();
+    let Recovery::FreeBsd(k) = fb.recovery else {
+        unreachable!("the freebsd profile recovers as FreeBSD")
+    };
+    let SndbufPolicy::FreeBsdInc(inc) = fb.sndbuf else {
+        unreachable!("the freebsd profile autosizes its send buffer")
+    };
+    // The FreeBSD stacks share the socket layer and tcp_output.c's TSO switches.
+    let mut freebsd_common = vec![
+        Knob {
+            name: "tso",
+            default: KnobValue::Bool(fb.tso_max_bytes > 0),
+            allowed: both.to_vec(),
+            doc: "net.inet.tcp.tso: TSO bursts (off: every send at most one segment)",
+        },
+        Knob {
+            name: "sack_tso",
+            default: KnobValue::Bool(k.sack_tso),
+            allowed: both.to_vec(),
+            doc: "net.inet.tcp.sack.tso (D45068): hole retransmissions may be TSO bursts",
+        },
+        Knob {
+            name: "do_prr",
+            default: KnobValue::Bool(k.prr),
+            allowed: both.to_vec(),
+            doc: "net.inet.tcp.do_prr: PRR in fast recovery",
+        },
+        Knob {
+            name: "sendbuf_inc_bytes",
+            default: KnobValue::Int(inc),
+            allowed: Vec::new(),
+            doc: "net.inet.tcp.sendbuf_inc, bytes (0: no send-buffer autosizing)",
+        },
+    ];
+    Some(match name {
+        "rfc" => Vec::new(),
+        "linux" => {
+            let Recovery::LinuxPrr(v) = linux().recovery else {
+                unreachable!("the linux profile recovers with PRR")
+            };
+            vec![Knob {
+                name: "prr",
+                default: KnobValue::Text(v.name()),
+                allowed: PrrVersion::ALL
+                    .iter()
+                    .map(|v| KnobValue::Text(v.name()))
+                    .collect(),
+                doc:
+                    "Linux tcp_cwnd_reduction() version: 6.x (mainline) or 5.15 (5.12 .. 5.15 LTS)",
+            }]
+        }
+        "freebsd" => {
+            freebsd_common.insert(
+                0,
+                Knob {
+                    name: "d43470",
+                    default: KnobValue::Bool(k.d43470),
+                    allowed: both.to_vec(),
+                    doc:
+                        "review D43470 (cwnd during SACK recovery): after (true) or before (false)",
+                },
+            );
+            freebsd_common
+        }
+        "freebsd-rack" => freebsd_common,
+        _ => return None,
+    })
 }

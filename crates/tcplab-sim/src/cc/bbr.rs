@@ -6,7 +6,8 @@
 //! Not modelled: CA_EVENT_TX_START after idle (bulk senders never idle), `is_ack_delayed`.
 
 use super::linux::{jiffies, HZ};
-use super::{CaState, CcVars, CongSignal, CongestionControl, RateSample};
+use super::minmax::MinMax;
+use super::{CaState, CcHooks, CcView, CongSignal, LinuxCcOps, RateSample, Window};
 use crate::rng::Rng;
 
 const BW_SCALE: u32 = 24;
@@ -64,55 +65,6 @@ pub enum Mode {
     ProbeBw,
     /// Cut inflight to 4 packets to measure min_rtt.
     ProbeRtt,
-}
-
-/// lib/win_minmax.c: windowed max keeping the best three samples.
-#[derive(Clone, Copy, Debug, Default)]
-struct MinMax {
-    s: [(u32, u32); 3], // (t, v)
-}
-
-impl MinMax {
-    fn get(&self) -> u32 {
-        self.s[0].1
-    }
-
-    fn reset(&mut self, t: u32, v: u32) -> u32 {
-        self.s = [(t, v); 3];
-        v
-    }
-
-    /// minmax_subwin_update()
-    fn subwin_update(&mut self, win: u32, val: (u32, u32)) -> u32 {
-        let dt = val.0.wrapping_sub(self.s[0].0);
-        if dt > win {
-            self.s = [self.s[1], self.s[2], val];
-            if val.0.wrapping_sub(self.s[0].0) > win {
-                self.s = [self.s[1], self.s[2], val];
-            }
-        } else if self.s[1].0 == self.s[0].0 && dt > win / 4 {
-            self.s[1] = val;
-            self.s[2] = val;
-        } else if self.s[2].0 == self.s[1].0 && dt > win / 2 {
-            self.s[2] = val;
-        }
-        self.s[0].1
-    }
-
-    /// minmax_running_max()
-    fn running_max(&mut self, win: u32, t: u32, meas: u32) -> u32 {
-        let val = (t, meas);
-        if meas >= self.s[0].1 || t.wrapping_sub(self.s[2].0) > win {
-            return self.reset(t, meas);
-        }
-        if meas >= self.s[1].1 {
-            self.s[1] = val;
-            self.s[2] = val;
-        } else if meas >= self.s[2].1 {
-            self.s[2] = val;
-        }
-        self.subwin_update(win, val)
-    }
 }
 
 /// struct bbr, plus sk_pacing_rate which BBR owns.
@@ -203,8 +155,8 @@ fn pkts(bytes: u64, mss: u64) -> u32 {
     bytes.div_ceil(mss) as u32
 }
 
-fn cwnd_pkts(v: &CcVars) -> u32 {
-    (v.cwnd / v.mss).max(1) as u32
+fn cwnd_pkts(v: &CcView, win: &Window) -> u32 {
+    (win.cwnd / v.mss).max(1) as u32
 }
 
 fn us(ns: u64) -> u64 {
@@ -239,22 +191,22 @@ impl Bbr {
     }
 
     /// bbr_init_pacing_rate_from_rtt(): high_gain x cwnd / RTT (1 ms before any sample).
-    fn init_pacing_rate_from_rtt(&mut self, v: &CcVars) {
+    fn init_pacing_rate_from_rtt(&mut self, v: &CcView, win: &Window) {
         let rtt_us = if v.srtt_ns > 0 {
             self.has_seen_rtt = true;
             us(v.srtt_ns).max(1)
         } else {
             1000
         };
-        let bw = cwnd_pkts(v) as u64 * BW_UNIT / rtt_us;
+        let bw = cwnd_pkts(v, win) as u64 * BW_UNIT / rtt_us;
         self.pacing_rate_bytes = Self::rate_bytes_per_sec(v.mss, bw, HIGH_GAIN);
     }
 
     /// bbr_set_pacing_rate(): never lower it before the pipe is full.
-    fn set_pacing_rate(&mut self, v: &CcVars, bw: u32, gain: u32) {
+    fn set_pacing_rate(&mut self, v: &CcView, win: &Window, bw: u32, gain: u32) {
         let rate = Self::rate_bytes_per_sec(v.mss, bw as u64, gain);
         if !self.has_seen_rtt && v.srtt_ns > 0 {
-            self.init_pacing_rate_from_rtt(v);
+            self.init_pacing_rate_from_rtt(v, win);
         }
         if self.full_bw_reached || rate > self.pacing_rate_bytes {
             self.pacing_rate_bytes = rate;
@@ -273,11 +225,11 @@ impl Bbr {
     }
 
     /// bbr_save_cwnd()
-    fn save_cwnd(&mut self, v: &CcVars) {
+    fn save_cwnd(&mut self, v: &CcView, win: &Window) {
         if self.prev_ca_state < CaState::Recovery && self.mode != Mode::ProbeRtt {
-            self.prior_cwnd = cwnd_pkts(v);
+            self.prior_cwnd = cwnd_pkts(v, win);
         } else {
-            self.prior_cwnd = self.prior_cwnd.max(cwnd_pkts(v));
+            self.prior_cwnd = self.prior_cwnd.max(cwnd_pkts(v, win));
         }
     }
 
@@ -306,7 +258,7 @@ impl Bbr {
 
     /// bbr_packets_in_net_at_edt(): what will still be in the network when the next scheduled
     /// packet leaves.
-    fn packets_in_net_at_edt(&self, v: &CcVars, inflight_now: u32) -> u32 {
+    fn packets_in_net_at_edt(&self, v: &CcView, inflight_now: u32) -> u32 {
         let edt = v.next_send_ns.max(v.now);
         let interval_us = us(edt - v.now);
         let interval_delivered = ((self.bw() as u64 * interval_us) >> BW_SCALE) as u32;
@@ -330,12 +282,13 @@ impl Bbr {
     /// recovery, the cwnd from before it restored at the end.
     fn set_cwnd_to_recover_or_restore(
         &mut self,
-        v: &CcVars,
+        v: &CcView,
+        win: &Window,
         rs: &RateSample,
         acked: u32,
     ) -> (u32, bool) {
         let (prev, state) = (self.prev_ca_state, v.ca_state);
-        let mut cwnd = cwnd_pkts(v);
+        let mut cwnd = cwnd_pkts(v, win);
         let in_flight = pkts(v.flight, v.mss);
         if rs.losses > 0 {
             cwnd = (cwnd as i64 - rs.losses as i64).max(1) as u32;
@@ -356,10 +309,18 @@ impl Bbr {
     }
 
     /// bbr_set_cwnd()
-    fn set_cwnd(&mut self, v: &mut CcVars, rs: &RateSample, acked: u32, bw: u32, gain: u32) {
-        let mut cwnd = cwnd_pkts(v);
+    fn set_cwnd(
+        &mut self,
+        v: &CcView,
+        win: &mut Window,
+        rs: &RateSample,
+        acked: u32,
+        bw: u32,
+        gain: u32,
+    ) {
+        let mut cwnd = cwnd_pkts(v, win);
         if acked > 0 {
-            let (c, conserving) = self.set_cwnd_to_recover_or_restore(v, rs, acked);
+            let (c, conserving) = self.set_cwnd_to_recover_or_restore(v, win, rs, acked);
             cwnd = c;
             if !conserving {
                 let mut target = self.bdp(bw, gain);
@@ -376,11 +337,11 @@ impl Bbr {
         if self.mode == Mode::ProbeRtt {
             cwnd = cwnd.min(CWND_MIN_TARGET);
         }
-        v.cwnd = cwnd as u64 * v.mss;
+        win.cwnd = cwnd as u64 * v.mss;
     }
 
     /// bbr_is_next_cycle_phase()
-    fn is_next_cycle_phase(&self, v: &CcVars, rs: &RateSample) -> bool {
+    fn is_next_cycle_phase(&self, v: &CcView, _win: &Window, rs: &RateSample) -> bool {
         let is_full_length =
             us(v.delivered_mstamp_ns).saturating_sub(self.cycle_mstamp_us) > self.min_rtt_us as u64;
         if self.pacing_gain == BBR_UNIT {
@@ -395,34 +356,34 @@ impl Bbr {
         is_full_length || inflight <= self.inflight(bw, BBR_UNIT, v.mss)
     }
 
-    fn advance_cycle_phase(&mut self, v: &CcVars) {
+    fn advance_cycle_phase(&mut self, v: &CcView) {
         self.cycle_idx = (self.cycle_idx + 1) & (CYCLE_LEN - 1);
         self.cycle_mstamp_us = us(v.delivered_mstamp_ns);
     }
 
     /// bbr_reset_probe_bw_mode(): a random phase other than the 0.75 one.
-    fn reset_probe_bw_mode(&mut self, v: &CcVars) {
+    fn reset_probe_bw_mode(&mut self, v: &CcView, _win: &Window) {
         self.mode = Mode::ProbeBw;
         self.cycle_idx = CYCLE_LEN - 1 - self.rng.below(CYCLE_RAND) as u32;
         self.advance_cycle_phase(v);
     }
 
-    fn reset_mode(&mut self, v: &CcVars) {
+    fn reset_mode(&mut self, v: &CcView, win: &Window) {
         if !self.full_bw_reached {
             self.mode = Mode::Startup;
         } else {
-            self.reset_probe_bw_mode(v);
+            self.reset_probe_bw_mode(v, win);
         }
     }
 
-    fn reset_lt_bw_sampling_interval(&mut self, v: &CcVars) {
+    fn reset_lt_bw_sampling_interval(&mut self, v: &CcView) {
         self.lt_last_stamp_ms = (us(v.delivered_mstamp_ns) / 1000) as u32;
         self.lt_last_delivered = v.delivered_pkts;
         self.lt_last_lost = v.lost_pkts;
         self.lt_rtt_cnt = 0;
     }
 
-    fn reset_lt_bw_sampling(&mut self, v: &CcVars) {
+    fn reset_lt_bw_sampling(&mut self, v: &CcView, _win: &Window) {
         self.lt_bw = 0;
         self.lt_use_bw = false;
         self.lt_is_sampling = false;
@@ -430,7 +391,7 @@ impl Bbr {
     }
 
     /// bbr_lt_bw_interval_done(): two consistent lossy intervals mean a policer.
-    fn lt_bw_interval_done(&mut self, v: &CcVars, bw: u32) {
+    fn lt_bw_interval_done(&mut self, v: &CcView, _win: &Window, bw: u32) {
         if self.lt_bw != 0 {
             let diff = bw.abs_diff(self.lt_bw);
             if diff * BBR_UNIT <= LT_BW_RATIO * self.lt_bw
@@ -448,13 +409,13 @@ impl Bbr {
     }
 
     /// bbr_lt_bw_sampling()
-    fn lt_bw_sampling(&mut self, v: &CcVars, rs: &RateSample) {
+    fn lt_bw_sampling(&mut self, v: &CcView, win: &Window, rs: &RateSample) {
         if self.lt_use_bw {
             if self.mode == Mode::ProbeBw && self.round_start {
                 self.lt_rtt_cnt += 1;
                 if self.lt_rtt_cnt >= LT_BW_MAX_RTTS {
-                    self.reset_lt_bw_sampling(v);
-                    self.reset_probe_bw_mode(v);
+                    self.reset_lt_bw_sampling(v, win);
+                    self.reset_probe_bw_mode(v, win);
                 }
             }
             return;
@@ -468,7 +429,7 @@ impl Bbr {
             self.lt_is_sampling = true;
         }
         if rs.is_app_limited {
-            self.reset_lt_bw_sampling(v);
+            self.reset_lt_bw_sampling(v, win);
             return;
         }
         if self.round_start {
@@ -478,7 +439,7 @@ impl Bbr {
             return;
         }
         if self.lt_rtt_cnt > 4 * LT_INTVL_MIN_RTTS {
-            self.reset_lt_bw_sampling(v);
+            self.reset_lt_bw_sampling(v, win);
             return;
         }
         if rs.losses == 0 {
@@ -495,15 +456,15 @@ impl Bbr {
             return;
         }
         if t >= u32::MAX / 1000 {
-            self.reset_lt_bw_sampling(v);
+            self.reset_lt_bw_sampling(v, win);
             return;
         }
         let bw = (delivered as u64 * BW_UNIT / (t as u64 * 1000)) as u32;
-        self.lt_bw_interval_done(v, bw);
+        self.lt_bw_interval_done(v, win, bw);
     }
 
     /// bbr_update_bw(): rounds, and the max filter over 10 rounds.
-    fn update_bw(&mut self, v: &CcVars, rs: &RateSample) {
+    fn update_bw(&mut self, v: &CcView, win: &Window, rs: &RateSample) {
         self.round_start = false;
         if rs.delivered < 0 || rs.interval_us <= 0 {
             return;
@@ -514,7 +475,7 @@ impl Bbr {
             self.round_start = true;
             self.packet_conservation = false;
         }
-        self.lt_bw_sampling(v, rs);
+        self.lt_bw_sampling(v, win, rs);
         let bw = (rs.delivered as u64 * BW_UNIT / rs.interval_us as u64) as u32;
         if !rs.is_app_limited || bw >= self.max_bw() {
             self.bw.running_max(BW_RTTS, self.rtt_cnt, bw);
@@ -522,7 +483,7 @@ impl Bbr {
     }
 
     /// bbr_update_ack_aggregation()
-    fn update_ack_aggregation(&mut self, v: &CcVars, rs: &RateSample) {
+    fn update_ack_aggregation(&mut self, v: &CcView, win: &Window, rs: &RateSample) {
         if rs.acked_sacked == 0 || rs.delivered < 0 || rs.interval_us <= 0 {
             return;
         }
@@ -545,7 +506,7 @@ impl Bbr {
             expected_acked = 0;
         }
         self.ack_epoch_acked = (self.ack_epoch_acked + rs.acked_sacked as u32).min(0xfffff);
-        let extra = (self.ack_epoch_acked - expected_acked).min(cwnd_pkts(v));
+        let extra = (self.ack_epoch_acked - expected_acked).min(cwnd_pkts(v, win));
         let slot = &mut self.extra_acked[self.extra_acked_win_idx];
         *slot = (*slot).max(extra);
     }
@@ -566,21 +527,21 @@ impl Bbr {
     }
 
     /// bbr_check_drain()
-    fn check_drain(&mut self, v: &mut CcVars) {
+    fn check_drain(&mut self, v: &CcView, win: &mut Window) {
         if self.mode == Mode::Startup && self.full_bw_reached {
             self.mode = Mode::Drain;
-            v.ssthresh = self.inflight(self.max_bw(), BBR_UNIT, v.mss) as u64 * v.mss;
+            win.ssthresh = self.inflight(self.max_bw(), BBR_UNIT, v.mss) as u64 * v.mss;
         }
         if self.mode == Mode::Drain
             && self.packets_in_net_at_edt(v, pkts(v.flight, v.mss))
                 <= self.inflight(self.max_bw(), BBR_UNIT, v.mss)
         {
-            self.reset_probe_bw_mode(v);
+            self.reset_probe_bw_mode(v, win);
         }
     }
 
     /// bbr_check_probe_rtt_done()
-    fn check_probe_rtt_done(&mut self, v: &mut CcVars) {
+    fn check_probe_rtt_done(&mut self, v: &CcView, win: &mut Window) {
         let now = jiffies(v.now);
         if !(self.probe_rtt_done_stamp != 0
             && now.wrapping_sub(self.probe_rtt_done_stamp) as i32 > 0)
@@ -588,12 +549,12 @@ impl Bbr {
             return;
         }
         self.min_rtt_stamp = now;
-        v.cwnd = v.cwnd.max(self.prior_cwnd as u64 * v.mss);
-        self.reset_mode(v);
+        win.cwnd = win.cwnd.max(self.prior_cwnd as u64 * v.mss);
+        self.reset_mode(v, win);
     }
 
     /// bbr_update_min_rtt(): the 10 s min filter and PROBE_RTT.
-    fn update_min_rtt(&mut self, v: &mut CcVars, rs: &RateSample) -> Option<u64> {
+    fn update_min_rtt(&mut self, v: &CcView, win: &mut Window, rs: &RateSample) -> Option<u64> {
         let now = jiffies(v.now);
         let mut app_limited_mark = None;
         let filter_expired =
@@ -608,7 +569,7 @@ impl Bbr {
             && self.mode != Mode::ProbeRtt
         {
             self.mode = Mode::ProbeRtt;
-            self.save_cwnd(v);
+            self.save_cwnd(v, win);
             self.probe_rtt_done_stamp = 0;
         }
         if self.mode == Mode::ProbeRtt {
@@ -625,7 +586,7 @@ impl Bbr {
                     self.probe_rtt_round_done = true;
                 }
                 if self.probe_rtt_round_done {
-                    self.check_probe_rtt_done(v);
+                    self.check_probe_rtt_done(v, win);
                 }
             }
         }
@@ -653,31 +614,31 @@ impl Bbr {
 
     /// bbr_main() for one ACK. Returns Some(in-flight packets) when PROBE_RTT asks the stack to
     /// mark the connection application-limited.
-    pub fn on_ack(&mut self, v: &mut CcVars, rs: &RateSample) -> Option<u64> {
-        self.update_bw(v, rs);
-        self.update_ack_aggregation(v, rs);
-        if self.mode == Mode::ProbeBw && self.is_next_cycle_phase(v, rs) {
+    pub fn on_ack(&mut self, v: &CcView, win: &mut Window, rs: &RateSample) -> Option<u64> {
+        self.update_bw(v, win, rs);
+        self.update_ack_aggregation(v, win, rs);
+        if self.mode == Mode::ProbeBw && self.is_next_cycle_phase(v, win, rs) {
             self.advance_cycle_phase(v);
         }
         self.check_full_bw_reached(rs);
-        self.check_drain(v);
-        let app_limited = self.update_min_rtt(v, rs);
+        self.check_drain(v, win);
+        let app_limited = self.update_min_rtt(v, win, rs);
         self.update_gains();
         let bw = self.bw();
-        self.set_pacing_rate(v, bw, self.pacing_gain);
+        self.set_pacing_rate(v, win, bw, self.pacing_gain);
         let acked = rs.acked_sacked as u32;
-        self.set_cwnd(v, rs, acked, bw, self.cwnd_gain);
+        self.set_cwnd(v, win, rs, acked, bw, self.cwnd_gain);
         app_limited
     }
 }
 
-impl CongestionControl for Bbr {
+impl CcHooks for Bbr {
     fn name(&self) -> &'static str {
         "bbr"
     }
 
     /// bbr_init()
-    fn conn_init(&mut self, v: &mut CcVars) {
+    fn conn_init(&mut self, v: &CcView, win: &mut Window) {
         *self = Bbr {
             min_rtt_us: if v.min_rtt_ns == 0 {
                 u32::MAX
@@ -689,11 +650,26 @@ impl CongestionControl for Bbr {
             rng: Rng::new(v.random),
             ..Bbr::default()
         };
-        v.ssthresh = u64::MAX / 4; // TCP_INFINITE_SSTHRESH
-        self.init_pacing_rate_from_rtt(v);
-        self.reset_lt_bw_sampling(v);
+        win.ssthresh = u64::MAX / 4; // TCP_INFINITE_SSTHRESH
+        self.init_pacing_rate_from_rtt(v, win);
+        self.reset_lt_bw_sampling(v, win);
     }
 
+    /// bbr_ssthresh(): save cwnd for after recovery; ssthresh unchanged.
+    fn cong_signal(&mut self, v: &CcView, win: &mut Window, sig: CongSignal) {
+        if matches!(sig, CongSignal::NDupAck | CongSignal::Rto | CongSignal::Ecn) {
+            self.save_cwnd(v, win);
+        }
+    }
+
+    fn after_idle(&mut self, _v: &CcView, _win: &mut Window) {}
+
+    fn pacing_rate_bps(&self, _v: &CcView, _win: &Window) -> Option<u64> {
+        (self.pacing_rate_bytes > 0).then_some(self.pacing_rate_bytes * 8)
+    }
+}
+
+impl LinuxCcOps for Bbr {
     fn owns_cwnd(&self) -> bool {
         true
     }
@@ -702,21 +678,14 @@ impl CongestionControl for Bbr {
         true
     }
 
-    fn cong_control(&mut self, v: &mut CcVars, rs: &RateSample) {
-        if let Some(in_flight) = self.on_ack(v, rs) {
-            v.app_limited_request = Some(in_flight);
-        }
-    }
-
-    /// bbr_ssthresh(): save cwnd for after recovery; ssthresh unchanged.
-    fn cong_signal(&mut self, v: &mut CcVars, sig: CongSignal) {
-        if matches!(sig, CongSignal::NDupAck | CongSignal::Rto | CongSignal::Ecn) {
-            self.save_cwnd(v);
+    fn cong_control(&mut self, v: &CcView, win: &mut Window, rs: &RateSample) {
+        if let Some(in_flight) = self.on_ack(v, win, rs) {
+            win.app_limited_request = Some(in_flight);
         }
     }
 
     /// bbr_set_state(): an RTO ends the round and counts as a loss for the policer estimator.
-    fn set_state(&mut self, v: &mut CcVars, new: CaState) {
+    fn set_state(&mut self, v: &CcView, win: &mut Window, new: CaState) {
         if new == CaState::Loss {
             let rs = RateSample {
                 losses: 1,
@@ -725,108 +694,11 @@ impl CongestionControl for Bbr {
             self.prev_ca_state = CaState::Loss;
             self.full_bw = 0;
             self.round_start = true;
-            self.lt_bw_sampling(v, &rs);
+            self.lt_bw_sampling(v, win, &rs);
         }
-    }
-
-    fn after_idle(&mut self, _v: &mut CcVars) {}
-
-    fn pacing_rate_bps(&self, _v: &CcVars) -> Option<u64> {
-        (self.pacing_rate_bytes > 0).then_some(self.pacing_rate_bytes * 8)
     }
 }
 
 #[cfg(test)]
-mod tests {
-    //! Reference arithmetic: net/ipv4/tcp_bbr.c and lib/win_minmax.c.
-    use super::*;
-
-    #[test]
-    fn gains_are_the_kernel_constants() {
-        assert_eq!(HIGH_GAIN, 739); // 256 * 2885 / 1000 + 1
-        assert_eq!(DRAIN_GAIN, 88); // 256 * 1000 / 2885
-        assert_eq!(PACING_GAIN[0], 320);
-        assert_eq!(PACING_GAIN[1], 192);
-    }
-
-    #[test]
-    fn pacing_rate_is_bw_times_gain_one_percent_below() {
-        // 100 Mbit/s of 1448-byte packets: 8633.0 pkts/s = 0.0086330 pkts/µs.
-        let bw = (100e6 / 8.0 / 1448.0 / 1e6 * BW_UNIT as f64) as u64;
-        let rate = Bbr::rate_bytes_per_sec(1448, bw, BBR_UNIT);
-        let exact = 100e6 / 8.0 * 0.99;
-        assert!(
-            (rate as f64 - exact).abs() / exact < 1e-5,
-            "{rate} vs {exact}"
-        );
-        let high = Bbr::rate_bytes_per_sec(1448, bw, HIGH_GAIN);
-        assert!((high as f64 / rate as f64 - 739.0 / 256.0).abs() < 1e-4);
-    }
-
-    #[test]
-    fn bdp_and_quantization_budget() {
-        let mut b = Bbr {
-            min_rtt_us: 40_000,
-            ..Bbr::default()
-        };
-        // 1 packet per 100 µs for 40 ms = 400 packets; x2 gain = 800.
-        let bw = (BW_UNIT / 100) as u32;
-        assert_eq!(b.bdp(bw, CWND_GAIN), 800);
-        assert_eq!(b.bdp(bw, BBR_UNIT), 400);
-        // TSO goal at 14.48 MB/s: 14.48e6 >> 10 = 14140 bytes = 9 packets; budget 400 + 27 -> 428.
-        b.pacing_rate_bytes = 14_480_000;
-        assert_eq!(b.tso_segs_goal(1448), 9);
-        assert_eq!(b.quantization_budget(400, 1448), 428);
-        b.mode = Mode::ProbeBw;
-        assert_eq!(b.quantization_budget(400, 1448), 430); // + 2 in the probing phase
-        b.min_rtt_us = u32::MAX;
-        assert_eq!(b.bdp(bw, CWND_GAIN), INIT_CWND);
-    }
-
-    #[test]
-    fn windowed_max_forgets_a_peak_after_the_window() {
-        let mut m = MinMax::default();
-        m.running_max(10, 0, 100);
-        for t in 1..=10 {
-            assert_eq!(m.running_max(10, t, 50), 100);
-        }
-        // Round 11: the peak at round 0 is 11 rounds old; the best in the window is 50.
-        assert_eq!(m.running_max(10, 11, 50), 50);
-    }
-
-    #[test]
-    fn startup_exits_after_three_rounds_without_25_percent_growth() {
-        let mut b = Bbr::default();
-        let mut v = CcVars::new(1000, 10_000);
-        v.now = 1_000_000;
-        b.conn_init(&mut v);
-        let mut delivered = 0u64;
-        let mut rate = 10i64; // packets per 1 ms round
-        for round in 0..10 {
-            delivered += rate as u64;
-            v.delivered_pkts = delivered;
-            v.now += 1_000_000;
-            v.delivered_mstamp_ns = v.now;
-            let rs = RateSample {
-                prior_delivered: delivered - rate as u64,
-                delivered: rate,
-                interval_us: 1000,
-                rtt_us: 1000,
-                acked_sacked: rate as u64,
-                ..RateSample::default()
-            };
-            b.on_ack(&mut v, &rs);
-            if round < 3 {
-                rate *= 2; // growing: still STARTUP
-            }
-            if round < 5 {
-                assert_eq!(b.mode, Mode::Startup, "round {round}");
-            }
-        }
-        // Rounds 4, 5, 6 grow less than 25% over round 3: full_bw_cnt reaches 3 at round 6, then
-        // DRAIN and, with nothing in flight, straight on to PROBE_BW.
-        assert!(b.full_bw_reached);
-        assert_eq!(b.mode, Mode::ProbeBw);
-        assert_eq!(b.max_bw() as u64, 80 * BW_UNIT / 1000);
-    }
-}
+#[path = "bbr_tests.rs"]
+mod tests;

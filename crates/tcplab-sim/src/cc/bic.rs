@@ -3,7 +3,7 @@
 //! max_increment 16, low_window 14, beta 819/1024, initial_ssthresh 0, smooth_part 20).
 
 use super::linux::{cong_avoid_ai, jiffies, pkts, slow_start_then, HZ};
-use super::{AckKind, CaState, CcVars, CongSignal, CongestionControl};
+use super::{AckKind, CaState, CcHooks, CcView, CongSignal, LinuxCcOps, Window};
 
 const BICTCP_BETA_SCALE: u32 = 1024;
 /// In binary search, go to point (max + min) / B.
@@ -91,30 +91,30 @@ impl Bic {
     }
 }
 
-impl CongestionControl for Bic {
+impl CcHooks for Bic {
     fn name(&self) -> &'static str {
         "bic"
     }
 
-    fn conn_init(&mut self, _v: &mut CcVars) {
+    fn conn_init(&mut self, _v: &CcView, _win: &mut Window) {
         self.reset();
     }
 
     /// bictcp_cong_avoid()
-    fn ack_received(&mut self, v: &mut CcVars, kind: AckKind) {
-        if let Some(acked) = slow_start_then(v, kind) {
-            self.update(pkts(v), jiffies(v.now));
+    fn ack_received(&mut self, v: &CcView, win: &mut Window, kind: AckKind) {
+        if let Some(acked) = slow_start_then(v, win, kind) {
+            self.update(pkts(v, win), jiffies(v.now));
             let w = self.cnt;
-            cong_avoid_ai(v, &mut self.cwnd_cnt, w, acked);
+            cong_avoid_ai(v, win, &mut self.cwnd_cnt, w, acked);
         }
     }
 
     /// bictcp_recalc_ssthresh()
-    fn cong_signal(&mut self, v: &mut CcVars, sig: CongSignal) {
+    fn cong_signal(&mut self, v: &CcView, win: &mut Window, sig: CongSignal) {
         if sig == CongSignal::RtoErr {
             return;
         }
-        let cwnd = pkts(v);
+        let cwnd = pkts(v, win);
         self.epoch_start = 0;
         // Wmax and fast convergence.
         self.last_max_cwnd = if cwnd < self.last_max_cwnd {
@@ -127,19 +127,27 @@ impl CongestionControl for Bic {
         } else {
             ((cwnd * BETA) / BICTCP_BETA_SCALE).max(2)
         };
-        v.ssthresh = ssthresh as u64 * v.mss;
+        win.ssthresh = ssthresh as u64 * v.mss;
         self.cwnd_cnt = 0;
     }
+}
 
+impl LinuxCcOps for Bic {
     /// bictcp_state(): everything is forgotten on a timeout.
-    fn set_state(&mut self, _v: &mut CcVars, new: CaState) {
+    fn set_state(&mut self, _v: &CcView, _win: &mut Window, new: CaState) {
         if new == CaState::Loss {
             self.reset();
         }
     }
 
     /// bictcp_acked(): the packets-per-ACK ratio, ratio = (15 * ratio + sample) / 16, in Open.
-    fn pkts_acked(&mut self, v: &mut CcVars, pkts: u32, _rtt_ns: Option<crate::time::Ns>) {
+    fn pkts_acked(
+        &mut self,
+        v: &CcView,
+        _win: &mut Window,
+        pkts: u32,
+        _rtt_ns: Option<crate::time::Ns>,
+    ) {
         if v.ca_state == CaState::Open {
             self.delayed_ack =
                 (self.delayed_ack + pkts).wrapping_sub(self.delayed_ack >> ACK_RATIO_SHIFT);
@@ -151,11 +159,12 @@ impl CongestionControl for Bic {
 mod tests {
     //! Reference arithmetic: net/ipv4/tcp_bic.c bictcp_update() and bictcp_recalc_ssthresh().
     use super::*;
+    use crate::cc::CcVars;
 
     fn vars(cwnd_pkts: u64) -> CcVars {
         let mut v = CcVars::new(1000, 10_000);
-        v.cwnd = cwnd_pkts * 1000;
-        v.ssthresh = 1; // congestion avoidance
+        v.win.cwnd = cwnd_pkts * 1000;
+        v.win.ssthresh = 1; // congestion avoidance
         v.cwnd_limited = true;
         v
     }
@@ -164,16 +173,16 @@ mod tests {
     fn ssthresh_is_819_1024_above_low_window_and_half_below() {
         let mut cc = Bic::default();
         let mut v = vars(100);
-        cc.cong_signal(&mut v, CongSignal::NDupAck);
-        assert_eq!(v.ssthresh, 79_000); // 100 * 819 / 1024 = 79.98 -> 79
+        cc.cong_signal(&v.view, &mut v.win, CongSignal::NDupAck);
+        assert_eq!(v.win.ssthresh, 79_000); // 100 * 819 / 1024 = 79.98 -> 79
         assert_eq!(cc.last_max_cwnd, 100);
         // Fast convergence: a loss below the last maximum lowers it to cwnd * (1 + beta) / 2.
-        v.cwnd = 90_000;
-        cc.cong_signal(&mut v, CongSignal::NDupAck);
+        v.win.cwnd = 90_000;
+        cc.cong_signal(&v.view, &mut v.win, CongSignal::NDupAck);
         assert_eq!(cc.last_max_cwnd, 90 * 1843 / 2048); // 80
         let mut v = vars(12);
-        cc.cong_signal(&mut v, CongSignal::NDupAck);
-        assert_eq!(v.ssthresh, 6000);
+        cc.cong_signal(&v.view, &mut v.win, CongSignal::NDupAck);
+        assert_eq!(v.win.ssthresh, 6000);
     }
 
     #[test]
@@ -211,20 +220,20 @@ mod tests {
         // One packet per ACK in Open: ratio += 1 - (ratio >> 4) from 32 gives 31, then stays
         // (31 >> 4 = 1): the integer filter settles at 31/16, not 16/16.
         for _ in 0..200 {
-            cc.pkts_acked(&mut v, 1, None);
+            cc.pkts_acked(&v.view, &mut v.win, 1, None);
         }
         assert_eq!(cc.delayed_ack, 31);
         v.bytes_this_ack = 1000;
         v.now = 4_000_000_000;
-        cc.ack_received(&mut v, AckKind::Ack);
+        cc.ack_received(&v.view, &mut v.win, AckKind::Ack);
         assert_eq!(cc.cnt, (100 / 16 << 4) / 31); // dist 25 > 16: cwnd / 16 = 6, scaled: 3
-        cc.ack_received(&mut v, AckKind::Ack);
-        assert_eq!(v.cwnd, 100_000);
-        cc.ack_received(&mut v, AckKind::Ack);
-        assert_eq!(v.cwnd, 101_000);
+        cc.ack_received(&v.view, &mut v.win, AckKind::Ack);
+        assert_eq!(v.win.cwnd, 100_000);
+        cc.ack_received(&v.view, &mut v.win, AckKind::Ack);
+        assert_eq!(v.win.cwnd, 101_000);
         // Outside Open the ratio is left alone.
         v.ca_state = CaState::Disorder;
-        cc.pkts_acked(&mut v, 5, None);
+        cc.pkts_acked(&v.view, &mut v.win, 5, None);
         assert_eq!(cc.delayed_ack, 31);
     }
 }

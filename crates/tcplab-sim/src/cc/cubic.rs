@@ -5,7 +5,7 @@
 //! `CcVars` stays in bytes and fractional growth is carried in `pending_bytes`.
 
 use super::newreno::{self, ByteCounter};
-use super::{AckKind, CcVars, CongSignal, CongestionControl};
+use super::{AckKind, CcHooks, CcView, CongSignal, LinuxCcOps, Window};
 use crate::time::{secs, Ns};
 
 /// RFC 9438 §5.1: C = 0.4 (segments / s^3).
@@ -49,8 +49,8 @@ impl Cubic {
         self.w_max
     }
 
-    fn begin_epoch(&mut self, v: &CcVars) -> Epoch {
-        let cwnd_epoch = v.cwnd as f64 / v.mss as f64;
+    fn begin_epoch(&mut self, v: &CcView, win: &Window) -> Epoch {
+        let cwnd_epoch = win.cwnd as f64 / v.mss as f64;
         // RFC 9438 eq. 2. When the window already exceeds W_max (no reduction since slow start,
         // or growth past the old maximum), the plateau is where we are: K = 0, W_max = cwnd.
         let k_s = if cwnd_epoch < self.w_max {
@@ -66,12 +66,12 @@ impl Cubic {
         }
     }
 
-    fn congestion_avoidance(&mut self, v: &mut CcVars) {
+    fn congestion_avoidance(&mut self, v: &CcView, win: &mut Window) {
         if self.epoch.is_none() {
-            self.epoch = Some(self.begin_epoch(v));
+            self.epoch = Some(self.begin_epoch(v, win));
         }
         let mss = v.mss as f64;
-        let cwnd_seg = v.cwnd as f64 / mss;
+        let cwnd_seg = win.cwnd as f64 / mss;
         let acked_seg = v.bytes_this_ack as f64 / mss;
         let (t_s, w_est) = {
             let e = self.epoch.as_mut().expect("epoch set above");
@@ -87,8 +87,8 @@ impl Cubic {
         if self.w_cubic(t_s) < w_est {
             // Reno-friendly region (RFC 9438 §4.3): cwnd = W_est.
             let target = (w_est * mss) as u64;
-            if target > v.cwnd {
-                v.cwnd = target;
+            if target > win.cwnd {
+                win.cwnd = target;
             }
             return;
         }
@@ -99,33 +99,33 @@ impl Cubic {
         self.pending_bytes += (target - cwnd_seg) / cwnd_seg * acked_seg * mss;
         let whole = self.pending_bytes.floor();
         if whole >= 1.0 {
-            v.cwnd += whole as u64;
+            win.cwnd += whole as u64;
             self.pending_bytes -= whole;
         }
     }
 }
 
-impl CongestionControl for Cubic {
+impl CcHooks for Cubic {
     fn name(&self) -> &'static str {
         "cubic"
     }
 
-    fn ack_received(&mut self, v: &mut CcVars, kind: AckKind) {
+    fn ack_received(&mut self, v: &CcView, win: &mut Window, kind: AckKind) {
         if kind != AckKind::Ack || !v.cwnd_limited {
             return;
         }
-        if v.in_slow_start() {
+        if win.in_slow_start() {
             // RFC 9438 §4.10: standard slow start (RFC 5681 with RFC 3465 byte counting).
-            newreno::slow_start(v);
+            newreno::slow_start(v, win);
         } else {
-            self.congestion_avoidance(v);
+            self.congestion_avoidance(v, win);
         }
     }
 
-    fn cong_signal(&mut self, v: &mut CcVars, sig: CongSignal) {
+    fn cong_signal(&mut self, v: &CcView, win: &mut Window, sig: CongSignal) {
         match sig {
             CongSignal::NDupAck | CongSignal::Ecn | CongSignal::Rto => {
-                let cwnd_seg = v.cwnd as f64 / v.mss as f64;
+                let cwnd_seg = win.cwnd as f64 / v.mss as f64;
                 // RFC 9438 §4.7 fast convergence.
                 self.w_max = if cwnd_seg < self.w_max {
                     cwnd_seg * (1.0 + BETA) / 2.0
@@ -134,7 +134,7 @@ impl CongestionControl for Cubic {
                 };
                 self.cwnd_prior = cwnd_seg;
                 // RFC 9438 §4.6: ssthresh = flight_size * beta_cubic, at least 2 segments.
-                v.ssthresh = ((v.flight as f64 * BETA) as u64).max(2 * v.mss);
+                win.ssthresh = ((v.flight as f64 * BETA) as u64).max(2 * v.mss);
                 self.epoch = None;
                 self.pending_bytes = 0.0;
                 self.bc = ByteCounter::default();
@@ -143,27 +143,30 @@ impl CongestionControl for Cubic {
         }
     }
 
-    fn post_recovery(&mut self, v: &mut CcVars) {
-        newreno::post_recovery(v);
+    fn post_recovery(&mut self, v: &CcView, win: &mut Window) {
+        newreno::post_recovery(v, win);
     }
 
-    fn after_idle(&mut self, v: &mut CcVars) {
-        newreno::after_idle(v);
+    fn after_idle(&mut self, v: &CcView, win: &mut Window) {
+        newreno::after_idle(v, win);
         // RFC 9438 §5.8: an idle period must not count as elapsed time in the cubic function.
         self.epoch = None;
     }
 }
 
+impl LinuxCcOps for Cubic {}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cc::CcVars;
     use crate::time::MS;
 
     const MSS: u64 = 1000;
 
     fn vars(cwnd_seg: u64) -> CcVars {
         let mut v = CcVars::new(MSS, 10 * MSS);
-        v.cwnd = cwnd_seg * MSS;
+        v.win.cwnd = cwnd_seg * MSS;
         v.cwnd_limited = true;
         v.srtt_ns = 100 * MS;
         v
@@ -174,9 +177,9 @@ mod tests {
         let mut cc = Cubic::default();
         let mut v = vars(100);
         v.flight = 100 * MSS;
-        cc.cong_signal(&mut v, CongSignal::NDupAck);
+        cc.cong_signal(&v.view, &mut v.win, CongSignal::NDupAck);
         assert_eq!(cc.w_max_segments(), 100.0);
-        assert_eq!(v.ssthresh, 70 * MSS);
+        assert_eq!(v.win.ssthresh, 70 * MSS);
     }
 
     #[test]
@@ -184,10 +187,10 @@ mod tests {
         let mut cc = Cubic::default();
         let mut v = vars(100);
         v.flight = 100 * MSS;
-        cc.cong_signal(&mut v, CongSignal::NDupAck);
-        v.cwnd = 80 * MSS;
+        cc.cong_signal(&v.view, &mut v.win, CongSignal::NDupAck);
+        v.win.cwnd = 80 * MSS;
         v.flight = 80 * MSS;
-        cc.cong_signal(&mut v, CongSignal::NDupAck);
+        cc.cong_signal(&v.view, &mut v.win, CongSignal::NDupAck);
         assert!((cc.w_max_segments() - 80.0 * 1.7 / 2.0).abs() < 1e-9);
     }
 
@@ -197,11 +200,11 @@ mod tests {
         let mut cc = Cubic::default();
         let mut v = vars(100);
         v.flight = 100 * MSS;
-        cc.cong_signal(&mut v, CongSignal::NDupAck);
-        v.cwnd = v.ssthresh;
+        cc.cong_signal(&v.view, &mut v.win, CongSignal::NDupAck);
+        v.win.cwnd = v.win.ssthresh;
         v.now = 5 * MS;
         v.bytes_this_ack = MSS;
-        cc.ack_received(&mut v, AckKind::Ack);
+        cc.ack_received(&v.view, &mut v.win, AckKind::Ack);
         let k = cc.epoch.as_ref().unwrap().k_s;
         assert!((k - 75f64.cbrt()).abs() < 1e-12, "k {k}");
         assert!((cc.w_cubic(k) - 100.0).abs() < 1e-9);
@@ -214,22 +217,22 @@ mod tests {
         let mut cc = Cubic::default();
         let mut v = vars(100);
         v.flight = 100 * MSS;
-        cc.cong_signal(&mut v, CongSignal::NDupAck);
-        v.cwnd = 70 * MSS;
-        v.ssthresh = 70 * MSS;
+        cc.cong_signal(&v.view, &mut v.win, CongSignal::NDupAck);
+        v.win.cwnd = 70 * MSS;
+        v.win.ssthresh = 70 * MSS;
         v.now = 0;
         v.bytes_this_ack = MSS;
-        cc.ack_received(&mut v, AckKind::Ack); // starts the epoch at t = 0
+        cc.ack_received(&v.view, &mut v.win, AckKind::Ack); // starts the epoch at t = 0
         let k = (30.0f64 / 0.4).cbrt();
         let w = |t: f64| 0.4 * (t - k).powi(3) + 100.0;
-        let mut expect = v.cwnd as f64 / MSS as f64;
+        let mut expect = v.win.cwnd as f64 / MSS as f64;
         v.now = 2_000 * MS;
         for _ in 0..70 {
             let target = w(2.0 + 0.1).clamp(expect, 1.5 * expect);
             expect += (target - expect) / expect;
-            cc.ack_received(&mut v, AckKind::Ack);
+            cc.ack_received(&v.view, &mut v.win, AckKind::Ack);
         }
-        let got = v.cwnd as f64 / MSS as f64;
+        let got = v.win.cwnd as f64 / MSS as f64;
         assert!((got - expect).abs() < 0.01, "got {got} expected {expect}");
         assert!(got > 85.0 && got < 86.0); // ~85.5: the gap to W_cubic = 96.2 closes geometrically
     }
@@ -240,21 +243,21 @@ mod tests {
         let mut cc = Cubic::default();
         let mut v = vars(10);
         v.flight = 10 * MSS;
-        cc.cong_signal(&mut v, CongSignal::NDupAck);
-        v.cwnd = 7 * MSS;
-        v.ssthresh = 7 * MSS;
+        cc.cong_signal(&v.view, &mut v.win, CongSignal::NDupAck);
+        v.win.cwnd = 7 * MSS;
+        v.win.ssthresh = 7 * MSS;
         v.srtt_ns = MS;
         v.bytes_this_ack = MSS;
         let alpha = 3.0 * (1.0 - BETA) / (1.0 + BETA);
         let mut w_est = 7.0;
         for i in 0..7 {
             v.now = i * MS / 10;
-            let cwnd_seg = v.cwnd as f64 / MSS as f64;
+            let cwnd_seg = v.win.cwnd as f64 / MSS as f64;
             w_est += alpha / cwnd_seg;
-            cc.ack_received(&mut v, AckKind::Ack);
+            cc.ack_received(&v.view, &mut v.win, AckKind::Ack);
         }
         // W_cubic(0.6 ms) = 0.4 (0.0006 - cbrt(7.5))^3 + 10 = 7.0016 < W_est = 7.53.
         assert!(cc.w_cubic(0.0006) < w_est);
-        assert_eq!(v.cwnd, (w_est * MSS as f64) as u64);
+        assert_eq!(v.win.cwnd, (w_est * MSS as f64) as u64);
     }
 }

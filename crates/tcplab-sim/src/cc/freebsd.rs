@@ -9,7 +9,7 @@
 //! HyStart++ (cc_cubic.c CSS) runs only when the stack sets CCF_HYSTART_ALLOWED, which the default
 //! stack does not, so it is not modelled.
 
-use super::{AckKind, CcVars, CongSignal, CongestionControl};
+use super::{AckKind, CcHooks, CcView, CongSignal, LinuxCcOps, Window};
 
 /// net.inet.tcp.abc_l_var default.
 pub const ABC_L_VAR: u64 = 2;
@@ -52,11 +52,11 @@ pub struct AbcCounter {
 }
 
 impl AbcCounter {
-    pub(crate) fn account(&mut self, v: &CcVars) {
-        if v.cwnd > v.ssthresh {
+    pub(crate) fn account(&mut self, v: &CcView, win: &Window) {
+        if win.cwnd > win.ssthresh {
             self.bytes_acked += v.bytes_this_ack.min(ABC_L_VAR * v.mss);
-            if self.bytes_acked >= v.cwnd {
-                self.bytes_acked -= v.cwnd;
+            if self.bytes_acked >= win.cwnd {
+                self.bytes_acked -= win.cwnd;
                 self.sent_a_wnd = true;
             }
         } else {
@@ -72,7 +72,7 @@ impl AbcCounter {
 
 /// Slow-start increase of newreno_cc_ack_received() and cubic_does_slow_start(): at most
 /// abc_l_var segments per ACK, only one while retransmitting after an RTO (snd_nxt != snd_max).
-fn abc_slow_start_incr(v: &CcVars) -> u64 {
+fn abc_slow_start_incr(v: &CcView) -> u64 {
     if v.after_rto {
         v.bytes_this_ack.min(v.mss)
     } else {
@@ -81,8 +81,8 @@ fn abc_slow_start_incr(v: &CcVars) -> u64 {
 }
 
 /// newreno_cc_ack_received() (cc.c).
-pub(crate) fn newreno_ack(v: &mut CcVars, abc: &mut AbcCounter) {
-    let incr = if v.cwnd > v.ssthresh {
+pub(crate) fn newreno_ack(v: &CcView, win: &mut Window, abc: &mut AbcCounter) {
+    let incr = if win.cwnd > win.ssthresh {
         if abc.sent_a_wnd {
             abc.sent_a_wnd = false;
             v.mss
@@ -92,28 +92,28 @@ pub(crate) fn newreno_ack(v: &mut CcVars, abc: &mut AbcCounter) {
     } else {
         abc_slow_start_incr(v)
     };
-    v.cwnd += incr;
+    win.cwnd += incr;
 }
 
 /// newreno_cc_post_recovery(): pipe < ssthresh ? max(pipe, mss) + mss : ssthresh. `v.flight` is
 /// tcp_compute_pipe() as the stack computes it when the full ACK arrives.
-fn newreno_post_recovery(v: &mut CcVars) {
-    v.cwnd = if v.flight < v.ssthresh {
+fn newreno_post_recovery(v: &CcView, win: &mut Window) {
+    win.cwnd = if v.flight < win.ssthresh {
         v.flight.max(v.mss) + v.mss
     } else {
-        v.ssthresh
+        win.ssthresh
     };
 }
 
 /// newreno_cc_after_idle(): ssthresh = max(ssthresh, 3/4 cwnd) (RFC 2861), cwnd = min(IW, cwnd).
-pub(crate) fn newreno_after_idle(v: &mut CcVars) {
-    v.ssthresh = v.ssthresh.max(v.cwnd - (v.cwnd >> 2));
-    v.cwnd = v.cwnd.min(v.iw);
+pub(crate) fn newreno_after_idle(v: &CcView, win: &mut Window) {
+    win.ssthresh = win.ssthresh.max(win.cwnd - (win.cwnd >> 2));
+    win.cwnd = win.cwnd.min(v.iw);
 }
 
 /// The CC_RTO ssthresh of newreno_cc_cong_signal(): max(2, min(snd_wnd, pipe) / 2 / mss) * mss,
 /// set only on the first timeout of a window (the stack calls the hook only then).
-pub(crate) fn rto_ssthresh(v: &CcVars, num: u64, den: u64) -> u64 {
+pub(crate) fn rto_ssthresh(v: &CcView, num: u64, den: u64) -> u64 {
     (v.snd_wnd.min(v.flight) * num / den / v.mss).max(2) * v.mss
 }
 
@@ -123,46 +123,48 @@ pub struct FreeBsdNewReno {
     abc: AbcCounter,
 }
 
-impl CongestionControl for FreeBsdNewReno {
+impl CcHooks for FreeBsdNewReno {
     fn name(&self) -> &'static str {
         "newreno"
     }
 
-    fn ack_received(&mut self, v: &mut CcVars, kind: AckKind) {
+    fn ack_received(&mut self, v: &CcView, win: &mut Window, kind: AckKind) {
         if kind != AckKind::Ack || v.in_recovery {
             return;
         }
-        self.abc.account(v);
+        self.abc.account(v, win);
         if v.cwnd_limited {
-            newreno_ack(v, &mut self.abc);
+            newreno_ack(v, win, &mut self.abc);
         }
     }
 
-    fn cong_signal(&mut self, v: &mut CcVars, sig: CongSignal) {
+    fn cong_signal(&mut self, v: &CcView, win: &mut Window, sig: CongSignal) {
         // cwin = max(cwnd * beta / (100 * mss), 2) * mss: from cwnd, rounded down to segments.
-        let cwin = (v.cwnd * NEWRENO_BETA / (100 * v.mss)).max(2) * v.mss;
+        let cwin = (win.cwnd * NEWRENO_BETA / (100 * v.mss)).max(2) * v.mss;
         match sig {
-            CongSignal::NDupAck => v.ssthresh = cwin,
+            CongSignal::NDupAck => win.ssthresh = cwin,
             CongSignal::Ecn => {
-                v.ssthresh = cwin;
-                v.cwnd = cwin;
+                win.ssthresh = cwin;
+                win.cwnd = cwin;
             }
             CongSignal::Rto => {
-                v.ssthresh = rto_ssthresh(v, 1, 2);
+                win.ssthresh = rto_ssthresh(v, 1, 2);
                 self.abc.reset();
             }
             CongSignal::RtoErr => {}
         }
     }
 
-    fn post_recovery(&mut self, v: &mut CcVars) {
-        newreno_post_recovery(v);
+    fn post_recovery(&mut self, v: &CcView, win: &mut Window) {
+        newreno_post_recovery(v, win);
     }
 
-    fn after_idle(&mut self, v: &mut CcVars) {
-        newreno_after_idle(v);
+    fn after_idle(&mut self, v: &CcView, win: &mut Window) {
+        newreno_after_idle(v, win);
     }
 }
+
+impl LinuxCcOps for FreeBsdNewReno {}
 
 /// cc_cubic.h cubic_k(): K = cbrt(W_max * (1 - beta) / C) in fixed point (CUBIC_SHIFT), by the
 /// Apple KT-32 polynomial approximation the kernel uses, not by an exact cube root.
@@ -243,7 +245,7 @@ impl Default for FreeBsdCubic {
 
 impl FreeBsdCubic {
     /// cubic_record_rtt(): after CUBIC_MIN_RTT_SAMPLES, srtt (us) feeds min_rtt and the epoch mean.
-    fn record_rtt(&mut self, v: &CcVars) {
+    fn record_rtt(&mut self, v: &CcView) {
         if v.rtt_samples < CUBIC_MIN_RTT_SAMPLES {
             return;
         }
@@ -261,8 +263,8 @@ impl FreeBsdCubic {
 
     /// cubic_ssthresh_update(): fast convergence, then ssthresh = cwnd/2 on the first congestion
     /// event (with W_max = 0.7 cwnd) and 0.7 cwnd afterwards.
-    fn ssthresh_update(&mut self, v: &mut CcVars) {
-        let mut cwnd = v.cwnd;
+    fn ssthresh_update(&mut self, v: &CcView, win: &mut Window) {
+        let mut cwnd = win.cwnd;
         if cwnd < self.w_max {
             cwnd = (cwnd * CUBIC_FC_FACTOR) >> CUBIC_SHIFT;
         }
@@ -274,34 +276,34 @@ impl FreeBsdCubic {
         } else {
             (cwnd * CUBIC_BETA) >> CUBIC_SHIFT
         };
-        v.ssthresh = ssthresh.max(2 * v.mss);
+        win.ssthresh = ssthresh.max(2 * v.mss);
     }
 }
 
-impl CongestionControl for FreeBsdCubic {
+impl CcHooks for FreeBsdCubic {
     fn name(&self) -> &'static str {
         "cubic"
     }
 
-    fn conn_init(&mut self, v: &mut CcVars) {
-        self.w_max = v.cwnd;
+    fn conn_init(&mut self, v: &CcView, win: &mut Window) {
+        self.w_max = win.cwnd;
         self.t_epoch = ticks(v.now);
     }
 
-    fn ack_received(&mut self, v: &mut CcVars, kind: AckKind) {
+    fn ack_received(&mut self, v: &CcView, win: &mut Window, kind: AckKind) {
         if kind != AckKind::Ack || v.in_recovery {
             return;
         }
-        self.abc.account(v);
+        self.abc.account(v, win);
         self.record_rtt(v);
         if !v.cwnd_limited {
             self.in_applimit = true;
             return;
         }
-        if v.cwnd <= v.ssthresh || self.min_rtt_usecs == 0 {
+        if win.cwnd <= win.ssthresh || self.min_rtt_usecs == 0 {
             // cubic_does_slow_start() without HyStart++.
             self.in_slowstart = true;
-            v.cwnd += abc_slow_start_incr(v);
+            win.cwnd += abc_slow_start_incr(v);
             return;
         }
         let now_ticks = ticks(v.now);
@@ -309,7 +311,7 @@ impl CongestionControl for FreeBsdCubic {
             // RFC 8312 §4.7: after an RTO, the epoch restarts at the current cwnd.
             self.rto_event = false;
             self.in_slowstart = false;
-            self.w_max = v.cwnd;
+            self.w_max = win.cwnd;
             self.t_epoch = now_ticks;
             self.k = 0;
         } else if self.in_slowstart || self.in_applimit {
@@ -328,33 +330,33 @@ impl CongestionControl for FreeBsdCubic {
         );
         self.abc.sent_a_wnd = false;
         if w_cubic < w_est {
-            if v.cwnd < w_est {
-                v.cwnd = w_est.min(i32::MAX as u64);
+            if win.cwnd < w_est {
+                win.cwnd = w_est.min(i32::MAX as u64);
             }
-        } else if v.cwnd < w_cubic {
+        } else if win.cwnd < w_cubic {
             // cwnd jumps straight to the curve: no per-ACK cap.
-            v.cwnd = w_cubic.min(i32::MAX as u64);
+            win.cwnd = w_cubic.min(i32::MAX as u64);
         }
-        if !self.cong_event && self.w_max < v.cwnd {
-            self.w_max = v.cwnd;
+        if !self.cong_event && self.w_max < win.cwnd {
+            self.w_max = win.cwnd;
             self.k = cubic_k(self.w_max / v.mss);
         }
     }
 
-    fn cong_signal(&mut self, v: &mut CcVars, sig: CongSignal) {
+    fn cong_signal(&mut self, v: &CcView, win: &mut Window, sig: CongSignal) {
         let now_ticks = ticks(v.now);
         match sig {
             CongSignal::NDupAck | CongSignal::Ecn => {
-                self.ssthresh_update(v);
+                self.ssthresh_update(v, win);
                 self.cong_event = true;
                 self.t_epoch = now_ticks;
                 self.k = cubic_k(self.w_max / v.mss);
                 if sig == CongSignal::Ecn {
-                    v.cwnd = v.ssthresh; // CC_ECN cuts cwnd itself; for NDUPACK the stack does
+                    win.cwnd = win.ssthresh; // CC_ECN cuts cwnd itself; for NDUPACK the stack does
                 }
             }
             CongSignal::Rto => {
-                v.ssthresh = rto_ssthresh(v, CUBIC_BETA, 1 << CUBIC_SHIFT);
+                win.ssthresh = rto_ssthresh(v, CUBIC_BETA, 1 << CUBIC_SHIFT);
                 self.cong_event = true;
                 self.rto_event = true;
                 self.undo_w_max = self.w_max;
@@ -368,8 +370,8 @@ impl CongestionControl for FreeBsdCubic {
         }
     }
 
-    fn post_recovery(&mut self, v: &mut CcVars) {
-        v.cwnd = if v.flight < v.ssthresh {
+    fn post_recovery(&mut self, v: &CcView, win: &mut Window) {
+        win.cwnd = if v.flight < win.ssthresh {
             v.flight.max(v.mss) + v.mss
         } else {
             ((self.w_max * CUBIC_BETA) >> CUBIC_SHIFT).max(2 * v.mss)
@@ -381,25 +383,28 @@ impl CongestionControl for FreeBsdCubic {
         self.sum_rtt_usecs = 0;
     }
 
-    fn after_idle(&mut self, v: &mut CcVars) {
-        self.w_max = self.w_max.max(v.cwnd);
+    fn after_idle(&mut self, v: &CcView, win: &mut Window) {
+        self.w_max = self.w_max.max(win.cwnd);
         self.k = cubic_k(self.w_max / v.mss);
-        newreno_after_idle(v);
+        newreno_after_idle(v, win);
         self.t_epoch = ticks(v.now);
     }
 }
+
+impl LinuxCcOps for FreeBsdCubic {}
 
 #[cfg(test)]
 mod tests {
     //! Reference arithmetic: each expectation is computed here independently of the module, from
     //! the formulas of sys/netinet/cc/cc.c and cc_cubic.h.
     use super::*;
+    use crate::cc::CcVars;
 
     const MSS: u64 = 1448;
 
     fn vars(cwnd_segs: u64) -> CcVars {
         let mut v = CcVars::new(MSS, 10 * MSS);
-        v.cwnd = cwnd_segs * MSS;
+        v.win.cwnd = cwnd_segs * MSS;
         v.cwnd_limited = true;
         v.snd_wnd = u64::MAX / 4;
         v
@@ -410,17 +415,17 @@ mod tests {
         // cc.c newreno_cc_cong_signal(): max(cwnd * 50 / (100 * mss), 2) * mss.
         let mut cc = FreeBsdNewReno::default();
         let mut v = vars(0);
-        v.cwnd = 101 * MSS + 700; // 101.48 segments
-        cc.cong_signal(&mut v, CongSignal::NDupAck);
-        assert_eq!(v.ssthresh, 50 * MSS); // 147_587 * 50 / 144_800 = 50.96 -> 50
+        v.win.cwnd = 101 * MSS + 700; // 101.48 segments
+        cc.cong_signal(&v.view, &mut v.win, CongSignal::NDupAck);
+        assert_eq!(v.win.ssthresh, 50 * MSS); // 147_587 * 50 / 144_800 = 50.96 -> 50
         assert_eq!(
-            v.cwnd,
+            v.win.cwnd,
             101 * MSS + 700,
             "the module does not cut cwnd; the stack does"
         );
-        v.cwnd = 3 * MSS;
-        cc.cong_signal(&mut v, CongSignal::NDupAck);
-        assert_eq!(v.ssthresh, 2 * MSS);
+        v.win.cwnd = 3 * MSS;
+        cc.cong_signal(&v.view, &mut v.win, CongSignal::NDupAck);
+        assert_eq!(v.win.ssthresh, 2 * MSS);
     }
 
     #[test]
@@ -430,11 +435,11 @@ mod tests {
         let mut v = vars(100);
         v.flight = 61 * MSS;
         v.snd_wnd = 1_000_000;
-        cc.cong_signal(&mut v, CongSignal::Rto);
-        assert_eq!(v.ssthresh, 30 * MSS); // 88_328 / 2 = 44_164 -> 30 segments
+        cc.cong_signal(&v.view, &mut v.win, CongSignal::Rto);
+        assert_eq!(v.win.ssthresh, 30 * MSS); // 88_328 / 2 = 44_164 -> 30 segments
         v.snd_wnd = 10 * MSS;
-        cc.cong_signal(&mut v, CongSignal::Rto);
-        assert_eq!(v.ssthresh, 5 * MSS);
+        cc.cong_signal(&v.view, &mut v.win, CongSignal::Rto);
+        assert_eq!(v.win.ssthresh, 5 * MSS);
     }
 
     #[test]
@@ -444,43 +449,43 @@ mod tests {
         // cwnd's worth has been counted.
         let mut cc = FreeBsdNewReno::default();
         let mut v = vars(10);
-        v.ssthresh = 12 * MSS;
+        v.win.ssthresh = 12 * MSS;
         v.bytes_this_ack = 3 * MSS; // stretch ACK
-        cc.ack_received(&mut v, AckKind::Ack);
-        assert_eq!(v.cwnd, 12 * MSS);
+        cc.ack_received(&v.view, &mut v.win, AckKind::Ack);
+        assert_eq!(v.win.cwnd, 12 * MSS);
         v.after_rto = true;
-        cc.ack_received(&mut v, AckKind::Ack); // cwnd == ssthresh is still slow start
-        assert_eq!(v.cwnd, 13 * MSS);
+        cc.ack_received(&v.view, &mut v.win, AckKind::Ack); // cwnd == ssthresh is still slow start
+        assert_eq!(v.win.cwnd, 13 * MSS);
         v.after_rto = false;
         // Now cwnd = 13 > ssthresh: 13 segments must be counted, 2 per ACK at most -> 7 ACKs of 3.
         for i in 1..=7 {
             v.bytes_this_ack = 3 * MSS;
-            cc.ack_received(&mut v, AckKind::Ack);
+            cc.ack_received(&v.view, &mut v.win, AckKind::Ack);
             let want = if i < 7 { 13 } else { 14 };
-            assert_eq!(v.cwnd, want * MSS, "after ACK {i}");
+            assert_eq!(v.win.cwnd, want * MSS, "after ACK {i}");
         }
         // No growth in recovery.
         v.in_recovery = true;
         for _ in 0..20 {
-            cc.ack_received(&mut v, AckKind::Ack);
+            cc.ack_received(&v.view, &mut v.win, AckKind::Ack);
         }
-        assert_eq!(v.cwnd, 14 * MSS);
+        assert_eq!(v.win.cwnd, 14 * MSS);
     }
 
     #[test]
     fn newreno_post_recovery_and_after_idle() {
         let mut cc = FreeBsdNewReno::default();
         let mut v = vars(40);
-        v.ssthresh = 20 * MSS;
+        v.win.ssthresh = 20 * MSS;
         v.flight = 5 * MSS + 10;
-        cc.post_recovery(&mut v);
-        assert_eq!(v.cwnd, 6 * MSS + 10);
+        cc.post_recovery(&v.view, &mut v.win);
+        assert_eq!(v.win.cwnd, 6 * MSS + 10);
         v.flight = 25 * MSS;
-        cc.post_recovery(&mut v);
-        assert_eq!(v.cwnd, 20 * MSS);
-        v.cwnd = 40 * MSS;
-        cc.after_idle(&mut v);
-        assert_eq!((v.cwnd, v.ssthresh), (10 * MSS, 30 * MSS));
+        cc.post_recovery(&v.view, &mut v.win);
+        assert_eq!(v.win.cwnd, 20 * MSS);
+        v.win.cwnd = 40 * MSS;
+        cc.after_idle(&v.view, &mut v.win);
+        assert_eq!((v.win.cwnd, v.win.ssthresh), (10 * MSS, 30 * MSS));
     }
 
     #[test]
@@ -521,26 +526,26 @@ mod tests {
     fn cubic_first_loss_halves_then_later_losses_take_0_7() {
         let mut cc = FreeBsdCubic::default();
         let mut v = vars(100);
-        cc.conn_init(&mut v);
-        cc.cong_signal(&mut v, CongSignal::NDupAck);
-        assert_eq!(v.ssthresh, 50 * MSS);
+        cc.conn_init(&v.view, &mut v.win);
+        cc.cong_signal(&v.view, &mut v.win, CongSignal::NDupAck);
+        assert_eq!(v.win.ssthresh, 50 * MSS);
         assert_eq!(cc.w_max, (100 * MSS * 179) >> 8);
         // Second event at cwnd 80 segments, above W_max (69.9 segments): no fast convergence,
         // ssthresh = 80 * 179 / 256.
-        v.cwnd = 80 * MSS;
-        cc.cong_signal(&mut v, CongSignal::NDupAck);
-        assert_eq!(v.ssthresh, (80 * MSS * 179) >> 8);
+        v.win.cwnd = 80 * MSS;
+        cc.cong_signal(&v.view, &mut v.win, CongSignal::NDupAck);
+        assert_eq!(v.win.ssthresh, (80 * MSS * 179) >> 8);
         assert_eq!(cc.w_max, 80 * MSS);
         // Third at 60 segments < W_max: fast convergence takes 217/256 of cwnd first.
-        v.cwnd = 60 * MSS;
-        cc.cong_signal(&mut v, CongSignal::NDupAck);
+        v.win.cwnd = 60 * MSS;
+        cc.cong_signal(&v.view, &mut v.win, CongSignal::NDupAck);
         let fc = (60 * MSS * 217) >> 8;
         assert_eq!(cc.w_max, fc);
-        assert_eq!(v.ssthresh, (fc * 179) >> 8);
+        assert_eq!(v.win.ssthresh, (fc * 179) >> 8);
         // post_recovery with a large pipe: cwnd = 0.7 W_max.
         v.flight = 100 * MSS;
-        cc.post_recovery(&mut v);
-        assert_eq!(v.cwnd, (fc * 179) >> 8);
+        cc.post_recovery(&v.view, &mut v.win);
+        assert_eq!(v.win.cwnd, (fc * 179) >> 8);
     }
 
     #[test]
@@ -548,17 +553,17 @@ mod tests {
         // min_rtt_usecs stays at TCPTV_SRTTBASE until 8 samples: slow start even above ssthresh.
         let mut cc = FreeBsdCubic::default();
         let mut v = vars(20);
-        cc.conn_init(&mut v);
-        v.ssthresh = 10 * MSS;
+        cc.conn_init(&v.view, &mut v.win);
+        v.win.ssthresh = 10 * MSS;
         v.srtt_ns = 40_000_000;
         v.rtt_samples = 7;
         v.bytes_this_ack = 2 * MSS;
-        cc.ack_received(&mut v, AckKind::Ack);
-        assert_eq!(v.cwnd, 22 * MSS);
+        cc.ack_received(&v.view, &mut v.win, AckKind::Ack);
+        assert_eq!(v.win.cwnd, 22 * MSS);
         v.rtt_samples = 8;
-        cc.ack_received(&mut v, AckKind::Ack);
+        cc.ack_received(&v.view, &mut v.win, AckKind::Ack);
         assert_ne!(
-            v.cwnd,
+            v.win.cwnd,
             24 * MSS,
             "congestion avoidance once srtt is trusted"
         );

@@ -5,7 +5,7 @@
 //! is not RTT-scaled. Slow start, the first second after an event and after-idle are NewReno's.
 
 use super::freebsd::{newreno_ack, newreno_after_idle, rto_ssthresh, ticks, AbcCounter, HZ};
-use super::{AckKind, CcVars, CongSignal, CongestionControl};
+use super::{AckKind, CcHooks, CcView, CongSignal, LinuxCcOps, Window};
 
 const HTCP_SHIFT: u32 = 8;
 const HTCP_INIT_ALPHA: i64 = 1;
@@ -51,7 +51,7 @@ impl FreeBsdHtcp {
     }
 
     /// htcp_record_rtt(): srtt in ticks, once 8 samples are in.
-    fn record_rtt(&mut self, v: &CcVars) {
+    fn record_rtt(&mut self, v: &CcView) {
         if v.rtt_samples < HTCP_MIN_RTT_SAMPLES {
             return;
         }
@@ -66,27 +66,27 @@ impl FreeBsdHtcp {
 
     /// The bookkeeping of a congestion event: maxrtt hysteresis, ssthresh = cwnd x beta (0.5 on
     /// the first event and, without adaptive backoff, on every one), the event's time and cwnd.
-    fn congestion_event(&mut self, v: &mut CcVars) {
+    fn congestion_event(&mut self, v: &CcView, win: &mut Window) {
         self.maxrtt = self.minrtt + (self.maxrtt - self.minrtt) * 95 / 100;
         // htcp_ssthresh_update(): htcp_recalc_beta() gives HTCP_MINBETA without adaptive backoff.
-        let beta = if v.ssthresh >= INITIAL_SSTHRESH {
+        let beta = if win.ssthresh >= INITIAL_SSTHRESH {
             HTCP_MINBETA
         } else {
             self.beta
         };
-        v.ssthresh = (v.cwnd * beta) >> HTCP_SHIFT;
+        win.ssthresh = (win.cwnd * beta) >> HTCP_SHIFT;
         self.t_last_cong = ticks(v.now);
-        self.prev_cwnd = v.cwnd;
+        self.prev_cwnd = win.cwnd;
     }
 }
 
-impl CongestionControl for FreeBsdHtcp {
+impl CcHooks for FreeBsdHtcp {
     fn name(&self) -> &'static str {
         "htcp"
     }
 
     /// htcp_cb_init()
-    fn conn_init(&mut self, v: &mut CcVars) {
+    fn conn_init(&mut self, v: &CcView, _win: &mut Window) {
         *self = FreeBsdHtcp {
             alpha: HTCP_INIT_ALPHA,
             beta: HTCP_MINBETA,
@@ -98,41 +98,41 @@ impl CongestionControl for FreeBsdHtcp {
     }
 
     /// htcp_ack_received(), after the stack's ABC accounting (tcp_input.c cc_ack_received()).
-    fn ack_received(&mut self, v: &mut CcVars, kind: AckKind) {
+    fn ack_received(&mut self, v: &CcView, win: &mut Window, kind: AckKind) {
         if kind != AckKind::Ack || v.in_recovery {
             return;
         }
-        self.abc.account(v);
+        self.abc.account(v, win);
         self.record_rtt(v);
-        if !v.cwnd_limited || !(v.cwnd <= v.ssthresh || self.abc.sent_a_wnd) {
+        if !v.cwnd_limited || !(win.cwnd <= win.ssthresh || self.abc.sent_a_wnd) {
             return;
         }
         self.beta = HTCP_MINBETA; // htcp_recalc_beta() without adaptive backoff
         self.recalc_alpha(ticks(v.now));
-        if self.alpha == 1 || v.cwnd <= v.ssthresh {
-            newreno_ack(v, &mut self.abc);
+        if self.alpha == 1 || win.cwnd <= win.ssthresh {
+            newreno_ack(v, win, &mut self.abc);
         } else {
             // With ABC (net.inet.tcp.rfc3465 = 1): alpha segments per cwnd of bytes acked.
-            v.cwnd += self.alpha as u64 * v.mss;
+            win.cwnd += self.alpha as u64 * v.mss;
             self.abc.sent_a_wnd = false;
         }
     }
 
     /// htcp_cong_signal()
-    fn cong_signal(&mut self, v: &mut CcVars, sig: CongSignal) {
+    fn cong_signal(&mut self, v: &CcView, win: &mut Window, sig: CongSignal) {
         match sig {
-            CongSignal::NDupAck => self.congestion_event(v),
+            CongSignal::NDupAck => self.congestion_event(v, win),
             CongSignal::Ecn => {
-                self.congestion_event(v);
-                v.cwnd = v.ssthresh;
-                self.prev_cwnd = v.cwnd;
+                self.congestion_event(v, win);
+                win.cwnd = win.ssthresh;
+                self.prev_cwnd = win.cwnd;
             }
             CongSignal::Rto => {
                 // The stack calls this on the first timeout only (t_rxtshift == 1), where the
                 // kernel leaves t_last_cong alone ("the first one is a reasonable chance of a
                 // false alarm").
-                v.ssthresh = rto_ssthresh(v, 1, 2);
-                v.cwnd = v.mss;
+                win.ssthresh = rto_ssthresh(v, 1, 2);
+                win.cwnd = v.mss;
                 self.abc.reset();
             }
             CongSignal::RtoErr => {}
@@ -140,23 +140,26 @@ impl CongestionControl for FreeBsdHtcp {
     }
 
     /// htcp_post_recovery(): pipe < ssthresh ? max(pipe, mss) + mss : beta x the cwnd before.
-    fn post_recovery(&mut self, v: &mut CcVars) {
-        v.cwnd = if v.flight < v.ssthresh {
+    fn post_recovery(&mut self, v: &CcView, win: &mut Window) {
+        win.cwnd = if v.flight < win.ssthresh {
             v.flight.max(v.mss) + v.mss
         } else {
             (((self.beta * self.prev_cwnd / v.mss) >> HTCP_SHIFT).max(1)) * v.mss
         };
     }
 
-    fn after_idle(&mut self, v: &mut CcVars) {
-        newreno_after_idle(v);
+    fn after_idle(&mut self, v: &CcView, win: &mut Window) {
+        newreno_after_idle(v, win);
     }
 }
+
+impl LinuxCcOps for FreeBsdHtcp {}
 
 #[cfg(test)]
 mod tests {
     //! Reference arithmetic: cc_htcp.c HTCP_CALC_ALPHA, htcp_ack_received, htcp_post_recovery.
     use super::*;
+    use crate::cc::CcVars;
 
     #[test]
     fn alpha_is_the_htcp_polynomial_in_fixed_point() {
@@ -174,36 +177,36 @@ mod tests {
         let mut cc = FreeBsdHtcp::default();
         let mut v = CcVars::new(1000, 10_000);
         v.now = 0;
-        cc.conn_init(&mut v);
-        v.cwnd = 100_000;
-        v.ssthresh = 50_000;
+        cc.conn_init(&v.view, &mut v.win);
+        v.win.cwnd = 100_000;
+        v.win.ssthresh = 50_000;
         v.cwnd_limited = true;
         v.bytes_this_ack = 2000;
         // 3 s after the connection began (diff = 2000 ticks): alpha = (16 + 320 + 2*8) >> 4 = 22.
         v.now = 3_000_000_000;
         for _ in 0..49 {
-            cc.ack_received(&mut v, AckKind::Ack);
+            cc.ack_received(&v.view, &mut v.win, AckKind::Ack);
         }
-        assert_eq!(v.cwnd, 100_000); // 98 KB acked: not yet a window
-        cc.ack_received(&mut v, AckKind::Ack);
+        assert_eq!(v.win.cwnd, 100_000); // 98 KB acked: not yet a window
+        cc.ack_received(&v.view, &mut v.win, AckKind::Ack);
         assert_eq!(cc.alpha, 22);
-        assert_eq!(v.cwnd, 122_000);
+        assert_eq!(v.win.cwnd, 122_000);
     }
 
     #[test]
     fn loss_halves_and_recovery_ends_at_beta_times_the_cwnd_before() {
         let mut cc = FreeBsdHtcp::default();
         let mut v = CcVars::new(1448, 14_480);
-        cc.conn_init(&mut v);
-        v.cwnd = 144_800;
-        v.ssthresh = INITIAL_SSTHRESH;
-        cc.cong_signal(&mut v, CongSignal::NDupAck);
-        assert_eq!(v.ssthresh, 72_400);
+        cc.conn_init(&v.view, &mut v.win);
+        v.win.cwnd = 144_800;
+        v.win.ssthresh = INITIAL_SSTHRESH;
+        cc.cong_signal(&v.view, &mut v.win, CongSignal::NDupAck);
+        assert_eq!(v.win.ssthresh, 72_400);
         v.flight = 100_000; // pipe >= ssthresh at the full ACK
-        cc.post_recovery(&mut v);
-        assert_eq!(v.cwnd, ((128 * 144_800 / 1448) >> 8) * 1448); // 50 segments
+        cc.post_recovery(&v.view, &mut v.win);
+        assert_eq!(v.win.cwnd, ((128 * 144_800 / 1448) >> 8) * 1448); // 50 segments
         v.flight = 10_000;
-        cc.post_recovery(&mut v);
-        assert_eq!(v.cwnd, 10_000 + 1448);
+        cc.post_recovery(&v.view, &mut v.win);
+        assert_eq!(v.win.cwnd, 10_000 + 1448);
     }
 }

@@ -3,7 +3,7 @@
 //! keeps it (cwnd thresholds in packets, b(w) << 8); a(w) is the table index + 1 packets per RTT.
 
 use super::linux::{pkts, set_pkts, slow_start_or_avoid};
-use super::{AckKind, CcVars, CongSignal, CongestionControl};
+use super::{AckKind, CcHooks, CcView, CongSignal, LinuxCcOps, Window};
 
 /// hstcp_aimd_vals: (cwnd upper bound in packets, b(w) << 8), RFC 3649 Appendix B.
 const AIMD: [(u32, u32); 72] = [
@@ -88,18 +88,18 @@ pub struct HighSpeed {
     cwnd_cnt: u32,
 }
 
-impl CongestionControl for HighSpeed {
+impl CcHooks for HighSpeed {
     fn name(&self) -> &'static str {
         "highspeed"
     }
 
     /// hstcp_cong_avoid()
-    fn ack_received(&mut self, v: &mut CcVars, kind: AckKind) {
-        if !slow_start_or_avoid(v, kind) {
+    fn ack_received(&mut self, v: &CcView, win: &mut Window, kind: AckKind) {
+        if !slow_start_or_avoid(v, win, kind) {
             return;
         }
         // Keep AIMD[ai - 1].cwnd < cwnd <= AIMD[ai].cwnd.
-        let cwnd = pkts(v);
+        let cwnd = pkts(v, win);
         while cwnd > AIMD[self.ai].0 && self.ai < AIMD.len() - 1 {
             self.ai += 1;
         }
@@ -110,24 +110,27 @@ impl CongestionControl for HighSpeed {
         self.cwnd_cnt += self.ai as u32 + 1;
         if self.cwnd_cnt >= cwnd {
             self.cwnd_cnt -= cwnd;
-            set_pkts(v, cwnd + 1);
+            set_pkts(v, win, cwnd + 1);
         }
     }
 
     /// hstcp_ssthresh(): cwnd - cwnd x b(w).
-    fn cong_signal(&mut self, v: &mut CcVars, sig: CongSignal) {
+    fn cong_signal(&mut self, v: &CcView, win: &mut Window, sig: CongSignal) {
         if sig != CongSignal::RtoErr {
-            let cwnd = pkts(v);
-            v.ssthresh = (cwnd - ((cwnd * AIMD[self.ai].1) >> 8)).max(2) as u64 * v.mss;
+            let cwnd = pkts(v, win);
+            win.ssthresh = (cwnd - ((cwnd * AIMD[self.ai].1) >> 8)).max(2) as u64 * v.mss;
             self.cwnd_cnt = 0;
         }
     }
 }
 
+impl LinuxCcOps for HighSpeed {}
+
 #[cfg(test)]
 mod tests {
     //! Reference arithmetic: tcp_highspeed.c, and its table against RFC 3649's formula.
     use super::*;
+    use crate::cc::CcVars;
 
     #[test]
     fn the_table_is_rfc_3649_b_of_w() {
@@ -148,25 +151,25 @@ mod tests {
     fn increase_and_decrease_follow_the_window() {
         let mut cc = HighSpeed::default();
         let mut v = CcVars::new(1000, 10_000);
-        v.cwnd = 1000 * 1000; // 1000 packets: AIMD[7] = (1058, 83), a(w) = 8
-        v.ssthresh = 1000;
+        v.win.cwnd = 1000 * 1000; // 1000 packets: AIMD[7] = (1058, 83), a(w) = 8
+        v.win.ssthresh = 1000;
         v.cwnd_limited = true;
         v.bytes_this_ack = 1000;
         for _ in 0..124 {
-            cc.ack_received(&mut v, AckKind::Ack);
+            cc.ack_received(&v.view, &mut v.win, AckKind::Ack);
         }
-        assert_eq!((cc.ai, v.cwnd), (7, 1_000_000)); // 124 x 8 = 992 < 1000
-        cc.ack_received(&mut v, AckKind::Ack);
-        assert_eq!(v.cwnd, 1_001_000); // 125 x 8 = 1000
-        cc.cong_signal(&mut v, CongSignal::NDupAck);
+        assert_eq!((cc.ai, v.win.cwnd), (7, 1_000_000)); // 124 x 8 = 992 < 1000
+        cc.ack_received(&v.view, &mut v.win, AckKind::Ack);
+        assert_eq!(v.win.cwnd, 1_001_000); // 125 x 8 = 1000
+        cc.cong_signal(&v.view, &mut v.win, CongSignal::NDupAck);
         // 1001 - 1001 x 83 / 256 = 1001 - 324 = 677 packets.
-        assert_eq!(v.ssthresh, (1001 - (1001 * 83 >> 8)) * 1000);
+        assert_eq!(v.win.ssthresh, (1001 - (1001 * 83 >> 8)) * 1000);
         // At 30 packets (below 38) it is Reno: a = 1 per window, b = 0.5.
         let mut cc = HighSpeed::default();
-        v.cwnd = 30_000;
-        v.ssthresh = 1000;
-        cc.ack_received(&mut v, AckKind::Ack);
-        cc.cong_signal(&mut v, CongSignal::NDupAck);
-        assert_eq!((cc.ai, v.ssthresh), (0, 15_000));
+        v.win.cwnd = 30_000;
+        v.win.ssthresh = 1000;
+        cc.ack_received(&v.view, &mut v.win, AckKind::Ack);
+        cc.cong_signal(&v.view, &mut v.win, CongSignal::NDupAck);
+        assert_eq!((cc.ai, v.win.ssthresh), (0, 15_000));
     }
 }

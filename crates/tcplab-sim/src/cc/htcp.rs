@@ -3,7 +3,7 @@
 //! jiffies, with its module defaults (use_rtt_scaling 1, use_bandwidth_switch 1).
 
 use super::linux::{jiffies, pkts, slow_start_or_avoid, usecs_to_jiffies, HZ};
-use super::{AckKind, CaState, CcVars, CongSignal, CongestionControl};
+use super::{AckKind, CaState, CcHooks, CcView, CongSignal, LinuxCcOps, Window};
 use crate::time::Ns;
 
 /// 1.0 << 7
@@ -147,12 +147,12 @@ impl Htcp {
     }
 }
 
-impl CongestionControl for Htcp {
+impl CcHooks for Htcp {
     fn name(&self) -> &'static str {
         "htcp"
     }
 
-    fn conn_init(&mut self, v: &mut CcVars) {
+    fn conn_init(&mut self, v: &CcView, _win: &mut Window) {
         *self = Htcp {
             last_cong: jiffies(v.now),
             ..Htcp::default()
@@ -160,14 +160,14 @@ impl CongestionControl for Htcp {
     }
 
     /// htcp_cong_avoid()
-    fn ack_received(&mut self, v: &mut CcVars, kind: AckKind) {
-        if !slow_start_or_avoid(v, kind) {
+    fn ack_received(&mut self, v: &CcView, win: &mut Window, kind: AckKind) {
+        if !slow_start_or_avoid(v, win, kind) {
             return;
         }
         // In theory cwnd += alpha / cwnd.
-        let cwnd = pkts(v);
+        let cwnd = pkts(v, win);
         if (self.cwnd_cnt.wrapping_mul(self.alpha)) >> 7 >= cwnd {
-            v.cwnd += v.mss;
+            win.cwnd += v.mss;
             self.cwnd_cnt = 0;
             self.alpha_update(jiffies(v.now));
         } else {
@@ -177,17 +177,19 @@ impl CongestionControl for Htcp {
     }
 
     /// htcp_recalc_ssthresh()
-    fn cong_signal(&mut self, v: &mut CcVars, sig: CongSignal) {
+    fn cong_signal(&mut self, v: &CcView, win: &mut Window, sig: CongSignal) {
         if sig == CongSignal::RtoErr {
             return;
         }
         self.param_update(jiffies(v.now));
-        v.ssthresh = ((pkts(v) * self.beta) >> 7).max(2) as u64 * v.mss;
+        win.ssthresh = ((pkts(v, win) * self.beta) >> 7).max(2) as u64 * v.mss;
         self.cwnd_cnt = 0;
     }
+}
 
+impl LinuxCcOps for Htcp {
     /// htcp_state()
-    fn set_state(&mut self, v: &mut CcVars, new: CaState) {
+    fn set_state(&mut self, v: &CcView, _win: &mut Window, new: CaState) {
         let now = jiffies(v.now);
         match new {
             CaState::Open => {
@@ -202,7 +204,7 @@ impl CongestionControl for Htcp {
     }
 
     /// measure_achieved_throughput()
-    fn pkts_acked(&mut self, v: &mut CcVars, pkts_acked: u32, rtt_ns: Option<Ns>) {
+    fn pkts_acked(&mut self, v: &CcView, win: &mut Window, pkts_acked: u32, rtt_ns: Option<Ns>) {
         let now = jiffies(v.now);
         if v.ca_state == CaState::Open {
             self.pkts_acked = pkts_acked as u16;
@@ -222,7 +224,7 @@ impl CongestionControl for Htcp {
         } else {
             1
         };
-        if self.packetcount >= pkts(v).wrapping_sub(alpha_pkts)
+        if self.packetcount >= pkts(v, win).wrapping_sub(alpha_pkts)
             && now.wrapping_sub(self.lasttime) >= self.min_rtt
             && self.min_rtt > 0
         {
@@ -250,6 +252,7 @@ mod tests {
     //! Reference arithmetic: net/ipv4/tcp_htcp.c htcp_alpha_update(), htcp_beta_update(),
     //! htcp_recalc_ssthresh(), htcp_cong_avoid().
     use super::*;
+    use crate::cc::CcVars;
 
     #[test]
     fn alpha_grows_with_time_since_congestion_as_the_kernel_polynomial() {
@@ -283,19 +286,19 @@ mod tests {
             ..Htcp::default()
         };
         let mut v = CcVars::new(1000, 10_000);
-        v.cwnd = 100_000;
+        v.win.cwnd = 100_000;
         v.now = 4_000_000_000;
-        cc.cong_signal(&mut v, CongSignal::NDupAck);
+        cc.cong_signal(&v.view, &mut v.win, CongSignal::NDupAck);
         // beta = (25 << 7) / 40 = 80 (0.625); ssthresh = (100 * 80) >> 7 = 62 packets.
         assert_eq!(cc.beta, 80);
-        assert_eq!(v.ssthresh, 62_000);
+        assert_eq!(v.win.ssthresh, 62_000);
         // maxRTT fades: 25 + 15 * 95 / 100 = 39.
         assert_eq!(cc.max_rtt, 39);
         // A bandwidth change of more than 20% falls back to beta 0.5.
         cc.max_b = 2000;
-        cc.cong_signal(&mut v, CongSignal::NDupAck);
+        cc.cong_signal(&v.view, &mut v.win, CongSignal::NDupAck);
         assert_eq!(cc.beta, BETA_MIN);
-        assert_eq!(v.ssthresh, 50_000);
+        assert_eq!(v.win.ssthresh, 50_000);
     }
 
     #[test]
@@ -306,16 +309,16 @@ mod tests {
             ..Htcp::default()
         };
         let mut v = CcVars::new(1000, 10_000);
-        v.cwnd = 30_000;
-        v.ssthresh = 1000;
+        v.win.cwnd = 30_000;
+        v.win.ssthresh = 1000;
         v.cwnd_limited = true;
         v.bytes_this_ack = 1000;
         // (cnt * 3) >= 30 needs cnt = 10, counted one packet per ACK, then one more ACK to apply.
         for _ in 0..10 {
-            cc.ack_received(&mut v, AckKind::Ack);
+            cc.ack_received(&v.view, &mut v.win, AckKind::Ack);
         }
-        assert_eq!(v.cwnd, 30_000);
-        cc.ack_received(&mut v, AckKind::Ack);
-        assert_eq!(v.cwnd, 31_000);
+        assert_eq!(v.win.cwnd, 30_000);
+        cc.ack_received(&v.view, &mut v.win, AckKind::Ack);
+        assert_eq!(v.win.cwnd, 31_000);
     }
 }

@@ -4,7 +4,7 @@
 //! (bictcp_update, cubic_root, cubictcp_recalc_ssthresh, HyStart: hystart_update,
 //! cubictcp_acked) as in current mainline.
 
-use super::{AckKind, CcVars, CongSignal, CongestionControl};
+use super::{AckKind, CcHooks, CcView, CongSignal, LinuxCcOps, Window};
 use crate::time::Ns;
 
 /// Kernel tick rate. Debian's and most distributions' x86 kernels use CONFIG_HZ=250.
@@ -19,31 +19,31 @@ pub(crate) fn usecs_to_jiffies(us: u32) -> u32 {
 }
 
 /// cwnd in packets, as Linux keeps it.
-pub(crate) fn pkts(v: &CcVars) -> u32 {
-    (v.cwnd / v.mss).max(1) as u32
+pub(crate) fn pkts(v: &CcView, win: &Window) -> u32 {
+    (win.cwnd / v.mss).max(1) as u32
 }
 
-pub(crate) fn set_pkts(v: &mut CcVars, cwnd: u32) {
-    v.cwnd = cwnd.max(1) as u64 * v.mss;
+pub(crate) fn set_pkts(v: &CcView, win: &mut Window, cwnd: u32) {
+    win.cwnd = cwnd.max(1) as u64 * v.mss;
 }
 
-pub(crate) fn ssthresh_pkts(v: &CcVars) -> u32 {
-    (v.ssthresh / v.mss).min(u32::MAX as u64) as u32
+pub(crate) fn ssthresh_pkts(v: &CcView, win: &Window) -> u32 {
+    (win.ssthresh / v.mss).min(u32::MAX as u64) as u32
 }
 
 /// tcp_cong.c tcp_slow_start(): cwnd = min(cwnd + acked, ssthresh); returns the acked packets
 /// left over for congestion avoidance.
-pub(crate) fn slow_start(v: &mut CcVars, acked: u32) -> u32 {
-    let cwnd = pkts(v);
-    let new = (cwnd as u64 + acked as u64).min(ssthresh_pkts(v) as u64) as u32;
+pub(crate) fn slow_start(v: &CcView, win: &mut Window, acked: u32) -> u32 {
+    let cwnd = pkts(v, win);
+    let new = (cwnd as u64 + acked as u64).min(ssthresh_pkts(v, win) as u64) as u32;
     let left = acked - (new - cwnd);
-    set_pkts(v, new);
+    set_pkts(v, win, new);
     left
 }
 
 /// tcp_cong.c tcp_cong_avoid_ai(): one packet per `w` packets acked, with credits carried.
-pub(crate) fn cong_avoid_ai(v: &mut CcVars, cwnd_cnt: &mut u32, w: u32, acked: u32) {
-    let mut cwnd = pkts(v);
+pub(crate) fn cong_avoid_ai(v: &CcView, win: &mut Window, cwnd_cnt: &mut u32, w: u32, acked: u32) {
+    let mut cwnd = pkts(v, win);
     // If credits accumulated at a higher w, apply them gently now.
     if *cwnd_cnt >= w {
         *cwnd_cnt = 0;
@@ -55,23 +55,23 @@ pub(crate) fn cong_avoid_ai(v: &mut CcVars, cwnd_cnt: &mut u32, w: u32, acked: u
         *cwnd_cnt -= delta * w;
         cwnd += delta;
     }
-    set_pkts(v, cwnd);
+    set_pkts(v, win, cwnd);
 }
 
 /// Packets covered by this ACK (Linux counts packets, tcp_skb_pcount).
-pub(crate) fn acked_pkts(v: &CcVars) -> u32 {
+pub(crate) fn acked_pkts(v: &CcView) -> u32 {
     v.bytes_this_ack.div_ceil(v.mss) as u32
 }
 
 /// The opening both tcp_reno_cong_avoid() and cubictcp_cong_avoid() share: nothing unless
 /// cwnd-limited; slow start first; the acked packets left for congestion avoidance, if any.
-pub(crate) fn slow_start_then(v: &mut CcVars, kind: AckKind) -> Option<u32> {
+pub(crate) fn slow_start_then(v: &CcView, win: &mut Window, kind: AckKind) -> Option<u32> {
     if kind != AckKind::Ack || !v.cwnd_limited {
         return None;
     }
     let mut acked = acked_pkts(v);
-    if v.in_slow_start() {
-        acked = slow_start(v, acked);
+    if win.in_slow_start() {
+        acked = slow_start(v, win, acked);
     }
     (acked > 0).then_some(acked)
 }
@@ -79,12 +79,12 @@ pub(crate) fn slow_start_then(v: &mut CcVars, kind: AckKind) -> Option<u32> {
 /// The opening of the modules that call tcp_slow_start() without carrying its leftover into
 /// congestion avoidance (tcp_htcp.c htcp_cong_avoid, tcp_highspeed.c hstcp_cong_avoid): nothing
 /// unless cwnd-limited; in slow start, slow start only. Returns whether congestion avoidance runs.
-pub(crate) fn slow_start_or_avoid(v: &mut CcVars, kind: AckKind) -> bool {
+pub(crate) fn slow_start_or_avoid(v: &CcView, win: &mut Window, kind: AckKind) -> bool {
     if kind != AckKind::Ack || !v.cwnd_limited {
         return false;
     }
-    if v.in_slow_start() {
-        slow_start(v, acked_pkts(v));
+    if win.in_slow_start() {
+        slow_start(v, win, acked_pkts(v));
         return false;
     }
     true
@@ -97,34 +97,36 @@ pub struct LinuxReno {
 }
 
 /// tcp_cong.c tcp_reno_cong_avoid(), with the caller's snd_cwnd_cnt.
-pub(crate) fn reno_cong_avoid(v: &mut CcVars, cwnd_cnt: &mut u32, kind: AckKind) {
-    if let Some(acked) = slow_start_then(v, kind) {
-        let w = pkts(v);
-        cong_avoid_ai(v, cwnd_cnt, w, acked);
+pub(crate) fn reno_cong_avoid(v: &CcView, win: &mut Window, cwnd_cnt: &mut u32, kind: AckKind) {
+    if let Some(acked) = slow_start_then(v, win, kind) {
+        let w = pkts(v, win);
+        cong_avoid_ai(v, win, cwnd_cnt, w, acked);
     }
 }
 
 /// tcp_cong.c tcp_reno_ssthresh(): max(cwnd >> 1, 2), in packets.
-pub(crate) fn reno_ssthresh(v: &CcVars) -> u64 {
-    (pkts(v) >> 1).max(2) as u64 * v.mss
+pub(crate) fn reno_ssthresh(v: &CcView, win: &Window) -> u64 {
+    (pkts(v, win) >> 1).max(2) as u64 * v.mss
 }
 
-impl CongestionControl for LinuxReno {
+impl CcHooks for LinuxReno {
     fn name(&self) -> &'static str {
         "reno"
     }
 
-    fn ack_received(&mut self, v: &mut CcVars, kind: AckKind) {
-        reno_cong_avoid(v, &mut self.cwnd_cnt, kind);
+    fn ack_received(&mut self, v: &CcView, win: &mut Window, kind: AckKind) {
+        reno_cong_avoid(v, win, &mut self.cwnd_cnt, kind);
     }
 
-    fn cong_signal(&mut self, v: &mut CcVars, sig: CongSignal) {
+    fn cong_signal(&mut self, v: &CcView, win: &mut Window, sig: CongSignal) {
         if sig != CongSignal::RtoErr {
-            v.ssthresh = reno_ssthresh(v);
+            win.ssthresh = reno_ssthresh(v, win);
             self.cwnd_cnt = 0;
         }
     }
 }
+
+impl LinuxCcOps for LinuxReno {}
 
 const BICTCP_BETA_SCALE: u32 = 1024;
 const BICTCP_HZ: u32 = 10;
@@ -192,7 +194,7 @@ impl LinuxCubic {
         };
     }
 
-    fn hystart_reset(&mut self, v: &CcVars) {
+    fn hystart_reset(&mut self, v: &CcView) {
         let now_us = (v.now / 1000) as u32;
         self.round_start_us = now_us;
         self.last_ack_us = now_us;
@@ -202,7 +204,7 @@ impl LinuxCubic {
     }
 
     /// bictcp_update(): ca->cnt for this cwnd and time.
-    fn update(&mut self, v: &CcVars, cwnd: u32, acked: u32) {
+    fn update(&mut self, v: &CcView, cwnd: u32, acked: u32) {
         let now = jiffies(v.now);
         self.ack_cnt += acked;
         if self.last_cwnd == cwnd && now.wrapping_sub(self.last_time) as i32 <= (HZ / 32) as i32 {
@@ -263,7 +265,7 @@ impl LinuxCubic {
     }
 
     /// hystart_update()
-    fn hystart_update(&mut self, v: &mut CcVars, delay_us: u32) {
+    fn hystart_update(&mut self, v: &CcView, win: &mut Window, delay_us: u32) {
         if v.snd_una > self.end_seq {
             self.hystart_reset(v);
         }
@@ -278,7 +280,7 @@ impl LinuxCubic {
             let threshold = (self.delay_min_us + ack_delay as u32) >> 1;
             if now_us.wrapping_sub(self.round_start_us) as i32 > threshold as i32 {
                 self.found = true;
-                v.ssthresh = v.cwnd;
+                win.ssthresh = win.cwnd;
             }
         }
         // Delay increase: this round's minimum RTT above delay_min + clamp(delay_min/8, 4, 16 ms).
@@ -290,23 +292,23 @@ impl LinuxCubic {
                 + (self.delay_min_us >> 3).clamp(HYSTART_DELAY_MIN, HYSTART_DELAY_MAX)
         {
             self.found = true;
-            v.ssthresh = v.cwnd;
+            win.ssthresh = win.cwnd;
         }
     }
 }
 
-impl CongestionControl for LinuxCubic {
+impl CcHooks for LinuxCubic {
     fn name(&self) -> &'static str {
         "cubic"
     }
 
-    fn conn_init(&mut self, v: &mut CcVars) {
+    fn conn_init(&mut self, v: &CcView, _win: &mut Window) {
         self.reset();
         self.hystart_reset(v);
     }
 
     /// cubictcp_acked(): HyStart's RTT samples.
-    fn rtt_sample(&mut self, v: &mut CcVars, rtt_ns: Ns) {
+    fn rtt_sample(&mut self, v: &CcView, win: &mut Window, rtt_ns: Ns) {
         // Discard delay samples right after fast recovery.
         if let Some(epoch) = self.epoch_start {
             if (jiffies(v.now).wrapping_sub(epoch) as i32) < HZ as i32 {
@@ -317,34 +319,34 @@ impl CongestionControl for LinuxCubic {
         if self.delay_min_us == 0 || self.delay_min_us > delay {
             self.delay_min_us = delay;
         }
-        if !self.found && v.in_slow_start() && pkts(v) >= HYSTART_LOW_WINDOW {
-            self.hystart_update(v, delay);
+        if !self.found && win.in_slow_start() && pkts(v, win) >= HYSTART_LOW_WINDOW {
+            self.hystart_update(v, win, delay);
         }
     }
 
     /// cubictcp_cong_avoid()
-    fn ack_received(&mut self, v: &mut CcVars, kind: AckKind) {
-        if let Some(acked) = slow_start_then(v, kind) {
-            let cwnd = pkts(v);
+    fn ack_received(&mut self, v: &CcView, win: &mut Window, kind: AckKind) {
+        if let Some(acked) = slow_start_then(v, win, kind) {
+            let cwnd = pkts(v, win);
             self.update(v, cwnd, acked);
             let w = self.cnt;
-            cong_avoid_ai(v, &mut self.cwnd_cnt, w, acked);
+            cong_avoid_ai(v, win, &mut self.cwnd_cnt, w, acked);
         }
     }
 
     /// cubictcp_recalc_ssthresh() (and cubictcp_state(TCP_CA_Loss) on a timeout).
-    fn cong_signal(&mut self, v: &mut CcVars, sig: CongSignal) {
+    fn cong_signal(&mut self, v: &CcView, win: &mut Window, sig: CongSignal) {
         if sig == CongSignal::RtoErr {
             return;
         }
-        let cwnd = pkts(v);
+        let cwnd = pkts(v, win);
         self.epoch_start = None;
         self.last_max_cwnd = if cwnd < self.last_max_cwnd {
             (cwnd * (BICTCP_BETA_SCALE + BETA)) / (2 * BICTCP_BETA_SCALE)
         } else {
             cwnd
         };
-        v.ssthresh = ((cwnd * BETA) / BICTCP_BETA_SCALE).max(2) as u64 * v.mss;
+        win.ssthresh = ((cwnd * BETA) / BICTCP_BETA_SCALE).max(2) as u64 * v.mss;
         if sig == CongSignal::Rto {
             // tcp_enter_loss(): ssthresh first, then cubictcp_state(TCP_CA_Loss) ->
             // bictcp_reset() clears everything up to `unused` (last_max_cwnd and delay_min too).
@@ -354,9 +356,12 @@ impl CongestionControl for LinuxCubic {
     }
 }
 
+impl LinuxCcOps for LinuxCubic {}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cc::CcVars;
 
     #[test]
     fn constants_match_cubictcp_register() {
@@ -398,7 +403,7 @@ mod tests {
 
     fn vars(cwnd_pkts: u64) -> CcVars {
         let mut v = CcVars::new(1000, 10_000);
-        v.cwnd = cwnd_pkts * 1000;
+        v.win.cwnd = cwnd_pkts * 1000;
         v.cwnd_limited = true;
         v
     }
@@ -407,36 +412,36 @@ mod tests {
     fn reno_halves_in_packets_and_grows_one_packet_per_window() {
         let mut cc = LinuxReno::default();
         let mut v = vars(101);
-        cc.cong_signal(&mut v, CongSignal::NDupAck);
-        assert_eq!(v.ssthresh, 50_000); // 101 >> 1 = 50 packets
-        v.cwnd = 50_000;
+        cc.cong_signal(&v.view, &mut v.win, CongSignal::NDupAck);
+        assert_eq!(v.win.ssthresh, 50_000); // 101 >> 1 = 50 packets
+        v.win.cwnd = 50_000;
         for _ in 0..25 {
             v.bytes_this_ack = 2000; // delayed ACK, 2 packets
-            cc.ack_received(&mut v, AckKind::Ack);
+            cc.ack_received(&v.view, &mut v.win, AckKind::Ack);
         }
-        assert_eq!(v.cwnd, 51_000);
+        assert_eq!(v.win.cwnd, 51_000);
     }
 
     #[test]
     fn reno_slow_start_adds_every_acked_packet_and_stops_at_ssthresh() {
         let mut cc = LinuxReno::default();
         let mut v = vars(10);
-        v.ssthresh = 13_000;
+        v.win.ssthresh = 13_000;
         v.bytes_this_ack = 5000; // stretch ACK: all 5 count (no ABC limit in Linux)
-        cc.ack_received(&mut v, AckKind::Ack);
+        cc.ack_received(&v.view, &mut v.win, AckKind::Ack);
         // 3 packets to reach ssthresh, the other 2 go to congestion avoidance (cnt 2/13)
-        assert_eq!(v.cwnd, 13_000);
+        assert_eq!(v.win.cwnd, 13_000);
     }
 
     #[test]
     fn cubic_ssthresh_is_717_1024_of_cwnd_and_fast_convergence_lowers_w_max() {
         let mut cc = LinuxCubic::default();
         let mut v = vars(1000);
-        cc.cong_signal(&mut v, CongSignal::NDupAck);
-        assert_eq!(v.ssthresh, 700_000); // 1000 * 717 / 1024 = 700
+        cc.cong_signal(&v.view, &mut v.win, CongSignal::NDupAck);
+        assert_eq!(v.win.ssthresh, 700_000); // 1000 * 717 / 1024 = 700
         assert_eq!(cc.last_max_cwnd, 1000);
-        v.cwnd = 800_000;
-        cc.cong_signal(&mut v, CongSignal::NDupAck);
+        v.win.cwnd = 800_000;
+        cc.cong_signal(&v.view, &mut v.win, CongSignal::NDupAck);
         assert_eq!(cc.last_max_cwnd, 800 * 1741 / 2048); // 680
     }
 
@@ -445,13 +450,13 @@ mod tests {
         // After a loss at 1000 packets, cwnd 700: K = cubic_root(cube_factor * 300) ticks of 1/1024 s.
         let mut cc = LinuxCubic::default();
         let mut v = vars(1000);
-        cc.cong_signal(&mut v, CongSignal::NDupAck);
-        v.cwnd = 700_000;
-        v.ssthresh = 700_000;
+        cc.cong_signal(&v.view, &mut v.win, CongSignal::NDupAck);
+        v.win.cwnd = 700_000;
+        v.win.ssthresh = 700_000;
         v.now = 1_000_000_000;
         cc.delay_min_us = 40_000;
         v.bytes_this_ack = 1000;
-        cc.ack_received(&mut v, AckKind::Ack);
+        cc.ack_received(&v.view, &mut v.win, AckKind::Ack);
         let k = cubic_root(CUBE_FACTOR * 300) as u64;
         // t = (0 + usecs_to_jiffies(40 ms) = 10 jiffies) << 10 / 250 = 40 ticks
         let t = (10u64 << 10) / 250;
@@ -466,18 +471,18 @@ mod tests {
         let mut cc = LinuxCubic::default();
         let mut v = vars(100);
         v.snd_nxt = 1_000_000;
-        cc.conn_init(&mut v);
+        cc.conn_init(&v.view, &mut v.win);
         // base RTT 40 ms; then a round of samples 10 ms higher (> 40 + clamp(5, 4, 16) = 45 ms)
         v.now = 2_000_000_000;
-        cc.rtt_sample(&mut v, 40_000_000);
+        cc.rtt_sample(&v.view, &mut v.win, 40_000_000);
         // a new round begins once snd_una passes the round's end_seq
         v.snd_una = 1_000_001;
         v.snd_nxt = 3_000_000;
         for i in 0..9 {
             v.now += 3_000_000 + i; // ACKs 3 ms apart: no ACK train
-            cc.rtt_sample(&mut v, 50_000_000);
+            cc.rtt_sample(&v.view, &mut v.win, 50_000_000);
         }
         assert!(cc.found);
-        assert_eq!(v.ssthresh, v.cwnd);
+        assert_eq!(v.win.ssthresh, v.win.cwnd);
     }
 }

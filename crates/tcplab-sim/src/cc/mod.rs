@@ -1,8 +1,10 @@
 //! Congestion control as modules behind one trait named after FreeBSD's cc(4) hooks.
 //!
 //! The stack owns the shared per-connection variables ([`CcVars`], FreeBSD's `struct cc_var`);
-//! an algorithm keeps only its private state. Hooks never read a clock: `now` is in [`CcVars`].
-//! See FreeBSD `sys/netinet/cc/cc.h` (`struct cc_algo`) for the hook set this mirrors.
+//! an algorithm keeps only its private state. Each hook is handed a read-only view of the
+//! connection ([`CcView`]) and the window it may change ([`Window`]: cwnd, ssthresh). Hooks never
+//! read a clock: `now` is in the view. See FreeBSD `sys/netinet/cc/cc.h` (`struct cc_algo`) for
+//! the hook set this mirrors.
 
 pub mod bbr;
 pub mod bic;
@@ -12,6 +14,7 @@ pub mod freebsd_htcp;
 pub mod highspeed;
 pub mod htcp;
 pub mod linux;
+mod minmax;
 pub mod newreno;
 pub mod scalable;
 pub mod vegas;
@@ -20,13 +23,32 @@ pub mod yeah;
 
 use crate::time::Ns;
 
-/// Variables the stack shares with the algorithm (FreeBSD `cc_var` / ns-3 `TcpSocketState`).
+/// What a hook may change: the congestion window and slow-start threshold (and, for a module
+/// that owns cwnd, a request to mark the connection application-limited).
 #[derive(Clone, Debug)]
-pub struct CcVars {
+pub struct Window {
     /// Congestion window, bytes.
     pub cwnd: u64,
     /// Slow-start threshold, bytes.
     pub ssthresh: u64,
+    /// Set by a module to mark the connection application-limited with this many packets in
+    /// flight (BBR's PROBE_RTT writes `tp->app_limited`); the stack takes it after the hook.
+    pub app_limited_request: Option<u64>,
+}
+
+impl Window {
+    /// Whether the connection is in slow start: cwnd < ssthresh (RFC 5681 §3.1, Linux
+    /// `tcp_in_slow_start`). FreeBSD's newreno also slow-starts at cwnd == ssthresh; that edge
+    /// belongs to its own module.
+    pub fn in_slow_start(&self) -> bool {
+        self.cwnd < self.ssthresh
+    }
+}
+
+/// The connection as a hook sees it, read-only (FreeBSD `cc_var` / ns-3 `TcpSocketState`
+/// without the window).
+#[derive(Clone, Debug)]
+pub struct CcView {
     /// Sender maximum segment size, bytes.
     pub mss: u64,
     /// Initial window, bytes (used by `after_idle`).
@@ -70,9 +92,29 @@ pub struct CcVars {
     pub next_send_ns: Ns,
     /// A per-connection random value from the run's seeded generator (the kernel's prandom).
     pub random: u64,
-    /// Set by a module to mark the connection application-limited with this many packets in
-    /// flight (BBR's PROBE_RTT writes `tp->app_limited`); the stack takes it after the hook.
-    pub app_limited_request: Option<u64>,
+}
+
+/// Variables the stack shares with the algorithm: the view and the window, kept by the stack
+/// (the view's fields read through `CcVars` itself).
+#[derive(Clone, Debug)]
+pub struct CcVars {
+    /// What hooks read.
+    pub view: CcView,
+    /// What hooks may change.
+    pub win: Window,
+}
+
+impl std::ops::Deref for CcVars {
+    type Target = CcView;
+    fn deref(&self) -> &CcView {
+        &self.view
+    }
+}
+
+impl std::ops::DerefMut for CcVars {
+    fn deref_mut(&mut self) -> &mut CcView {
+        &mut self.view
+    }
 }
 
 /// Linux's congestion-avoidance states (include/net/tcp.h `enum tcp_ca_state`), ordered as the
@@ -118,38 +160,40 @@ impl CcVars {
     /// Fresh variables for a connection with this MSS and initial window.
     pub fn new(mss: u64, iw: u64) -> Self {
         CcVars {
-            cwnd: iw,
-            ssthresh: u64::MAX / 4,
-            mss,
-            iw,
-            bytes_this_ack: 0,
-            flight: 0,
-            cwnd_limited: false,
-            in_recovery: false,
-            srtt_ns: 0,
-            min_rtt_ns: 0,
-            now: 0,
-            snd_una: 0,
-            snd_nxt: 0,
-            pacing_rate_bytes: 0,
-            snd_wnd: 0,
-            after_rto: false,
-            rtt_samples: 0,
-            ca_state: CaState::Open,
-            delivered_pkts: 0,
-            lost_pkts: 0,
-            delivered_mstamp_ns: 0,
-            next_send_ns: 0,
-            random: 0,
-            app_limited_request: None,
+            win: Window {
+                cwnd: iw,
+                ssthresh: u64::MAX / 4,
+                app_limited_request: None,
+            },
+            view: CcView {
+                mss,
+                iw,
+                bytes_this_ack: 0,
+                flight: 0,
+                cwnd_limited: false,
+                in_recovery: false,
+                srtt_ns: 0,
+                min_rtt_ns: 0,
+                now: 0,
+                snd_una: 0,
+                snd_nxt: 0,
+                pacing_rate_bytes: 0,
+                snd_wnd: 0,
+                after_rto: false,
+                rtt_samples: 0,
+                ca_state: CaState::Open,
+                delivered_pkts: 0,
+                lost_pkts: 0,
+                delivered_mstamp_ns: 0,
+                next_send_ns: 0,
+                random: 0,
+            },
         }
     }
 
-    /// Whether the connection is in slow start: cwnd < ssthresh (RFC 5681 §3.1, Linux
-    /// `tcp_in_slow_start`). FreeBSD's newreno also slow-starts at cwnd == ssthresh; that edge
-    /// belongs to its own module.
+    /// Whether the connection is in slow start (see [`Window::in_slow_start`]).
     pub fn in_slow_start(&self) -> bool {
-        self.cwnd < self.ssthresh
+        self.win.in_slow_start()
     }
 }
 
@@ -175,57 +219,67 @@ pub enum CongSignal {
     Ecn,
 }
 
-/// A congestion-control algorithm. Defaults are no-ops. Each hook may change `v.cwnd` and
-/// `v.ssthresh` (and `v.app_limited_request`); nothing else in `CcVars` is theirs to write.
-pub trait CongestionControl {
+/// A congestion-control algorithm: the cc(4) hooks every stack calls ([`CcHooks`]) and Linux's
+/// tcp_congestion_ops hooks that have no cc(4) counterpart ([`LinuxCcOps`]). Implemented for
+/// every type that has both.
+pub trait CongestionControl: CcHooks + LinuxCcOps {}
+
+impl<T: CcHooks + LinuxCcOps + ?Sized> CongestionControl for T {}
+
+/// FreeBSD's cc(4) hooks (`struct cc_algo`). Defaults are no-ops. Each hook reads the connection
+/// through `v` and may change only `win` (cwnd, ssthresh, and BBR's `app_limited_request`).
+pub trait CcHooks {
     /// The registry name.
     fn name(&self) -> &'static str;
     /// Once, when the connection is established.
-    fn conn_init(&mut self, _v: &mut CcVars) {}
+    fn conn_init(&mut self, _v: &CcView, _win: &mut Window) {}
     /// For each ACK outside loss recovery (FreeBSD calls `cc_ack_received` only when not
     /// `IN_RECOVERY`; Linux calls `cong_avoid` only when `tcp_may_raise_cwnd`).
-    fn ack_received(&mut self, _v: &mut CcVars, _kind: AckKind) {}
+    fn ack_received(&mut self, _v: &CcView, _win: &mut Window, _kind: AckKind) {}
     /// On a congestion signal. For `NDupAck` the algorithm sets ssthresh; the stack then sets cwnd
     /// according to its recovery scheme. For `Rto` the stack sets cwnd = 1 MSS afterwards
     /// (RFC 5681 §3.1 loss window; FreeBSD `cc_cong_signal` CC_RTO).
-    fn cong_signal(&mut self, _v: &mut CcVars, _sig: CongSignal) {}
+    fn cong_signal(&mut self, _v: &CcView, _win: &mut Window, _sig: CongSignal) {}
     /// When fast recovery ends (full ACK, RFC 6582 §3.2 step 3).
-    fn post_recovery(&mut self, _v: &mut CcVars) {}
+    fn post_recovery(&mut self, _v: &CcView, _win: &mut Window) {}
     /// When sending resumes after an idle period longer than one RTO (RFC 5681 §4.1).
-    fn after_idle(&mut self, v: &mut CcVars) {
-        newreno::after_idle(v);
+    fn after_idle(&mut self, v: &CcView, win: &mut Window) {
+        newreno::after_idle(v, win);
     }
     /// For each valid RTT sample (Linux pkts_acked; HyStart may set ssthresh here).
-    fn rtt_sample(&mut self, _v: &mut CcVars, _rtt_ns: Ns) {}
+    fn rtt_sample(&mut self, _v: &CcView, _win: &mut Window, _rtt_ns: Ns) {}
     /// When a new round (one window of data) begins.
-    fn new_round(&mut self, _v: &mut CcVars) {}
+    fn new_round(&mut self, _v: &CcView, _win: &mut Window) {}
     /// The rate the algorithm wants the stack to pace at, if any, in bit/s.
-    fn pacing_rate_bps(&self, _v: &CcVars) -> Option<u64> {
+    fn pacing_rate_bps(&self, _v: &CcView, _win: &Window) -> Option<u64> {
         None
     }
+}
 
-    // Linux's tcp_congestion_ops hooks that have no cc(4) counterpart; the Linux stack calls
-    // them where net/ipv4/tcp_input.c does, the other stacks never.
-
+/// Linux's tcp_congestion_ops hooks that have no cc(4) counterpart; the Linux stack calls them
+/// where net/ipv4/tcp_input.c does (the RFC 6675 intake shared with the rfc and freebsd-rack
+/// stacks calls `in_ack_event` and `pkts_acked` too; FreeBSD's modules leave them as defaults).
+/// Defaults are no-ops; a module without Linux hooks implements it empty.
+pub trait LinuxCcOps: CcHooks {
     /// Linux `set_state`: the stack is about to move to `new` (tcp_set_ca_state()).
-    fn set_state(&mut self, _v: &mut CcVars, _new: CaState) {}
+    fn set_state(&mut self, _v: &CcView, _win: &mut Window, _new: CaState) {}
     /// Linux `pkts_acked` (tcp_clean_rtx_queue()): after an ACK that acknowledged `pkts` packets,
     /// with its RTT sample if it had a valid one. By default, the sample goes to `rtt_sample`.
-    fn pkts_acked(&mut self, v: &mut CcVars, _pkts: u32, rtt_ns: Option<Ns>) {
+    fn pkts_acked(&mut self, v: &CcView, win: &mut Window, _pkts: u32, rtt_ns: Option<Ns>) {
         if let Some(r) = rtt_ns {
-            self.rtt_sample(v, r);
+            self.rtt_sample(v, win, r);
         }
     }
     /// Linux `in_ack_event` (tcp_in_ack_event()): every ACK; `slow_path` is CA_ACK_SLOWPATH
     /// (the ACK carried SACK blocks or did not advance snd_una).
-    fn in_ack_event(&mut self, _v: &mut CcVars, _slow_path: bool) {}
+    fn in_ack_event(&mut self, _v: &CcView, _win: &mut Window, _slow_path: bool) {}
     /// Whether the algorithm sets cwnd itself on every ACK (Linux `cong_control`, as BBR): the
     /// stack then calls `cong_control` instead of `ack_received` and its own PRR.
     fn owns_cwnd(&self) -> bool {
         false
     }
     /// Linux `cong_control` (tcp_cong_control()), with the ACK's delivery-rate sample.
-    fn cong_control(&mut self, _v: &mut CcVars, _rs: &RateSample) {}
+    fn cong_control(&mut self, _v: &CcView, _win: &mut Window, _rs: &RateSample) {}
     /// Whether the stack must pace even without fq (Linux `sk_pacing_status` =
     /// SK_PACING_NEEDED, set by bbr_init()).
     fn needs_pacing(&self) -> bool {
@@ -391,62 +445,65 @@ pub mod dispatch {
         };
     }
 
-    impl CongestionControl for StaticCc {
+    impl CcHooks for StaticCc {
         #[inline]
         fn name(&self) -> &'static str {
             each!(self, c => c.name())
         }
         #[inline]
-        fn conn_init(&mut self, v: &mut CcVars) {
-            each!(self, c => c.conn_init(v))
+        fn conn_init(&mut self, v: &CcView, win: &mut Window) {
+            each!(self, c => c.conn_init(v, win))
         }
         #[inline]
-        fn ack_received(&mut self, v: &mut CcVars, kind: AckKind) {
-            each!(self, c => c.ack_received(v, kind))
+        fn ack_received(&mut self, v: &CcView, win: &mut Window, kind: AckKind) {
+            each!(self, c => c.ack_received(v, win, kind))
         }
         #[inline]
-        fn cong_signal(&mut self, v: &mut CcVars, sig: CongSignal) {
-            each!(self, c => c.cong_signal(v, sig))
+        fn cong_signal(&mut self, v: &CcView, win: &mut Window, sig: CongSignal) {
+            each!(self, c => c.cong_signal(v, win, sig))
         }
         #[inline]
-        fn post_recovery(&mut self, v: &mut CcVars) {
-            each!(self, c => c.post_recovery(v))
+        fn post_recovery(&mut self, v: &CcView, win: &mut Window) {
+            each!(self, c => c.post_recovery(v, win))
         }
         #[inline]
-        fn after_idle(&mut self, v: &mut CcVars) {
-            each!(self, c => c.after_idle(v))
+        fn after_idle(&mut self, v: &CcView, win: &mut Window) {
+            each!(self, c => c.after_idle(v, win))
         }
         #[inline]
-        fn rtt_sample(&mut self, v: &mut CcVars, rtt_ns: Ns) {
-            each!(self, c => c.rtt_sample(v, rtt_ns))
+        fn rtt_sample(&mut self, v: &CcView, win: &mut Window, rtt_ns: Ns) {
+            each!(self, c => c.rtt_sample(v, win, rtt_ns))
         }
         #[inline]
-        fn new_round(&mut self, v: &mut CcVars) {
-            each!(self, c => c.new_round(v))
+        fn new_round(&mut self, v: &CcView, win: &mut Window) {
+            each!(self, c => c.new_round(v, win))
         }
         #[inline]
-        fn pacing_rate_bps(&self, v: &CcVars) -> Option<u64> {
-            each!(self, c => c.pacing_rate_bps(v))
+        fn pacing_rate_bps(&self, v: &CcView, win: &Window) -> Option<u64> {
+            each!(self, c => c.pacing_rate_bps(v, win))
+        }
+    }
+
+    impl LinuxCcOps for StaticCc {
+        #[inline]
+        fn set_state(&mut self, v: &CcView, win: &mut Window, new: CaState) {
+            each!(self, c => c.set_state(v, win, new))
         }
         #[inline]
-        fn set_state(&mut self, v: &mut CcVars, new: CaState) {
-            each!(self, c => c.set_state(v, new))
+        fn pkts_acked(&mut self, v: &CcView, win: &mut Window, pkts: u32, rtt_ns: Option<Ns>) {
+            each!(self, c => c.pkts_acked(v, win, pkts, rtt_ns))
         }
         #[inline]
-        fn pkts_acked(&mut self, v: &mut CcVars, pkts: u32, rtt_ns: Option<Ns>) {
-            each!(self, c => c.pkts_acked(v, pkts, rtt_ns))
-        }
-        #[inline]
-        fn in_ack_event(&mut self, v: &mut CcVars, slow_path: bool) {
-            each!(self, c => c.in_ack_event(v, slow_path))
+        fn in_ack_event(&mut self, v: &CcView, win: &mut Window, slow_path: bool) {
+            each!(self, c => c.in_ack_event(v, win, slow_path))
         }
         #[inline]
         fn owns_cwnd(&self) -> bool {
             each!(self, c => c.owns_cwnd())
         }
         #[inline]
-        fn cong_control(&mut self, v: &mut CcVars, rs: &RateSample) {
-            each!(self, c => c.cong_control(v, rs))
+        fn cong_control(&mut self, v: &CcView, win: &mut Window, rs: &RateSample) {
+            each!(self, c => c.cong_control(v, win, rs))
         }
         #[inline]
         fn needs_pacing(&self) -> bool {

@@ -3,7 +3,7 @@
 
 use super::linux::{cong_avoid_ai, pkts, set_pkts, slow_start};
 use super::vegas::VegasCore;
-use super::{AckKind, CaState, CcVars, CongSignal, CongestionControl};
+use super::{AckKind, CaState, CcHooks, CcView, CongSignal, LinuxCcOps, Window};
 use crate::time::Ns;
 
 /// Packets queued at the bottleneck that count as congestion.
@@ -46,34 +46,34 @@ impl Default for Yeah {
     }
 }
 
-impl CongestionControl for Yeah {
+impl CcHooks for Yeah {
     fn name(&self) -> &'static str {
         "yeah"
     }
 
     /// tcp_yeah_init()
-    fn conn_init(&mut self, v: &mut CcVars) {
+    fn conn_init(&mut self, v: &CcView, win: &mut Window) {
         *self = Yeah::default();
-        self.vegas.init(v);
+        self.vegas.init(v, win);
     }
 
     /// tcp_yeah_cong_avoid()
-    fn ack_received(&mut self, v: &mut CcVars, kind: AckKind) {
+    fn ack_received(&mut self, v: &CcView, win: &mut Window, kind: AckKind) {
         if kind != AckKind::Ack || !v.cwnd_limited {
             return;
         }
         let mut acked = super::linux::acked_pkts(v);
-        if v.in_slow_start() {
-            acked = slow_start(v, acked);
+        if win.in_slow_start() {
+            acked = slow_start(v, win, acked);
         }
         if acked > 0 {
-            let cwnd = pkts(v);
+            let cwnd = pkts(v, win);
             let w = if self.doing_reno_now == 0 {
                 cwnd.min(SCALABLE_AI_CNT) // Scalable
             } else {
                 cwnd // Reno
             };
-            cong_avoid_ai(v, &mut self.cwnd_cnt, w, acked);
+            cong_avoid_ai(v, win, &mut self.cwnd_cnt, w, acked);
         }
         if !self.vegas.round_over(v) {
             return;
@@ -82,16 +82,16 @@ impl CongestionControl for Yeah {
             let rtt = self.vegas.min_rtt;
             let base = self.vegas.base_rtt;
             // Packets queued: cwnd x (rtt - base) / rtt.
-            let queue = ((pkts(v) as u64 * (rtt - base) as u64) / rtt as u64) as u32;
+            let queue = ((pkts(v, win) as u64 * (rtt - base) as u64) / rtt as u64) as u32;
             if queue > ALPHA || rtt - base > base / PHY {
-                if queue > ALPHA && pkts(v) > self.reno_count {
-                    let reduction = (queue / GAMMA).min(pkts(v) >> EPSILON);
-                    let cwnd = (pkts(v) - reduction).max(self.reno_count);
-                    set_pkts(v, cwnd);
-                    v.ssthresh = v.cwnd;
+                if queue > ALPHA && pkts(v, win) > self.reno_count {
+                    let reduction = (queue / GAMMA).min(pkts(v, win) >> EPSILON);
+                    let cwnd = (pkts(v, win) - reduction).max(self.reno_count);
+                    set_pkts(v, win, cwnd);
+                    win.ssthresh = win.cwnd;
                 }
                 if self.reno_count <= 2 {
-                    self.reno_count = (pkts(v) >> 1).max(2);
+                    self.reno_count = (pkts(v, win) >> 1).max(2);
                 } else {
                     self.reno_count += 1;
                 }
@@ -110,11 +110,11 @@ impl CongestionControl for Yeah {
     }
 
     /// tcp_yeah_ssthresh()
-    fn cong_signal(&mut self, v: &mut CcVars, sig: CongSignal) {
+    fn cong_signal(&mut self, v: &CcView, win: &mut Window, sig: CongSignal) {
         if sig == CongSignal::RtoErr {
             return;
         }
-        let cwnd = pkts(v);
+        let cwnd = pkts(v, win);
         let reduction = if self.doing_reno_now < RHO {
             self.last_q.min((cwnd >> 1).max(2)).max(cwnd >> DELTA)
         } else {
@@ -122,20 +122,22 @@ impl CongestionControl for Yeah {
         };
         self.fast_count = 0;
         self.reno_count = (self.reno_count >> 1).max(2);
-        v.ssthresh = (cwnd as i64 - reduction as i64).max(2) as u64 * v.mss;
+        win.ssthresh = (cwnd as i64 - reduction as i64).max(2) as u64 * v.mss;
         self.cwnd_cnt = 0;
     }
 
-    fn after_idle(&mut self, v: &mut CcVars) {
-        super::newreno::after_idle(v);
-        self.vegas.init(v);
+    fn after_idle(&mut self, v: &CcView, win: &mut Window) {
+        super::newreno::after_idle(v, win);
+        self.vegas.init(v, win);
+    }
+}
+
+impl LinuxCcOps for Yeah {
+    fn set_state(&mut self, v: &CcView, win: &mut Window, new: CaState) {
+        self.vegas.set_state(v, win, new);
     }
 
-    fn set_state(&mut self, v: &mut CcVars, new: CaState) {
-        self.vegas.set_state(v, new);
-    }
-
-    fn pkts_acked(&mut self, _v: &mut CcVars, _pkts: u32, rtt_ns: Option<Ns>) {
+    fn pkts_acked(&mut self, _v: &CcView, _win: &mut Window, _pkts: u32, rtt_ns: Option<Ns>) {
         self.vegas.pkts_acked(rtt_ns);
     }
 }
@@ -144,21 +146,22 @@ impl CongestionControl for Yeah {
 mod tests {
     //! Reference arithmetic: net/ipv4/tcp_yeah.c tcp_yeah_cong_avoid(), tcp_yeah_ssthresh().
     use super::*;
+    use crate::cc::CcVars;
 
     fn ended_round(cc: &mut Yeah, v: &mut CcVars, rtt_us: u64) {
         for _ in 0..3 {
-            cc.pkts_acked(v, 1, Some(rtt_us * 1000));
+            cc.pkts_acked(&v.view, &mut v.win, 1, Some(rtt_us * 1000));
         }
         v.snd_una = cc.vegas.beg_snd_nxt + 1;
-        v.snd_nxt = v.snd_una + v.cwnd;
+        v.snd_nxt = v.snd_una + v.win.cwnd;
         v.bytes_this_ack = 1000;
-        cc.ack_received(v, AckKind::Ack);
+        cc.ack_received(&v.view, &mut v.win, AckKind::Ack);
     }
 
     fn vars(cwnd_pkts: u64) -> CcVars {
         let mut v = CcVars::new(1000, 10_000);
-        v.cwnd = cwnd_pkts * 1000;
-        v.ssthresh = 10_000;
+        v.win.cwnd = cwnd_pkts * 1000;
+        v.win.ssthresh = 10_000;
         v.cwnd_limited = true;
         v
     }
@@ -167,31 +170,31 @@ mod tests {
     fn scalable_growth_while_the_queue_is_short() {
         let mut cc = Yeah::default();
         let mut v = vars(1000);
-        cc.conn_init(&mut v);
+        cc.conn_init(&v.view, &mut v.win);
         ended_round(&mut cc, &mut v, 10_000);
         assert_eq!(cc.doing_reno_now, 0);
         // Scalable: one packet per min(cwnd, 100) = 100 acked; the first ACK already counted one.
         v.snd_una = cc.vegas.beg_snd_nxt; // inside the round
         for _ in 0..99 {
-            cc.ack_received(&mut v, AckKind::Ack);
+            cc.ack_received(&v.view, &mut v.win, AckKind::Ack);
         }
-        assert_eq!(v.cwnd, 1_001_000);
+        assert_eq!(v.win.cwnd, 1_001_000);
     }
 
     #[test]
     fn a_long_queue_is_drained_by_its_size_and_reno_mode_begins() {
         let mut cc = Yeah::default();
         let mut v = vars(1000);
-        cc.conn_init(&mut v);
+        cc.conn_init(&v.view, &mut v.win);
         ended_round(&mut cc, &mut v, 10_000); // base RTT 10.001 ms
                                               // 12 ms: queue = 1000 * 2000 / 12001 = 166 > 80: cwnd -= min(166, 500); ssthresh = cwnd.
-        let cwnd = v.cwnd / 1000;
+        let cwnd = v.win.cwnd / 1000;
         ended_round(&mut cc, &mut v, 12_000);
         let queue = cwnd * 2000 / 12001;
-        assert_eq!(v.cwnd / 1000, cwnd - queue.min(cwnd / 2));
-        assert_eq!(v.ssthresh, v.cwnd);
+        assert_eq!(v.win.cwnd / 1000, cwnd - queue.min(cwnd / 2));
+        assert_eq!(v.win.ssthresh, v.win.cwnd);
         assert_eq!(cc.doing_reno_now, 1);
-        assert_eq!(cc.reno_count, (v.cwnd / 1000 / 2) as u32);
+        assert_eq!(cc.reno_count, (v.win.cwnd / 1000 / 2) as u32);
         assert_eq!(cc.last_q, queue as u32);
     }
 
@@ -202,14 +205,14 @@ mod tests {
             ..Yeah::default()
         };
         let mut v = vars(400);
-        cc.cong_signal(&mut v, CongSignal::NDupAck);
-        assert_eq!(v.ssthresh, 350_000); // reduction = max(min(30, 200), 400 / 8 = 50)
+        cc.cong_signal(&v.view, &mut v.win, CongSignal::NDupAck);
+        assert_eq!(v.win.ssthresh, 350_000); // reduction = max(min(30, 200), 400 / 8 = 50)
         cc.last_q = 300;
-        cc.cong_signal(&mut v, CongSignal::NDupAck);
-        assert_eq!(v.ssthresh, 200_000); // min(300, 200)
+        cc.cong_signal(&v.view, &mut v.win, CongSignal::NDupAck);
+        assert_eq!(v.win.ssthresh, 200_000); // min(300, 200)
         cc.doing_reno_now = RHO;
         cc.last_q = 0;
-        cc.cong_signal(&mut v, CongSignal::NDupAck);
-        assert_eq!(v.ssthresh, 200_000); // Reno mode: half
+        cc.cong_signal(&v.view, &mut v.win, CongSignal::NDupAck);
+        assert_eq!(v.win.ssthresh, 200_000); // Reno mode: half
     }
 }

@@ -1,9 +1,10 @@
 //! TCP endpoints: a sender with SACK scoreboard, RTO and a pluggable congestion control, and a
 //! receiver with delayed ACKs, SACK generation and a buffer-limited window.
 
-pub mod prr;
 pub mod rate;
 pub mod receiver;
 pub mod rtt;
 pub mod scoreboard;
 pub mod sender;
+/// Linux PRR, under its historical path.
+pub use sender::recovery::linux_prr as prr;

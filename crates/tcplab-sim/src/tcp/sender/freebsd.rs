@@ -12,166 +12,218 @@
 //! then ssthresh; PRR cwnd = pipe + sndcnt) follow the review's description in
 //! shared/stack-models.md; the diff itself was not available to read (docs/models.md).
 
-use super::*;
+use super::core::Conn;
+use super::recovery::freebsd_prr::{sack_partialack, FreeBsdPrr};
+use super::{SenderEvent, State};
+// The enum-dispatch build calls the hooks on a concrete type, which needs the trait in scope.
+#[cfg_attr(not(feature = "static-cc"), allow(unused_imports))]
+use crate::cc::CcHooks;
+use crate::cc::{AckKind, CongSignal};
+use crate::packet::Packet;
 use crate::stack::FreeBsdRecovery;
+use crate::time::Ns;
 
-/// FreeBSD's `sackhint` PRR fields, in bytes.
-#[derive(Clone, Debug, Default)]
-pub(super) struct FbState {
-    /// Bytes delivered (cumulatively acked or SACKed) since recovery began.
-    prr_delivered: u64,
-    /// Bytes sent since recovery began (incremented by `emit`).
-    pub(super) prr_out: u64,
-    /// Flight size when recovery began.
-    recover_fs: u64,
+/// The default stack's own state.
+#[derive(Debug)]
+pub(super) struct FreeBsdStack {
+    /// Its recovery knobs (D43470, do_prr, sack.tso).
+    k: FreeBsdRecovery,
+    /// PRR of the current recovery.
+    prr: FreeBsdPrr,
     /// Segments sent by limited transmit (tcp_input.c `snd_limited`).
     snd_limited: u64,
 }
 
-impl TcpSender {
-    /// tcp_compute_pipe() with net.inet.tcp.newsack: snd_max - snd_una + sack_bytes_rexmit -
-    /// sacked_bytes. Holes not yet retransmitted count as in flight.
-    pub(super) fn fb_pipe(&self) -> u64 {
-        (self.snd_nxt - self.snd_una + self.sb.retrans_bytes).saturating_sub(self.sb.sacked_bytes)
+impl FreeBsdStack {
+    pub(super) fn new(k: FreeBsdRecovery) -> Self {
+        FreeBsdStack {
+            k,
+            prr: FreeBsdPrr::default(),
+            snd_limited: 0,
+        }
+    }
+
+    pub(super) fn timer_deadline(&self, c: &Conn) -> Option<Ns> {
+        let pace = c.pace_deadline(c.pacing_rate().is_some());
+        [c.rto_deadline, pace, c.tsq_wake]
+            .into_iter()
+            .flatten()
+            .min()
+    }
+
+    /// The application starts: its first write(2).
+    pub(super) fn start(
+        &mut self,
+        c: &mut Conn,
+        now: Ns,
+        out: &mut Vec<Packet>,
+        next_id: &mut u64,
+    ) {
+        self.app_write(c, now, out, next_id);
     }
 
     /// One incoming ACK, in the order tcp_do_segment() handles it.
-    pub(super) fn on_ack_freebsd(
+    pub(super) fn on_ack(
         &mut self,
-        k: FreeBsdRecovery,
+        c: &mut Conn,
         p: &Packet,
         now: Ns,
         out: &mut Vec<Packet>,
         next_id: &mut u64,
     ) {
-        self.snd_wnd = p.rwnd;
-        self.v.snd_wnd = p.rwnd;
+        c.v.now = now;
+        c.snd_wnd = p.rwnd;
+        c.v.snd_wnd = p.rwnd;
         // tcp_sack_doack(): the scoreboard first; sack_changed when it learned something.
-        let newly_sacked = if self.sack {
-            self.sb.sack(p.sack_blocks(), self.snd_una)
+        let newly_sacked = if c.sack {
+            c.sb.sack(p.sack_blocks(), c.snd_una)
         } else {
             0
         };
-        let sack_changed = newly_sacked > 0;
-        let acked = if p.ack > self.snd_una && p.ack <= self.snd_nxt {
-            p.ack - self.snd_una
+        let acked = if p.ack > c.snd_una && p.ack <= c.snd_nxt {
+            p.ack - c.snd_una
         } else {
             0
         };
-        self.sb.clear_delivered();
-        let in_fr = matches!(self.state, State::Recovery { .. });
+        c.sb.clear_delivered();
+        let in_fr = matches!(c.state, State::Recovery { .. });
         // tcp_sack_output() retransmits every hole below the highest SACKed byte.
-        let new_loss = in_fr && self.sb.mark_losses(1) > 0;
-
+        let new_loss = in_fr && c.sb.mark_losses(1) > 0;
         if acked == 0 {
-            let outstanding = self.snd_nxt > self.snd_una;
-            // Only ACKs at snd_una carrying new SACK information count (tcp_input.c: "Acks with
-            // SACK but without any new SACK information ... should not affect dupack counting").
-            if p.ack != self.snd_una || !outstanding || (self.sack && !sack_changed) {
-                return;
-            }
-            if self.rto_deadline.is_none() || matches!(self.state, State::Loss { .. }) {
-                self.dupacks = 0;
-                return;
-            }
-            self.dupacks += 1;
-            if self.dupacks > self.profile.dupthresh || in_fr {
-                if in_fr && k.prr {
-                    self.fb_prr_ack(k, newly_sacked, new_loss);
-                } else if in_fr {
-                    // Without PRR: inflate by one segment per dupack while pipe < ssthresh.
-                    if self.fb_pipe() < self.v.ssthresh {
-                        self.v.cwnd = (self.v.cwnd + self.mss).min(self.v.ssthresh);
-                    }
-                } else {
-                    self.v.cwnd += self.mss;
-                }
-                self.output(now, out, next_id);
-            } else if self.dupacks == self.profile.dupthresh || self.sb.sacked_bytes > 2 * self.mss
-            {
-                self.fb_enter_recovery(k, now, out, next_id);
-            } else {
-                self.fb_limited_transmit(now, out, next_id);
-            }
+            self.dup_ack(c, p, newly_sacked, new_loss, now, out, next_id);
+        } else {
+            self.new_ack(c, p, acked, newly_sacked, new_loss, now, out, next_id);
+        }
+        c.note_completion(now);
+    }
+
+    /// An ACK that does not advance snd_una: dupack counting, recovery entry, limited transmit.
+    #[allow(clippy::too_many_arguments)]
+    fn dup_ack(
+        &mut self,
+        c: &mut Conn,
+        p: &Packet,
+        newly_sacked: u64,
+        new_loss: bool,
+        now: Ns,
+        out: &mut Vec<Packet>,
+        next_id: &mut u64,
+    ) {
+        let in_fr = matches!(c.state, State::Recovery { .. });
+        let outstanding = c.snd_nxt > c.snd_una;
+        // Only ACKs at snd_una carrying new SACK information count (tcp_input.c: "Acks with
+        // SACK but without any new SACK information ... should not affect dupack counting").
+        if p.ack != c.snd_una || !outstanding || (c.sack && newly_sacked == 0) {
             return;
         }
+        if c.rto_deadline.is_none() || matches!(c.state, State::Loss { .. }) {
+            c.dupacks = 0;
+            return;
+        }
+        c.dupacks += 1;
+        if c.dupacks > c.profile.dupthresh || in_fr {
+            if in_fr && self.k.prr {
+                self.prr.ack(c, self.k.d43470, newly_sacked, new_loss);
+            } else if in_fr {
+                // Without PRR: inflate by one segment per dupack while pipe < ssthresh.
+                if c.fb_pipe() < c.v.win.ssthresh {
+                    c.v.win.cwnd = (c.v.win.cwnd + c.mss).min(c.v.win.ssthresh);
+                }
+            } else {
+                c.v.win.cwnd += c.mss;
+            }
+            self.output(c, now, out, next_id);
+        } else if c.dupacks == c.profile.dupthresh || c.sb.sacked_bytes > 2 * c.mss {
+            self.enter_recovery(c, now, out, next_id);
+        } else {
+            self.limited_transmit(c, now, out, next_id);
+        }
+    }
 
-        // An ACK that advances snd_una. The scoreboard forgets what is now cumulatively acked
-        // (tcp_sack_doack() trims the holes); snd_una itself moves later, in process_ACK.
-        let karn = self.sb.ack(p.ack);
-        self.sb.clear_delivered();
-        self.dupacks = 0;
-        if sack_changed {
-            self.dupacks += 1;
-            if !in_fr && self.state == State::Open && self.sb.sacked_bytes > 2 * self.mss {
-                self.fb_enter_recovery(k, now, out, next_id);
+    /// An ACK that advances snd_una. The scoreboard forgets what is now cumulatively acked
+    /// (tcp_sack_doack() trims the holes); snd_una itself moves later, in process_ACK.
+    #[allow(clippy::too_many_arguments)]
+    fn new_ack(
+        &mut self,
+        c: &mut Conn,
+        p: &Packet,
+        acked: u64,
+        newly_sacked: u64,
+        new_loss: bool,
+        now: Ns,
+        out: &mut Vec<Packet>,
+        next_id: &mut u64,
+    ) {
+        let in_fr = matches!(c.state, State::Recovery { .. });
+        let karn = c.sb.ack(p.ack);
+        c.sb.clear_delivered();
+        c.dupacks = 0;
+        if newly_sacked > 0 {
+            c.dupacks += 1;
+            if !in_fr && c.state == State::Open && c.sb.sacked_bytes > 2 * c.mss {
+                self.enter_recovery(c, now, out, next_id);
             }
         }
         let mut exited = false;
-        if let State::Recovery { recover } = self.state {
+        if let State::Recovery { recover } = c.state {
             if p.ack < recover {
                 // resume_partialack: PRR only for an ACK that carries SACK blocks
                 // (`V_tcp_do_prr && to.to_flags & TOF_SACK`); a pure cumulative partial ACK (the
                 // receiver holds nothing out of order) goes to tcp_sack_partialack() even with
                 // PRR on, and its cap at ssthresh is a byte budget, not whole segments.
-                if k.prr && !p.sack_blocks().is_empty() {
-                    self.rto_deadline = None;
-                    self.fb_prr_ack(k, acked + newly_sacked, new_loss);
+                if self.k.prr && !p.sack_blocks().is_empty() {
+                    c.rto_deadline = None;
+                    self.prr
+                        .ack(c, self.k.d43470, acked + newly_sacked, new_loss);
                 } else {
-                    self.fb_sack_partialack(p.ack, acked, acked + newly_sacked);
+                    sack_partialack(c, p.ack, acked, acked + newly_sacked);
                 }
             } else {
                 // cc_post_recovery() sees pipe before snd_una moves.
-                self.v.flight = self.fb_pipe();
-                self.cc.post_recovery(&mut self.v);
+                c.v.flight = c.fb_pipe();
+                c.cc.post_recovery(&c.v.view, &mut c.v.win);
                 exited = true;
             }
         }
-
         // process_ACK: RTT from the timestamp echo in ticks plus one (tcp_xmit_timer(tp,
         // TCP_TS_TO_TICKS(t) + 1)), or from the timed segment without timestamps.
-        let sample = if self.timestamps {
-            Some(((now - p.ts_ecr) / crate::time::MS + 1) * crate::time::MS)
-        } else {
-            karn.map(|t| now - t)
-        };
-        if let Some(r) = sample {
-            self.rtt.sample(r);
-            self.v.srtt_ns = self.rtt.srtt_ns;
-            self.v.min_rtt_ns = self.rtt.min_rtt_ns;
-            self.v.rtt_samples = self.rtt.samples;
+        if let Some(r) = c.ack_rtt(p, karn, now, true) {
+            c.take_rtt_sample(r);
         }
-        // cc_ack_received(CC_ACK) runs before EXIT_RECOVERY, so the ACK that ends recovery does
-        // not grow cwnd. CCF_CWND_LIMITED: cwnd <= snd_wnd (without newcwv).
-        self.v.cwnd_limited = self.v.cwnd <= self.snd_wnd;
-        self.v.bytes_this_ack = acked;
-        self.v.after_rto = matches!(self.state, State::Loss { .. }) && self.sb.lost_bytes > 0;
-        self.cc.ack_received(&mut self.v, AckKind::Ack);
-        self.snd_una = p.ack;
-        self.v.snd_una = self.snd_una;
-        self.v.snd_nxt = self.snd_nxt;
-        self.rto_deadline = (self.snd_una < self.snd_nxt).then(|| now + self.rtt.rto_ns);
-        if exited {
-            self.state = State::Open;
-            self.v.in_recovery = false;
-            self.event(now, SenderEvent::RecoveryEnd);
-        }
-        if let State::Loss { recover } = self.state {
-            if self.snd_una >= recover {
-                self.state = State::Open;
-                self.v.after_rto = false;
-                self.event(now, SenderEvent::LossEnd);
-            }
-        }
-        if self.snd_una >= self.round_end {
-            self.round_end = self.snd_nxt;
-            self.cc.new_round(&mut self.v);
-        }
+        self.process_ack(c, p, acked, exited, now);
         // tcp_do_segment() ends with tcp_output() on the buffer as it is; the application, woken
         // by sowwakeup() after sbcut_locked() freed space, writes only after that.
-        self.output(now, out, next_id);
-        if acked > 0 {
-            self.fb_app_write(k, now, out, next_id);
+        self.output(c, now, out, next_id);
+        self.app_write(c, now, out, next_id);
+    }
+
+    /// process_ACK after the RTT sample: the CC's ack_received, snd_una, the timer, the exits.
+    fn process_ack(&mut self, c: &mut Conn, p: &Packet, acked: u64, exited: bool, now: Ns) {
+        // cc_ack_received(CC_ACK) runs before EXIT_RECOVERY, so the ACK that ends recovery does
+        // not grow cwnd. CCF_CWND_LIMITED: cwnd <= snd_wnd (without newcwv).
+        c.v.cwnd_limited = c.v.win.cwnd <= c.snd_wnd;
+        c.v.bytes_this_ack = acked;
+        c.v.after_rto = matches!(c.state, State::Loss { .. }) && c.sb.lost_bytes > 0;
+        c.cc.ack_received(&c.v.view, &mut c.v.win, AckKind::Ack);
+        c.snd_una = p.ack;
+        c.v.snd_una = c.snd_una;
+        c.v.snd_nxt = c.snd_nxt;
+        c.rto_deadline = (c.snd_una < c.snd_nxt).then(|| now + c.rtt.rto_ns);
+        if exited {
+            c.state = State::Open;
+            c.v.in_recovery = false;
+            c.event(now, SenderEvent::RecoveryEnd);
+        }
+        if let State::Loss { recover } = c.state {
+            if c.snd_una >= recover {
+                c.state = State::Open;
+                c.v.after_rto = false;
+                c.event(now, SenderEvent::LossEnd);
+            }
+        }
+        if c.snd_una >= c.round_end {
+            c.round_end = c.snd_nxt;
+            c.cc.new_round(&c.v.view, &mut c.v.win);
         }
     }
 
@@ -186,246 +238,179 @@ impl TcpSender {
     /// during a recovery that does not advance snd_una the unsent data runs down and the last
     /// TSO chunk before it runs out ends in a partial segment (tcp_output.c sends the fraction
     /// "when the send sockbuf can be emptied").
-    pub(super) fn fb_app_write(
-        &mut self,
-        k: FreeBsdRecovery,
-        now: Ns,
-        out: &mut Vec<Packet>,
-        next_id: &mut u64,
-    ) {
+    fn app_write(&mut self, c: &mut Conn, now: Ns, out: &mut Vec<Packet>, next_id: &mut u64) {
         // Terminates: each pass writes only into buffer space that autosizing added, and the
         // buffer is bounded by sendbuf_max.
         loop {
-            let before = self.written;
-            self.app_fill(now);
-            if self.written == before {
+            let before = c.written;
+            c.app_fill(now);
+            if c.written == before {
                 return;
             }
-            self.output_freebsd(k, now, out, next_id);
+            self.send(c, now, out, next_id);
         }
     }
 
     /// tcp_input.c `enter_recovery` with SACK.
-    fn fb_enter_recovery(
-        &mut self,
-        k: FreeBsdRecovery,
-        now: Ns,
-        out: &mut Vec<Packet>,
-        next_id: &mut u64,
-    ) {
-        let recover = self.snd_nxt;
-        self.dupacks = self.profile.dupthresh;
+    fn enter_recovery(&mut self, c: &mut Conn, now: Ns, out: &mut Vec<Packet>, next_id: &mut u64) {
+        c.dupacks = c.profile.dupthresh;
         // cc_cong_signal(CC_NDUPACK) sets ssthresh from cwnd; cc_ack_received(CC_DUPACK) is a
         // no-op for newreno and cubic.
-        self.v.flight = self.fb_pipe();
-        self.cc.cong_signal(&mut self.v, CongSignal::NDupAck);
-        self.v.in_recovery = true;
-        self.state = State::Recovery { recover };
-        self.recoveries += 1;
-        self.sb.mark_losses(1);
-        // PRR state: prr_delivered = maxseg ("exclude Limited Transmit segments"),
-        // recover_fs = snd_nxt - snd_una.
-        self.fb = FbState {
-            prr_delivered: self.mss,
-            prr_out: 0,
-            recover_fs: (self.snd_nxt - self.snd_una).max(1),
-            snd_limited: 0,
-        };
-        self.rto_deadline = None;
+        c.begin_recovery(c.fb_pipe());
+        c.sb.mark_losses(1);
+        self.prr = FreeBsdPrr::begin(c);
+        self.snd_limited = 0;
+        c.rto_deadline = None;
         // The episode's start is recorded with the cwnd its first retransmission leaves with
         // (what SIFTR2 logs beside that packet), as on every stack.
-        if k.d43470 {
+        if self.k.d43470 {
             // One retransmission beyond what is in flight, then the window is ssthresh.
-            self.v.cwnd = self.fb_pipe() + self.mss;
-            self.output(now, out, next_id);
-            self.event(now, SenderEvent::RecoveryStart);
-            self.v.cwnd = self.v.ssthresh;
+            c.v.win.cwnd = c.fb_pipe() + c.mss;
+            self.output(c, now, out, next_id);
+            c.event(now, SenderEvent::RecoveryStart);
+            c.v.win.cwnd = c.v.win.ssthresh;
         } else {
             // snd_cwnd = maxseg; tcp_output(): exactly the first hole's first segment.
-            self.v.cwnd = self.mss;
-            self.output(now, out, next_id);
-            self.event(now, SenderEvent::RecoveryStart);
+            c.v.win.cwnd = c.mss;
+            self.output(c, now, out, next_id);
+            c.event(now, SenderEvent::RecoveryStart);
         }
-        if self.rto_deadline.is_none() && self.snd_una < self.snd_nxt {
+        if c.rto_deadline.is_none() && c.snd_una < c.snd_nxt {
             // Nothing was retransmittable: the timer stays the way out.
-            self.rto_deadline = Some(now + self.rtt.rto_ns);
-        }
-    }
-
-    /// tcp_do_prr_ack(): RFC 6937 in bytes, then cwnd in whole segments of allowance.
-    fn fb_prr_ack(&mut self, k: FreeBsdRecovery, del_data: u64, new_loss: bool) {
-        let State::Recovery { recover } = self.state else {
-            return;
-        };
-        let mss = self.mss as i64;
-        let pipe = self.fb_pipe() as i64;
-        let ssthresh = self.v.ssthresh as i64;
-        self.fb.prr_delivered += del_data;
-        let (delivered, prr_out) = (self.fb.prr_delivered as i64, self.fb.prr_out as i64);
-        let snd_cnt = if pipe >= ssthresh {
-            // Proportional part: howmany(prr_delivered * ssthresh, recover_fs) - prr_out, plus
-            // maxseg - 1 so that the division by maxseg below rounds up.
-            let rfs = self.fb.recover_fs as i64;
-            (delivered * ssthresh + rfs - 1) / rfs - prr_out + mss - 1
-        } else {
-            // Slow-start reduction bound; conservative on new loss or when nothing was delivered.
-            let limit = if new_loss || del_data == 0 {
-                delivered - prr_out
-            } else {
-                (delivered - prr_out).max(del_data as i64) + mss
-            };
-            (ssthresh - pipe).min(limit)
-        };
-        let snd_cnt = (snd_cnt.max(0) / mss) as u64;
-        let cwnd = if k.d43470 {
-            // cwnd = pipe - del_data + sndcnt * maxseg: what stays in flight after this ACK plus
-            // the allowance (fb_pipe() here already excludes this ACK's data).
-            self.fb_pipe() + snd_cnt * self.mss
-        } else {
-            // What recovery has sent and is still out, plus the allowance.
-            (self.snd_nxt - recover) + self.sb.retrans_bytes + snd_cnt * self.mss
-        };
-        self.v.cwnd = cwnd.max(self.mss);
-    }
-
-    /// tcp_sack.c tcp_sack_partialack() (a partial ACK without SACK blocks, or any partial ACK
-    /// without PRR): room for one more segment, two if the ACK covered at least two, never above
-    /// ssthresh; then the RFC 6675 rescue retransmission as FreeBSD does it: when this ACK
-    /// delivered data, left no hole in the scoreboard and nothing was sent beyond the recovery
-    /// point, the last maxseg bytes below snd_max become a hole (whatever segments they cut).
-    fn fb_sack_partialack(&mut self, ack: u64, acked: u64, delivered: u64) {
-        let State::Recovery { recover } = self.state else {
-            return;
-        };
-        self.rto_deadline = None;
-        let num_segs = if acked / self.mss >= 2 { 2 } else { 1 };
-        let cwnd = self.sb.retrans_bytes + (self.snd_nxt - recover) + num_segs * self.mss;
-        self.v.cwnd = cwnd.min(self.v.ssthresh);
-        let no_holes = self.sb.sacked_bytes == 0 && self.sb.lost_bytes == 0;
-        if recover == self.snd_nxt && no_holes && delivered > 0 {
-            let start = ack.max(self.snd_nxt.saturating_sub(self.mss));
-            self.sb.mark_range_lost(start, self.snd_nxt);
+            c.rto_deadline = Some(now + c.rtt.rto_ns);
         }
     }
 
     /// RFC 3042 limited transmit on the first two dupacks (tcp_input.c, net.inet.tcp.rfc3042).
-    fn fb_limited_transmit(&mut self, now: Ns, out: &mut Vec<Packet>, next_id: &mut u64) {
-        if self.dupacks == 1 {
-            self.fb.snd_limited = 0;
-        }
-        let old_cwnd = self.v.cwnd;
-        let old_max = self.snd_nxt;
-        let dup = self.dupacks as u64;
-        self.v.cwnd =
-            (self.snd_nxt - self.snd_una) + dup.saturating_sub(self.fb.snd_limited) * self.mss;
-        self.output(now, out, next_id);
-        let sent = self.snd_nxt - old_max;
-        if sent > self.mss {
-            self.fb.snd_limited = 2;
-        } else if sent > 0 {
-            self.fb.snd_limited += 1;
-        }
-        self.v.cwnd = old_cwnd;
-    }
-
-    /// tcp_output.c: holes first (in fast recovery, and the go-back-N resend after an RTO), then
-    /// new data, each sized by a byte difference of the window.
-    pub(super) fn output_freebsd(
+    fn limited_transmit(
         &mut self,
-        k: FreeBsdRecovery,
+        c: &mut Conn,
         now: Ns,
         out: &mut Vec<Packet>,
         next_id: &mut u64,
     ) {
-        self.fb_sndbuf_autosize();
-        self.restart_after_idle(now);
-        self.tsq_throttled = false;
-        let tsq_limit = self.tsq_limit();
+        if c.dupacks == 1 {
+            self.snd_limited = 0;
+        }
+        let old_cwnd = c.v.win.cwnd;
+        let old_max = c.snd_nxt;
+        let dup = c.dupacks as u64;
+        c.v.win.cwnd = (c.snd_nxt - c.snd_una) + dup.saturating_sub(self.snd_limited) * c.mss;
+        self.output(c, now, out, next_id);
+        let sent = c.snd_nxt - old_max;
+        if sent > c.mss {
+            self.snd_limited = 2;
+        } else if sent > 0 {
+            self.snd_limited += 1;
+        }
+        c.v.win.cwnd = old_cwnd;
+    }
+
+    /// tcp_output() when the stack calls it (the application's writes call it through
+    /// `app_write`).
+    pub(super) fn output(
+        &mut self,
+        c: &mut Conn,
+        now: Ns,
+        out: &mut Vec<Packet>,
+        next_id: &mut u64,
+    ) {
+        if !c.started {
+            return;
+        }
+        c.v.now = now;
+        self.send(c, now, out, next_id);
+    }
+
+    /// tcp_output.c: holes first (in fast recovery, and the go-back-N resend after an RTO), then
+    /// new data, each sized by a byte difference of the window.
+    fn send(&mut self, c: &mut Conn, now: Ns, out: &mut Vec<Packet>, next_id: &mut u64) {
+        c.fb_sndbuf_autosize();
+        c.restart_after_idle(now);
+        c.tsq_throttled = false;
+        let tsq_limit = c.tsq_limit();
         loop {
-            let sendwin = self.snd_wnd.min(self.v.cwnd);
-            let off = self.snd_nxt - self.snd_una;
-            let hole = match self.state {
+            let sendwin = c.snd_wnd.min(c.v.win.cwnd);
+            let off = c.snd_nxt - c.snd_una;
+            let hole = match c.state {
                 // "Do not retransmit SACK segments beyond snd_recover."
-                State::Recovery { recover } => {
-                    self.sb.next_lost().filter(|&(seq, _)| seq < recover)
-                }
-                State::Loss { .. } => self.sb.next_lost(),
+                State::Recovery { recover } => c.sb.next_lost().filter(|&(seq, _)| seq < recover),
+                State::Loss { .. } => c.sb.next_lost(),
                 State::Open => None,
             };
             if let Some((seq, seg_len)) = hole {
-                let budget = match self.state {
+                let budget = match c.state {
                     // After D43470 the window is compared with pipe; before it, cwnd counts the
                     // bytes retransmitted (cwin = min(snd_wnd, cwnd) - sack_bytes_rexmit).
-                    State::Recovery { .. } if k.d43470 => sendwin.saturating_sub(self.fb_pipe()),
-                    State::Recovery { .. } => sendwin.saturating_sub(self.sb.retrans_bytes),
-                    _ => sendwin.saturating_sub(self.sb.pipe(off, self.mss)),
+                    State::Recovery { .. } if self.k.d43470 => sendwin.saturating_sub(c.fb_pipe()),
+                    State::Recovery { .. } => sendwin.saturating_sub(c.sb.retrans_bytes),
+                    _ => sendwin.saturating_sub(c.sb.pipe(off, c.mss)),
                 };
                 // A retransmission is sent even when shorter than a segment (sack_rxmit and
                 // snd_nxt < snd_max bypass silly-window avoidance).
                 let len = budget.min(seg_len as u64);
                 if len == 0 {
-                    self.v.cwnd_limited = true;
+                    c.v.cwnd_limited = true;
                     break;
                 }
-                if self.tsq_blocks(len, true, tsq_limit) {
+                if c.tsq_blocks(len, true, tsq_limit) {
                     break;
                 }
                 if len < seg_len as u64 {
-                    self.sb.split_at(seq + len);
+                    c.sb.split_at(seq + len);
                 }
-                self.emit(seq, len, true, now, out, next_id);
+                c.emit(seq, len, true, now, out, next_id);
                 continue;
             }
-            let unsent = self.written - self.snd_nxt;
+            let unsent = c.written - c.snd_nxt;
             if unsent == 0 {
-                self.v.cwnd_limited = false;
+                c.v.cwnd_limited = false;
                 break;
             }
-            let wnd_room = self.snd_wnd.saturating_sub(off);
-            let budget = match self.state {
-                State::Recovery { .. } if k.d43470 => {
-                    sendwin.saturating_sub(self.fb_pipe()).min(wnd_room)
+            let wnd_room = c.snd_wnd.saturating_sub(off);
+            let budget = match c.state {
+                State::Recovery { .. } if self.k.d43470 => {
+                    sendwin.saturating_sub(c.fb_pipe()).min(wnd_room)
                 }
                 // New data while retransmissions are out: snd_cwnd - (snd_nxt - snd_recover) -
                 // sack_bytes_rexmit.
-                State::Recovery { recover } if self.sb.retrans_bytes > 0 => (self
-                    .v
-                    .cwnd
-                    .saturating_sub(self.snd_nxt - recover + self.sb.retrans_bytes))
-                .min(wnd_room),
-                State::Loss { .. } => sendwin
-                    .saturating_sub(self.sb.pipe(off, self.mss))
-                    .min(wnd_room),
+                State::Recovery { recover } if c.sb.retrans_bytes > 0 => {
+                    (c.v.win
+                        .cwnd
+                        .saturating_sub(c.snd_nxt - recover + c.sb.retrans_bytes))
+                    .min(wnd_room)
+                }
+                State::Loss { .. } => sendwin.saturating_sub(c.sb.pipe(off, c.mss)).min(wnd_room),
                 _ => sendwin.saturating_sub(off),
             };
             let mut len = unsent.min(budget);
             if len == 0 {
-                self.v.cwnd_limited = true;
+                c.v.cwnd_limited = true;
                 break;
             }
-            if len < self.mss {
+            if len < c.mss {
                 // Silly-window avoidance: a runt only when it empties the buffer and nothing is
                 // outstanding (idle; iperf3 leaves TCP_NODELAY off).
                 if !(len == unsent && off == 0) {
-                    self.v.cwnd_limited = true;
+                    c.v.cwnd_limited = true;
                     break;
                 }
-            } else if len > self.mss {
+            } else if len > c.mss {
                 // TSO: up to the burst limit, whole segments unless the buffer empties.
-                len = len.min(self.profile.tso_max_bytes.max(self.mss));
-                if self.snd_nxt + len < self.written {
-                    len -= len % self.mss;
+                len = len.min(c.profile.tso_max_bytes.max(c.mss));
+                if c.snd_nxt + len < c.written {
+                    len -= len % c.mss;
                 }
             }
             let mut left = len;
             let mut blocked = false;
             while left > 0 {
-                let seg = left.min(self.mss);
-                if self.tsq_blocks(seg, false, tsq_limit) {
+                let seg = left.min(c.mss);
+                if c.tsq_blocks(seg, false, tsq_limit) {
                     blocked = true;
                     break;
                 }
-                self.emit(self.snd_nxt, seg, false, now, out, next_id);
+                c.emit(c.snd_nxt, seg, false, now, out, next_id);
                 left -= seg;
             }
             if blocked {
@@ -434,21 +419,31 @@ impl TcpSender {
         }
     }
 
-    /// tcp_output.c send-buffer autosizing: grow by sendbuf_inc while the buffer is 7/8 full, the
-    /// peer's window could take 5/4 of it, and the window could take all unsent data.
-    pub(super) fn fb_sndbuf_autosize(&mut self) {
-        let SndbufPolicy::FreeBsdInc(inc) = self.profile.sndbuf else {
-            return;
-        };
-        let hiwat = self.sndbuf_now;
-        let sbused = self.written - self.snd_una;
-        let sendwin = self.snd_wnd.min(self.v.cwnd);
-        if sbused >= hiwat / 8 * 7
-            && hiwat < self.sndbuf
-            && self.snd_wnd / 4 * 5 >= hiwat
-            && sendwin >= sbused - (self.snd_nxt - self.snd_una)
-        {
-            self.sndbuf_now = (hiwat + inc).min(self.sndbuf);
+    /// A timer fired: RTO (tcp_timer.c tcp_timer_rexmt()) and/or pacing release.
+    pub(super) fn on_timer(
+        &mut self,
+        c: &mut Conn,
+        now: Ns,
+        out: &mut Vec<Packet>,
+        next_id: &mut u64,
+    ) {
+        c.v.now = now;
+        c.tsq_wake_due(now);
+        if c.rto_due(now) {
+            if c.snd_una < c.snd_nxt {
+                // tcp_timer.c / cc.c: ssthresh only when t_rxtshift == 1, the first timeout
+                // since the last RTT sample, with pipe as tcp_compute_pipe() has it.
+                let reduced_already = c.rtt.rxtshift > 0;
+                c.v.flight = c.fb_pipe();
+                c.v.snd_wnd = c.snd_wnd;
+                if !reduced_already {
+                    c.cc.cong_signal(&c.v.view, &mut c.v.win, CongSignal::Rto);
+                }
+                c.enter_loss(now);
+            } else {
+                c.rto_deadline = None;
+            }
         }
+        self.output(c, now, out, next_id);
     }
 }

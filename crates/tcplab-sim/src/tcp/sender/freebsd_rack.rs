@@ -1,6 +1,6 @@
-//! FreeBSD's RACK stack (`net.inet.tcp.functions_default=rack`): what it does differently from
-//! the generic RACK-TLP sender — PRR in bytes gating sends without collapsing cwnd, the exit
-//! rule, the RTO reduction, the TLP timeout and the HPTS burst mitigation of unpaced flows.
+//! FreeBSD's RACK stack (`net.inet.tcp.functions_default=rack`): RACK-TLP loss detection with
+//! rack.c's thresholds, PRR in bytes gating sends without collapsing cwnd, the exit rule, the RTO
+//! reduction, the TLP timeout and the HPTS burst mitigation of unpaced flows.
 //!
 //! Followed: sys/netinet/tcp_stacks/rack.c as read at freebsd/freebsd-src @ 01cb9895
 //! (rack_cong_signal(), rack_post_recovery(), rack_calc_thresh_rack(), rack_calc_thresh_tlp(),
@@ -8,24 +8,16 @@
 //! rack_dsack_std_based) and at sobomax/freebsd14_vendor @ 0f7ff342 (rack_log_ack()'s PRR
 //! block, rack_get_pacing_delay()'s "old method" burst mitigation, rack_slot_reduction).
 
-use super::*;
-
-/// rack.c `r_ctl` PRR fields, bytes.
-#[derive(Clone, Debug, Default)]
-pub(super) struct RackState {
-    /// rc_prr_sndcnt: what PRR allows out now.
-    pub(super) prr_sndcnt: u64,
-    /// rc_prr_delivered.
-    prr_delivered: u64,
-    /// rc_prr_out.
-    pub(super) prr_out: u64,
-    /// rc_prr_recovery_fs = snd_max - snd_una at entry.
-    recovery_fs: u64,
-    /// rc_rack_largest_cwnd, for the burst mitigation.
-    pub(super) largest_cwnd: u64,
-    /// When the RACK timer next lets a retransmission out beyond PRR's allowance.
-    rr_next: Ns,
-}
+use super::core::Conn;
+use super::recovery::rack::{Rack, Tlp};
+use super::recovery::rack_prr::RackPrr;
+use super::rfc::end_of_recovery;
+use super::{SenderEvent, State};
+// The enum-dispatch build calls the hooks on a concrete type, which needs the trait in scope.
+#[cfg_attr(not(feature = "static-cc"), allow(unused_imports))]
+use crate::cc::CcHooks;
+use crate::packet::Packet;
+use crate::time::Ns;
 
 /// rack_prr_addbackmax: at most this many segments of unused PRR allowance join cwnd at exit.
 const PRR_ADDBACK_MAX_SEGS: u64 = 2;
@@ -38,40 +30,175 @@ const DELAYED_ACK_NS: Ns = 40 * crate::time::MS;
 /// rack_min_to: the shortest RACK timer.
 const MIN_TO_NS: Ns = crate::time::MS;
 
-impl TcpSender {
-    /// rack_cong_signal(CC_NDUPACK) on entering recovery: PRR state reset, one segment allowed
-    /// at once; cwnd is not touched (the cc module's cong_signal sets ssthresh only).
-    pub(super) fn rack_enter_recovery(&mut self) {
-        self.rk.prr_delivered = 0;
-        self.rk.prr_out = 0;
-        self.rk.prr_sndcnt = self.mss;
-        self.rk.recovery_fs = self.snd_nxt - self.snd_una;
+/// The RACK stack's own state.
+#[derive(Debug, Default)]
+pub(super) struct RackStack {
+    prr: RackPrr,
+    rack: Rack,
+    tlp: Tlp,
+    /// rc_rack_largest_cwnd, for the burst mitigation.
+    largest_cwnd: u64,
+    /// When the RACK timer next lets a retransmission out beyond PRR's allowance.
+    rr_next: Ns,
+}
+
+impl RackStack {
+    pub(super) fn timer_deadline(&self, c: &Conn) -> Option<Ns> {
+        let pace = c.pace_deadline(true);
+        let rapid = self.rapid_recovery_deadline(c);
+        [
+            c.rto_deadline,
+            pace,
+            c.tsq_wake,
+            self.rack.reo_deadline,
+            self.tlp.deadline,
+            rapid,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
-    /// rack_log_ack(), "Deal with PRR here (in recovery only)": RFC 6937 in bytes on every ACK
-    /// after the one that entered recovery. `changed` is what this ACK delivered (acked or
-    /// SACKed).
-    pub(super) fn rack_prr_update(&mut self, changed: u64) {
-        self.rk.prr_delivered += changed;
-        // pipe = (snd_max - snd_una) - rc_sacked + rc_holes_rxt
-        let pipe = self.fb_pipe();
-        let ssthresh = self.v.ssthresh;
-        self.rk.prr_sndcnt = if pipe > ssthresh {
-            // sndcnt = prr_delivered * ssthresh / recovery_fs + 1 - prr_out, not below 0.
-            // A zero recovery_fs allows nothing (rack.c sets rc_prr_sndcnt = 0 then).
-            (self.rk.prr_delivered * ssthresh)
-                .checked_div(self.rk.recovery_fs)
-                .map_or(0, |p| (p + 1).saturating_sub(self.rk.prr_out))
+    /// rack_output(): retransmissions of what RACK marked lost, then new data, within PRR's
+    /// allowance in recovery (cwnd - flight otherwise), in bursts the HPTS mitigation cuts.
+    pub(super) fn output(
+        &mut self,
+        c: &mut Conn,
+        now: Ns,
+        out: &mut Vec<Packet>,
+        next_id: &mut u64,
+    ) {
+        if !c.started {
+            return;
+        }
+        c.v.now = now;
+        c.fb_sndbuf_autosize();
+        self.largest_cwnd = self.largest_cwnd.max(c.v.win.cwnd);
+        c.app_fill(now);
+        c.restart_after_idle(now);
+        c.tsq_throttled = false;
+        let tsq_limit = c.tsq_limit();
+        let mut tot_len = 0;
+        loop {
+            if now < c.pace_next {
+                break;
+            }
+            let room = self.room(c);
+            let cand = if let Some((seq, len)) = c.sb.next_lost() {
+                Some((seq, len as u64, true))
+            } else {
+                // FreeBSD's RACK stack probes with TLP instead of RFC 6675's rescue.
+                c.new_data_len().map(|len| (c.snd_nxt, len, false))
+            };
+            let Some((seq, mut len, retx)) = cand else {
+                c.nothing_to_send(room);
+                break;
+            };
+            let mut rapid = false;
+            if len > room {
+                if c.profile.partial_sends && !retx && room > 0 {
+                    len = room;
+                } else if retx && self.rapid_recovery_due(c, now) {
+                    rapid = true;
+                } else {
+                    c.v.cwnd_limited = true;
+                    break;
+                }
+            }
+            if c.tsq_blocks(len, retx, tsq_limit) {
+                break;
+            }
+            if rapid {
+                self.rr_next = now + MIN_TO_NS;
+            }
+            c.emit(seq, len, retx, now, out, next_id);
+            // HPTS burst mitigation: stop once the burst needs a pacing slot, and wait it out.
+            tot_len += len;
+            let slot = self.burst_slot_ns(c, tot_len);
+            if slot > 0 {
+                c.pace_next = now + slot;
+                break;
+            }
+        }
+    }
+
+    /// Process an ACK (rack_do_segment() -> rack_log_ack(), rack_ack_received()).
+    pub(super) fn on_ack(
+        &mut self,
+        c: &mut Conn,
+        p: &Packet,
+        now: Ns,
+        out: &mut Vec<Packet>,
+        next_id: &mut u64,
+    ) {
+        c.v.now = now;
+        let a = c.intake_ack(p, now, true, false);
+        // RACK's min_rtt from the newest never-retransmitted delivered segment.
+        if let Some(r) = a.ca_rtt {
+            c.rtt.observe_min(r);
+            c.v.min_rtt_ns = c.rtt.min_rtt_ns;
+        }
+        if a.newly_sacked > 0 && c.snd_una < c.snd_nxt {
+            // rack.c rack_start_hpts_timer(): "RACK, TLP, persists and RXT timers all are
+            // restartable based on actions input .. i.e we received a packet (ack or sack)"; with
+            // SACK-passed segments the RACK timer, not the RXT timer, is the one armed.
+            c.rto_deadline = Some(now + c.rtt.rto_ns);
+        }
+        let newly_lost = if c.sack && self.rack.advance(c, now) {
+            self.rack_mark_lost(c, now)
         } else {
-            // Slow-start reduction bound: min(ssthresh - pipe, max(delivered - out, changed) + mss).
-            let limit = self
-                .rk
-                .prr_delivered
-                .saturating_sub(self.rk.prr_out)
-                .max(changed)
-                + self.mss;
-            (ssthresh - pipe).min(limit)
+            0
         };
+        let rs = c.rate_sample(now, &a, newly_lost);
+        end_of_recovery(c, &a, now, |c| self.post_recovery(c));
+        // rack.c rack_ack_received(), as tcp_input.c: CCF_CWND_LIMITED when cwnd <= snd_wnd;
+        // the cc modules also read snd_wnd and whether this ACK follows a timeout.
+        c.v.cwnd_limited = c.v.win.cwnd <= c.snd_wnd;
+        c.v.snd_wnd = c.snd_wnd;
+        c.v.after_rto = matches!(c.state, State::Loss { .. }) && c.sb.lost_bytes > 0;
+        c.sync_ca_state();
+        c.cc_ack(&a);
+        let mut entered = false;
+        if c.state == State::Open && c.snd_una < c.snd_nxt {
+            let trigger = if c.sack {
+                c.sb.lost_bytes > 0
+            } else {
+                c.dupacks >= c.profile.dupthresh || (c.sack && c.sb.head_lost())
+            };
+            if trigger && c.recovery_allowed() {
+                self.enter_recovery(c, now);
+                entered = true;
+            }
+        }
+        if matches!(c.state, State::Recovery { .. }) && !entered {
+            self.prr.update(c, a.acked + a.newly_sacked);
+        }
+        c.cong_control(rs);
+        self.output(c, now, out, next_id);
+        self.tlp.on_ack(c, now);
+        self.schedule_tlp(c, now);
+        c.note_completion(now);
+    }
+
+    /// rack_calc_thresh_rack() with rack_dsack_std_based, no reordering seen: the window is
+    /// always a quarter of the last RTT, and the timer fires at that threshold, at least
+    /// rack_min_to (1 ms) from now.
+    fn rack_mark_lost(&mut self, c: &mut Conn, now: Ns) -> u64 {
+        let reo_wnd = self.rack.rtt / 4;
+        self.rack.mark_lost(c, now, reo_wnd, |w| w.max(MIN_TO_NS))
+    }
+
+    /// Entering recovery: the cc module's cong_signal(CC_NDUPACK) sets ssthresh; then
+    /// rack_cong_signal()'s PRR reset (cwnd untouched).
+    fn enter_recovery(&mut self, c: &mut Conn, now: Ns) {
+        let recover = c.begin_recovery(c.snd_nxt - c.snd_una);
+        c.sync_ca_state();
+        c.recover_guard = Some(recover);
+        if !c.sack {
+            c.sb.mark_head_lost();
+        }
+        self.prr.begin(c);
+        c.event(now, SenderEvent::RecoveryStart);
     }
 
     /// use_rack_rr = 1 ("rack rapid recovery"): rack_timer_start() arms the RACK timer for a
@@ -79,81 +206,121 @@ impl TcpSender {
     /// to rack_output() as rc_resend with r_timer_override. So a lost segment goes out at least
     /// every rack_min_to even when PRR allows nothing (the RACK threshold itself has already been
     /// applied by the loss marking).
-    pub(super) fn rack_rapid_recovery_due(&self, now: Ns) -> bool {
-        matches!(self.state, State::Recovery { .. }) && now >= self.rk.rr_next
-    }
-
-    pub(super) fn rack_rapid_recovery_sent(&mut self, now: Ns) {
-        self.rk.rr_next = now + MIN_TO_NS;
+    fn rapid_recovery_due(&self, c: &Conn, now: Ns) -> bool {
+        matches!(c.state, State::Recovery { .. }) && now >= self.rr_next
     }
 
     /// When the next rapid-recovery retransmission is due, if one is waiting.
-    pub(super) fn rack_rapid_recovery_deadline(&self) -> Option<Ns> {
-        let waiting = self.profile.recovery == crate::stack::Recovery::FreeBsdRack
-            && matches!(self.state, State::Recovery { .. })
-            && self.sb.lost_bytes > self.sb.retrans_bytes;
-        (waiting && self.rk.rr_next > self.v.now).then_some(self.rk.rr_next)
+    fn rapid_recovery_deadline(&self, c: &Conn) -> Option<Ns> {
+        let waiting =
+            matches!(c.state, State::Recovery { .. }) && c.sb.lost_bytes > c.sb.retrans_bytes;
+        (waiting && self.rr_next > c.v.now).then_some(self.rr_next)
     }
 
     /// rack_post_recovery(): the cc module's post_recovery, then cwnd at least ssthresh ("Rack
     /// has burst control and pacing so lets not set this any lower than snd_ssthresh per
     /// RFC-6582 (option 2)"), plus up to two segments of PRR allowance left unused.
-    pub(super) fn rack_post_recovery(&mut self) {
-        self.cc.post_recovery(&mut self.v);
-        self.v.cwnd = self.v.cwnd.max(self.v.ssthresh);
+    fn post_recovery(&mut self, c: &mut Conn) {
+        c.cc.post_recovery(&c.v.view, &mut c.v.win);
+        c.v.win.cwnd = c.v.win.cwnd.max(c.v.win.ssthresh);
+        let left = self.prr.take_left(c);
         // Only when not application limited: ctf_outstanding() <= sbavail().
-        if self.rk.prr_sndcnt > 0 && self.snd_nxt - self.snd_una <= self.written - self.snd_una {
-            self.v.cwnd += self.rk.prr_sndcnt.min(PRR_ADDBACK_MAX_SEGS * self.mss);
+        if left > 0 && c.snd_nxt - c.snd_una <= c.written - c.snd_una {
+            c.v.win.cwnd += left.min(PRR_ADDBACK_MAX_SEGS * c.mss);
         }
-        self.rk.prr_sndcnt = 0;
     }
 
     /// rack_cong_signal(CC_RTO): ssthresh = max(2, min(snd_wnd, cwnd) / 2 / mss) * mss and cwnd
     /// = 1 MSS, set by the stack itself; the cc module is not told of the timeout.
-    pub(super) fn rack_rto_reduction(&mut self) {
-        let w = self.snd_wnd.min(self.v.cwnd);
-        self.v.ssthresh = (w / 2 / self.mss).max(2) * self.mss;
+    fn rto_reduction(c: &mut Conn) {
+        let w = c.snd_wnd.min(c.v.win.cwnd);
+        c.v.win.ssthresh = (w / 2 / c.mss).max(2) * c.mss;
     }
 
     /// What may be sent now: in recovery PRR's allowance, otherwise cwnd - flight.
-    pub(super) fn rack_room(&self) -> u64 {
-        if matches!(self.state, State::Recovery { .. }) {
-            self.rk.prr_sndcnt
+    fn room(&self, c: &Conn) -> u64 {
+        if matches!(c.state, State::Recovery { .. }) {
+            self.prr.sndcnt(c)
         } else {
-            self.v.cwnd.saturating_sub(self.pipe())
+            c.v.win.cwnd.saturating_sub(c.pipe())
         }
     }
 
     /// rack_get_pacing_delay(), old method (no pacing rate): tr_perms = largest cwnd / min RTT in
     /// whole ms; the output loop sends until `tot_len / tr_perms` is at least 1 ms, then waits that
     /// many ms less a quarter. Zero while no RTT has been measured.
-    pub(super) fn rack_burst_slot_ns(&self, tot_len: u64) -> Ns {
-        let cwnd = if self.rk.largest_cwnd > 0 {
-            self.rk.largest_cwnd
+    fn burst_slot_ns(&self, c: &Conn, tot_len: u64) -> Ns {
+        let cwnd = if self.largest_cwnd > 0 {
+            self.largest_cwnd
         } else {
-            self.v.cwnd
+            c.v.win.cwnd
         };
-        let min_rtt_ms = self.rtt.min_rtt_ns / crate::time::MS;
-        burst_slot_ms(tot_len, cwnd, min_rtt_ms, self.mss) * crate::time::MS
+        let min_rtt_ms = c.rtt.min_rtt_ns / crate::time::MS;
+        burst_slot_ms(tot_len, cwnd, min_rtt_ms, c.mss) * crate::time::MS
     }
 
     /// rack_calc_thresh_tlp() with rack_tlp_threshold_use = TLP_USE_TWO_ONE: 2 x RTT (the larger
     /// of srtt and the last RTT, rack_tlp_use_greater), or 1.5 x RTT + the peer's delayed ACK
     /// when a single segment is out; not above the RTO, not below rack_tlp_min. Counted from the
     /// last send (rack_timer_start(): thresh - time_since_sent).
-    pub(super) fn rack_tlp_deadline(&self, now: Ns) -> Ns {
-        let srtt = self.rtt.srtt_ns.max(self.rack_rtt);
+    fn schedule_tlp(&mut self, c: &Conn, now: Ns) {
+        if !Tlp::may_schedule(c) {
+            self.tlp.deadline = None;
+            return;
+        }
+        let srtt = c.rtt.srtt_ns.max(self.rack.rtt);
         let mut thresh = if srtt == 0 {
-            self.profile.initial_rto_ns
+            c.profile.initial_rto_ns
         } else {
             2 * srtt
         };
-        if self.snd_nxt - self.snd_una <= self.mss {
+        if c.snd_nxt - c.snd_una <= c.mss {
             thresh = thresh.max(srtt + srtt / 2 + DELAYED_ACK_NS);
         }
-        thresh = thresh.min(self.rtt.rto_ns).max(TLP_MIN_NS);
-        let since = self.last_send.map_or(0, |t| now.saturating_sub(t));
-        now + thresh.saturating_sub(since).max(MIN_TO_NS)
+        thresh = thresh.min(c.rtt.rto_ns).max(TLP_MIN_NS);
+        let since = c.last_send.map_or(0, |t| now.saturating_sub(t));
+        self.tlp.deadline = Some(now + thresh.saturating_sub(since).max(MIN_TO_NS));
+    }
+
+    /// A timer fired: tail loss probe, RACK timer, RTO (rack_timeout_rxt()), pacing release.
+    pub(super) fn on_timer(
+        &mut self,
+        c: &mut Conn,
+        now: Ns,
+        out: &mut Vec<Packet>,
+        next_id: &mut u64,
+    ) {
+        c.v.now = now;
+        c.tsq_wake_due(now);
+        self.tlp.on_timer(c, now, out, next_id);
+        if self.rack.reo_deadline.is_some_and(|t| t <= now) {
+            // The RACK timer: waited long enough for reordering; mark and recover.
+            self.rack.reo_deadline = None;
+            if self.rack_mark_lost(c, now) > 0
+                && c.state == State::Open
+                && c.snd_una < c.snd_nxt
+                && c.recovery_allowed()
+            {
+                self.enter_recovery(c, now);
+            }
+        }
+        if c.rto_due(now) {
+            if c.snd_una < c.snd_nxt {
+                // rack.c rack_remxt_tmr() reduces on every timeout; after the first the
+                // window is already one segment, so only the first matters here.
+                let reduced_already = c.rtt.rxtshift > 0;
+                c.v.flight = c.snd_nxt - c.snd_una;
+                c.v.snd_wnd = c.snd_wnd;
+                if !reduced_already {
+                    Self::rto_reduction(c);
+                }
+                c.enter_loss(now);
+                self.tlp.cancel();
+            } else {
+                c.rto_deadline = None;
+            }
+        }
+        self.output(c, now, out, next_id);
     }
 }
 

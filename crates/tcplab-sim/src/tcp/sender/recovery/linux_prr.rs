@@ -9,6 +9,8 @@
 //! - `Mainline` (current tcp_input.c): always at least max(prr_delivered - prr_out,
 //!   newly_acked_sacked), plus one when snd_una advanced with no new loss.
 
+use crate::tcp::sender::core::Conn;
+
 /// Which tcp_cwnd_reduction() to follow.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PrrVersion {
@@ -16,6 +18,19 @@ pub enum PrrVersion {
     Linux515,
     /// Current mainline (6.x).
     Mainline,
+}
+
+impl PrrVersion {
+    /// Every version, the default first.
+    pub const ALL: [PrrVersion; 2] = [PrrVersion::Mainline, PrrVersion::Linux515];
+
+    /// The name a spec uses (`prr = "6.x"`).
+    pub fn name(self) -> &'static str {
+        match self {
+            PrrVersion::Linux515 => "5.15",
+            PrrVersion::Mainline => "6.x",
+        }
+    }
 }
 
 /// PRR state of one recovery episode (Linux tp->prior_cwnd, prr_delivered, prr_out).
@@ -84,6 +99,43 @@ impl Prr {
         // Force a fast retransmit upon entering fast recovery.
         sndcnt = sndcnt.max(if self.out > 0 { 0 } else { 1 });
         Some((in_flight_pkts as i64 + sndcnt).max(0) as u64)
+    }
+}
+
+/// Linux PRR as a recovery component of a stack: the episode's state, with prr_out counted from
+/// the connection's sends in recovery since the episode began.
+#[derive(Clone, Copy, Debug)]
+pub struct LinuxPrr {
+    /// Which tcp_cwnd_reduction() to follow.
+    pub version: PrrVersion,
+    prr: Prr,
+    out_base: u64,
+}
+
+impl LinuxPrr {
+    /// A component following `version`.
+    pub fn new(version: PrrVersion) -> Self {
+        LinuxPrr {
+            version,
+            prr: Prr::default(),
+            out_base: 0,
+        }
+    }
+
+    /// tcp_enter_recovery() -> tcp_init_cwnd_reduction(): cwnd is left as it is and PRR sets it
+    /// on the entry ACK.
+    pub(in crate::tcp::sender) fn begin(&mut self, c: &Conn) {
+        self.prr = Prr::begin(c.pkts(c.v.win.cwnd));
+        self.out_base = c.recovery_out_segs;
+    }
+
+    /// tcp_cwnd_reduction(): cwnd = in flight + PRR's allowance, in packets.
+    pub(in crate::tcp::sender) fn reduce(&mut self, c: &mut Conn, ack: PrrAck) {
+        let (ssthresh, in_flight) = (c.v.win.ssthresh / c.mss, c.pkts(c.pipe()));
+        self.prr.out = c.recovery_out_segs - self.out_base;
+        if let Some(cwnd) = self.prr.on_ack(self.version, ack, ssthresh, in_flight) {
+            c.v.win.cwnd = (cwnd * c.mss).max(c.mss);
+        }
     }
 }
 

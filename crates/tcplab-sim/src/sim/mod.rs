@@ -2,13 +2,17 @@
 //! between them. Every event is handled here; components never schedule directly.
 
 use crate::cc;
-use crate::config::{AppConfig, FlowConfig, NodeKind, SimConfig};
+
+mod build;
+
+/// Supplies a flow's algorithm from outside the registry (a user-written one), by flow index and
+/// cc name, or None for the registry's.
+pub type ExternalCc<'a> = dyn FnMut(usize, &str) -> Option<Box<dyn cc::CongestionControl>> + 'a;
+use crate::config::{AppConfig, FlowConfig, SimConfig};
 use crate::cpu::{in_tcp, CpuMeter};
 use crate::engine::{Action, EventQueue};
-use crate::net::{link_ports, routes, Pool, Port};
+use crate::net::{routes, Pool, Port};
 use crate::packet::{Kind, Packet};
-use crate::rng::Rng;
-use crate::stack;
 use crate::tcp::receiver::TcpReceiver;
 use crate::tcp::sender::{SenderEvent, TcpSender};
 use crate::time::Ns;
@@ -124,148 +128,16 @@ impl Simulation {
     /// returns a module for names it knows (user-written algorithms, e.g. in Python).
     pub fn with_external_cc(
         cfg: &SimConfig,
-        external: &mut dyn FnMut(usize, &str) -> Option<Box<dyn cc::CongestionControl>>,
+        external: &mut ExternalCc<'_>,
     ) -> Result<Self, String> {
         let n = cfg.nodes.len();
-        let check_node = |i: u32, what: &str| {
-            if (i as usize) < n {
-                Ok(())
-            } else {
-                Err(format!(
-                    "{what} refers to node {i}, but there are {n} nodes"
-                ))
-            }
-        };
-        let kinds: Vec<NodeKind> = cfg.nodes.iter().map(|n| n.kind).collect();
-        let mut pools = Vec::new();
-        let mut pool_of = vec![None; n];
-        for (i, node) in cfg.nodes.iter().enumerate() {
-            if let (NodeKind::Switch, Some(b)) = (node.kind, node.shared_buffer_bytes) {
-                pool_of[i] = Some(pools.len() as u32);
-                pools.push(Pool {
-                    limit_bytes: b,
-                    used_bytes: 0,
-                    ports: Vec::new(),
-                });
-            }
-        }
-        let rng = Rng::new(cfg.seed);
-        let mut ports = Vec::new();
-        for (i, l) in cfg.links.iter().enumerate() {
-            check_node(l.a, "a link")?;
-            check_node(l.b, "a link")?;
-            for d in [&l.ab, &l.ba] {
-                if d.rate_bps == 0 {
-                    return Err(format!("link {i} has a zero rate"));
-                }
-                if !(0.0..=1.0).contains(&d.loss) {
-                    return Err(format!("link {i} has loss {} outside [0, 1]", d.loss));
-                }
-            }
-            ports.extend(link_ports(l, &kinds, &pool_of, &rng, i as u32));
-        }
-        for (i, p) in ports.iter().enumerate() {
-            if let Some(pl) = p.pool {
-                pools[pl as usize].ports.push(i as u32);
-            }
-        }
+        let (ports, pools) = build::network(cfg)?;
         let routes = routes(n, &ports);
-        let mut senders = Vec::new();
-        let mut receivers = Vec::new();
         let cpu = cfg.measure_cpu.then(CpuMeter::default);
-        for (i, f) in cfg.flows.iter().enumerate() {
-            check_node(f.src, "a flow")?;
-            check_node(f.dst, "a flow")?;
-            if routes[f.src as usize][f.dst as usize] == u32::MAX
-                || routes[f.dst as usize][f.src as usize] == u32::MAX
-            {
-                return Err(format!("flow {} has no path between its hosts", f.name));
-            }
-            let profile = stack::profile(&f.stack).ok_or_else(|| {
-                format!(
-                    "flow {}: unknown stack {:?} (known: {})",
-                    f.name,
-                    f.stack,
-                    stack::PROFILES.join(", ")
-                )
-            })?;
-            let algo = match external(i, &f.cc) {
-                Some(m) => Ok(cc::external(m)),
-                None => cc::build(&f.cc, profile.cc_family).ok_or(()),
-            }
-            .map_err(|()| {
-                format!(
-                    "flow {}: unknown cc {:?} (known: {})",
-                    f.name,
-                    f.cc,
-                    cc::ALGORITHMS.join(", ")
-                )
-            })?;
-            if f.mss == 0
-                || f.iw_segments == 0
-                || f.sndbuf_bytes == 0
-                || f.rcv_space_bytes() < f.mss as u64
-            {
-                return Err(format!(
-                    "flow {}: mss, iw, sndbuf must be positive and the receive window (rcvbuf x {}/256) at least one mss",
-                    f.name, f.rcv_scaling_ratio
-                ));
-            }
-            receivers.push(TcpReceiver::new(i as u32, f, &profile));
-            let algo = if cpu.is_some() {
-                cc::marked(algo)
-            } else {
-                algo
-            };
-            let mut sender = TcpSender::new(i as u32, f, profile, algo);
-            // Streams 1 << 40 + flow: apart from the links' (their index) and fixed per flow.
-            sender.v.random = rng.fork((1 << 40) + i as u64).next_u64();
-            sender.record_sends = cfg.record_sends;
-            senders.push(sender);
-        }
-        let mut udp = Vec::new();
-        for u in &cfg.udp {
-            check_node(u.src, "a UDP source")?;
-            check_node(u.dst, "a UDP source")?;
-            if u.rate_bps == 0 || u.size_bytes == 0 {
-                return Err(format!(
-                    "UDP source {} needs a positive rate and size",
-                    u.name
-                ));
-            }
-            udp.push(UdpSource::new(u.clone()));
-        }
-        let mut monitor = Vec::new();
-        for m in &cfg.monitor {
-            let dir = match m.dir.as_str() {
-                "ab" => 0,
-                "ba" => 1,
-                other => return Err(format!("monitor direction {other:?} is not ab or ba")),
-            };
-            if m.link as usize >= cfg.links.len() {
-                return Err(format!(
-                    "monitor refers to link {}, but there are {}",
-                    m.link,
-                    cfg.links.len()
-                ));
-            }
-            monitor.push(2 * m.link + dir);
-        }
-        let mut q = EventQueue::default();
-        for (i, f) in cfg.flows.iter().enumerate() {
-            q.push(f.start_ns, Action::FlowStart(i as u32));
-        }
-        for (i, u) in udp.iter().enumerate() {
-            if u.cfg.start_ns < u.cfg.stop_ns {
-                q.push(u.cfg.start_ns, Action::UdpSend(i as u32));
-            }
-        }
-        if cfg.sample_interval_ns > 0 {
-            q.push(0, Action::Sample);
-        }
-        if cfg.interval_ns > 0 {
-            q.push(cfg.interval_ns, Action::PortInterval);
-        }
+        let (senders, receivers) = build::flows(cfg, &routes, external, cpu.is_some())?;
+        let udp = build::udp_sources(cfg)?;
+        let monitor = build::monitored_ports(cfg)?;
+        let q = build::first_events(cfg, &udp);
         let nf = senders.len();
         Ok(Simulation {
             now: 0,
@@ -448,7 +320,7 @@ impl Simulation {
             self.now as i64,
             (delivered - delivered0) as i64,
             (s.retrans_segs - retx0) as i64,
-            s.v.cwnd as i64,
+            s.v.win.cwnd as i64,
             (s.rtt.srtt_ns / 1000) as i64,
         ]);
         self.flow_iv[fi] = (self.now, delivered, s.retrans_segs);
@@ -503,8 +375,8 @@ impl Simulation {
         self.rec.flows.push(&[
             self.now as i64,
             fi as i64,
-            s.v.cwnd as i64,
-            ssthresh_col(s.v.ssthresh),
+            s.v.win.cwnd as i64,
+            ssthresh_col(s.v.win.ssthresh),
             s.snd_una as i64,
             s.snd_nxt as i64,
             s.pipe() as i64,
@@ -733,7 +605,7 @@ impl Simulation {
                 rtos: s.rto_count,
                 dup_segs_received: r.dup_segs,
                 completion_ns: s.completed_at.map(|t| t - f.start_ns),
-                cwnd_bytes: s.v.cwnd,
+                cwnd_bytes: s.v.win.cwnd,
                 srtt_ns: s.rtt.srtt_ns,
                 min_rtt_ns: s.rtt.min_rtt_ns,
             })
@@ -746,8 +618,8 @@ impl Simulation {
             s.scoreboard()
                 .check()
                 .map_err(|e| format!("flow {i}: {e}"))?;
-            if s.started && s.v.cwnd < s.v.mss {
-                return Err(format!("flow {i}: cwnd {} below one MSS", s.v.cwnd));
+            if s.started && s.v.win.cwnd < s.v.mss {
+                return Err(format!("flow {i}: cwnd {} below one MSS", s.v.win.cwnd));
             }
             if r.rcv_nxt > s.snd_nxt || r.rcv_nxt > s.written {
                 return Err(format!(

@@ -1,0 +1,183 @@
+//! Building a simulation from its resolved config: the network (ports, shared-buffer pools),
+//! the flows' endpoints (each with its stack resolved once, see [`crate::stack::resolve`]), the
+//! UDP sources, the monitored ports and the first events; every check of the config happens here.
+
+use crate::cc;
+use crate::config::{NodeKind, SimConfig};
+use crate::engine::{Action, EventQueue};
+use crate::net::{link_ports, Pool, Port};
+use crate::rng::Rng;
+use crate::stack;
+use crate::tcp::receiver::TcpReceiver;
+use crate::tcp::sender::TcpSender;
+use crate::udp::UdpSource;
+
+use super::ExternalCc;
+
+/// An error unless node `i` exists.
+fn check_node(cfg: &SimConfig, i: u32, what: &str) -> Result<(), String> {
+    let n = cfg.nodes.len();
+    if (i as usize) < n {
+        Ok(())
+    } else {
+        Err(format!(
+            "{what} refers to node {i}, but there are {n} nodes"
+        ))
+    }
+}
+
+/// The links' ports and the switches' shared-buffer pools.
+pub(super) fn network(cfg: &SimConfig) -> Result<(Vec<Port>, Vec<Pool>), String> {
+    let n = cfg.nodes.len();
+    let kinds: Vec<NodeKind> = cfg.nodes.iter().map(|n| n.kind).collect();
+    let mut pools = Vec::new();
+    let mut pool_of = vec![None; n];
+    for (i, node) in cfg.nodes.iter().enumerate() {
+        if let (NodeKind::Switch, Some(b)) = (node.kind, node.shared_buffer_bytes) {
+            pool_of[i] = Some(pools.len() as u32);
+            pools.push(Pool {
+                limit_bytes: b,
+                used_bytes: 0,
+                ports: Vec::new(),
+            });
+        }
+    }
+    let rng = Rng::new(cfg.seed);
+    let mut ports = Vec::new();
+    for (i, l) in cfg.links.iter().enumerate() {
+        check_node(cfg, l.a, "a link")?;
+        check_node(cfg, l.b, "a link")?;
+        for d in [&l.ab, &l.ba] {
+            if d.rate_bps == 0 {
+                return Err(format!("link {i} has a zero rate"));
+            }
+            if !(0.0..=1.0).contains(&d.loss) {
+                return Err(format!("link {i} has loss {} outside [0, 1]", d.loss));
+            }
+        }
+        ports.extend(link_ports(l, &kinds, &pool_of, &rng, i as u32));
+    }
+    for (i, p) in ports.iter().enumerate() {
+        if let Some(pl) = p.pool {
+            pools[pl as usize].ports.push(i as u32);
+        }
+    }
+    Ok((ports, pools))
+}
+
+/// The flows' senders and receivers.
+pub(super) fn flows(
+    cfg: &SimConfig,
+    routes: &[Vec<u32>],
+    external: &mut ExternalCc<'_>,
+    measure_cpu: bool,
+) -> Result<(Vec<TcpSender>, Vec<TcpReceiver>), String> {
+    let rng = Rng::new(cfg.seed);
+    let mut senders = Vec::new();
+    let mut receivers = Vec::new();
+    for (i, f) in cfg.flows.iter().enumerate() {
+        check_node(cfg, f.src, "a flow")?;
+        check_node(cfg, f.dst, "a flow")?;
+        if routes[f.src as usize][f.dst as usize] == u32::MAX
+            || routes[f.dst as usize][f.src as usize] == u32::MAX
+        {
+            return Err(format!("flow {} has no path between its hosts", f.name));
+        }
+        let profile = stack::resolve(f).ok_or_else(|| {
+            format!(
+                "flow {}: unknown stack {:?} (known: {})",
+                f.name,
+                f.stack,
+                stack::PROFILES.join(", ")
+            )
+        })?;
+        let algo = match external(i, &f.cc) {
+            Some(m) => Ok(cc::external(m)),
+            None => cc::build(&f.cc, profile.cc_family).ok_or(()),
+        }
+        .map_err(|()| {
+            format!(
+                "flow {}: unknown cc {:?} (known: {})",
+                f.name,
+                f.cc,
+                cc::ALGORITHMS.join(", ")
+            )
+        })?;
+        if f.mss == 0
+            || f.iw_segments == 0
+            || f.sndbuf_bytes == 0
+            || f.rcv_space_bytes() < f.mss as u64
+        {
+            return Err(format!(
+                "flow {}: mss, iw, sndbuf must be positive and the receive window (rcvbuf x {}/256) at least one mss",
+                f.name, f.rcv_scaling_ratio
+            ));
+        }
+        receivers.push(TcpReceiver::new(i as u32, f, &profile));
+        let algo = if measure_cpu { cc::marked(algo) } else { algo };
+        let mut sender = TcpSender::new(i as u32, f, profile, algo);
+        // Streams 1 << 40 + flow: apart from the links' (their index) and fixed per flow.
+        sender.v.random = rng.fork((1 << 40) + i as u64).next_u64();
+        sender.record_sends = cfg.record_sends;
+        senders.push(sender);
+    }
+    Ok((senders, receivers))
+}
+
+/// The UDP sources.
+pub(super) fn udp_sources(cfg: &SimConfig) -> Result<Vec<UdpSource>, String> {
+    let mut udp = Vec::new();
+    for u in &cfg.udp {
+        check_node(cfg, u.src, "a UDP source")?;
+        check_node(cfg, u.dst, "a UDP source")?;
+        if u.rate_bps == 0 || u.size_bytes == 0 {
+            return Err(format!(
+                "UDP source {} needs a positive rate and size",
+                u.name
+            ));
+        }
+        udp.push(UdpSource::new(u.clone()));
+    }
+    Ok(udp)
+}
+
+/// The ports whose queues are recorded, as port indices (2 x link + direction).
+pub(super) fn monitored_ports(cfg: &SimConfig) -> Result<Vec<u32>, String> {
+    let mut monitor = Vec::new();
+    for m in &cfg.monitor {
+        let dir = match m.dir.as_str() {
+            "ab" => 0,
+            "ba" => 1,
+            other => return Err(format!("monitor direction {other:?} is not ab or ba")),
+        };
+        if m.link as usize >= cfg.links.len() {
+            return Err(format!(
+                "monitor refers to link {}, but there are {}",
+                m.link,
+                cfg.links.len()
+            ));
+        }
+        monitor.push(2 * m.link + dir);
+    }
+    Ok(monitor)
+}
+
+/// The events a run begins with: flow and UDP starts, the first sample and interval.
+pub(super) fn first_events(cfg: &SimConfig, udp: &[UdpSource]) -> EventQueue {
+    let mut q = EventQueue::default();
+    for (i, f) in cfg.flows.iter().enumerate() {
+        q.push(f.start_ns, Action::FlowStart(i as u32));
+    }
+    for (i, u) in udp.iter().enumerate() {
+        if u.cfg.start_ns < u.cfg.stop_ns {
+            q.push(u.cfg.start_ns, Action::UdpSend(i as u32));
+        }
+    }
+    if cfg.sample_interval_ns > 0 {
+        q.push(0, Action::Sample);
+    }
+    if cfg.interval_ns > 0 {
+        q.push(cfg.interval_ns, Action::PortInterval);
+    }
+    q
+}

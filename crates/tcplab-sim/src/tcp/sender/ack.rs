@@ -1,0 +1,189 @@
+//! The ACK intake the RFC 6675 family of stacks (rfc, linux, freebsd-rack) shares: window,
+//! SACK scoreboard, cumulative ACK with its RTT sample, dupack counting, Linux's ca_rtt, the CC's
+//! per-ACK hooks and the delivery-rate sample.
+
+use super::core::Conn;
+use super::State;
+// The enum-dispatch build calls the hooks on a concrete type, which needs the trait in scope.
+#[cfg_attr(not(feature = "static-cc"), allow(unused_imports))]
+use crate::cc::{CcHooks, LinuxCcOps};
+use crate::packet::Packet;
+use crate::time::Ns;
+
+/// What the common intake of an ACK found (RFC 6675 / Linux tcp_ack() order).
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct AckIntake {
+    /// Not an old, reordered ACK.
+    pub fresh: bool,
+    /// Bytes newly acknowledged cumulatively.
+    pub acked: u64,
+    /// Bytes newly SACKed.
+    pub newly_sacked: u64,
+    /// Whether it counted as a duplicate ACK.
+    pub dup: bool,
+    /// The RTO estimator's sample from this ACK (timestamp echo or Karn).
+    pub rtt_sample: Option<Ns>,
+    /// Linux's ca_rtt, when the stack asked for it.
+    pub ca_rtt: Option<Ns>,
+    /// Packets in flight before the ACK, for a module that owns cwnd.
+    pub prior_in_flight: u64,
+}
+
+impl Conn {
+    /// The common first part of ACK processing of the RFC 6675 family of stacks (rfc, linux,
+    /// freebsd-rack): window, SACK scoreboard, cumulative ACK with its RTT sample and RTO restart,
+    /// duplicate-ACK counting, Linux's ca_rtt when `want_ca_rtt`, and the CC's per-ACK hooks
+    /// (`linux_cc`: the module gets ca_rtt as its sample).
+    pub(super) fn intake_ack(
+        &mut self,
+        p: &Packet,
+        now: Ns,
+        want_ca_rtt: bool,
+        linux_cc: bool,
+    ) -> AckIntake {
+        self.snd_wnd = p.rwnd;
+        let mut a = AckIntake {
+            fresh: p.ack >= self.snd_una,
+            ..Default::default()
+        };
+        a.prior_in_flight = if self.owns_cwnd {
+            self.pkts(self.pipe())
+        } else {
+            0
+        };
+        a.newly_sacked = if self.sack {
+            self.sb.sack(p.sack_blocks(), self.snd_una)
+        } else {
+            0
+        };
+        if p.ack > self.snd_una && p.ack <= self.snd_nxt {
+            self.cumulative_ack(p, now, &mut a);
+        } else if p.ack == self.snd_una
+            && self.snd_nxt > self.snd_una
+            && (a.newly_sacked > 0 || !self.sack)
+        {
+            a.dup = true;
+            self.dupacks += 1;
+            if !self.sack {
+                self.sb.reno_sacked_segs = (self.sb.reno_sacked_segs + 1).min(self.sb.len() as u64);
+            }
+        }
+        // tcp_clean_rtx_queue() / tcp_sacktag: ca_rtt from the newest never-retransmitted packet
+        // this ACK delivered (acked or SACKed), by its send time, not the timestamp echo (which
+        // follows the earliest unacknowledged segment and so includes a delayed ACK's wait).
+        a.ca_rtt = if want_ca_rtt {
+            self.sb
+                .delivered()
+                .iter()
+                .filter(|d| !d.retrans)
+                .map(|d| d.sent_at)
+                .max()
+                .map(|sent_at| now.saturating_sub(sent_at))
+        } else {
+            None
+        };
+        if a.fresh {
+            // tcp_ack(): tcp_in_ack_event() once snd_una has moved, then tcp_clean_rtx_queue()'s
+            // pkts_acked with the ACK's RTT sample (the state is still the one before this ACK).
+            // Linux hands the module ca_rtt (ack_sample.rtt_us = rate->rtt_us, tcp_ack_update_rtt()),
+            // falling back to the timestamp echo when only retransmitted data was acknowledged.
+            self.v.snd_una = self.snd_una;
+            self.v.snd_nxt = self.snd_nxt;
+            let slow_path = a.acked == 0 || !p.sack_blocks().is_empty();
+            self.cc
+                .in_ack_event(&self.v.view, &mut self.v.win, slow_path);
+            if a.acked > 0 {
+                let pkts = self.pkts(a.acked) as u32;
+                let sample = if linux_cc {
+                    a.ca_rtt.or(a.rtt_sample)
+                } else {
+                    a.rtt_sample
+                };
+                self.cc
+                    .pkts_acked(&self.v.view, &mut self.v.win, pkts, sample);
+            }
+        }
+        a
+    }
+
+    /// An ACK that advances snd_una: scoreboard, RTT sample, NewReno's presumed departures, RTO.
+    fn cumulative_ack(&mut self, p: &Packet, now: Ns, a: &mut AckIntake) {
+        a.acked = p.ack - self.snd_una;
+        let karn = self.sb.ack(p.ack);
+        let sample = self.ack_rtt(p, karn, now, false);
+        self.snd_una = p.ack;
+        if let Some(r) = sample {
+            self.take_rtt_sample(r);
+            self.v.pacing_rate_bytes = self.linux_pacing_rate_bytes();
+            a.rtt_sample = Some(r);
+        }
+        self.dupacks = 0;
+        if !self.sack && matches!(self.state, State::Recovery { .. }) {
+            // Linux tcp_remove_reno_sacks: the ACK accounts for acked - 1 presumed departures.
+            let acked_segs = a.acked.div_ceil(self.mss);
+            self.sb.reno_sacked_segs = self.sb.reno_sacked_segs.saturating_sub(acked_segs - 1);
+        }
+        // RFC 6298 §5.2, §5.3: stop the timer when all is acked, else restart it.
+        self.rto_deadline = (self.snd_una < self.snd_nxt).then(|| now + self.rtt.rto_ns);
+    }
+
+    /// tcp_rate_gen(): the delivery-rate sample for a module that owns cwnd, then the scoreboard
+    /// forgets what this ACK delivered.
+    pub(super) fn rate_sample(
+        &mut self,
+        now: Ns,
+        a: &AckIntake,
+        newly_lost: u64,
+    ) -> Option<crate::cc::RateSample> {
+        self.v.lost_pkts += self.pkts(newly_lost);
+        let rs = (self.owns_cwnd && a.fresh).then(|| {
+            let (lost, min_rtt) = (self.pkts(newly_lost), self.rtt.min_rtt_ns);
+            self.rate.on_ack(
+                now,
+                self.sb.delivered(),
+                self.mss,
+                lost,
+                min_rtt,
+                a.prior_in_flight,
+            )
+        });
+        self.sb.clear_delivered();
+        self.v.flight = self.snd_nxt - self.snd_una;
+        rs
+    }
+
+    /// tcp_cong_control(): the module's cong_control instead of cong_avoid and PRR.
+    pub(super) fn cong_control(&mut self, rs: Option<crate::cc::RateSample>) {
+        if let Some(rs) = rs {
+            self.v.flight = self.pipe();
+            self.v.delivered_pkts = self.rate.delivered;
+            self.v.delivered_mstamp_ns = self.rate.delivered_mstamp();
+            self.v.next_send_ns = self.pace_next;
+            self.cc.cong_control(&self.v.view, &mut self.v.win, &rs);
+            if let Some(in_flight) = self.v.win.app_limited_request.take() {
+                self.rate.mark_app_limited(in_flight);
+            }
+        }
+    }
+
+    /// The CC's per-ACK growth outside recovery (FreeBSD cc_ack_received, Linux cong_avoid),
+    /// then the round bookkeeping.
+    pub(super) fn cc_ack(&mut self, a: &AckIntake) {
+        if !matches!(self.state, State::Recovery { .. }) && !self.owns_cwnd {
+            if a.acked > 0 {
+                self.v.bytes_this_ack = a.acked;
+                self.cc
+                    .ack_received(&self.v.view, &mut self.v.win, crate::cc::AckKind::Ack);
+            } else if a.dup {
+                self.v.bytes_this_ack = 0;
+                self.cc
+                    .ack_received(&self.v.view, &mut self.v.win, crate::cc::AckKind::DupAck);
+            }
+        }
+        if a.acked > 0 && self.snd_una >= self.round_end {
+            self.round_end = self.snd_nxt;
+            self.max_out = self.snd_nxt - self.snd_una;
+            self.cc.new_round(&self.v.view, &mut self.v.win);
+        }
+    }
+}

@@ -1,0 +1,599 @@
+//! The connection core every stack shares: sequence state, scoreboard, RTT/RTO estimator,
+//! application model, the send path (`emit`) and the records a sender keeps.
+//!
+//! A stack (see [`super::Stack`]) owns its own state and decides when to send, recover and time
+//! out; it reaches the connection only through this core, and the core never reads a stack's state.
+
+use super::{Send, SenderEvent, Snapshot, State};
+use crate::cc::{CaState, CcVars};
+// The enum-dispatch build calls the hooks on a concrete type, which needs the trait in scope.
+#[cfg_attr(not(feature = "static-cc"), allow(unused_imports))]
+use crate::cc::{CcHooks, LinuxCcOps};
+use crate::config::{AppConfig, FlowConfig};
+use crate::packet::{header_bytes, Kind, Packet};
+use crate::stack::{Recovery, SndbufPolicy, StackProfile};
+use crate::tcp::rate::RateState;
+use crate::tcp::rtt::RttEstimator;
+use crate::tcp::scoreboard::Scoreboard;
+use crate::time::{tx_time_ns, Ns};
+
+/// The shared part of one TCP sender.
+pub struct Conn {
+    /// Flow index.
+    pub flow: u32,
+    pub(super) dst: u32,
+    /// The stack's resolved configuration ([`crate::stack::resolve`]), immutable.
+    pub(super) profile: StackProfile,
+    pub(super) cc: crate::cc::Cc,
+    /// Variables shared with the CC module.
+    pub v: CcVars,
+    pub(super) mss: u64,
+    pub(super) timestamps: bool,
+    pub(super) sack: bool,
+    pub(super) app: AppConfig,
+    pub(super) write_bytes: u64,
+    pub(super) sndbuf: u64,
+    /// The send buffer's current size (grows with cwnd when the stack autotunes it).
+    pub(super) sndbuf_now: u64,
+    /// When the application starts.
+    pub start_ns: Ns,
+    /// Whether the application has started.
+    pub started: bool,
+    /// Bytes the application has written into the socket.
+    pub written: u64,
+    /// Oldest unacknowledged byte.
+    pub snd_una: u64,
+    /// Next new byte to send (= snd_max: retransmissions come from the scoreboard, never by
+    /// rewinding snd_nxt).
+    pub snd_nxt: u64,
+    /// Peer's advertised window, bytes.
+    pub snd_wnd: u64,
+    pub(super) sb: Scoreboard,
+    /// Loss-recovery state.
+    pub state: State,
+    /// RecoveryPoint of the last recovery or RTO: no new reduction until it is passed
+    /// (RFC 6582 §3.2 step 1, RFC 6675 §5 step 2).
+    pub(super) recover_guard: Option<u64>,
+    pub(super) dupacks: u32,
+    /// Most bytes outstanding since the round began (Linux tp->max_packets_out).
+    pub(super) max_out: u64,
+    /// RTT estimator and RTO.
+    pub rtt: RttEstimator,
+    pub(super) rto_deadline: Option<Ns>,
+    pub(super) pace_next: Ns,
+    pub(super) last_send: Option<Ns>,
+    pub(super) round_end: u64,
+    /// Payload bytes sent, retransmissions included.
+    pub bytes_sent: u64,
+    /// Segments retransmitted.
+    pub retrans_segs: u64,
+    /// Segments and bytes sent while in fast recovery, over the connection's life; a recovery
+    /// component counts its episode's sends (prr_out) from the values at its entry.
+    pub(super) recovery_out_segs: u64,
+    pub(super) recovery_out_bytes: u64,
+    /// Retransmission timeouts.
+    pub rto_count: u64,
+    /// Fast recoveries entered.
+    pub recoveries: u64,
+    /// When all of a fixed-size transfer was acknowledged.
+    pub completed_at: Option<Ns>,
+    /// Events since the simulation last drained them, with the state at that instant.
+    pub events: Vec<(Ns, SenderEvent, Snapshot)>,
+    /// Whether to keep `sends` (off by default: a row per ACK-clocked send is a lot of rows).
+    pub record_sends: bool,
+    /// Sends since the simulation last drained them.
+    pub sends: Vec<Send>,
+    /// Bytes this host has queued below TCP (its NIC FIFO), set by the simulation before each
+    /// call into the sender.
+    pub nic_backlog: u64,
+    /// Whether the last output stopped on the small-queue limit (Linux TSQ_THROTTLED).
+    pub tsq_throttled: bool,
+    /// When the NIC queue will have drained enough to send again (set by the simulation).
+    pub tsq_wake: Option<Ns>,
+    /// Whether the CC sets cwnd itself on every ACK (Linux `cong_control`: BBR); such a module
+    /// also gets delivery-rate samples, tracked in `rate`.
+    pub(super) owns_cwnd: bool,
+    /// Whether the CC asks the stack to pace (Linux SK_PACING_NEEDED: BBR).
+    pub(super) cc_paces: bool,
+    pub(super) rate: RateState,
+}
+
+impl Conn {
+    /// The core for `f` with its resolved stack configuration and CC module.
+    pub fn new(flow: u32, f: &FlowConfig, profile: StackProfile, cc: crate::cc::Cc) -> Self {
+        let mss = f.mss as u64;
+        let mut rtt = RttEstimator::new(
+            profile.initial_rto_ns,
+            profile.min_rto_ns,
+            profile.max_rto_ns,
+            profile.clock_granularity_ns,
+        );
+        rtt.slop_ns = profile.rto_slop_ns;
+        // An autotuned buffer starts at Linux tcp_wmem[1] / FreeBSD sendspace and grows from there.
+        let initial = f
+            .sndbuf_initial_bytes
+            .unwrap_or(profile.sndbuf_initial_bytes);
+        let sndbuf_now = if profile.sndbuf == SndbufPolicy::Fixed {
+            f.sndbuf_bytes
+        } else {
+            f.sndbuf_bytes.min(initial)
+        };
+        Conn {
+            flow,
+            dst: f.dst,
+            profile,
+            v: CcVars::new(mss, f.iw_segments as u64 * mss),
+            mss,
+            timestamps: f.timestamps,
+            sack: f.sack,
+            app: f.app.clone(),
+            write_bytes: f.write_bytes.max(1),
+            sndbuf: f.sndbuf_bytes,
+            sndbuf_now,
+            start_ns: f.start_ns,
+            started: false,
+            written: 0,
+            snd_una: 0,
+            snd_nxt: 0,
+            // Until the first ACK, the window the receiver offered in its SYN-ACK.
+            snd_wnd: f.rcv_space_bytes(),
+            sb: Scoreboard::default(),
+            state: State::Open,
+            recover_guard: None,
+            dupacks: 0,
+            max_out: 0,
+            rtt,
+            rto_deadline: None,
+            pace_next: 0,
+            last_send: None,
+            round_end: 0,
+            bytes_sent: 0,
+            retrans_segs: 0,
+            recovery_out_segs: 0,
+            recovery_out_bytes: 0,
+            rto_count: 0,
+            recoveries: 0,
+            completed_at: None,
+            events: Vec::new(),
+            record_sends: false,
+            sends: Vec::new(),
+            nic_backlog: 0,
+            tsq_throttled: false,
+            tsq_wake: None,
+            owns_cwnd: cc.owns_cwnd(),
+            cc_paces: cc.needs_pacing(),
+            rate: RateState::default(),
+            cc,
+        }
+    }
+
+    pub(super) fn event(&mut self, now: Ns, e: SenderEvent) {
+        let snap = Snapshot {
+            cwnd: self.v.win.cwnd,
+            ssthresh: self.v.win.ssthresh,
+            pipe: self.pipe(),
+            outstanding: self.snd_nxt - self.snd_una,
+            retrans_segs: self.retrans_segs,
+        };
+        self.events.push((now, e, snap));
+    }
+
+    /// Largest TSO chunk of new data one output call hands the NIC: Linux sizes it to about 1 ms
+    /// at the pacing rate, at least 2 segments (tcp_output.c tcp_tso_autosize(),
+    /// sk_pacing_shift 10, tcp_min_tso_segs 2); otherwise the profile's maximum (64 KB).
+    pub fn tso_chunk_limit(&self) -> u64 {
+        if self.profile.tso_autosize {
+            (self.linux_pacing_rate_bytes() >> 10).clamp(2 * self.mss, self.profile.tso_max_bytes)
+        } else {
+            self.profile.tso_max_bytes
+        }
+    }
+
+    fn record_send(&mut self, now: Ns, seq: u64, len: u64, retx: bool, chunk_limit: u64) {
+        if let Some(last) = self.sends.last_mut() {
+            // Data contiguous with the previous chunk of the same output call joins it (new data
+            // always, retransmissions where the stack retransmits with TSO).
+            let joins = retx == last.retx && (!retx || self.profile.retx_tso);
+            if joins
+                && last.t == now
+                && last.seq + last.bytes == seq
+                && last.bytes + len <= chunk_limit
+            {
+                last.bytes += len;
+                last.segments += 1;
+                return;
+            }
+        }
+        self.sends.push(Send {
+            t: now,
+            seq,
+            bytes: len,
+            segments: 1,
+            retx,
+            state: self.state,
+        });
+    }
+
+    /// Bytes in flight per RFC 6675 (pipe); in FreeBSD's fast recovery, its tcp_compute_pipe().
+    pub fn pipe(&self) -> u64 {
+        if matches!(self.profile.recovery, Recovery::FreeBsd(_))
+            && matches!(self.state, State::Recovery { .. })
+        {
+            return self.fb_pipe();
+        }
+        self.sack_pipe()
+    }
+
+    /// RFC 6675 pipe from the scoreboard.
+    pub(super) fn sack_pipe(&self) -> u64 {
+        self.sb.pipe(self.snd_nxt - self.snd_una, self.mss)
+    }
+
+    /// tcp_compute_pipe() with net.inet.tcp.newsack: snd_max - snd_una + sack_bytes_rexmit -
+    /// sacked_bytes. Holes not yet retransmitted count as in flight.
+    pub(super) fn fb_pipe(&self) -> u64 {
+        (self.snd_nxt - self.snd_una + self.sb.retrans_bytes).saturating_sub(self.sb.sacked_bytes)
+    }
+
+    /// Whether the application has nothing more to send and everything is acknowledged.
+    pub fn done(&self, now: Ns) -> bool {
+        match self.app {
+            AppConfig::Bytes { .. } => self.completed_at.is_some(),
+            AppConfig::Time { duration_ns } => {
+                self.started && now >= self.start_ns + duration_ns && self.snd_una == self.written
+            }
+        }
+    }
+
+    /// Linux's sk_pacing_rate in bytes/s (tcp_input.c tcp_update_pacing_rate()): cwnd * mss / srtt,
+    /// times 2 while cwnd < ssthresh / 2 (sysctl_tcp_pacing_ss_ratio 200) else 1.2 (ca_ratio 120).
+    /// A CC that paces (BBR) sets sk_pacing_rate itself.
+    pub fn linux_pacing_rate_bytes(&self) -> u64 {
+        if self.cc_paces {
+            return self
+                .cc
+                .pacing_rate_bps(&self.v.view, &self.v.win)
+                .map_or(0, |bps| bps / 8);
+        }
+        if self.rtt.srtt_ns == 0 {
+            return 0;
+        }
+        let ratio = if self.v.win.cwnd < self.v.win.ssthresh / 2 {
+            200
+        } else {
+            120
+        };
+        (self.v.win.cwnd.max(self.snd_nxt - self.snd_una) as u128 * ratio * 1_000_000_000
+            / (100 * self.rtt.srtt_ns as u128)) as u64
+    }
+
+    /// Bytes this socket may have queued below TCP (tcp_small_queue_check()).
+    pub fn tsq_limit(&self) -> u64 {
+        let mut limit = self.profile.tsq_floor_bytes;
+        if let Some(shift) = self.profile.tsq_pacing_shift {
+            limit = limit.max(self.linux_pacing_rate_bytes() >> shift);
+        }
+        limit.min(self.profile.tsq_max_bytes.max(self.profile.tsq_floor_bytes))
+    }
+
+    pub(super) fn has_sendable(&self) -> bool {
+        self.written > self.snd_nxt || self.sb.lost_bytes > 0
+    }
+
+    pub(super) fn pacing_rate(&self) -> Option<u64> {
+        // Linux paces without fq when the CC asks (SK_PACING_NEEDED: tcp_internal_pacing()).
+        if self.profile.pacing || self.cc_paces {
+            self.cc.pacing_rate_bps(&self.v.view, &self.v.win)
+        } else {
+            None
+        }
+    }
+
+    /// The pacing release time, when the sender waits for it with something to send.
+    pub(super) fn pace_deadline(&self, paced: bool) -> Option<Ns> {
+        (self.pace_next > self.v.now && paced && self.has_sendable()).then_some(self.pace_next)
+    }
+
+    /// The application starts: the CC module's conn_init.
+    pub(super) fn start(&mut self, now: Ns) {
+        self.started = true;
+        self.v.now = now;
+        self.v.snd_nxt = self.snd_nxt;
+        self.cc.conn_init(&self.v.view, &mut self.v.win);
+    }
+
+    pub(super) fn app_fill(&mut self, now: Ns) {
+        let total = match self.app {
+            AppConfig::Time { duration_ns } if now < self.start_ns + duration_ns => u64::MAX,
+            AppConfig::Time { .. } => return,
+            AppConfig::Bytes { bytes } => bytes,
+        };
+        // Without a low-water mark the application blocks until a whole write fits in the send
+        // buffer (a write larger than the buffer goes in as far as it fits).
+        if let SndbufPolicy::Cwnds(k) = self.profile.sndbuf {
+            // The buffer only grows (tcp_sndbuf_expand is called as cwnd grows, never to shrink).
+            let want = k * self.v.win.cwnd.max(10 * self.mss);
+            self.sndbuf_now = self.sndbuf_now.max(want.min(self.sndbuf));
+        }
+        let cap = (self.snd_una + self.sndbuf_now).min(total);
+        if self.written >= cap {
+            return;
+        }
+        let room = cap - self.written;
+        if let Some(lowat) = self.profile.write_lowat_bytes {
+            // A blocking write(2) copies in whatever fits once sb_lowat bytes are free (FreeBSD
+            // uipc_socket.c sosend_generic(), so_snd.sb_lowat = 2048), so the buffer stays full.
+            if room >= lowat.min(cap - self.written) {
+                self.written += room;
+            }
+            return;
+        }
+        let whole_writes = room / self.write_bytes * self.write_bytes;
+        self.written += if cap == total || self.write_bytes > self.sndbuf_now {
+            room
+        } else {
+            whole_writes
+        };
+    }
+
+    /// tcp_output.c send-buffer autosizing: grow by sendbuf_inc while the buffer is 7/8 full, the
+    /// peer's window could take 5/4 of it, and the window could take all unsent data.
+    pub(super) fn fb_sndbuf_autosize(&mut self) {
+        let SndbufPolicy::FreeBsdInc(inc) = self.profile.sndbuf else {
+            return;
+        };
+        let hiwat = self.sndbuf_now;
+        let sbused = self.written - self.snd_una;
+        let sendwin = self.snd_wnd.min(self.v.win.cwnd);
+        if sbused >= hiwat / 8 * 7
+            && hiwat < self.sndbuf
+            && self.snd_wnd / 4 * 5 >= hiwat
+            && sendwin >= sbused - (self.snd_nxt - self.snd_una)
+        {
+            self.sndbuf_now = (hiwat + inc).min(self.sndbuf);
+        }
+    }
+
+    pub(super) fn new_data_len(&self) -> Option<u64> {
+        let unsent = self.written - self.snd_nxt;
+        let wnd_room = (self.snd_una + self.snd_wnd).saturating_sub(self.snd_nxt);
+        let len = self.mss.min(unsent).min(wnd_room);
+        if len == 0 {
+            return None;
+        }
+        if len < self.mss && !self.profile.partial_sends {
+            // Sender-side silly window avoidance (RFC 1122 §4.2.3.4): no runt because of rwnd.
+            if len < unsent {
+                return None;
+            }
+            // Nagle (RFC 896; Linux tcp_nagle_check, iperf3 leaves TCP_NODELAY off): the tail of
+            // what the application has written waits while data is outstanding, unless the
+            // application has nothing more to write.
+            if self.snd_nxt > self.snd_una && !self.app_finished() {
+                return None;
+            }
+        }
+        Some(len)
+    }
+
+    /// Whether the application will write nothing more.
+    fn app_finished(&self) -> bool {
+        match self.app {
+            AppConfig::Time { duration_ns } => self.v.now >= self.start_ns + duration_ns,
+            AppConfig::Bytes { bytes } => self.written >= bytes,
+        }
+    }
+
+    /// Hand one segment (new data at snd_nxt, or a retransmission) to the NIC.
+    pub(super) fn emit(
+        &mut self,
+        seq: u64,
+        len: u64,
+        retx: bool,
+        now: Ns,
+        out: &mut Vec<Packet>,
+        next_id: &mut u64,
+    ) {
+        *next_id += 1;
+        let mut p = Packet::new(*next_id, Kind::Data, self.flow, self.dst);
+        p.seq = seq;
+        p.len = len as u32;
+        p.retx = retx;
+        p.size_bytes = header_bytes(self.timestamps, 0) + len as u32;
+        p.ts_val = now;
+        if matches!(self.state, State::Recovery { .. }) {
+            // What the PRR components count as prr_out (Linux tcp_event_new_data_sent() /
+            // tcp_retransmit_skb() in packets; FreeBSD sackhint.prr_out and rack.c
+            // rack_log_output() rc_prr_out in bytes).
+            self.recovery_out_segs += 1;
+            self.recovery_out_bytes += len;
+        }
+        // tcp_rate_skb_sent(), for the modules that read delivery rates.
+        let tx = if self.owns_cwnd {
+            self.rate.on_send(now, self.sb.is_empty())
+        } else {
+            Default::default()
+        };
+        if retx {
+            self.sb.mark_retransmitted(seq, now, tx);
+            self.retrans_segs += 1;
+        } else {
+            self.sb.push(seq, len as u32, now, tx);
+            self.snd_nxt += len;
+        }
+        self.bytes_sent += len;
+        if self.rto_deadline.is_none() {
+            // RFC 6298 §5.1: start the timer when sending data and it is not running.
+            self.rto_deadline = Some(now + self.rtt.rto_ns);
+        }
+        if let Some(rate) = self.pacing_rate() {
+            self.pace_next = self.pace_next.max(now) + tx_time_ns(p.size_bytes as u64, rate);
+        }
+        self.last_send = Some(now);
+        self.max_out = self.max_out.max(self.snd_nxt - self.snd_una);
+        self.nic_backlog += p.size_bytes as u64;
+        if self.record_sends {
+            let limit = self.tso_chunk_limit();
+            self.record_send(now, seq, len, retx, limit);
+        }
+        out.push(p);
+    }
+
+    /// An output loop found nothing to send with `room` left in the window.
+    pub(super) fn nothing_to_send(&mut self, room: u64) {
+        self.v.cwnd_limited = room < self.mss;
+        if self.owns_cwnd
+            && room >= self.mss
+            && self.sb.lost_bytes == 0
+            && self.written - self.snd_nxt < self.mss
+        {
+            // tcp_rate_check_app_limited(): the window is not what limits sending.
+            let in_flight = self.pkts(self.pipe());
+            self.rate.mark_app_limited(in_flight);
+        }
+    }
+
+    /// RFC 5681 §4.1: restart window after an idle period longer than the RTO.
+    pub(super) fn restart_after_idle(&mut self, now: Ns) {
+        if let Some(last) = self.last_send {
+            if self.snd_una == self.snd_nxt
+                && self.written > self.snd_nxt
+                && now - last > self.rtt.rto_ns
+            {
+                self.cc.after_idle(&self.v.view, &mut self.v.win);
+            }
+        }
+    }
+
+    /// TSQ: with data outstanding, the NIC may hold at most the limit (doubled for
+    /// retransmissions); the simulation wakes the sender when it drains.
+    pub(super) fn tsq_blocks(&mut self, len: u64, retx: bool, tsq_limit: u64) -> bool {
+        let limit = if retx { 2 * tsq_limit } else { tsq_limit };
+        if self.snd_nxt > self.snd_una && self.nic_backlog + len > limit {
+            self.tsq_throttled = true;
+            self.v.cwnd_limited = self.pipe() + self.mss > self.v.win.cwnd;
+            return true;
+        }
+        false
+    }
+
+    /// Packets needed to hold `bytes` (Linux counts cwnd and flight in packets).
+    pub(super) fn pkts(&self, bytes: u64) -> u64 {
+        bytes.div_ceil(self.mss)
+    }
+
+    /// Feed one RTT measurement to the estimator and the CC variables.
+    pub(super) fn take_rtt_sample(&mut self, r: Ns) {
+        self.rtt.sample(r);
+        self.v.srtt_ns = self.rtt.srtt_ns;
+        self.v.min_rtt_ns = self.rtt.min_rtt_ns;
+        self.v.rtt_samples = self.rtt.samples;
+    }
+
+    /// The RTT sample an ACK carries: the timestamp echo (in FreeBSD's ticks plus one,
+    /// tcp_xmit_timer(tp, TCP_TS_TO_TICKS(t) + 1), when `ticks`), else the timed segment's
+    /// (Karn's algorithm: `karn` is the send time of a never-retransmitted segment it covers).
+    pub(super) fn ack_rtt(&self, p: &Packet, karn: Option<Ns>, now: Ns, ticks: bool) -> Option<Ns> {
+        if !self.timestamps {
+            return karn.map(|t| now - t);
+        }
+        let r = now - p.ts_ecr;
+        Some(if ticks {
+            (r / crate::time::MS + 1) * crate::time::MS
+        } else {
+            r
+        })
+    }
+
+    /// Keep `v.ca_state` as Linux's icsk_ca_state and tell the module of each change before it
+    /// takes effect (tcp_set_ca_state()): Disorder while SACKs or dupacks are outstanding.
+    pub(super) fn sync_ca_state(&mut self) {
+        let s = match self.state {
+            State::Recovery { .. } => CaState::Recovery,
+            State::Loss { .. } => CaState::Loss,
+            State::Open if self.dupacks > 0 || self.sb.sacked_bytes > 0 => CaState::Disorder,
+            State::Open => CaState::Open,
+        };
+        if s != self.v.ca_state {
+            self.cc.set_state(&self.v.view, &mut self.v.win, s);
+            self.v.ca_state = s;
+        }
+    }
+
+    /// Whether a new recovery may begin: the last RecoveryPoint has been passed.
+    pub(super) fn recovery_allowed(&self) -> bool {
+        self.recover_guard.is_none_or(|r| self.snd_una > r)
+    }
+
+    /// The bookkeeping of entering fast recovery (RFC 6675 §5 steps 4.1-4.2): the CC's
+    /// cong_signal(NDupAck) with `flight`, RecoveryPoint = snd_nxt. Returns the RecoveryPoint.
+    pub(super) fn begin_recovery(&mut self, flight: u64) -> u64 {
+        let recover = self.snd_nxt;
+        self.v.flight = flight;
+        self.cc.cong_signal(
+            &self.v.view,
+            &mut self.v.win,
+            crate::cc::CongSignal::NDupAck,
+        );
+        self.v.in_recovery = true;
+        self.state = State::Recovery { recover };
+        self.recoveries += 1;
+        recover
+    }
+
+    /// Record when a fixed-size transfer is all acknowledged.
+    pub(super) fn note_completion(&mut self, now: Ns) {
+        if let AppConfig::Bytes { bytes } = self.app {
+            if self.completed_at.is_none() && self.snd_una == bytes {
+                self.completed_at = Some(now);
+                self.event(now, SenderEvent::Complete);
+            }
+        }
+    }
+
+    /// The small-queue wake-up has come: forget it.
+    pub(super) fn tsq_wake_due(&mut self, now: Ns) {
+        if self.tsq_wake.is_some_and(|t| t <= now) {
+            self.tsq_wake = None;
+        }
+    }
+
+    /// Reduce ssthresh only if no reduction was made for this window already: not
+    /// when the timer fires during fast recovery or again after an earlier RTO
+    /// (RFC 5681 §3.1 holds ssthresh on repeated timeouts; Linux tcp_input.c
+    /// tcp_enter_loss(): "Reduce ssthresh if it has not yet been made inside this
+    /// window").
+    pub(super) fn reduced_in_window(&self) -> bool {
+        match self.state {
+            State::Open => false,
+            State::Recovery { recover } | State::Loss { recover } => self.snd_una < recover,
+        }
+    }
+
+    /// Whether the RTO timer has expired.
+    pub(super) fn rto_due(&self, now: Ns) -> bool {
+        self.rto_deadline.is_some_and(|d| d <= now)
+    }
+
+    /// The retransmission timer fired with data outstanding (RFC 6298 §5.4-5.6, RFC 5681 §3.1):
+    /// the stack has already set ssthresh (or decided not to); the loss window of one segment,
+    /// everything outstanding marked lost, the Loss state, the backed-off timer.
+    pub(super) fn enter_loss(&mut self, now: Ns) {
+        // RFC 5681 §3.1: loss window of one segment.
+        self.v.win.cwnd = self.mss;
+        self.v.in_recovery = false;
+        let lost_before = self.sb.lost_bytes;
+        self.sb.mark_all_lost();
+        self.v.lost_pkts += self.pkts(self.sb.lost_bytes.saturating_sub(lost_before));
+        self.state = State::Loss {
+            recover: self.snd_nxt,
+        };
+        self.sync_ca_state();
+        self.recover_guard = Some(self.snd_nxt);
+        self.dupacks = 0;
+        self.rto_count += 1;
+        self.rtt.backoff();
+        self.rto_deadline = Some(now + self.rtt.rto_ns);
+        self.event(now, SenderEvent::Rto);
+    }
+}

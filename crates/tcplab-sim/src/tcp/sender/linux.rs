@@ -1,0 +1,243 @@
+//! The Linux stack (`linux`): net/ipv4/tcp_input.c's ACK processing with RACK-TLP loss detection
+//! (tcp_recovery.c), PRR (tcp_cwnd_reduction()), the kernel's CC hooks, and RFC 6675's send loop
+//! under TCP Small Queues, TSO autosizing and pacing.
+
+use super::core::Conn;
+use super::recovery::linux_prr::{LinuxPrr, PrrAck, PrrVersion};
+use super::recovery::rack::{Rack, Tlp};
+use super::recovery::rfc6675::Rfc6675;
+use super::rfc::end_of_recovery;
+use super::{SenderEvent, State};
+// The enum-dispatch build calls the hooks on a concrete type, which needs the trait in scope.
+#[cfg_attr(not(feature = "static-cc"), allow(unused_imports))]
+use crate::cc::CcHooks;
+use crate::cc::CongSignal;
+use crate::packet::Packet;
+use crate::time::Ns;
+
+/// The linux stack's own state: its recovery components.
+pub(super) struct LinuxStack {
+    rfc6675: Rfc6675,
+    prr: LinuxPrr,
+    rack: Rack,
+    tlp: Tlp,
+}
+
+impl LinuxStack {
+    pub(super) fn new(prr: PrrVersion) -> Self {
+        LinuxStack {
+            rfc6675: Rfc6675::default(),
+            prr: LinuxPrr::new(prr),
+            rack: Rack::default(),
+            tlp: Tlp::default(),
+        }
+    }
+
+    pub(super) fn output(
+        &mut self,
+        c: &mut Conn,
+        now: Ns,
+        out: &mut Vec<Packet>,
+        next_id: &mut u64,
+    ) {
+        if !c.started {
+            return;
+        }
+        c.v.now = now;
+        self.rfc6675.output(c, now, out, next_id);
+    }
+
+    pub(super) fn timer_deadline(&self, c: &Conn) -> Option<Ns> {
+        let pace = c.pace_deadline(c.pacing_rate().is_some());
+        [
+            c.rto_deadline,
+            pace,
+            c.tsq_wake,
+            self.rack.reo_deadline,
+            self.tlp.deadline,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+
+    /// Process an ACK in tcp_ack()'s order.
+    pub(super) fn on_ack(
+        &mut self,
+        c: &mut Conn,
+        p: &Packet,
+        now: Ns,
+        out: &mut Vec<Packet>,
+        next_id: &mut u64,
+    ) {
+        c.v.now = now;
+        let a = c.intake_ack(p, now, true, true);
+        // RACK's min_rtt (tcp_update_rtt_min()) from the same ca_rtt.
+        if let Some(r) = a.ca_rtt {
+            c.rtt.observe_min(r);
+            c.v.min_rtt_ns = c.rtt.min_rtt_ns;
+        }
+        let newly_lost = if c.sack { self.rack_detect(c, now) } else { 0 };
+        let rs = c.rate_sample(now, &a, newly_lost);
+        // tcp_end_cwnd_reduction(): cwnd = ssthresh, then CA_EVENT_COMPLETE_CWR
+        // (Westwood+ sets its own window there); nothing when the module owns cwnd.
+        end_of_recovery(c, &a, now, |c| {
+            if !c.owns_cwnd {
+                c.v.win.cwnd = c.v.win.ssthresh;
+                c.cc.post_recovery(&c.v.view, &mut c.v.win);
+            }
+        });
+        if c.v.in_slow_start() {
+            // tcp_is_cwnd_limited(): in slow start, grow while cwnd < 2 * max_packets_out.
+            c.v.cwnd_limited = c.v.win.cwnd < 2 * c.max_out;
+        }
+        c.sync_ca_state();
+        c.cc_ack(&a);
+        let mut entered = false;
+        if c.state == State::Open && c.snd_una < c.snd_nxt {
+            let trigger = if c.sack {
+                // Linux tcp_time_to_recover(): with RACK, recovery starts when a packet is marked
+                // lost; the dupack heuristic applies only without RACK.
+                c.sb.lost_bytes > 0
+            } else {
+                c.dupacks >= c.profile.dupthresh || (c.sack && c.sb.head_lost())
+            };
+            if trigger && c.recovery_allowed() {
+                self.enter_recovery(c);
+                entered = true;
+            }
+        }
+        if let State::Recovery { .. } = c.state {
+            // tcp_cong_control() -> tcp_cwnd_reduction() on every ACK in recovery, the entry ACK
+            // included (unless the module owns cwnd).
+            if !c.owns_cwnd {
+                let ack = PrrAck {
+                    newly_acked_sacked: c.pkts(a.acked + a.newly_sacked),
+                    newly_lost: c.pkts(newly_lost),
+                    una_advanced: a.acked > 0,
+                };
+                self.prr.reduce(c, ack);
+            }
+            if entered {
+                c.event(now, SenderEvent::RecoveryStart);
+            }
+        }
+        c.cong_control(rs);
+        self.output(c, now, out, next_id);
+        self.tlp.on_ack(c, now);
+        self.schedule_tlp(c, now);
+        c.note_completion(now);
+    }
+
+    /// tcp_rack_advance() for every segment this ACK delivered, then tcp_rack_mark_lost().
+    /// Returns bytes newly marked lost.
+    fn rack_detect(&mut self, c: &mut Conn, now: Ns) -> u64 {
+        if !self.rack.advance(c, now) {
+            return 0;
+        }
+        self.rack_mark_lost(c, now)
+    }
+
+    /// tcp_rack_detect_loss() with tcp_rack_reo_wnd(): paths here never reorder, so the window
+    /// is 0 in recovery or once dupthresh packets are SACKed, else min(min_rtt/4, srtt/8).
+    fn rack_mark_lost(&mut self, c: &mut Conn, now: Ns) -> u64 {
+        let sacked_pkts = c.sb.sacked_bytes / c.mss;
+        let reo_wnd = if c.state != State::Open || sacked_pkts >= c.profile.dupthresh as u64 {
+            0
+        } else {
+            (c.rtt.min_rtt_ns / 4).min(c.rtt.srtt_ns / 8)
+        };
+        // tcp_rack_mark_lost(): reordering timer at the longest wait + TCP_TIMEOUT_MIN (2 jiffies).
+        self.rack.mark_lost(c, now, reo_wnd, |w| {
+            w + 2 * 1_000_000_000 / crate::cc::linux::HZ
+        })
+    }
+
+    /// tcp_schedule_loss_probe(): PTO = 2 srtt, plus TCP_RTO_MIN when one packet is out (the
+    /// receiver may delay its ACK) else TCP_TIMEOUT_MIN (2 jiffies); 1 s before any RTT sample;
+    /// never later than the RTO. Only in the open state, with SACK, with data outstanding.
+    fn schedule_tlp(&mut self, c: &Conn, now: Ns) {
+        if !Tlp::may_schedule(c) {
+            self.tlp.deadline = None;
+            return;
+        }
+        let jiffy = 1_000_000_000 / crate::cc::linux::HZ;
+        let mut pto = if c.rtt.srtt_ns == 0 {
+            c.profile.initial_rto_ns
+        } else {
+            let one_packet = c.snd_nxt - c.snd_una <= c.mss;
+            2 * c.rtt.srtt_ns
+                + if one_packet {
+                    c.profile.min_rto_ns
+                } else {
+                    2 * jiffy
+                }
+        };
+        if let Some(rto) = c.rto_deadline {
+            pto = pto.min(rto.saturating_sub(now));
+        }
+        self.tlp.deadline = Some(now + pto);
+    }
+
+    /// tcp_enter_recovery(): the CC sets ssthresh; tcp_init_cwnd_reduction(): cwnd is left as
+    /// it is and PRR sets it on this very ACK (at least one packet: the fast retransmit). The
+    /// event is recorded after that, with the cwnd a tcp_probe line would show.
+    fn enter_recovery(&mut self, c: &mut Conn) {
+        let recover = c.begin_recovery(c.snd_nxt - c.snd_una);
+        c.sync_ca_state();
+        c.recover_guard = Some(recover);
+        if !c.sack {
+            c.sb.mark_head_lost();
+        }
+        self.prr.begin(c);
+    }
+
+    /// A timer fired: tail loss probe, RACK reordering timeout, RTO, pacing release.
+    pub(super) fn on_timer(
+        &mut self,
+        c: &mut Conn,
+        now: Ns,
+        out: &mut Vec<Packet>,
+        next_id: &mut u64,
+    ) {
+        c.v.now = now;
+        c.tsq_wake_due(now);
+        self.tlp.on_timer(c, now, out, next_id);
+        if self.rack.reo_deadline.is_some_and(|t| t <= now) {
+            // tcp_rack_reo_timeout(): waited long enough for reordering; mark and recover.
+            self.rack.reo_deadline = None;
+            if self.rack_mark_lost(c, now) > 0
+                && c.state == State::Open
+                && c.snd_una < c.snd_nxt
+                && c.recovery_allowed()
+            {
+                self.enter_recovery(c);
+                // tcp_cwnd_reduction(sk, 1, 0, 0)
+                if !c.owns_cwnd {
+                    let ack = PrrAck {
+                        newly_acked_sacked: 1,
+                        newly_lost: 0,
+                        una_advanced: false,
+                    };
+                    self.prr.reduce(c, ack);
+                }
+                c.event(now, SenderEvent::RecoveryStart);
+            }
+        }
+        if c.rto_due(now) {
+            if c.snd_una < c.snd_nxt {
+                let reduced_already = c.reduced_in_window();
+                c.v.flight = c.snd_nxt - c.snd_una;
+                c.v.snd_wnd = c.snd_wnd;
+                if !reduced_already {
+                    c.cc.cong_signal(&c.v.view, &mut c.v.win, CongSignal::Rto);
+                }
+                c.enter_loss(now);
+                self.tlp.cancel();
+            } else {
+                c.rto_deadline = None;
+            }
+        }
+        self.output(c, now, out, next_id);
+    }
+}

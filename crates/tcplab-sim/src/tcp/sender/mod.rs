@@ -1,0 +1,253 @@
+//! The TCP sender: a connection core ([`core::Conn`]) every stack shares, and one component per
+//! TCP stack (`rfc`, `linux`, `freebsd`, `freebsd_rack`) that owns its state and its ACK, output
+//! and timer handling, dispatched statically through [`Stack`]; the stacks compose the
+//! loss-recovery components of [`recovery`].
+
+// The enum-dispatch build calls the hooks on a concrete type, which needs the trait in scope.
+#[cfg_attr(not(feature = "static-cc"), allow(unused_imports))]
+use crate::cc::CcHooks;
+use crate::config::FlowConfig;
+use crate::packet::Packet;
+use crate::stack::{Recovery, StackProfile};
+use crate::time::Ns;
+
+mod ack;
+mod core;
+mod freebsd;
+mod freebsd_rack;
+mod linux;
+pub mod recovery;
+mod rfc;
+
+pub use self::core::Conn;
+
+/// Loss-recovery state, the phase a record's `state` column reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum State {
+    /// Normal transmission.
+    Open,
+    /// Fast recovery until `recover` is cumulatively acknowledged (RFC 6675 RecoveryPoint).
+    Recovery {
+        /// RecoveryPoint: snd_nxt at entry.
+        recover: u64,
+    },
+    /// After a retransmission timeout until `recover` is acknowledged.
+    Loss {
+        /// snd_nxt when the timer fired.
+        recover: u64,
+    },
+}
+
+impl State {
+    /// Numeric code in records: 0 open, 1 fast recovery, 2 loss (after RTO).
+    pub fn code(self) -> i64 {
+        match self {
+            State::Open => 0,
+            State::Recovery { .. } => 1,
+            State::Loss { .. } => 2,
+        }
+    }
+}
+
+/// Something a sender did that the trace should show at its exact time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SenderEvent {
+    /// Fast recovery began.
+    RecoveryStart,
+    /// Fast recovery ended with a full ACK.
+    RecoveryEnd,
+    /// The retransmission timer fired.
+    Rto,
+    /// Recovery after an RTO ended.
+    LossEnd,
+    /// The application's data is all acknowledged.
+    Complete,
+    /// A tail loss probe was sent.
+    Tlp,
+    /// The tail loss probe's data was acknowledged.
+    TlpEnd,
+}
+
+impl SenderEvent {
+    /// Every event, in code order.
+    pub const ALL: [SenderEvent; 7] = [
+        SenderEvent::RecoveryStart,
+        SenderEvent::RecoveryEnd,
+        SenderEvent::Rto,
+        SenderEvent::LossEnd,
+        SenderEvent::Complete,
+        SenderEvent::Tlp,
+        SenderEvent::TlpEnd,
+    ];
+
+    /// The event's name in the records contract.
+    pub fn name(self) -> &'static str {
+        match self {
+            SenderEvent::RecoveryStart => "recovery_start",
+            SenderEvent::RecoveryEnd => "recovery_end",
+            SenderEvent::Rto => "rto",
+            SenderEvent::LossEnd => "loss_end",
+            SenderEvent::Complete => "complete",
+            SenderEvent::Tlp => "tlp",
+            SenderEvent::TlpEnd => "tlp_end",
+        }
+    }
+
+    /// Numeric code in the events table.
+    pub fn code(self) -> i64 {
+        match self {
+            SenderEvent::RecoveryStart => 1,
+            SenderEvent::RecoveryEnd => 2,
+            SenderEvent::Rto => 3,
+            SenderEvent::LossEnd => 4,
+            SenderEvent::Complete => 5,
+            SenderEvent::Tlp => 6,
+            SenderEvent::TlpEnd => 7,
+        }
+    }
+}
+
+/// The sender's state at the instant of an event.
+#[derive(Clone, Copy, Debug)]
+pub struct Snapshot {
+    /// cwnd, bytes.
+    pub cwnd: u64,
+    /// ssthresh, bytes.
+    pub ssthresh: u64,
+    /// RFC 6675 pipe, bytes.
+    pub pipe: u64,
+    /// snd_nxt - snd_una (FlightSize, RFC 5681), bytes.
+    pub outstanding: u64,
+    /// Segments retransmitted so far.
+    pub retrans_segs: u64,
+}
+
+/// What one output call handed the NIC at once: a TSO chunk of new data (several segments,
+/// split by the NIC into back-to-back packets), a single segment, or a retransmission. This is
+/// what SIFTR2 (at the IP hook) and tcpdump on the sender see as one packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Send {
+    /// Time.
+    pub t: Ns,
+    /// First byte.
+    pub seq: u64,
+    /// Bytes.
+    pub bytes: u64,
+    /// Segments (packets on the wire).
+    pub segments: u32,
+    /// Whether it is a retransmission.
+    pub retx: bool,
+    /// Loss-recovery state when sent.
+    pub state: State,
+}
+
+/// Each stack's own component, matched in place (no vtable): adding a stack is a file with its
+/// struct and a variant here, chosen by [`Stack::for_profile`].
+enum Stack {
+    Rfc(rfc::RfcStack),
+    Linux(linux::LinuxStack),
+    FreeBsd(freebsd::FreeBsdStack),
+    FreeBsdRack(freebsd_rack::RackStack),
+}
+
+/// Call the same method on whichever stack the sender runs.
+macro_rules! each_stack {
+    ($stack:expr, $s:ident => $call:expr) => {
+        match $stack {
+            Stack::Rfc($s) => $call,
+            Stack::Linux($s) => $call,
+            Stack::FreeBsd($s) => $call,
+            Stack::FreeBsdRack($s) => $call,
+        }
+    };
+}
+
+impl Stack {
+    /// The registry: the stack component a resolved profile runs.
+    fn for_profile(profile: &StackProfile) -> Self {
+        match profile.recovery {
+            Recovery::Rfc6675 => Stack::Rfc(rfc::RfcStack::default()),
+            Recovery::LinuxPrr(v) => Stack::Linux(linux::LinuxStack::new(v)),
+            Recovery::FreeBsd(k) => Stack::FreeBsd(freebsd::FreeBsdStack::new(k)),
+            Recovery::FreeBsdRack => Stack::FreeBsdRack(freebsd_rack::RackStack::default()),
+        }
+    }
+}
+
+/// One TCP sender: the connection core and its stack. The core's public fields (`v`, `snd_una`,
+/// `events`, ...) read through the sender.
+pub struct TcpSender {
+    core: Conn,
+    stack: Stack,
+}
+
+impl std::ops::Deref for TcpSender {
+    type Target = Conn;
+    fn deref(&self) -> &Conn {
+        &self.core
+    }
+}
+
+impl std::ops::DerefMut for TcpSender {
+    fn deref_mut(&mut self) -> &mut Conn {
+        &mut self.core
+    }
+}
+
+impl TcpSender {
+    /// A sender for `f` with its resolved stack configuration ([`crate::stack::resolve`]) and
+    /// CC module.
+    pub fn new(flow: u32, f: &FlowConfig, profile: StackProfile, cc: crate::cc::Cc) -> Self {
+        let stack = Stack::for_profile(&profile);
+        TcpSender {
+            core: Conn::new(flow, f, profile, cc),
+            stack,
+        }
+    }
+
+    /// The congestion-control module's name.
+    pub fn cc_name(&self) -> &'static str {
+        self.core.cc.name()
+    }
+
+    /// The scoreboard (for invariant checks).
+    pub fn scoreboard(&self) -> &crate::tcp::scoreboard::Scoreboard {
+        &self.core.sb
+    }
+
+    /// The earliest time the sender wants to be woken (RTO, pacing, small-queue release, the
+    /// stack's own timers).
+    pub fn timer_deadline(&self) -> Option<Ns> {
+        each_stack!(&self.stack, s => s.timer_deadline(&self.core))
+    }
+
+    /// The application starts: connection already established (the handshake is not modelled).
+    pub fn start(&mut self, now: Ns, out: &mut Vec<Packet>, next_id: &mut u64) {
+        self.core.start(now);
+        let c = &mut self.core;
+        match &mut self.stack {
+            Stack::FreeBsd(s) => s.start(c, now, out, next_id),
+            Stack::Rfc(s) => s.output(c, now, out, next_id),
+            Stack::Linux(s) => s.output(c, now, out, next_id),
+            Stack::FreeBsdRack(s) => s.output(c, now, out, next_id),
+        }
+    }
+
+    /// Send whatever the windows allow.
+    pub fn output(&mut self, now: Ns, out: &mut Vec<Packet>, next_id: &mut u64) {
+        let c = &mut self.core;
+        each_stack!(&mut self.stack, s => s.output(c, now, out, next_id))
+    }
+
+    /// Process an ACK.
+    pub fn on_ack(&mut self, p: &Packet, now: Ns, out: &mut Vec<Packet>, next_id: &mut u64) {
+        let c = &mut self.core;
+        each_stack!(&mut self.stack, s => s.on_ack(c, p, now, out, next_id))
+    }
+
+    /// A timer fired: the stack's timers (RTO, TLP, RACK), pacing or small-queue release.
+    pub fn on_timer(&mut self, now: Ns, out: &mut Vec<Packet>, next_id: &mut u64) {
+        let c = &mut self.core;
+        each_stack!(&mut self.stack, s => s.on_timer(c, now, out, next_id))
+    }
+}

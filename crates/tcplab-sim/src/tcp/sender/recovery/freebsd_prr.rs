@@ -1,0 +1,92 @@
+//! FreeBSD default-stack recovery: tcp_do_prr_ack() (RFC 6937 in bytes, cwnd in whole segments
+//! of allowance; before and after review D43470) and tcp_sack.c tcp_sack_partialack().
+//! Followed: tcp_input.c @ 2bae602e and F-Stack's vendored tcp_sack.c (see `super::super::freebsd`).
+
+use super::super::core::Conn;
+use super::super::State;
+
+/// FreeBSD's `sackhint` PRR fields, in bytes.
+#[derive(Clone, Debug, Default)]
+pub(in crate::tcp::sender) struct FreeBsdPrr {
+    /// Bytes delivered (cumulatively acked or SACKed) since recovery began.
+    prr_delivered: u64,
+    /// The connection's bytes sent in recovery when this episode began (prr_out counts from it).
+    out_base: u64,
+    /// Flight size when recovery began.
+    recover_fs: u64,
+}
+
+impl FreeBsdPrr {
+    /// PRR state at `enter_recovery`: prr_delivered = maxseg ("exclude Limited Transmit
+    /// segments"), recover_fs = snd_nxt - snd_una.
+    pub(in crate::tcp::sender) fn begin(c: &Conn) -> Self {
+        FreeBsdPrr {
+            prr_delivered: c.mss,
+            out_base: c.recovery_out_bytes,
+            recover_fs: (c.snd_nxt - c.snd_una).max(1),
+        }
+    }
+
+    /// tcp_do_prr_ack(): RFC 6937 in bytes, then cwnd in whole segments of allowance.
+    pub(in crate::tcp::sender) fn ack(
+        &mut self,
+        c: &mut Conn,
+        d43470: bool,
+        del_data: u64,
+        new_loss: bool,
+    ) {
+        let State::Recovery { recover } = c.state else {
+            return;
+        };
+        let mss = c.mss as i64;
+        let pipe = c.fb_pipe() as i64;
+        let ssthresh = c.v.win.ssthresh as i64;
+        self.prr_delivered += del_data;
+        let prr_out = (c.recovery_out_bytes - self.out_base) as i64;
+        let delivered = self.prr_delivered as i64;
+        let snd_cnt = if pipe >= ssthresh {
+            // Proportional part: howmany(prr_delivered * ssthresh, recover_fs) - prr_out, plus
+            // maxseg - 1 so that the division by maxseg below rounds up.
+            let rfs = self.recover_fs as i64;
+            (delivered * ssthresh + rfs - 1) / rfs - prr_out + mss - 1
+        } else {
+            // Slow-start reduction bound; conservative on new loss or when nothing was delivered.
+            let limit = if new_loss || del_data == 0 {
+                delivered - prr_out
+            } else {
+                (delivered - prr_out).max(del_data as i64) + mss
+            };
+            (ssthresh - pipe).min(limit)
+        };
+        let snd_cnt = (snd_cnt.max(0) / mss) as u64;
+        let cwnd = if d43470 {
+            // cwnd = pipe - del_data + sndcnt * maxseg: what stays in flight after this ACK plus
+            // the allowance (fb_pipe() here already excludes this ACK's data).
+            c.fb_pipe() + snd_cnt * c.mss
+        } else {
+            // What recovery has sent and is still out, plus the allowance.
+            (c.snd_nxt - recover) + c.sb.retrans_bytes + snd_cnt * c.mss
+        };
+        c.v.win.cwnd = cwnd.max(c.mss);
+    }
+}
+
+/// tcp_sack.c tcp_sack_partialack() (a partial ACK without SACK blocks, or any partial ACK
+/// without PRR): room for one more segment, two if the ACK covered at least two, never above
+/// ssthresh; then the RFC 6675 rescue retransmission as FreeBSD does it: when this ACK
+/// delivered data, left no hole in the scoreboard and nothing was sent beyond the recovery
+/// point, the last maxseg bytes below snd_max become a hole (whatever segments they cut).
+pub(in crate::tcp::sender) fn sack_partialack(c: &mut Conn, ack: u64, acked: u64, delivered: u64) {
+    let State::Recovery { recover } = c.state else {
+        return;
+    };
+    c.rto_deadline = None;
+    let num_segs = if acked / c.mss >= 2 { 2 } else { 1 };
+    let cwnd = c.sb.retrans_bytes + (c.snd_nxt - recover) + num_segs * c.mss;
+    c.v.win.cwnd = cwnd.min(c.v.win.ssthresh);
+    let no_holes = c.sb.sacked_bytes == 0 && c.sb.lost_bytes == 0;
+    if recover == c.snd_nxt && no_holes && delivered > 0 {
+        let start = ack.max(c.snd_nxt.saturating_sub(c.mss));
+        c.sb.mark_range_lost(start, c.snd_nxt);
+    }
+}
