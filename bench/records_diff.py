@@ -36,15 +36,10 @@ def _clean(x):
     return x
 
 
-
-#: Measured, not simulated (CPU samples of [measure] cpu = true): differs run to run by design.
-MEASURED = {"cpu.json"}
-
-
 def main(old: Path, new: Path) -> int:
     diffs: list[str] = []
-    files_old = {p.relative_to(old).as_posix() for p in old.rglob("*") if p.suffix in SUFFIXES and p.name not in MEASURED}
-    files_new = {p.relative_to(new).as_posix() for p in new.rglob("*") if p.suffix in SUFFIXES and p.name not in MEASURED}
+    files_old = {p.relative_to(old).as_posix() for p in old.rglob("*") if p.suffix in SUFFIXES}
+    files_new = {p.relative_to(new).as_posix() for p in new.rglob("*") if p.suffix in SUFFIXES}
     for rel in sorted(files_old ^ files_new):
         diffs.append(f"only in {'old' if rel in files_old else 'new'}: {rel}")
     for rel in sorted(files_old & files_new):

@@ -15,7 +15,7 @@ class RecordContract(TypedDict):
     states: dict[str, int]
 
 class Simulation:
-    """A running simulation built from the resolved-config JSON that `tcplab.spec` produces."""
+    """A running simulation built from the config JSON that `tcplab.backends.sim.lower` produces."""
 
     def __init__(self, config_json: str, user_cc: dict[int, Any] | None = None) -> None: ...
     def run_until(self, t_ns: int) -> None: ...
@@ -95,3 +95,5 @@ def parse_tcp_probe_line(
     line: str, lineno: int
 ) -> tuple[Literal["probe"], int, int, int, int, int, int, int] | tuple[Literal["state"], int, int, int] | None: ...
 def import_formats() -> list[str]: ...
+def linkem_main(args: list[str]) -> int:
+    """The netns backend's link emulator (tcplab-linkem) with `args`, until SIGTERM/SIGINT; its exit status."""

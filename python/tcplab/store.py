@@ -19,9 +19,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import tomli_w
 
+from .contract import COLUMNS
 from .paths import replaceable
 
-TABLES = ("flows", "intervals", "queues", "ports", "events", "sends")
+TABLES = tuple(COLUMNS)  # flows, intervals, queues, ports, events, sends (the record contract)
 #: Tables whose integer `flow` column is replaced by the flow's name; `port` by its label.
 _FLOW_TABLES = {"flows", "intervals", "events", "sends"}
 _PORT_TABLES = {"queues", "ports"}

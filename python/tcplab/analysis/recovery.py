@@ -15,7 +15,7 @@ from typing import Any
 
 import pandas as pd
 
-RECOVERY_START, RECOVERY_END, RTO, LOSS_END, TLP, TLP_END = 1, 2, 3, 4, 6, 7
+from ..contract import LOSS_END, RECOVERY_END, RECOVERY_START, RTO, TLP, TLP_END  # noqa: E402,F401  (re-exported)
 
 COLUMNS = [
     "flow", "episode", "kind", "start_s", "duration_s", "ended_by", "cwnd_entry_bytes", "ssthresh_entry_bytes",

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .recovery import RECOVERY_START, RTO
+from ..contract import RECOVERY_START, RTO
 from ..spec import Resolved
 from ..store import read_table
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import user_cc
+from .. import _native, user_cc
 from ..model import App, Background, Flow
 from . import limits, sysctl, units
 from .ctx import Ctx, join
@@ -24,11 +24,13 @@ DEFAULTS = {
 SENDER_KEYS = ("host", "to", "stack", "cc", "start", "time", "bytes", "write", "initcwnd", "sndbuf", "rcvbuf", "mtu", "sack",
                "timestamps", "prr", "d43470")
 
-#: FreeBSD default-stack knobs and their defaults (FreeBSD 15: tso 1, sack.tso 0, do_prr 1,
-#: sendbuf_inc 8192).
-FREEBSD_KNOBS = {"tso": True, "sack_tso": False, "do_prr": True, "sendbuf_inc_bytes": 8192}
+#: Each stack's knobs with their defaults and allowed values, as the Rust stack profiles define
+#: them (tcplab-sim stack.rs `options`); never restated here.
+STACK_OPTIONS: dict[str, dict[str, dict[str, Any]]] = _native.stack_options()
+#: The FreeBSD default stack's sysctl knobs (net.inet.tcp.tso, .sack.tso, .do_prr, .sendbuf_inc).
+FREEBSD_KNOBS = {k: v["default"] for k, v in STACK_OPTIONS["freebsd"].items() if k != "d43470"}
 #: Linux PRR versions (tcp_cwnd_reduction() before and after the mainline change; docs/models.md).
-PRR_VERSIONS = ("6.x", "5.15")
+PRR_VERSIONS = tuple(STACK_OPTIONS["linux"]["prr"]["allowed"])
 
 BACKGROUND_KEYS = ("from", "to", "rate", "size", "start", "stop")
 
@@ -118,7 +120,6 @@ def _endpoints(ctx: Ctx, t: dict[str, Any], path: str, name: str, hosts: set[str
 
 def _cc(ctx: Ctx, t: dict[str, Any], path: str, stack: str) -> str:
     """The sender's algorithm as written: a kernel module the stack offers, or module:Class."""
-    from .. import _native
 
     if isinstance(t.get("cc"), str) and user_cc.is_user_cc(t["cc"]):
         try:
@@ -148,7 +149,7 @@ def _stack_knobs(ctx: Ctx, t: dict[str, Any], path: str, stack: str, sack: bool,
     if "prr" in t:
         if stack != "linux":
             raise ctx.err(join(path, "prr"), f"applies to the linux stack only, not {stack!r}")
-        prr = ctx.choice(t, path, "prr", "6.x", PRR_VERSIONS)
+        prr = ctx.choice(t, path, "prr", STACK_OPTIONS["linux"]["prr"]["default"], PRR_VERSIONS)
     if "d43470" in t and stack != "freebsd":
         raise ctx.err(join(path, "d43470"), f"applies to the freebsd stack only, not {stack!r}")
     if not stack.startswith("freebsd"):
@@ -156,7 +157,8 @@ def _stack_knobs(ctx: Ctx, t: dict[str, Any], path: str, stack: str, sack: bool,
     if not sack:
         raise ctx.err(join(path, "sack"), f"the {stack} stack is modelled for SACK connections only; "
                       "recovery without SACK is not modelled")
-    freebsd = {"d43470": ctx.boolean(t, path, "d43470", True) if stack == "freebsd" else False}
+    freebsd = {"d43470": ctx.boolean(t, path, "d43470", STACK_OPTIONS["freebsd"]["d43470"]["default"])
+               if stack == "freebsd" else False}
     for knob, default in FREEBSD_KNOBS.items():
         freebsd[knob] = by_sysctl.get(f"freebsd.{knob}", default)
     return prr, freebsd
@@ -164,7 +166,6 @@ def _stack_knobs(ctx: Ctx, t: dict[str, Any], path: str, stack: str, sack: bool,
 
 def _sender(ctx: Ctx, name: str, t: dict[str, Any], hosts: set[str], sysctls: _Sysctls) -> tuple[Flow, dict[str, Any]]:
     """One [senders.NAME] table: its flow and its normalized table."""
-    from .. import _native
 
     path = f"senders.{name}"
     t = ctx.table(t, path)
@@ -217,7 +218,7 @@ def _normalized(t: dict[str, Any], f: Flow, by_sysctl: dict[str, Any]) -> dict[s
             n[key] = value
     n["sack"], n["timestamps"] = f.sack, f.timestamps
     if f.stack == "linux":
-        n["prr"] = f.prr or "6.x"
+        n["prr"] = f.prr or STACK_OPTIONS["linux"]["prr"]["default"]
     if f.stack == "freebsd":
         n["d43470"] = f.freebsd["d43470"]
     return n

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ...model import Experiment as Resolved, Flow, model_cc, port_label
+from ...contract import COLUMNS
 from ...store import write_rows
 from . import host, plan as planmod, trace
 from .host import HostError, in_ns
@@ -505,16 +506,10 @@ def _write_records(resolved: Resolved, directory: Path, live: _Live, counters: d
             "srtt_ns": int(snd.get("mean_rtt", 0)) * 1000, "min_rtt_ns": int(snd.get("min_rtt", 0)) * 1000,
         })
     samples, events = trace.to_records(collector, [{"name": f.name, "mss": f.mss} for f in resolved.flows], live.t0)
-    write_rows(directory, "flows", samples, ["t_ns", "flow", "cwnd_bytes", "ssthresh_bytes", "snd_una", "snd_nxt",
-                                             "flight_bytes", "srtt_us", "rto_us", "bytes_sent", "bytes_acked",
-                                             "retrans_segs", "state"])
-    write_rows(directory, "intervals", intervals, ["flow", "t_start_ns", "t_end_ns", "bytes", "retrans_segs", "cwnd_bytes",
-                                                   "srtt_us"])
-    write_rows(directory, "events", events, ["t_ns", "flow", "event", "cwnd_bytes", "ssthresh_bytes", "flight_bytes",
-                                             "outstanding_bytes", "retrans_segs"])
-    write_rows(directory, "ports", live.sampler.ports, ["t_start_ns", "t_end_ns", "port", "tx_bytes", "tx_packets", "drops",
-                                                        "losses"])
-    write_rows(directory, "queues", live.sampler.queues, ["t_ns", "port", "queue_packets", "queue_bytes"])
+    # Columns as the record contract has them (tcplab-trace), the simulator's tables' own.
+    for table, rows in (("flows", samples), ("intervals", intervals), ("events", events), ("ports", live.sampler.ports),
+                        ("queues", live.sampler.queues)):
+        write_rows(directory, table, rows, COLUMNS[table])
     return flow_totals
 
 

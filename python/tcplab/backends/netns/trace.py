@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ... import _native
-from ...analysis.recovery import LOSS_END, RECOVERY_END, RECOVERY_START, RTO
+from ...contract import LOSS_END, RECOVERY_END, RECOVERY_START, RTO, STATES
 from .plan import CPORT_BASE
 
 #: Linux's tcp_ca_state (include/net/tcp.h / uapi tcp.h).
@@ -184,7 +184,7 @@ def to_records(c: Collector, flows: list[dict], t0_ns: int) -> tuple[list[dict],
             samples.append({"t_ns": s.t_ns - t0_ns, "flow": f["name"], "cwnd_bytes": s.cwnd_pkts * mss,
                             "ssthresh_bytes": ssth, "snd_una": una, "snd_nxt": nxt, "flight_bytes": nxt - una,
                             "srtt_us": s.srtt_us, "rto_us": -1, "bytes_sent": nxt, "bytes_acked": una,
-                            "retrans_segs": -1, "state": 0})
+                            "retrans_segs": -1, "state": STATES["open"]})
         prev_state = 0
         times = [s.t_ns for s in mine]
         for ch in (x for x in c.changes if x.sport == port):
