@@ -120,7 +120,6 @@ def _endpoints(ctx: Ctx, t: dict[str, Any], path: str, name: str, hosts: set[str
 
 def _cc(ctx: Ctx, t: dict[str, Any], path: str, stack: str) -> str:
     """The sender's algorithm as written: a kernel module the stack offers, or module:Class."""
-
     if isinstance(t.get("cc"), str) and user_cc.is_user_cc(t["cc"]):
         try:
             user_cc.load(t["cc"])
@@ -166,7 +165,6 @@ def _stack_knobs(ctx: Ctx, t: dict[str, Any], path: str, stack: str, sack: bool,
 
 def _sender(ctx: Ctx, name: str, t: dict[str, Any], hosts: set[str], sysctls: _Sysctls) -> tuple[Flow, dict[str, Any]]:
     """One [senders.NAME] table: its flow and its normalized table."""
-
     path = f"senders.{name}"
     t = ctx.table(t, path)
     ctx.keys(t, path, SENDER_KEYS)
