@@ -15,7 +15,10 @@ from pathlib import Path
 import pytest
 
 from tcplab.backends.netns import plan as planmod
-from tcplab.backends.netns.trace import Collector, ProbeSample, StateChange, TraceParseError, parse_line, to_records
+from tcplab.backends.netns.trace import Collector, ProbeSample, StateChange, TraceParseError, parse_line
+from tcplab.contract import RECOVERY_START
+from tcplab.store import read_table
+from tcplab.testbed import Log, read_logs
 from tcplab.spec import load_spec, resolve
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -128,7 +131,11 @@ STATE = ("          <idle>-0       [000] ..s2.  5012.400000: tcp_cong_state_set:
          "saddr=10.100.0.1 daddr=10.100.4.2 saddrv6=::ffff:10.100.0.1 daddrv6=::ffff:10.100.4.2 cong_state=3")
 
 
-def test_trace_lines_parse_and_convert():
+def _probe(t: str, cwnd: int, port: int = 40000) -> str:
+    return PROBE.replace("5012.345678", t).replace("snd_cwnd=20", f"snd_cwnd={cwnd}").replace(":40000", f":{port}")
+
+
+def test_trace_lines_are_reduced_to_ftrace_text_that_the_importer_turns_into_records(tmp_path):
     s = parse_line(PROBE)
     assert s == ProbeSample(5_012_345_678_000, 40000, 0x1000, 0xA00, 20, 2147483647, 40123)
     ch = parse_line(STATE)
@@ -136,15 +143,28 @@ def test_trace_lines_parse_and_convert():
     assert parse_line("# tracer: nop") is None
     with pytest.raises(TraceParseError, match="line 7"):
         parse_line(PROBE.replace("snd_cwnd=20", "snd_cwnd=x"), 7)
-    c = Collector(sample_ns=1_000_000, ports={40000})
-    c.add(s)
-    c.add(ch)
-    samples, events = to_records(c, [{"name": "s1", "mss": 1448}], t0_ns=5_012_000_000_000)
-    # cwnd in packets x MSS; sequence relative to the first snd_una; infinite ssthresh -> -1.
-    assert samples[0]["cwnd_bytes"] == 20 * 1448 and samples[0]["flight_bytes"] == 0x600
-    assert samples[0]["ssthresh_bytes"] == -1 and samples[0]["t_ns"] == 345_678_000
-    assert events == [{"t_ns": 400_000_000, "flow": "s1", "event": 1, "cwnd_bytes": 20 * 1448, "ssthresh_bytes": -1,
-                       "flight_bytes": 0x600, "outstanding_bytes": 0x600, "retrans_segs": -1}]
+    path = tmp_path / "trace.txt"
+    with path.open("w") as out:
+        c = Collector(sample_ns=1_000_000, ports={40000}, out=out)
+        lines = [PROBE, _probe("5012.345900", 21), _probe("5012.346100", 22), _probe("5012.346200", 99, port=41000), STATE,
+                 _probe("5012.401000", 11)]
+        for line in lines:
+            c.add(parse_line(line), line)
+        c.finish()
+    kept = path.read_text().splitlines()
+    # The last probe line of each 1 ms bucket of each traced port, every state change, in time order.
+    assert kept == [_probe("5012.345900", 21), _probe("5012.346100", 22), STATE, _probe("5012.401000", 11)]
+    names = {"10.100.0.1:40000->10.100.4.2:5201": "s1"}
+    read_logs([Log(path, "tcp_probe", "trace", offset_ns=345_900_000)], tmp_path, interval_ns=10**9, mss=1448,
+              lenient=False, rename=lambda n: names.get(n, n))
+    flows, events = read_table(tmp_path, "flows"), read_table(tmp_path, "events")
+    # cwnd in packets x MSS; infinite ssthresh -> -1; time from the trace's first line + its offset.
+    assert list(flows["flow"]) == ["s1"] * 3 and list(flows["cwnd_bytes"]) == [21 * 1448, 22 * 1448, 11 * 1448]
+    assert list(flows["ssthresh_bytes"]) == [-1, -1, -1] and list(flows["t_ns"]) == [345_900_000, 346_100_000, 401_000_000]
+    # The state change (TCP_CA_Recovery) is a recovery_start event, as for imported traces: the
+    # importer stamps it with the flow's next tcp_probe sample (its state then), here 1 ms later.
+    assert list(events["event"]) == [RECOVERY_START] and list(events["t_ns"]) == [401_000_000]
+    assert list(events["cwnd_bytes"]) == [11 * 1448]
 
 
 # ---------------------------------------------------------------------------------------------

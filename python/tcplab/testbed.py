@@ -16,6 +16,7 @@ from __future__ import annotations
 import datetime as _dt
 import re
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -87,31 +88,9 @@ def import_logs(paths: list[Path], out: Path, *, formats: list[str] | None = Non
     t0 = min(known_origins) if known_origins else 0
     rd = RunDir(out, force=force)
     try:
-        names: list[str] = []
-        writer = TableWriter(rd.tmp, names, [])
-        imp = _native.Importer(int(interval_s * 1e9))
-        sources = []
-        try:
-            for p, f, o in zip(paths, fmts, origins):
-                offset = (o - t0) if o is not None else 0
-                try:
-                    imp.open(str(p), f, p.stem, mss, lenient, offset)
-                    size = p.stat().st_size
-                    while imp.step(STEP_LINES):
-                        names[:] = [x["name"] for x in imp.flows()]
-                        writer.write(imp.take_tables())
-                        if progress:
-                            progress(p.name, imp.position(), size)
-                    info = imp.close()
-                except (ValueError, OSError) as e:
-                    raise _where(p, e) from None
-                sources.append(info | {"path": str(p), "offset_s": offset / 1e9,
-                                       "clock": "wall" if o is not None else "own start"})
-            imp.finish()
-            names[:] = [x["name"] for x in imp.flows()]
-            writer.write(imp.take_tables())
-        finally:
-            writer.close()
+        logs = [Log(p, f, p.stem, (o - t0) if o is not None else 0, o is not None) for p, f, o in zip(paths, fmts, origins)]
+        imp, sources = read_logs(logs, rd.tmp, interval_ns=int(interval_s * 1e9), mss=mss, lenient=lenient,
+                                 progress=progress)
         flows = imp.flows()
         if not flows:
             raise LogError(f"no TCP flow found in {', '.join(str(p) for p in paths)}")
@@ -137,6 +116,54 @@ def import_logs(paths: list[Path], out: Path, *, formats: list[str] | None = Non
     except BaseException:
         rd.abort()
         raise
+
+
+@dataclass(frozen=True)
+class Log:
+    """One log to read: its path, format, label (for flows without addresses), where its origin
+    lies on the run's time axis (ns), and whether that origin is a wall-clock one."""
+
+    path: Path
+    format: str
+    label: str
+    offset_ns: int
+    wall_clock: bool = False
+
+
+def read_logs(logs: list[Log], directory: Path, *, interval_ns: int, mss: int, lenient: bool,
+              rename: Callable[[str], str] = lambda name: name,
+              progress: Callable[[str, int, int], None] | None = None) -> tuple[Any, list[dict[str, Any]]]:
+    """Read `logs` with tcplab-trace's importer into the record tables in `directory`, flows
+    matched across logs by addresses and ports and named `rename(name)`. The one path from a log
+    to records, for `tcplab import` and the kernel backend's own traces. Returns the importer (its
+    flows) and each log's source information."""
+    from . import _native
+
+    names: list[str] = []
+    writer = TableWriter(directory, names, [])
+    imp = _native.Importer(interval_ns)
+    sources = []
+    try:
+        for log in logs:
+            try:
+                imp.open(str(log.path), log.format, log.label, mss, lenient, log.offset_ns)
+                size = log.path.stat().st_size
+                while imp.step(STEP_LINES):
+                    names[:] = [rename(x["name"]) for x in imp.flows()]
+                    writer.write(imp.take_tables())
+                    if progress:
+                        progress(log.path.name, imp.position(), size)
+                info = imp.close()
+            except (ValueError, OSError) as e:
+                raise _where(log.path, e) from None
+            sources.append(info | {"path": str(log.path), "offset_s": log.offset_ns / 1e9,
+                                   "clock": "wall" if log.wall_clock else "own start"})
+        imp.finish()
+        names[:] = [rename(x["name"]) for x in imp.flows()]
+        writer.write(imp.take_tables())
+    finally:
+        writer.close()
+    return imp, sources
 
 
 def _plot_flows(summary: dict[str, Any]) -> list[dict[str, Any]]:

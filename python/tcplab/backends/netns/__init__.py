@@ -23,6 +23,7 @@ from typing import Any, Callable
 from ...model import Experiment as Resolved, Flow, model_cc, port_label
 from ...contract import COLUMNS
 from ...store import write_rows
+from ...testbed import Log, LogError, read_logs
 from . import host, plan as planmod, trace
 from .host import HostError, in_ns
 from .plan import BG_PORT_BASE, CPORT_BASE, SERVER_PORT_BASE, PlanError
@@ -386,11 +387,12 @@ def _run(resolved: Resolved, directory: Path, progress: Callable[[int, int], Non
     counters = {f.name: {k: v - live.stats_before[f.name].get(k, 0) for k, v in sorted(stats_after[f.name].items())
                          if v != live.stats_before[f.name].get(k, 0)} for f in resolved.flows}
     (live.work / "counters.json").write_text(json.dumps(counters, indent=1) + "\n")
-    flow_totals = _write_records(resolved, directory, live, counters, collector)
+    flow_totals = _write_records(resolved, directory, p, live, counters)
     ports_tot = _port_totals(resolved, p, live, linkem_stats)
     udp = _udp_totals(resolved, live)
     emulation = _self_check(resolved, p, info, live, rtt_after, linkem_stats, cpu, ports_tot, collector)
-    (live.work / "iperf3.json").write_text(json.dumps({k: v[0] for k, v in live.results.items()}, indent=1, sort_keys=True))
+    for u in resolved.background:
+        (live.work / f"iperf3-{u.name}.json").write_text(json.dumps(live.results.get(u.name, ({}, 0))[0], indent=1))
     return {"backend": "netns", "end_ns": time.monotonic_ns() - live.t0, "flows": flow_totals, "ports": ports_tot,
             "udp": udp, "emulation": emulation}
 
@@ -422,7 +424,8 @@ def _set_up(resolved: Resolved, directory: Path, p: planmod.Plan, root: Path, in
         ns, dev = p.egress[resolved.bottleneck.label]
         pcap = procs.start(in_ns(ns, ["tcpdump", "-q", "-n", "-i", dev, "-s", "100", "-w", str(work / "bottleneck.pcap")]))
         time.sleep(0.5)
-    session = trace.TraceSession(root, instance, [CPORT_BASE + i for i in range(len(flows))], resolved.trace.sample_ns)
+    session = trace.TraceSession(root, instance, [CPORT_BASE + i for i in range(len(flows))], resolved.trace.sample_ns,
+                                 work / "trace.txt")
     sessions.append(session)
     session.start()
     return _Live(work, linkems, rtt_cfg, rtt_before, calibration, stats_before, pcap, session)
@@ -480,37 +483,54 @@ def _collect_clients(live: _Live) -> None:
             raise HostError(f"iperf3 client {name}: {live.results[name][0]['error']}")
 
 
-def _write_records(resolved: Resolved, directory: Path, live: _Live, counters: dict[str, dict[str, int]],
-                   collector: Any) -> list[dict[str, Any]]:
-    """The run's tables from iperf3's reports, the trace and the sampler; returns per-flow totals."""
-    intervals, flow_totals = [], []
-    for f in resolved.flows:
+def _flow_names(resolved: Resolved, p: planmod.Plan) -> dict[str, str]:
+    """The importer's name of each flow ("addr:port->addr:port", from its addresses and ports in the
+    trace and in iperf3's report) -> the spec's name."""
+    return {port_label(f"{p.host_addr[f.host]}:{CPORT_BASE + i}", f"{p.host_addr[f.to]}:{SERVER_PORT_BASE + i}"): f.name
+            for i, f in enumerate(resolved.flows)}
+
+
+def _write_records(resolved: Resolved, directory: Path, p: planmod.Plan, live: _Live,
+                   counters: dict[str, dict[str, int]]) -> list[dict[str, Any]]:
+    """The run's tables: flows, intervals and events from the raw logs (netns/trace.txt and each
+    client's iperf3 -J report) through the same importer as `tcplab import`; ports and queues from
+    the sampler. Returns per-flow totals from iperf3's end sums and the kernel's counters."""
+    logs = []
+    trace_path = live.work / "trace.txt"
+    first = next((trace.parse_line(line) for line in trace_path.open() if trace.parse_line(line)), None)
+    if first is not None:  # the importer counts a trace's time from its first line
+        logs.append(Log(trace_path, "tcp_probe", "trace", first.t_ns - live.t0))
+    for i, f in enumerate(resolved.flows):
         data, launched = live.results[f.name]
-        for iv in data.get("intervals", []):
-            st = iv["streams"][0]
-            intervals.append({"flow": f.name, "t_start_ns": launched + int(st["start"] * 1e9),
-                              "t_end_ns": launched + int(st["end"] * 1e9), "bytes": int(st["bytes"]),
-                              "retrans_segs": int(st.get("retransmits", 0)), "cwnd_bytes": int(st.get("snd_cwnd", 0)),
-                              "srtt_us": int(st.get("rtt", 0))})
-        end = data["end"]
-        snd, rcv = end["streams"][0]["sender"], end["streams"][0]["receiver"]
-        d = {k: counters[f.name].get(k, 0) for k in ("TcpExt.TCPSackRecovery", "TcpExt.TCPRenoRecovery",
-                                                     "TcpExt.TCPTimeouts")}
-        completion = None if f.app.kind == "time" else int(rcv["seconds"] * 1e9)
-        flow_totals.append({
-            "flow": f.name, "cc": f.cc, "stack": "linux", "start_ns": launched,
-            "bytes_written": int(snd["bytes"]), "bytes_delivered": int(rcv["bytes"]), "bytes_sent": int(snd["bytes"]),
-            "retrans_segs": int(snd.get("retransmits", 0)),
-            "recoveries": d["TcpExt.TCPSackRecovery"] + d["TcpExt.TCPRenoRecovery"], "rtos": d["TcpExt.TCPTimeouts"],
-            "completion_ns": completion, "cwnd_bytes": int(intervals[-1]["cwnd_bytes"]) if intervals else 0,
-            "srtt_ns": int(snd.get("mean_rtt", 0)) * 1000, "min_rtt_ns": int(snd.get("min_rtt", 0)) * 1000,
-        })
-    samples, events = trace.to_records(collector, [{"name": f.name, "mss": f.mss} for f in resolved.flows], live.t0)
-    # Columns as the record contract has them (tcplab-trace), the simulator's tables' own.
-    for table, rows in (("flows", samples), ("intervals", intervals), ("events", events), ("ports", live.sampler.ports),
-                        ("queues", live.sampler.queues)):
+        path = live.work / f"iperf3-{i + 1}.json"  # by index: a sender's name is the spec's, not a file name
+        path.write_text(json.dumps(data, indent=1))
+        logs.append(Log(path, "iperf3-json", f.name, launched))
+    names = _flow_names(resolved, p)
+    mss = {f.mss for f in resolved.flows}
+    try:
+        read_logs(logs, directory, interval_ns=resolved.trace.interval_ns, mss=min(mss), lenient=True,
+                  rename=lambda n: names.get(n, n))
+    except LogError as e:
+        raise HostError(f"the run's own logs could not be read: {e}") from None
+    for table, rows in (("ports", live.sampler.ports), ("queues", live.sampler.queues)):
         write_rows(directory, table, rows, COLUMNS[table])
-    return flow_totals
+    return [_flow_totals(f, *live.results[f.name], counters[f.name]) for f in resolved.flows]
+
+
+def _flow_totals(f: Flow, data: dict[str, Any], launched: int, counters: dict[str, int]) -> dict[str, Any]:
+    """One flow's totals in the simulator's shape: iperf3's end sums, the kernel's counters."""
+    snd, rcv = data["end"]["streams"][0]["sender"], data["end"]["streams"][0]["receiver"]
+    d = {k: counters.get(k, 0) for k in ("TcpExt.TCPSackRecovery", "TcpExt.TCPRenoRecovery", "TcpExt.TCPTimeouts")}
+    last = [iv["streams"][0] for iv in data.get("intervals", [])]
+    return {
+        "flow": f.name, "cc": f.cc, "stack": "linux", "start_ns": launched,
+        "bytes_written": int(snd["bytes"]), "bytes_delivered": int(rcv["bytes"]), "bytes_sent": int(snd["bytes"]),
+        "retrans_segs": int(snd.get("retransmits", 0)),
+        "recoveries": d["TcpExt.TCPSackRecovery"] + d["TcpExt.TCPRenoRecovery"], "rtos": d["TcpExt.TCPTimeouts"],
+        "completion_ns": None if f.app.kind == "time" else int(rcv["seconds"] * 1e9),
+        "cwnd_bytes": int(last[-1].get("snd_cwnd", 0)) if last else 0,
+        "srtt_ns": int(snd.get("mean_rtt", 0)) * 1000, "min_rtt_ns": int(snd.get("min_rtt", 0)) * 1000,
+    }
 
 
 def _port_totals(resolved: Resolved, p: planmod.Plan, live: _Live, linkem_stats: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -569,7 +589,7 @@ def _self_check(resolved: Resolved, p: planmod.Plan, info: dict[str, Any], live:
         "host": info, "plan": planmod.describe(p), "offloads": "TSO, GSO, GRO and tx checksum off on every veth",
         "delay_element": "tcplab-linkem (userspace, AF_PACKET)" if p.linkems else "none",
         "rtt_check": rtt_check, "rate_check": calibration, "queue_check": queue_check, "linkem": linkem_stats,
-        "cpu": cpu, "trace": {"lines": collector.lines, "bad_lines": collector.bad_lines,
+        "cpu": cpu, "trace": {"lines": collector.lines, "kept": collector.kept, "bad_lines": collector.bad_lines,
                               "overruns": collector.overruns, "error": live.session.error},
         "faithful": not problems, "problems": problems,
     }

@@ -1,28 +1,24 @@
 """Sender-side traces from the kernel: the `tcp:tcp_probe` tracepoint (fires on every ACK the
 sender processes; cwnd and ssthresh in packets, srtt in us — include/trace/events/tcp.h) and
 `tcp:tcp_cong_state_set` (congestion-avoidance state changes), read from a tracefs instance of
-the run's own, filtered by the senders' source ports, and turned into tcplab's records.
+the run's own, filtered by the senders' source ports.
 
-Lines are streamed and reduced while the run goes: every state change is kept, tcp_probe samples
-are kept at most one per flow per sampling interval (the last one in it), so memory stays small.
+Lines are streamed and reduced while the run goes: every state change is kept, tcp_probe lines
+at most one per flow per sampling interval (the last one in it). What is kept is written as the
+ftrace text it was, to the run's netns/trace.txt, and becomes records through the same importer
+as `tcplab import` (tcplab-trace tcp_probe.rs), so kernel state changes become events in one place.
 """
 
 from __future__ import annotations
 
-import bisect
 import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TextIO
 
 from ... import _native
-from ...contract import LOSS_END, RECOVERY_END, RECOVERY_START, RTO, STATES
-from .plan import CPORT_BASE
 
-#: Linux's tcp_ca_state (include/net/tcp.h / uapi tcp.h).
-TCP_CA_RECOVERY, TCP_CA_LOSS = 3, 4
-#: ssthresh before the first reduction (TCP_INFINITE_SSTHRESH).
-INFINITE_SSTHRESH = 0x7FFFFFFF
 
 
 class TraceParseError(ValueError):
@@ -63,35 +59,56 @@ def parse_line(line: str, lineno: int = 0) -> ProbeSample | StateChange | None:
 
 @dataclass
 class Collector:
-    """Reduces a stream of parsed lines: samples bucketed by `sample_ns`, every state change."""
+    """Reduces the stream of trace lines to what the run keeps, written as ftrace text to `out`
+    (the run's netns/trace.txt, which tcplab-trace's tcp_probe importer turns into records):
+    per flow the last tcp_probe line of every `sample_ns` bucket, and every state change."""
     sample_ns: int
     ports: set[int]
-    samples: dict[int, list[ProbeSample]] = field(default_factory=dict)
-    changes: list[StateChange] = field(default_factory=list)
+    out: TextIO
+    pending: dict[int, tuple[int, str]] = field(default_factory=dict)  # port -> (bucket, line)
     lines: int = 0
     bad_lines: int = 0
+    kept: int = 0
     overruns: int | None = None
 
-    def add(self, item: ProbeSample | StateChange | None) -> None:
+    def add(self, item: ProbeSample | StateChange | None, raw: str) -> None:
         if item is None or item.sport not in self.ports:
             return
         if isinstance(item, StateChange):
-            self.changes.append(item)
+            self._flush(item.sport)  # keeps each flow's lines in time order
+            self._write(raw)
             return
-        lst = self.samples.setdefault(item.sport, [])
-        if lst and self.sample_ns and lst[-1].t_ns // self.sample_ns == item.t_ns // self.sample_ns:
-            lst[-1] = item
-        else:
-            lst.append(item)
+        bucket = item.t_ns // self.sample_ns if self.sample_ns else self.lines
+        held = self.pending.get(item.sport)
+        if held is not None and held[0] != bucket:
+            self._flush(item.sport)
+        self.pending[item.sport] = (bucket, raw)
+
+    def finish(self) -> None:
+        """Write what is still held (the last bucket of each flow)."""
+        for port in list(self.pending):
+            self._flush(port)
+        self.out.flush()
+
+    def _flush(self, port: int) -> None:
+        held = self.pending.pop(port, None)
+        if held is not None:
+            self._write(held[1])
+
+    def _write(self, raw: str) -> None:
+        self.out.write(raw.rstrip("\n") + "\n")
+        self.kept += 1
 
 
 class TraceSession:
     """A tracefs instance with the two tracepoints filtered to `ports`, read by a thread."""
 
-    def __init__(self, root: Path, name: str, ports: list[int], sample_ns: int):
+    def __init__(self, root: Path, name: str, ports: list[int], sample_ns: int, out: Path):
         self.inst = root / "instances" / name
         self.name = name
-        self.collector = Collector(sample_ns, set(ports))
+        self.path = out
+        self._file = out.open("w")
+        self.collector = Collector(sample_ns, set(ports), self._file)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.error: str | None = None
@@ -131,8 +148,9 @@ class TraceSession:
                 for raw in lines:
                     lineno += 1
                     c.lines += 1
+                    text = raw.decode("ascii", "replace")
                     try:
-                        c.add(parse_line(raw.decode("ascii", "replace"), lineno))
+                        c.add(parse_line(text, lineno), text)
                     except TraceParseError:
                         c.bad_lines += 1
         except OSError as e:
@@ -149,6 +167,8 @@ class TraceSession:
         self._stop.set()
         if self._thread:
             self._thread.join(timeout=10)
+        if not self._file.closed and self._thread is None:
+            self._file.close()
 
     def stop(self) -> Collector:
         self.close()
@@ -156,6 +176,9 @@ class TraceSession:
             self.collector.overruns = _overruns(self.inst)
         except OSError:
             pass
+        if not self._file.closed:
+            self.collector.finish()
+            self._file.close()
         return self.collector
 
 
@@ -166,47 +189,3 @@ def _overruns(inst: Path) -> int:
             if line.startswith("overrun:"):
                 total += int(line.split()[1])
     return total
-
-
-def to_records(c: Collector, flows: list[dict], t0_ns: int) -> tuple[list[dict], list[dict]]:
-    """(flow samples rows, event rows) in the simulator's table schema. Sequence numbers are made
-    relative to the first snd_una seen; cwnd and ssthresh turned from packets into bytes with the
-    flow's MSS; an ssthresh never set is -1 as in simulated runs."""
-    samples, events = [], []
-    for i, f in enumerate(flows):
-        port = CPORT_BASE + i
-        mss = f["mss"]
-        mine = c.samples.get(port, [])
-        base = mine[0].snd_una if mine else 0
-        for s in mine:
-            una, nxt = (s.snd_una - base) % (1 << 32), (s.snd_nxt - base) % (1 << 32)
-            ssth = -1 if s.ssthresh_pkts >= INFINITE_SSTHRESH else s.ssthresh_pkts * mss
-            samples.append({"t_ns": s.t_ns - t0_ns, "flow": f["name"], "cwnd_bytes": s.cwnd_pkts * mss,
-                            "ssthresh_bytes": ssth, "snd_una": una, "snd_nxt": nxt, "flight_bytes": nxt - una,
-                            "srtt_us": s.srtt_us, "rto_us": -1, "bytes_sent": nxt, "bytes_acked": una,
-                            "retrans_segs": -1, "state": STATES["open"]})
-        prev_state = 0
-        times = [s.t_ns for s in mine]
-        for ch in (x for x in c.changes if x.sport == port):
-            kind = None
-            if ch.state == TCP_CA_RECOVERY and prev_state != TCP_CA_RECOVERY:
-                kind = RECOVERY_START
-            elif ch.state == TCP_CA_LOSS and prev_state != TCP_CA_LOSS:
-                kind = RTO
-            elif prev_state == TCP_CA_RECOVERY and ch.state != TCP_CA_RECOVERY:
-                kind = RECOVERY_END
-            elif prev_state == TCP_CA_LOSS and ch.state != TCP_CA_LOSS:
-                kind = LOSS_END
-            prev_state = ch.state
-            if kind is None:
-                continue
-            # The state of the connection at the change: the last probe sample at or before it.
-            k = bisect.bisect_right(times, ch.t_ns) - 1
-            s = mine[k] if k >= 0 else None
-            una = (s.snd_una - base) % (1 << 32) if s else 0
-            nxt = (s.snd_nxt - base) % (1 << 32) if s else 0
-            events.append({"t_ns": ch.t_ns - t0_ns, "flow": f["name"], "event": kind,
-                           "cwnd_bytes": s.cwnd_pkts * mss if s else -1,
-                           "ssthresh_bytes": (-1 if not s or s.ssthresh_pkts >= INFINITE_SSTHRESH else s.ssthresh_pkts * mss),
-                           "flight_bytes": nxt - una, "outstanding_bytes": nxt - una, "retrans_segs": -1})
-    return samples, events
