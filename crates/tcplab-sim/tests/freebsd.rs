@@ -333,3 +333,55 @@ fn v2023_stays_the_default_and_2025_changes_the_episode() {
         "2023 counts the lost hole in pipe, 15.0-2025 does not"
     );
 }
+
+#[test]
+fn v2025_post_recovery_sees_pipe_after_the_full_ack() {
+    // tcp_input.c @ 62d1e135 process_ACK: `tp->snd_una = th->th_ack; if (IN_RECOVERY(tp->t_flags)
+    // && SEQ_GEQ(th->th_ack, tp->snd_recover)) { cc_post_recovery(tp, th); }` (2023 @ 2bae602e:
+    // at resume_partialack, before snd_una moves). cc.c newreno_cc_post_recovery(): `if (pipe <
+    // snd_ssthresh) snd_cwnd = max(pipe, mss) + mss; else snd_cwnd = snd_ssthresh;`. At the full
+    // ACK (= snd_recover, the highest byte sent before entry: nothing sent later has arrived
+    // ahead of the retransmission) no hole is left, so pipe = snd_max - th_ack: the new data
+    // sent during recovery.
+    let sim = one_loss_2025();
+    let (t0, _, ss) = events(&sim, 0, RECOVERY_START)[0];
+    let (t_exit, cwnd_exit, _) = events(&sim, 0, RECOVERY_END)[0];
+    let s = sends(&sim);
+    let end_before = |t: i64| {
+        s.iter()
+            .filter(|x| x.0 < t)
+            .map(|x| x.1 + x.2)
+            .max()
+            .unwrap()
+    };
+    let recover = end_before(t0);
+    let pipe = end_before(t_exit) - recover;
+    let expect = if pipe < ss { pipe.max(MSS) + MSS } else { ss };
+    assert_eq!(cwnd_exit, expect, "pipe {pipe}, ssthresh {ss}");
+}
+
+#[test]
+fn v2025_sends_no_new_data_while_the_retransmission_is_outstanding() {
+    // tcp_output.c @ 0714807e tcp_default_output(), new data in fast recovery once something was
+    // retransmitted (`sack_bytes_rxmt > 0`): `len = imax(imin(sbavail(&so->so_snd), sendwin) -
+    // imax(tcp_compute_pipe(tp), off), 0);` with off = snd_nxt - snd_una. off counts the SACKed
+    // bytes that pipe leaves out, so off >= pipe here and new data needs cwnd > snd_max -
+    // snd_una; tcp_do_prr_ack() keeps cwnd = pipe - del_data + sndcnt x maxseg, below that. With
+    // one hole, retransmitted at entry and outstanding until the full ACK, nothing new leaves in
+    // the episode (read as written; the 2023 model sends about ssthresh of new data).
+    let sim = one_loss_2025();
+    let (t0, _, _) = events(&sim, 0, RECOVERY_START)[0];
+    let (t_exit, _, _) = events(&sim, 0, RECOVERY_END)[0];
+    let new_in_recovery: i64 = sends(&sim)
+        .iter()
+        .filter(|s| s.0 >= t0 && s.0 < t_exit && s.3 == 0)
+        .map(|s| s.2)
+        .sum();
+    assert_eq!(new_in_recovery, 0);
+    let old = one_loss(true);
+    let (o0, _, _) = events(&old, 0, RECOVERY_START)[0];
+    let (o_exit, _, _) = events(&old, 0, RECOVERY_END)[0];
+    assert!(sends(&old)
+        .iter()
+        .any(|s| s.0 >= o0 && s.0 < o_exit && s.3 == 0));
+}
