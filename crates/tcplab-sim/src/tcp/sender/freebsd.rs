@@ -10,7 +10,10 @@
 //! sosend_generic() and the sowwakeup() in tcp_do_segment()'s process_ACK allow them, with iperf3's
 //! select() loop (esnet/iperf iperf_client_api.c). The post-D43470 lines (entry cwnd = pipe + MSS
 //! then ssthresh; PRR cwnd = pipe + sndcnt) follow the review's description in
-//! shared/stack-models.md; the diff itself was not available to read (docs/models.md).
+//! shared/stack-models.md; the diff itself was not available to read (docs/models.md). That is
+//! version "2023" (the default). Version "15.0-2025" follows D43470 as committed, read in
+//! nibanks/freebsd-src tcp_input.c @ 62d1e135 and tcp_output.c @ 0714807e; its branches below
+//! quote the lines they model.
 
 use super::core::Conn;
 use super::recovery::freebsd_prr::{sack_partialack, FreeBsdPrr};
