@@ -52,14 +52,27 @@ def test_freebsd_sysctls_set_the_freebsd_knobs_per_role():
         "r1": {"sysctl": {"net.inet.tcp.recvbuf_max": 8_000_000, "net.inet.tcp.recvspace": 65_536}},
     }, stack="freebsd", d43470=False), "t.toml")
     f = lower(r)["flows"][0]
-    assert f["freebsd"] == {"d43470": False, "tso": False, "sack_tso": True, "do_prr": False, "sendbuf_inc_bytes": 16_384}
+    assert f["freebsd"] == {"d43470": False, "version": "2023", "tso": False, "sack_tso": True, "do_prr": False,
+                            "sendbuf_inc_bytes": 16_384}
     assert (f["sndbuf_bytes"], f["sndbuf_initial_bytes"], f["rcvbuf_bytes"]) == (4_000_000, 65_536, 8_000_000)
     assert (f["cc"], f["iw_segments"]) == ("newreno", 4)
 
 
 def test_freebsd_defaults_are_those_of_freebsd_15():
     f = lower(resolve(with_hosts({}, stack="freebsd"), "t.toml"))["flows"][0]
-    assert f["freebsd"] == {"d43470": True, "tso": True, "sack_tso": False, "do_prr": True, "sendbuf_inc_bytes": 8192}
+    assert f["freebsd"] == {"d43470": True, "version": "2023", "tso": True, "sack_tso": False, "do_prr": True,
+                            "sendbuf_inc_bytes": 8192}
+
+
+def test_freebsd_version_is_a_freebsd_knob_checked_against_the_stack_options():
+    f = lower(resolve(with_hosts({}, stack="freebsd", version="15.0-2025"), "t.toml"))["flows"][0]
+    assert (f["freebsd"]["version"], f["sndbuf_bytes"]) == ("15.0-2025", 8 * 1024 * 1024)
+    with pytest.raises(SpecError, match="senders.s1.version: '1999' is not one of the choices"):
+        resolve(with_hosts({}, stack="freebsd", version="1999"), "t.toml")
+    with pytest.raises(SpecError, match="senders.s1.version: applies to the freebsd stack only"):
+        resolve(with_hosts({}, version="2023"), "t.toml")
+    with pytest.raises(SpecError, match="senders.s1.d43470: version '15.0-2025' includes review D43470"):
+        resolve(with_hosts({}, stack="freebsd", version="15.0-2025", d43470=False), "t.toml")
 
 
 def test_functions_default_must_name_the_senders_stack():

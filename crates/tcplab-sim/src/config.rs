@@ -1,6 +1,7 @@
 //! The resolved experiment as the simulator takes it: every unit already a number, every name
 //! already an index. The Python side (`tcplab.spec`) validates the user's TOML and produces this.
 
+use crate::stack::FreeBsdVersion;
 use crate::tcp::prr::PrrVersion;
 use crate::time::Ns;
 use serde::Deserialize;
@@ -208,6 +209,17 @@ pub struct FreeBsdKnobs {
     pub tso: bool,
     /// net.inet.tcp.sendbuf_inc, bytes (0: no send-buffer autosizing).
     pub sendbuf_inc_bytes: u64,
+    /// Which FreeBSD source the default stack follows ("2023" or "15.0-2025"; default "2023").
+    #[serde(default, deserialize_with = "freebsd_version")]
+    pub version: FreeBsdVersion,
+}
+
+fn freebsd_version<'de, D: serde::Deserializer<'de>>(d: D) -> Result<FreeBsdVersion, D::Error> {
+    let s = String::deserialize(d)?;
+    FreeBsdVersion::from_name(&s).ok_or_else(|| {
+        let known: Vec<_> = FreeBsdVersion::ALL.iter().map(|v| v.name()).collect();
+        serde::de::Error::custom(format!("freebsd version {s:?} is not one of {known:?}"))
+    })
 }
 
 fn prr_version<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<PrrVersion>, D::Error> {

@@ -39,6 +39,38 @@ pub struct FreeBsdRecovery {
     pub prr: bool,
     /// net.inet.tcp.sack.tso (D45068, default 0): hole retransmissions may be TSO bursts.
     pub sack_tso: bool,
+    /// Which kernel's tcp_input.c / tcp_output.c recovery lines are followed.
+    pub version: FreeBsdVersion,
+}
+
+/// FreeBSD default-stack source versions (docs/models.md, "FreeBSD versions").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum FreeBsdVersion {
+    /// tcp_input.c @ 2bae602e and F-Stack's tcp_output.c / tcp_sack.c, with the `d43470` knob
+    /// modelled from the review's description: the model as it was before versions existed.
+    #[default]
+    V2023,
+    /// FreeBSD 15.0-CURRENT of 2025, after D43470 as committed: tcp_input.c @ 62d1e135 and
+    /// tcp_output.c @ 0714807e (nibanks/freebsd-src).
+    V15_2025,
+}
+
+impl FreeBsdVersion {
+    /// Every version, the default first.
+    pub const ALL: [FreeBsdVersion; 2] = [FreeBsdVersion::V2023, FreeBsdVersion::V15_2025];
+
+    /// The name a spec uses.
+    pub fn name(self) -> &'static str {
+        match self {
+            FreeBsdVersion::V2023 => "2023",
+            FreeBsdVersion::V15_2025 => "15.0-2025",
+        }
+    }
+
+    /// The version of a name.
+    pub fn from_name(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|v| v.name() == s)
+    }
 }
 
 impl Default for FreeBsdRecovery {
@@ -47,6 +79,7 @@ impl Default for FreeBsdRecovery {
             d43470: true,
             prr: true,
             sack_tso: false,
+            version: FreeBsdVersion::V2023,
         }
     }
 }
@@ -249,10 +282,13 @@ pub fn resolve(f: &crate::config::FlowConfig) -> Option<StackProfile> {
     );
     if let (Some(k), true) = (&f.freebsd, freebsd_stack) {
         if let Recovery::FreeBsd(_) = profile.recovery {
+            // 15.0-2025 is after D43470 by definition (the config check rejects d43470 = false
+            // with it).
             profile.recovery = Recovery::FreeBsd(FreeBsdRecovery {
-                d43470: k.d43470,
+                d43470: k.d43470 || k.version == FreeBsdVersion::V15_2025,
                 prr: k.do_prr,
                 sack_tso: k.sack_tso,
+                version: k.version,
             });
         }
         // tcp_output.c: without net.inet.tcp.tso every send is at most one segment.
@@ -362,6 +398,20 @@ pub fn options(name: &str) -> Option<Vec<Knob>> {
         "freebsd" => {
             freebsd_common.insert(
                 0,
+                Knob {
+                    name: "version",
+                    default: KnobValue::Text(k.version.name()),
+                    allowed: FreeBsdVersion::ALL
+                        .iter()
+                        .map(|v| KnobValue::Text(v.name()))
+                        .collect(),
+                    doc: "FreeBSD source the default stack follows: 2023 (tcp_input.c @ 2bae602e, \
+                          F-Stack tcp_output.c; d43470 from the review text) or 15.0-2025 (D43470 \
+                          as committed: tcp_input.c @ 62d1e135, tcp_output.c @ 0714807e)",
+                },
+            );
+            freebsd_common.insert(
+                1,
                 Knob {
                     name: "d43470",
                     default: KnobValue::Bool(k.d43470),

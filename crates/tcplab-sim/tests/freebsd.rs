@@ -7,6 +7,7 @@ mod common;
 use common::*;
 use tcplab_sim::config::{AppConfig, FlowConfig, FreeBsdKnobs};
 use tcplab_sim::sim::Simulation;
+use tcplab_sim::stack::FreeBsdVersion;
 use tcplab_sim::time::{MS, SEC};
 
 const MSS: i64 = 1448;
@@ -24,7 +25,17 @@ fn freebsd_flow(bytes: u64, d43470: bool, tso: bool) -> FlowConfig {
         sack_tso: false,
         tso,
         sendbuf_inc_bytes: 8192,
+        version: FreeBsdVersion::V2023,
     });
+    f
+}
+
+/// The same flow on the 15.0-2025 version of the stack.
+fn freebsd_2025_flow(bytes: u64) -> FlowConfig {
+    let mut f = freebsd_flow(bytes, true, true);
+    if let Some(k) = f.freebsd.as_mut() {
+        k.version = FreeBsdVersion::V15_2025;
+    }
     f
 }
 
@@ -214,4 +225,163 @@ fn the_application_refills_only_when_an_ack_frees_space() {
         "new data stopped {} ms before the RTO",
         (t_rto - last_new) / MS as i64
     );
+}
+
+// ---- Version 15.0-2025 (nibanks/freebsd-src sys/netinet/tcp_input.c @ 62d1e135,
+// ---- tcp_output.c @ 0714807e): the same single loss, hand-calculated from that code.
+
+/// t_maxseg, the MSS without options (tcp_sack.c's IsLost threshold uses it).
+const T_MAXSEG: i64 = MSS + 12;
+
+fn one_loss_2025() -> Simulation {
+    let f = freebsd_2025_flow(30_000_000);
+    let mut cfg = pipe(100 * MBIT, 40 * MS, 1000, vec![f], 20 * SEC);
+    cfg.record_sends = true;
+    cfg.links[1].ab.drop_arrivals = vec![300];
+    run(&cfg)
+}
+
+#[test]
+fn v2025_entry_cwnd_is_pipe_without_the_lost_hole_plus_maxseg_then_ssthresh() {
+    // tcp_input.c @ 62d1e135 tcp_do_segment() enter_recovery: `tp->snd_cwnd =
+    // tcp_compute_pipe(tp) + maxseg; (void) tcp_output(tp); tp->snd_cwnd = tp->snd_ssthresh;`
+    // and tcp_compute_pipe(): snd_max - snd_una + sack_bytes_rexmit - sacked_bytes - lost_bytes.
+    // At the third dupack: in flight = cwnd before the loss + the two limited-transmit segments;
+    // three segments SACKed above the one hole; that hole is lost by tcp_sack_doack()'s IsLost
+    // (one hole, 3 x 1448 = 4344 SACKed bytes above it > (tcprexmtthresh - 1) * t_maxseg = 2920).
+    let sim = one_loss_2025();
+    let st = sim.flow_stats();
+    assert_eq!(
+        (st[0].recoveries, st[0].rtos, st[0].retrans_segs),
+        (1, 0, 1)
+    );
+    let (t0, cwnd, ssthresh) = events(&sim, 0, RECOVERY_START)[0];
+    let w = cwnd_before(&sim, t0);
+    assert_eq!(ssthresh, freebsd_newreno_ssthresh(w));
+    assert!(3 * MSS > 2 * T_MAXSEG, "the hole is IsLost");
+    let pipe = w + 2 * MSS - 3 * MSS - MSS;
+    assert_eq!(cwnd, pipe + MSS, "cwnd = tcp_compute_pipe() + maxseg");
+    assert_eq!(
+        cwnd_after(&sim, t0),
+        ssthresh,
+        "then snd_cwnd = snd_ssthresh"
+    );
+    let at_entry: Vec<_> = sends(&sim).into_iter().filter(|s| s.0 == t0).collect();
+    assert_eq!(
+        at_entry.iter().map(|s| (s.2, s.3)).collect::<Vec<_>>(),
+        vec![(MSS, 1)],
+        "exactly the hole's retransmission"
+    );
+}
+
+#[test]
+fn v2025_first_prr_ack_counts_limited_transmit_and_sets_cwnd_from_pipe_less_delivered() {
+    // The first dupack after entry SACKs one more segment. By hand, from tcp_input.c @ 62d1e135:
+    // - enter_recovery: `prr_delivered = imin(snd_max - th_ack, (snd_limited + 1) * maxseg)`
+    //   = 3 maxseg (two limited-transmit segments), recover_fs = snd_nxt - snd_una = W + 2 maxseg.
+    // - tcp_do_prr_ack(): del_data = 1448; prr_delivered = 4 maxseg; prr_out = 1448 (the
+    //   retransmission); pipe = (W + 2 mss) + 1448 (rexmit) - 4 x 1448 (SACKed) - 1448 (the
+    //   lost hole) >= ssthresh, so snd_cnt = (howmany(prr_delivered * ssthresh, recover_fs) -
+    //   prr_out + maxseg - 1) / maxseg; `snd_cwnd = pipe - del_data + snd_cnt * maxseg`.
+    // - tcp_output.c @ 0714807e: the budget is cwnd - pipe = snd_cnt * maxseg - del_data.
+    let sim = one_loss_2025();
+    let (t0, _, ss) = events(&sim, 0, RECOVERY_START)[0];
+    let w = cwnd_before(&sim, t0);
+    let fs = w + 2 * MSS;
+    let pipe = fs + MSS - 4 * MSS - MSS;
+    assert!(pipe >= ss);
+    let prr_delivered = 3 * MSS + MSS;
+    let prr_out = MSS;
+    let snd_cnt = ((prr_delivered * ss + fs - 1) / fs - prr_out + MSS - 1).max(0) / MSS;
+    let cwnd = (pipe - MSS + snd_cnt * MSS).max(MSS);
+    let (t1, cwnd1, _) = samples(&sim, 0)
+        .into_iter()
+        .find(|s| s.0 > t0)
+        .expect("an ACK after entry");
+    assert_eq!(
+        (cwnd1, snd_cnt),
+        (cwnd, 1),
+        "tcp_do_prr_ack(): cwnd = pipe - del_data + snd_cnt * maxseg"
+    );
+    let sent: i64 = sends(&sim).iter().filter(|s| s.0 == t1).map(|s| s.2).sum();
+    assert_eq!(
+        sent,
+        (snd_cnt * MSS - MSS).max(0),
+        "budget snd_cnt * maxseg - del_data"
+    );
+}
+
+#[test]
+fn v2025_rejects_d43470_false() {
+    let mut f = freebsd_2025_flow(1_000_000);
+    f.freebsd.as_mut().unwrap().d43470 = false;
+    let cfg = pipe(100 * MBIT, 40 * MS, 1000, vec![f], SEC);
+    assert!(Simulation::new(&cfg).is_err());
+}
+
+#[test]
+fn v2023_stays_the_default_and_2025_changes_the_episode() {
+    // The knob's default is "2023"; the same loss on 15.0-2025 gives a different entry cwnd.
+    let o = tcplab_sim::stack::options("freebsd").unwrap();
+    let v = o.iter().find(|k| k.name == "version").unwrap();
+    assert_eq!(v.default, tcplab_sim::stack::KnobValue::Text("2023"));
+    let a = events(&one_loss(true), 0, RECOVERY_START)[0].1;
+    let b = events(&one_loss_2025(), 0, RECOVERY_START)[0].1;
+    assert_eq!(
+        a - b,
+        MSS,
+        "2023 counts the lost hole in pipe, 15.0-2025 does not"
+    );
+}
+
+#[test]
+fn v2025_post_recovery_sees_pipe_after_the_full_ack() {
+    // tcp_input.c @ 62d1e135 process_ACK: `tp->snd_una = th->th_ack; if (IN_RECOVERY(tp->t_flags)
+    // && SEQ_GEQ(th->th_ack, tp->snd_recover)) { cc_post_recovery(tp, th); }` (2023 @ 2bae602e:
+    // at resume_partialack, before snd_una moves). cc.c newreno_cc_post_recovery(): `if (pipe <
+    // snd_ssthresh) snd_cwnd = max(pipe, mss) + mss; else snd_cwnd = snd_ssthresh;`. At the full
+    // ACK (= snd_recover, the highest byte sent before entry: nothing sent later has arrived
+    // ahead of the retransmission) no hole is left, so pipe = snd_max - th_ack: the new data
+    // sent during recovery.
+    let sim = one_loss_2025();
+    let (t0, _, ss) = events(&sim, 0, RECOVERY_START)[0];
+    let (t_exit, cwnd_exit, _) = events(&sim, 0, RECOVERY_END)[0];
+    let s = sends(&sim);
+    let end_before = |t: i64| {
+        s.iter()
+            .filter(|x| x.0 < t)
+            .map(|x| x.1 + x.2)
+            .max()
+            .unwrap()
+    };
+    let recover = end_before(t0);
+    let pipe = end_before(t_exit) - recover;
+    let expect = if pipe < ss { pipe.max(MSS) + MSS } else { ss };
+    assert_eq!(cwnd_exit, expect, "pipe {pipe}, ssthresh {ss}");
+}
+
+#[test]
+fn v2025_sends_no_new_data_while_the_retransmission_is_outstanding() {
+    // tcp_output.c @ 0714807e tcp_default_output(), new data in fast recovery once something was
+    // retransmitted (`sack_bytes_rxmt > 0`): `len = imax(imin(sbavail(&so->so_snd), sendwin) -
+    // imax(tcp_compute_pipe(tp), off), 0);` with off = snd_nxt - snd_una. off counts the SACKed
+    // bytes that pipe leaves out, so off >= pipe here and new data needs cwnd > snd_max -
+    // snd_una; tcp_do_prr_ack() keeps cwnd = pipe - del_data + sndcnt x maxseg, below that. With
+    // one hole, retransmitted at entry and outstanding until the full ACK, nothing new leaves in
+    // the episode (read as written; the 2023 model sends about ssthresh of new data).
+    let sim = one_loss_2025();
+    let (t0, _, _) = events(&sim, 0, RECOVERY_START)[0];
+    let (t_exit, _, _) = events(&sim, 0, RECOVERY_END)[0];
+    let new_in_recovery: i64 = sends(&sim)
+        .iter()
+        .filter(|s| s.0 >= t0 && s.0 < t_exit && s.3 == 0)
+        .map(|s| s.2)
+        .sum();
+    assert_eq!(new_in_recovery, 0);
+    let old = one_loss(true);
+    let (o0, _, _) = events(&old, 0, RECOVERY_START)[0];
+    let (o_exit, _, _) = events(&old, 0, RECOVERY_END)[0];
+    assert!(sends(&old)
+        .iter()
+        .any(|s| s.0 >= o0 && s.0 < o_exit && s.3 == 0));
 }

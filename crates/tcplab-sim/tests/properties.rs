@@ -8,6 +8,7 @@ use common::*;
 use tcplab_sim::config::*;
 use tcplab_sim::rng::Rng;
 use tcplab_sim::sim::Simulation;
+use tcplab_sim::stack::FreeBsdVersion;
 use tcplab_sim::time::{MS, SEC, US};
 
 fn random_case(seed: u64) -> SimConfig {
@@ -102,12 +103,18 @@ fn random_case(seed: u64) -> SimConfig {
         f.stack = ["linux", "rfc", "freebsd", "freebsd-rack"][pick(0, 3) as usize].into();
         if f.stack.starts_with("freebsd") {
             f.sack = true; // the FreeBSD models cover SACK connections only
+            let d43470 = pick(0, 1) == 0;
             f.freebsd = Some(FreeBsdKnobs {
-                d43470: pick(0, 1) == 0,
+                d43470,
                 do_prr: pick(0, 3) != 0,
                 sack_tso: pick(0, 1) == 0,
                 tso: pick(0, 3) != 0,
                 sendbuf_inc_bytes: [0, 8192, 1000][pick(0, 2) as usize],
+                version: if d43470 && pick(0, 1) == 0 {
+                    FreeBsdVersion::V15_2025
+                } else {
+                    FreeBsdVersion::V2023
+                },
             });
         }
         f.rcvbuf_bytes = pick(3, 3000) * 1448;

@@ -22,13 +22,15 @@ DEFAULTS = {
 }
 
 SENDER_KEYS = ("host", "to", "stack", "cc", "start", "time", "bytes", "write", "initcwnd", "sndbuf", "rcvbuf", "mtu", "sack",
-               "timestamps", "prr", "d43470")
+               "timestamps", "prr", "d43470", "version")
 
 #: Each stack's knobs with their defaults and allowed values, as the Rust stack profiles define
 #: them (tcplab-sim stack.rs `options`); never restated here.
 STACK_OPTIONS: dict[str, dict[str, dict[str, Any]]] = _native.stack_options()
 #: The FreeBSD default stack's sysctl knobs (net.inet.tcp.tso, .sack.tso, .do_prr, .sendbuf_inc).
-FREEBSD_KNOBS = {k: v["default"] for k, v in STACK_OPTIONS["freebsd"].items() if k != "d43470"}
+FREEBSD_KNOBS = {k: v["default"] for k, v in STACK_OPTIONS["freebsd"].items() if k not in ("d43470", "version")}
+#: FreeBSD source versions of the default stack (stack.rs `FreeBsdVersion`; docs/models.md).
+FREEBSD_VERSION = STACK_OPTIONS["freebsd"]["version"]
 #: Linux PRR versions (tcp_cwnd_reduction() before and after the mainline change; docs/models.md).
 PRR_VERSIONS = tuple(STACK_OPTIONS["linux"]["prr"]["allowed"])
 
@@ -149,8 +151,9 @@ def _stack_knobs(ctx: Ctx, t: dict[str, Any], path: str, stack: str, sack: bool,
         if stack != "linux":
             raise ctx.err(join(path, "prr"), f"applies to the linux stack only, not {stack!r}")
         prr = ctx.choice(t, path, "prr", STACK_OPTIONS["linux"]["prr"]["default"], PRR_VERSIONS)
-    if "d43470" in t and stack != "freebsd":
-        raise ctx.err(join(path, "d43470"), f"applies to the freebsd stack only, not {stack!r}")
+    for key in ("d43470", "version"):
+        if key in t and stack != "freebsd":
+            raise ctx.err(join(path, key), f"applies to the freebsd stack only, not {stack!r}")
     if not stack.startswith("freebsd"):
         return prr, None
     if not sack:
@@ -158,6 +161,11 @@ def _stack_knobs(ctx: Ctx, t: dict[str, Any], path: str, stack: str, sack: bool,
                       "recovery without SACK is not modelled")
     freebsd = {"d43470": ctx.boolean(t, path, "d43470", STACK_OPTIONS["freebsd"]["d43470"]["default"])
                if stack == "freebsd" else False}
+    if stack == "freebsd":
+        freebsd["version"] = ctx.choice(t, path, "version", FREEBSD_VERSION["default"], FREEBSD_VERSION["allowed"])
+        if freebsd["version"] != "2023" and not freebsd["d43470"]:
+            raise ctx.err(join(path, "d43470"), f"version {freebsd['version']!r} includes review D43470; "
+                          "d43470 = false applies to version 2023 only")
     for knob, default in FREEBSD_KNOBS.items():
         freebsd[knob] = by_sysctl.get(f"freebsd.{knob}", default)
     return prr, freebsd
@@ -178,7 +186,9 @@ def _sender(ctx: Ctx, name: str, t: dict[str, Any], hosts: set[str], sysctls: _S
     start = ctx.unit(t, path, "start", units.parse_duration_ns, "0s", limits.START)
     app = _app(ctx, t, path)
     write = ctx.unit(t, path, "write", units.parse_size_bytes, DEFAULTS["write"], limits.WRITE)
-    sndbuf = by_sysctl.get("sndbuf_bytes") or ctx.unit(t, path, "sndbuf", units.parse_size_bytes, DEFAULTS["sndbuf"],
+    # 15.0-2025: net.inet.tcp.sendbuf_max = 8 MB (tcp_output.c @ 0714807e `tcp_autosndbuf_max`).
+    sndbuf_default = "8MiB" if stack == "freebsd" and t.get("version") == "15.0-2025" else DEFAULTS["sndbuf"]
+    sndbuf = by_sysctl.get("sndbuf_bytes") or ctx.unit(t, path, "sndbuf", units.parse_size_bytes, sndbuf_default,
                                                        limits.SOCKBUF)
     rcvbuf = by_sysctl.get("rcvbuf_bytes") or ctx.unit(t, path, "rcvbuf", units.parse_size_bytes, DEFAULTS["rcvbuf"],
                                                        limits.SOCKBUF)
@@ -219,6 +229,8 @@ def _normalized(t: dict[str, Any], f: Flow, by_sysctl: dict[str, Any]) -> dict[s
         n["prr"] = f.prr or STACK_OPTIONS["linux"]["prr"]["default"]
     if f.stack == "freebsd":
         n["d43470"] = f.freebsd["d43470"]
+        if f.freebsd["version"] != FREEBSD_VERSION["default"]:
+            n["version"] = f.freebsd["version"]
     return n
 
 

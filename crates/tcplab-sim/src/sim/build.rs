@@ -113,6 +113,15 @@ pub(super) fn flows(
                 f.name, f.rcv_scaling_ratio
             ));
         }
+        if let Some(k) = &f.freebsd {
+            if k.version == stack::FreeBsdVersion::V15_2025 && !k.d43470 {
+                return Err(format!(
+                    "flow {}: freebsd version 15.0-2025 includes review D43470; d43470 = false \
+                     applies to version 2023 only",
+                    f.name
+                ));
+            }
+        }
         receivers.push(TcpReceiver::new(i as u32, f, &profile));
         let algo = if measure_cpu { cc::marked(algo) } else { algo };
         let mut sender = TcpSender::new(i as u32, f, profile, algo);

@@ -253,6 +253,45 @@ impl Scoreboard {
         newly
     }
 
+    /// FreeBSD's `sackhint.lost_bytes` (RFC 6675 IsLost over the scoreboard's holes, review
+    /// D39299), as tcp_sack.c tcp_sack_doack() computes it at the end of its sweep
+    /// (fel1x-developer/freebsd-src sys/netinet/tcp_sack.c @ 2d614aa2, the newest stored copy):
+    /// holes are walked from the right; hole k (1 for the rightmost) with `loss_thresh` SACKed
+    /// bytes above it is not lost while `!((loss_sblks >= tcprexmtthresh) || (loss_thresh >
+    /// (tcprexmtthresh - 1) * tp->t_maxseg))`; `lost_bytes = hole_bytes - notlost_bytes`, where
+    /// the holes are the unSACKed bytes between snd_una and the highest SACKed byte (retransmitted
+    /// or not). `t_maxseg` is the option-less MSS.
+    pub fn fb_lost_bytes(&self, t_maxseg: u64) -> u64 {
+        let Some(&(_, top)) = self.sacked_ranges.last() else {
+            return 0;
+        };
+        let Some(front) = self.segs.front() else {
+            return 0;
+        };
+        if top <= front.seq {
+            return 0;
+        }
+        let hole_bytes = (top - front.seq).saturating_sub(self.sacked_bytes);
+        let (mut sacked_above, mut holes, mut in_hole, mut notlost) = (0, 0u32, false, 0);
+        for s in self.segs.range(..self.lower_bound(top)).rev() {
+            let len = s.len as u64;
+            if s.has(SACKED) {
+                sacked_above += len;
+                in_hole = false;
+                continue;
+            }
+            if !in_hole {
+                in_hole = true;
+                holes += 1;
+            }
+            if holes >= 3 || sacked_above > 2 * t_maxseg {
+                break;
+            }
+            notlost += len;
+        }
+        hole_bytes.saturating_sub(notlost)
+    }
+
     /// Mark the first outstanding segment lost (fast retransmit without SACK; RFC 6582 partial
     /// ACK). Returns whether it was newly marked.
     pub fn mark_head_lost(&mut self) -> bool {

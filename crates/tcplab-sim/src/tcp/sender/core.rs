@@ -11,7 +11,7 @@ use crate::cc::{CaState, CcVars};
 use crate::cc::{CcHooks, LinuxCcOps};
 use crate::config::{AppConfig, FlowConfig};
 use crate::packet::{header_bytes, Kind, Packet};
-use crate::stack::{Recovery, SndbufPolicy, StackProfile};
+use crate::stack::{FreeBsdVersion, Recovery, SndbufPolicy, StackProfile};
 use crate::tcp::rate::RateState;
 use crate::tcp::rtt::RttEstimator;
 use crate::tcp::scoreboard::Scoreboard;
@@ -229,10 +229,29 @@ impl Conn {
         self.sb.pipe(self.snd_nxt - self.snd_una, self.mss)
     }
 
-    /// tcp_compute_pipe() with net.inet.tcp.newsack: snd_max - snd_una + sack_bytes_rexmit -
-    /// sacked_bytes. Holes not yet retransmitted count as in flight.
+    /// tcp_compute_pipe() with net.inet.tcp.newsack. Version 2023 (tcp_input.c @ 2bae602e):
+    /// snd_max - snd_una + sack_bytes_rexmit - sacked_bytes, so holes not yet retransmitted count
+    /// as in flight. Version 15.0-2025 (nibanks/freebsd-src tcp_input.c @ 62d1e135,
+    /// tcp_compute_pipe(): `pipe = tp->snd_max - tp->snd_una + tp->sackhint.sack_bytes_rexmit -
+    /// tp->sackhint.sacked_bytes - tp->sackhint.lost_bytes; ... return (imax(pipe, 0));`): holes
+    /// judged lost by IsLost ([`Scoreboard::fb_lost_bytes`]) are not in flight.
     pub(super) fn fb_pipe(&self) -> u64 {
-        (self.snd_nxt - self.snd_una + self.sb.retrans_bytes).saturating_sub(self.sb.sacked_bytes)
+        let in_flight = self.snd_nxt - self.snd_una + self.sb.retrans_bytes;
+        if self.fb_version() == FreeBsdVersion::V15_2025 {
+            // t_maxseg is the MSS without options (1460 where segments carry 1448 and timestamps).
+            let t_maxseg = self.mss + if self.timestamps { 12 } else { 0 };
+            return in_flight
+                .saturating_sub(self.sb.sacked_bytes + self.sb.fb_lost_bytes(t_maxseg));
+        }
+        in_flight.saturating_sub(self.sb.sacked_bytes)
+    }
+
+    /// The FreeBSD default stack's source version (2023 for every other stack).
+    pub(super) fn fb_version(&self) -> FreeBsdVersion {
+        match self.profile.recovery {
+            Recovery::FreeBsd(k) => k.version,
+            _ => FreeBsdVersion::V2023,
+        }
     }
 
     /// Whether the application has nothing more to send and everything is acknowledged.
@@ -345,8 +364,16 @@ impl Conn {
         let hiwat = self.sndbuf_now;
         let sbused = self.written - self.snd_una;
         let sendwin = self.snd_wnd.min(self.v.win.cwnd);
+        // 15.0-2025 (tcp_output.c @ 0714807e tcp_sndbuf_autoscale()): `sbused(&so->so_snd) <
+        // V_tcp_autosndbuf_max` where the 2023 copy tests `so->so_snd.sb_hiwat <
+        // V_tcp_autosndbuf_max`; the new size is min(hiwat + inc, max) in both.
+        let below_max = if self.fb_version() == FreeBsdVersion::V15_2025 {
+            sbused < self.sndbuf
+        } else {
+            hiwat < self.sndbuf
+        };
         if sbused >= hiwat / 8 * 7
-            && hiwat < self.sndbuf
+            && below_max
             && self.snd_wnd / 4 * 5 >= hiwat
             && sendwin >= sbused - (self.snd_nxt - self.snd_una)
         {

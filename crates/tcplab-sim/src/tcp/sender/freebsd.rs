@@ -10,7 +10,10 @@
 //! sosend_generic() and the sowwakeup() in tcp_do_segment()'s process_ACK allow them, with iperf3's
 //! select() loop (esnet/iperf iperf_client_api.c). The post-D43470 lines (entry cwnd = pipe + MSS
 //! then ssthresh; PRR cwnd = pipe + sndcnt) follow the review's description in
-//! shared/stack-models.md; the diff itself was not available to read (docs/models.md).
+//! shared/stack-models.md; the diff itself was not available to read (docs/models.md). That is
+//! version "2023" (the default). Version "15.0-2025" follows D43470 as committed, read in
+//! nibanks/freebsd-src tcp_input.c @ 62d1e135 and tcp_output.c @ 0714807e; its branches below
+//! quote the lines they model.
 
 use super::core::Conn;
 use super::recovery::freebsd_prr::{sack_partialack, FreeBsdPrr};
@@ -20,7 +23,7 @@ use super::{SenderEvent, State};
 use crate::cc::CcHooks;
 use crate::cc::{AckKind, CongSignal};
 use crate::packet::Packet;
-use crate::stack::FreeBsdRecovery;
+use crate::stack::{FreeBsdRecovery, FreeBsdVersion};
 use crate::time::Ns;
 
 /// The default stack's own state.
@@ -123,7 +126,7 @@ impl FreeBsdStack {
         c.dupacks += 1;
         if c.dupacks > c.profile.dupthresh || in_fr {
             if in_fr && self.k.prr {
-                self.prr.ack(c, self.k.d43470, newly_sacked, new_loss);
+                self.prr.ack(c, self.k, newly_sacked, new_loss);
             } else if in_fr {
                 // Without PRR: inflate by one segment per dupack while pipe < ssthresh.
                 if c.fb_pipe() < c.v.win.ssthresh {
@@ -134,7 +137,7 @@ impl FreeBsdStack {
             }
             self.output(c, now, out, next_id);
         } else if c.dupacks == c.profile.dupthresh || c.sb.sacked_bytes > 2 * c.mss {
-            self.enter_recovery(c, now, out, next_id);
+            self.enter_recovery(c, p.ack, now, out, next_id);
         } else {
             self.limited_transmit(c, now, out, next_id);
         }
@@ -155,13 +158,23 @@ impl FreeBsdStack {
         next_id: &mut u64,
     ) {
         let in_fr = matches!(c.state, State::Recovery { .. });
+        let v2025 = self.k.version == FreeBsdVersion::V15_2025;
         let karn = c.sb.ack(p.ack);
         c.sb.clear_delivered();
         c.dupacks = 0;
         if newly_sacked > 0 {
             c.dupacks += 1;
             if !in_fr && c.state == State::Open && c.sb.sacked_bytes > 2 * c.mss {
-                self.enter_recovery(c, now, out, next_id);
+                self.enter_recovery(c, p.ack, now, out, next_id);
+                if v2025 {
+                    // 15.0-2025 (tcp_input.c @ 62d1e135): `enter_recovery` ends with `goto drop`
+                    // for SACK recovery, also when reached from this ACK-advancing path (2023:
+                    // `goto resume_partialack`). process_ACK is skipped: no RTT sample, no
+                    // cc_ack_received(), no sbcut/sowwakeup, snd_una stays; tcp_sack_doack() has
+                    // already trimmed the scoreboard, so pipe counts the acked bytes until the
+                    // next ACK moves snd_una.
+                    return;
+                }
             }
         }
         let mut exited = false;
@@ -173,11 +186,22 @@ impl FreeBsdStack {
                 // PRR on, and its cap at ssthresh is a byte budget, not whole segments.
                 if self.k.prr && !p.sack_blocks().is_empty() {
                     c.rto_deadline = None;
-                    self.prr
-                        .ack(c, self.k.d43470, acked + newly_sacked, new_loss);
+                    self.prr.ack(c, self.k, acked + newly_sacked, new_loss);
+                    if v2025 {
+                        // `tcp_do_prr_ack(...); tp->t_flags |= TF_ACKNOW; (void) tcp_output(tp);`
+                        // (tcp_input.c @ 62d1e135): output before process_ACK moves snd_una,
+                        // i.e. with pipe still counting this ACK's cumulatively acked bytes
+                        // (budget snd_cnt * maxseg - del_data); the output at the end of
+                        // tcp_do_segment() (TF_ACKNOW) sends what the moved snd_una frees.
+                        self.output(c, now, out, next_id);
+                    }
                 } else {
                     sack_partialack(c, p.ack, acked, acked + newly_sacked);
                 }
+            } else if v2025 {
+                // 15.0-2025: cc_post_recovery() runs in process_ACK after `tp->snd_una =
+                // th->th_ack` (tcp_input.c @ 62d1e135); see process_ack.
+                exited = true;
             } else {
                 // cc_post_recovery() sees pipe before snd_una moves.
                 c.v.flight = c.fb_pipe();
@@ -208,6 +232,13 @@ impl FreeBsdStack {
         c.snd_una = p.ack;
         c.v.snd_una = c.snd_una;
         c.v.snd_nxt = c.snd_nxt;
+        if exited && self.k.version == FreeBsdVersion::V15_2025 {
+            // tcp_input.c @ 62d1e135 process_ACK: `tp->snd_una = th->th_ack; if
+            // (IN_RECOVERY(tp->t_flags) && SEQ_GEQ(th->th_ack, tp->snd_recover)) {
+            // cc_post_recovery(tp, th); }`: the module sees the pipe after the full ACK.
+            c.v.flight = c.fb_pipe();
+            c.cc.post_recovery(&c.v.view, &mut c.v.win);
+        }
         c.rto_deadline = (c.snd_una < c.snd_nxt).then(|| now + c.rtt.rto_ns);
         if exited {
             c.state = State::Open;
@@ -251,20 +282,38 @@ impl FreeBsdStack {
         }
     }
 
-    /// tcp_input.c `enter_recovery` with SACK.
-    fn enter_recovery(&mut self, c: &mut Conn, now: Ns, out: &mut Vec<Packet>, next_id: &mut u64) {
+    /// tcp_input.c `enter_recovery` with SACK; `th_ack` is the ACK that triggers it.
+    fn enter_recovery(
+        &mut self,
+        c: &mut Conn,
+        th_ack: u64,
+        now: Ns,
+        out: &mut Vec<Packet>,
+        next_id: &mut u64,
+    ) {
         c.dupacks = c.profile.dupthresh;
         // cc_cong_signal(CC_NDUPACK) sets ssthresh from cwnd; cc_ack_received(CC_DUPACK) is a
         // no-op for newreno and cubic.
         c.begin_recovery(c.fb_pipe());
         c.sb.mark_losses(1);
-        self.prr = FreeBsdPrr::begin(c);
+        self.prr = if self.k.version == FreeBsdVersion::V15_2025 {
+            // 15.0-2025 also calls tcp_resend_sackholes() here (every hole's rxmit back to its
+            // start, sack_bytes_rexmit = 0: "When entering LR after RTO due to Duplicate ACKs").
+            // The model enters fast recovery only from the open state, where no retransmission
+            // is outstanding, so there is nothing to re-arm.
+            FreeBsdPrr::begin_2025(c, th_ack, self.snd_limited)
+        } else {
+            FreeBsdPrr::begin(c)
+        };
         self.snd_limited = 0;
         c.rto_deadline = None;
         // The episode's start is recorded with the cwnd its first retransmission leaves with
         // (what SIFTR2 logs beside that packet), as on every stack.
         if self.k.d43470 {
             // One retransmission beyond what is in flight, then the window is ssthresh.
+            // 15.0-2025 (tcp_input.c @ 62d1e135): `tp->snd_nxt = tp->snd_max; tp->snd_cwnd =
+            // tcp_compute_pipe(tp) + maxseg; (void) tcp_output(tp); tp->snd_cwnd =
+            // tp->snd_ssthresh; goto drop;` (its pipe without the lost holes: fb_pipe()).
             c.v.win.cwnd = c.fb_pipe() + c.mss;
             self.output(c, now, out, next_id);
             c.event(now, SenderEvent::RecoveryStart);
@@ -369,6 +418,19 @@ impl FreeBsdStack {
             }
             let wnd_room = c.snd_wnd.saturating_sub(off);
             let budget = match c.state {
+                State::Recovery { .. } if self.k.version == FreeBsdVersion::V15_2025 => {
+                    // tcp_output.c @ 0714807e tcp_default_output(): `if ((sack_bytes_rxmt == 0)
+                    // || SEQ_LT(tp->snd_nxt, tp->snd_max)) { len = imin(sbavail(&so->so_snd),
+                    // sendwin) - off; } else { len = imax(imin(sbavail(&so->so_snd), sendwin) -
+                    // imax(tcp_compute_pipe(tp), off), 0); }`: an unrounded byte budget.
+                    let sbavail = c.written - c.snd_una;
+                    let room = sbavail.min(sendwin);
+                    if c.sb.retrans_bytes == 0 {
+                        room.saturating_sub(off)
+                    } else {
+                        room.saturating_sub(c.fb_pipe().max(off))
+                    }
+                }
                 State::Recovery { .. } if self.k.d43470 => {
                     sendwin.saturating_sub(c.fb_pipe()).min(wnd_room)
                 }

@@ -1,9 +1,11 @@
 //! FreeBSD default-stack recovery: tcp_do_prr_ack() (RFC 6937 in bytes, cwnd in whole segments
 //! of allowance; before and after review D43470) and tcp_sack.c tcp_sack_partialack().
-//! Followed: tcp_input.c @ 2bae602e and F-Stack's vendored tcp_sack.c (see `super::super::freebsd`).
+//! Followed: tcp_input.c @ 2bae602e and F-Stack's vendored tcp_sack.c (see `super::super::freebsd`);
+//! version 15.0-2025: tcp_input.c @ 62d1e135 (nibanks/freebsd-src) for the PRR start and cwnd.
 
 use super::super::core::Conn;
 use super::super::State;
+use crate::stack::{FreeBsdRecovery, FreeBsdVersion};
 
 /// FreeBSD's `sackhint` PRR fields, in bytes.
 #[derive(Clone, Debug, Default)]
@@ -27,11 +29,23 @@ impl FreeBsdPrr {
         }
     }
 
+    /// PRR state at `enter_recovery` in 15.0-2025 (nibanks/freebsd-src tcp_input.c @ 62d1e135,
+    /// tcp_do_segment(): `/* Include Limited Transmit segments here */
+    /// tp->sackhint.prr_delivered = imin(tp->snd_max - th->th_ack, (tp->snd_limited + 1) *
+    /// maxseg); ... tp->sackhint.recover_fs = max(1, tp->snd_nxt - tp->snd_una);`).
+    pub(in crate::tcp::sender) fn begin_2025(c: &Conn, th_ack: u64, snd_limited: u64) -> Self {
+        FreeBsdPrr {
+            prr_delivered: (c.snd_nxt - th_ack).min((snd_limited + 1) * c.mss),
+            out_base: c.recovery_out_bytes,
+            recover_fs: (c.snd_nxt - c.snd_una).max(1),
+        }
+    }
+
     /// tcp_do_prr_ack(): RFC 6937 in bytes, then cwnd in whole segments of allowance.
     pub(in crate::tcp::sender) fn ack(
         &mut self,
         c: &mut Conn,
-        d43470: bool,
+        k: FreeBsdRecovery,
         del_data: u64,
         new_loss: bool,
     ) {
@@ -59,7 +73,14 @@ impl FreeBsdPrr {
             (ssthresh - pipe).min(limit)
         };
         let snd_cnt = (snd_cnt.max(0) / mss) as u64;
-        let cwnd = if d43470 {
+        let cwnd = if k.version == FreeBsdVersion::V15_2025 {
+            // tcp_do_prr_ack() @ 62d1e135 (SACK, fast recovery): `tp->snd_cwnd = pipe - del_data
+            // + (snd_cnt * maxseg);` with pipe = tcp_compute_pipe() taken after tcp_sack_doack()
+            // updated the scoreboard but before process_ACK moves snd_una (so it still counts
+            // this ACK's cumulatively acked bytes, which del_data also holds). tcp_output() then
+            // budgets cwnd - pipe = snd_cnt * maxseg - del_data bytes.
+            (pipe - del_data as i64 + (snd_cnt * c.mss) as i64).max(0) as u64
+        } else if k.d43470 {
             // cwnd = pipe - del_data + sndcnt * maxseg: what stays in flight after this ACK plus
             // the allowance (fb_pipe() here already excludes this ACK's data).
             c.fb_pipe() + snd_cnt * c.mss
