@@ -134,3 +134,24 @@ cc = ["newreno"]
     assert (tmp_path / "p" / "freebsd-newreno" / "iter-001" / "report.html").is_file()
     mark = " *" if fb["vs_linux_significant"] else " (n.s.)"
     assert f"{fb['vs_linux_pct']:+.1f}% ± {fb['vs_linux_error_pct']:.1f}%{mark}" in proc.stdout
+
+
+def test_freebsd_versions_are_peer_rows(tmp_path: Path):
+    import tcplab
+    from tcplab.backends.sim import lower
+
+    spec = {"name": "v", "topology": {"kind": "pipe", "bottleneck": {"rate": "20Mbit", "delay": "10ms", "buffer": "30p",
+                                                                    "loss": 0.01}},
+            "senders": {"s1": {"to": "r1", "time": "1s"}},
+            "peers": {"stacks": ["freebsd", "freebsd@15.0-2025", "linux"], "cc": ["newreno"]}}
+    assert peers_matrix(spec, "t.toml") == [("freebsd", "newreno"), ("freebsd@15.0-2025", "newreno"), ("linux", "newreno")]
+    with pytest.raises(SpecError, match=r"peers.stacks: 'freebsd@1999' is not known.*freebsd@15.0-2025"):
+        peers_matrix({"peers": {"stacks": ["freebsd@1999", "linux"]}}, "t.toml")
+    plan = tcplab.api.plan_peers(spec)
+    versions = {row: lower(e)["flows"][0]["freebsd"] for (row, _, _), e in plan.experiments.items()}
+    assert versions["freebsd"]["version"] == "2023" and versions["freebsd@15.0-2025"]["version"] == "15.0-2025"
+    assert versions["linux"] is None
+    done = tcplab.peers(plan, out=tmp_path / "p", report=False)
+    assert [(r["stack"], r["cc"]) for r in done.rows] == [("freebsd", "newreno"), ("freebsd@15.0-2025", "newreno"),
+                                                          ("linux", "newreno")]
+    assert (done.path / "freebsd@15.0-2025-newreno" / "summary.json").is_file()

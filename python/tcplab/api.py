@@ -10,9 +10,10 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
+from . import _native
 from .model import Experiment
 from .spec import load_spec, resolve
-from .spec.schema import apply_set, peers_matrix
+from .spec.schema import apply_set, peers_matrix, split_stack
 
 #: progress(i, now_ns, stop_ns): run i of several is at simulated (or wall) time now of stop.
 Progress = Callable[[int, int, int], None]
@@ -85,13 +86,19 @@ def plan_peers(spec: str | Path | dict[str, Any], *, set: list[str] | None = Non
     data, source = spec_data(spec, set)
     pairs = peers_matrix(data, source)
     experiments = {}
-    for stack, cc in pairs:
+    for row, cc in pairs:
         d = copy.deepcopy(data)
+        stack, version = split_stack(row)
         apply_set(d, f"senders.*.stack={stack}", source)
         apply_set(d, f"senders.*.cc={cc}", source)
+        for t in d.get("senders", {}).values():  # the row's version; a stack without versions has none
+            if isinstance(t, dict) and version is not None:
+                t["version"] = version
+            elif isinstance(t, dict) and "version" not in _native.stack_options().get(stack, {}):
+                t.pop("version", None)
         first = resolve(d, source, seed=seed, duration=duration)
         for it in range(iterations):
-            experiments[(stack, cc, it)] = with_seed(first, first.seed + it) if it else first
+            experiments[(row, cc, it)] = with_seed(first, first.seed + it) if it else first
     return PeersPlan(experiments[(*pairs[0], 0)].name, pairs, iterations, experiments)
 
 

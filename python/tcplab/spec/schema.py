@@ -164,7 +164,7 @@ def peers_matrix(spec: dict[str, Any], source: str) -> list[tuple[str, str]]:
     ctx = Ctx(source)
     t = ctx.table(spec.get("peers", {}), "peers")
     ctx.keys(t, "peers", PEERS_KEYS)
-    allowed = {"stacks": list(_native.stacks()), "cc": list(_native.algorithms()) + ["reno"]}
+    allowed = {"stacks": list(_native.stacks()) + stack_versions(), "cc": list(_native.algorithms()) + ["reno"]}
     picked = {}
     for key, default in PEERS_KEYS.items():  # stacks first: they decide which cc every row can run
         v = t.get(key, default)
@@ -177,11 +177,29 @@ def peers_matrix(spec: dict[str, Any], source: str) -> list[tuple[str, str]]:
                 raise ctx.err(f"peers.{key}", f"{x!r} is not known", allowed[key])
         picked[key] = list(dict.fromkeys(v))
         if key == "stacks":
-            allowed["cc"] = [c for c in allowed["cc"] if all(c == "reno" or c in _native.algorithms_for(st)
+            allowed["cc"] = [c for c in allowed["cc"] if all(c == "reno" or c in _native.algorithms_for(split_stack(st)[0])
                                                                for st in picked["stacks"])]
     if "linux" not in picked["stacks"]:
         raise ctx.err("peers.stacks", "must include linux: every other row is compared with it", allowed["stacks"])
     return [(st, cc) for st in picked["stacks"] for cc in picked["cc"]]
+
+def stack_versions() -> list[str]:
+    """"stack@version" rows for `tcplab peers`: every version but the default of each stack that
+    has a `version` knob (e.g. "freebsd@15.0-2025"), so versions compare as the seeds compared a patch."""
+    from .. import _native
+
+    out = []
+    for stack, knobs in _native.stack_options().items():
+        if "version" in knobs:
+            out += [f"{stack}@{v}" for v in knobs["version"]["allowed"] if v != knobs["version"]["default"]]
+    return out
+
+
+def split_stack(row: str) -> tuple[str, str | None]:
+    """"freebsd@15.0-2025" -> ("freebsd", "15.0-2025"); "linux" -> ("linux", None)."""
+    stack, _, version = row.partition("@")
+    return stack, version or None
+
 
 #: Seeds are the simulator's u64 RNG seed, kept within i64 so records and catalogs hold them.
 SEED_MAX = 2**63 - 1
