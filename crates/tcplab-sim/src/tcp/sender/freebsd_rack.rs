@@ -136,7 +136,6 @@ impl RackStack {
         // RACK's min_rtt from the newest never-retransmitted delivered segment.
         if let Some(r) = a.ca_rtt {
             c.rtt.observe_min(r);
-            c.v.min_rtt_ns = c.rtt.min_rtt_ns;
         }
         if a.newly_sacked > 0 && c.snd_una < c.snd_nxt {
             // rack.c rack_start_hpts_timer(): "RACK, TLP, persists and RXT timers all are
@@ -221,7 +220,7 @@ impl RackStack {
     /// has burst control and pacing so lets not set this any lower than snd_ssthresh per
     /// RFC-6582 (option 2)"), plus up to two segments of PRR allowance left unused.
     fn post_recovery(&mut self, c: &mut Conn) {
-        c.cc.post_recovery(&c.v.view, &mut c.v.win);
+        c.cc.post_recovery(&c.view(), &mut c.v.win);
         c.v.win.cwnd = c.v.win.cwnd.max(c.v.win.ssthresh);
         let left = self.prr.take_left(c);
         // Only when not application limited: ctf_outstanding() <= sbavail().
