@@ -266,8 +266,8 @@ impl Conn {
     }
 
     /// The view a CC hook is handed, built from the connection at the call: the fields that are
-    /// connection state (MSS, RTT estimator, snd_una) are read here; the rest are the inputs the
-    /// stack sets for its hooks ([`CcInputs`]).
+    /// connection state (MSS, RTT estimator, snd_una, snd_wnd) are read here; the rest are the
+    /// inputs the stack sets for its hooks ([`CcInputs`]).
     pub(super) fn view(&self) -> CcView {
         let i = &self.v.inputs;
         CcView {
@@ -277,6 +277,7 @@ impl Conn {
             min_rtt_ns: self.rtt.min_rtt_ns,
             rtt_samples: self.rtt.samples,
             snd_una: self.snd_una,
+            snd_wnd: self.snd_wnd,
             // Inputs the stack sets for its hooks.
             iw: i.iw,
             bytes_this_ack: i.bytes_this_ack,
@@ -286,7 +287,6 @@ impl Conn {
             now: i.now,
             snd_nxt: i.snd_nxt,
             pacing_rate_bytes: i.pacing_rate_bytes,
-            snd_wnd: i.snd_wnd,
             after_rto: i.after_rto,
             ca_state: i.ca_state,
             delivered_pkts: i.delivered_pkts,
@@ -668,7 +668,7 @@ pub struct ConnCc {
 /// The [`CcView`] fields that are not a connection field the view can read at the call: values
 /// the stack sets by hook and stack (`flight`, `bytes_this_ack`, `after_rto`, `cwnd_limited`,
 /// `in_recovery`), snapshots taken at one point and read later by other hooks (`snd_nxt`,
-/// `snd_wnd`, `pacing_rate_bytes`, `delivered_pkts`, `delivered_mstamp_ns`, `next_send_ns`),
+/// `pacing_rate_bytes`, `delivered_pkts`, `delivered_mstamp_ns`, `next_send_ns`),
 /// state kept only for the hooks (`ca_state`, `lost_pkts`, `random`), the time of the current
 /// call and the initial window. Meanings as in [`CcView`].
 #[derive(Clone, Debug)]
@@ -682,7 +682,6 @@ pub struct CcInputs {
     pub now: Ns,
     pub snd_nxt: u64,
     pub pacing_rate_bytes: u64,
-    pub snd_wnd: u64,
     pub after_rto: bool,
     pub ca_state: CaState,
     pub delivered_pkts: u64,
@@ -710,7 +709,6 @@ impl ConnCc {
                 now: 0,
                 snd_nxt: 0,
                 pacing_rate_bytes: 0,
-                snd_wnd: 0,
                 after_rto: false,
                 ca_state: CaState::Open,
                 delivered_pkts: 0,

@@ -76,7 +76,6 @@ impl FreeBsdStack {
     ) {
         c.v.now = now;
         c.snd_wnd = p.rwnd;
-        c.v.snd_wnd = p.rwnd;
         // tcp_sack_doack(): the scoreboard first; sack_changed when it learned something.
         let newly_sacked = if c.sack {
             c.sb.sack(p.sack_blocks(), c.snd_una)
@@ -496,7 +495,6 @@ impl FreeBsdStack {
                 // since the last RTT sample, with pipe as tcp_compute_pipe() has it.
                 let reduced_already = c.rtt.rxtshift > 0;
                 c.v.flight = c.fb_pipe();
-                c.v.snd_wnd = c.snd_wnd;
                 if !reduced_already {
                     c.cc.cong_signal(&c.view(), &mut c.v.win, CongSignal::Rto);
                 }

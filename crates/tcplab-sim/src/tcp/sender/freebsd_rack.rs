@@ -151,9 +151,8 @@ impl RackStack {
         let rs = c.rate_sample(now, &a, newly_lost);
         end_of_recovery(c, &a, now, |c| self.post_recovery(c));
         // rack.c rack_ack_received(), as tcp_input.c: CCF_CWND_LIMITED when cwnd <= snd_wnd;
-        // the cc modules also read snd_wnd and whether this ACK follows a timeout.
+        // the cc modules also read whether this ACK follows a timeout.
         c.v.cwnd_limited = c.v.win.cwnd <= c.snd_wnd;
-        c.v.snd_wnd = c.snd_wnd;
         c.v.after_rto = matches!(c.state, State::Loss { .. }) && c.sb.lost_bytes > 0;
         c.sync_ca_state();
         c.cc_ack(&a);
@@ -309,7 +308,6 @@ impl RackStack {
                 // window is already one segment, so only the first matters here.
                 let reduced_already = c.rtt.rxtshift > 0;
                 c.v.flight = c.snd_nxt - c.snd_una;
-                c.v.snd_wnd = c.snd_wnd;
                 if !reduced_already {
                     Self::rto_reduction(c);
                 }

@@ -100,7 +100,6 @@ impl RfcStack {
             if c.snd_una < c.snd_nxt {
                 let reduced_already = c.reduced_in_window();
                 c.v.flight = c.snd_nxt - c.snd_una;
-                c.v.snd_wnd = c.snd_wnd;
                 if !reduced_already {
                     c.cc.cong_signal(&c.view(), &mut c.v.win, CongSignal::Rto);
                 }
