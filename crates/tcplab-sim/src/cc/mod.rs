@@ -94,8 +94,9 @@ pub struct CcView {
     pub random: u64,
 }
 
-/// Variables the stack shares with the algorithm: the view and the window, kept by the stack
-/// (the view's fields read through `CcVars` itself).
+/// A stored view and window, for calling hooks without a connection (the modules' tests, the CPU
+/// measurement); the view's fields read through `CcVars` itself. The stacks build each hook's
+/// view from the connection instead (`tcp::sender::Conn::view`).
 #[derive(Clone, Debug)]
 pub struct CcVars {
     /// What hooks read.

@@ -618,7 +618,7 @@ impl Simulation {
             s.scoreboard()
                 .check()
                 .map_err(|e| format!("flow {i}: {e}"))?;
-            if s.started && s.v.win.cwnd < s.v.mss {
+            if s.started && s.v.win.cwnd < s.mss {
                 return Err(format!("flow {i}: cwnd {} below one MSS", s.v.win.cwnd));
             }
             if r.rcv_nxt > s.snd_nxt || r.rcv_nxt > s.written {

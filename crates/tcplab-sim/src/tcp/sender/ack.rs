@@ -87,11 +87,10 @@ impl Conn {
             // pkts_acked with the ACK's RTT sample (the state is still the one before this ACK).
             // Linux hands the module ca_rtt (ack_sample.rtt_us = rate->rtt_us, tcp_ack_update_rtt()),
             // falling back to the timestamp echo when only retransmitted data was acknowledged.
-            self.v.snd_una = self.snd_una;
             self.v.snd_nxt = self.snd_nxt;
             let slow_path = a.acked == 0 || !p.sack_blocks().is_empty();
             self.cc
-                .in_ack_event(&self.v.view, &mut self.v.win, slow_path);
+                .in_ack_event(&self.view(), &mut self.v.win, slow_path);
             if a.acked > 0 {
                 let pkts = self.pkts(a.acked) as u32;
                 let sample = if linux_cc {
@@ -100,7 +99,7 @@ impl Conn {
                     a.rtt_sample
                 };
                 self.cc
-                    .pkts_acked(&self.v.view, &mut self.v.win, pkts, sample);
+                    .pkts_acked(&self.view(), &mut self.v.win, pkts, sample);
             }
         }
         a
@@ -159,7 +158,7 @@ impl Conn {
             self.v.delivered_pkts = self.rate.delivered;
             self.v.delivered_mstamp_ns = self.rate.delivered_mstamp();
             self.v.next_send_ns = self.pace_next;
-            self.cc.cong_control(&self.v.view, &mut self.v.win, &rs);
+            self.cc.cong_control(&self.view(), &mut self.v.win, &rs);
             if let Some(in_flight) = self.v.win.app_limited_request.take() {
                 self.rate.mark_app_limited(in_flight);
             }
@@ -173,17 +172,17 @@ impl Conn {
             if a.acked > 0 {
                 self.v.bytes_this_ack = a.acked;
                 self.cc
-                    .ack_received(&self.v.view, &mut self.v.win, crate::cc::AckKind::Ack);
+                    .ack_received(&self.view(), &mut self.v.win, crate::cc::AckKind::Ack);
             } else if a.dup {
                 self.v.bytes_this_ack = 0;
                 self.cc
-                    .ack_received(&self.v.view, &mut self.v.win, crate::cc::AckKind::DupAck);
+                    .ack_received(&self.view(), &mut self.v.win, crate::cc::AckKind::DupAck);
             }
         }
         if a.acked > 0 && self.snd_una >= self.round_end {
             self.round_end = self.snd_nxt;
             self.max_out = self.snd_nxt - self.snd_una;
-            self.cc.new_round(&self.v.view, &mut self.v.win);
+            self.cc.new_round(&self.view(), &mut self.v.win);
         }
     }
 }

@@ -5,7 +5,7 @@
 //! out; it reaches the connection only through this core, and the core never reads a stack's state.
 
 use super::{Send, SenderEvent, Snapshot, State};
-use crate::cc::{CaState, CcVars};
+use crate::cc::{CaState, CcView, Window};
 // The enum-dispatch build calls the hooks on a concrete type, which needs the trait in scope.
 #[cfg_attr(not(feature = "static-cc"), allow(unused_imports))]
 use crate::cc::{CcHooks, LinuxCcOps};
@@ -25,9 +25,10 @@ pub struct Conn {
     /// The stack's resolved configuration ([`crate::stack::resolve`]), immutable.
     pub(super) profile: StackProfile,
     pub(super) cc: crate::cc::Cc,
-    /// Variables shared with the CC module.
-    pub v: CcVars,
-    pub(super) mss: u64,
+    /// The CC window and the inputs the stack sets for the hooks.
+    pub v: ConnCc,
+    /// Sender maximum segment size, bytes.
+    pub mss: u64,
     pub(super) timestamps: bool,
     pub(super) sack: bool,
     pub(super) app: AppConfig,
@@ -122,7 +123,7 @@ impl Conn {
             flow,
             dst: f.dst,
             profile,
-            v: CcVars::new(mss, f.iw_segments as u64 * mss),
+            v: ConnCc::new(f.iw_segments as u64 * mss),
             mss,
             timestamps: f.timestamps,
             sack: f.sack,
@@ -264,6 +265,38 @@ impl Conn {
         }
     }
 
+    /// The view a CC hook is handed, built from the connection at the call: the fields that are
+    /// connection state (MSS, RTT estimator, snd_una, snd_wnd) are read here; the rest are the
+    /// inputs the stack sets for its hooks ([`CcInputs`]).
+    pub(super) fn view(&self) -> CcView {
+        let i = &self.v.inputs;
+        CcView {
+            // Connection state, read at the call.
+            mss: self.mss,
+            srtt_ns: self.rtt.srtt_ns,
+            min_rtt_ns: self.rtt.min_rtt_ns,
+            rtt_samples: self.rtt.samples,
+            snd_una: self.snd_una,
+            snd_wnd: self.snd_wnd,
+            // Inputs the stack sets for its hooks.
+            iw: i.iw,
+            bytes_this_ack: i.bytes_this_ack,
+            flight: i.flight,
+            cwnd_limited: i.cwnd_limited,
+            in_recovery: i.in_recovery,
+            now: i.now,
+            snd_nxt: i.snd_nxt,
+            pacing_rate_bytes: i.pacing_rate_bytes,
+            after_rto: i.after_rto,
+            ca_state: i.ca_state,
+            delivered_pkts: i.delivered_pkts,
+            lost_pkts: i.lost_pkts,
+            delivered_mstamp_ns: i.delivered_mstamp_ns,
+            next_send_ns: i.next_send_ns,
+            random: i.random,
+        }
+    }
+
     /// Linux's sk_pacing_rate in bytes/s (tcp_input.c tcp_update_pacing_rate()): cwnd * mss / srtt,
     /// times 2 while cwnd < ssthresh / 2 (sysctl_tcp_pacing_ss_ratio 200) else 1.2 (ca_ratio 120).
     /// A CC that paces (BBR) sets sk_pacing_rate itself.
@@ -271,7 +304,7 @@ impl Conn {
         if self.cc_paces {
             return self
                 .cc
-                .pacing_rate_bps(&self.v.view, &self.v.win)
+                .pacing_rate_bps(&self.view(), &self.v.win)
                 .map_or(0, |bps| bps / 8);
         }
         if self.rtt.srtt_ns == 0 {
@@ -302,7 +335,7 @@ impl Conn {
     pub(super) fn pacing_rate(&self) -> Option<u64> {
         // Linux paces without fq when the CC asks (SK_PACING_NEEDED: tcp_internal_pacing()).
         if self.profile.pacing || self.cc_paces {
-            self.cc.pacing_rate_bps(&self.v.view, &self.v.win)
+            self.cc.pacing_rate_bps(&self.view(), &self.v.win)
         } else {
             None
         }
@@ -318,7 +351,7 @@ impl Conn {
         self.started = true;
         self.v.now = now;
         self.v.snd_nxt = self.snd_nxt;
-        self.cc.conn_init(&self.v.view, &mut self.v.win);
+        self.cc.conn_init(&self.view(), &mut self.v.win);
     }
 
     pub(super) fn app_fill(&mut self, now: Ns) {
@@ -487,7 +520,7 @@ impl Conn {
                 && self.written > self.snd_nxt
                 && now - last > self.rtt.rto_ns
             {
-                self.cc.after_idle(&self.v.view, &mut self.v.win);
+                self.cc.after_idle(&self.view(), &mut self.v.win);
             }
         }
     }
@@ -509,12 +542,9 @@ impl Conn {
         bytes.div_ceil(self.mss)
     }
 
-    /// Feed one RTT measurement to the estimator and the CC variables.
+    /// Feed one RTT measurement to the estimator (the hooks' view reads it from there).
     pub(super) fn take_rtt_sample(&mut self, r: Ns) {
         self.rtt.sample(r);
-        self.v.srtt_ns = self.rtt.srtt_ns;
-        self.v.min_rtt_ns = self.rtt.min_rtt_ns;
-        self.v.rtt_samples = self.rtt.samples;
     }
 
     /// The RTT sample an ACK carries: the timestamp echo (in FreeBSD's ticks plus one,
@@ -542,7 +572,7 @@ impl Conn {
             State::Open => CaState::Open,
         };
         if s != self.v.ca_state {
-            self.cc.set_state(&self.v.view, &mut self.v.win, s);
+            self.cc.set_state(&self.view(), &mut self.v.win, s);
             self.v.ca_state = s;
         }
     }
@@ -558,7 +588,7 @@ impl Conn {
         let recover = self.snd_nxt;
         self.v.flight = flight;
         self.cc.cong_signal(
-            &self.v.view,
+            &self.view(),
             &mut self.v.win,
             crate::cc::CongSignal::NDupAck,
         );
@@ -622,5 +652,89 @@ impl Conn {
         self.rtt.backoff();
         self.rto_deadline = Some(now + self.rtt.rto_ns);
         self.event(now, SenderEvent::Rto);
+    }
+}
+
+/// The CC variables a connection keeps: the window hooks may change and the inputs the stack
+/// sets for them. A hook's [`CcView`] is built from these and the connection by [`Conn::view`].
+#[derive(Clone, Debug)]
+pub struct ConnCc {
+    /// What hooks may change.
+    pub win: Window,
+    /// What the stack sets for the hooks.
+    pub inputs: CcInputs,
+}
+
+/// The [`CcView`] fields that are not a connection field the view can read at the call: values
+/// the stack sets by hook and stack (`flight`, `bytes_this_ack`, `after_rto`, `cwnd_limited`,
+/// `in_recovery`), snapshots taken at one point and read later by other hooks (`snd_nxt`,
+/// `pacing_rate_bytes`, `delivered_pkts`, `delivered_mstamp_ns`, `next_send_ns`),
+/// state kept only for the hooks (`ca_state`, `lost_pkts`, `random`), the time of the current
+/// call and the initial window. Meanings as in [`CcView`].
+#[derive(Clone, Debug)]
+#[allow(missing_docs)]
+pub struct CcInputs {
+    pub iw: u64,
+    pub bytes_this_ack: u64,
+    pub flight: u64,
+    pub cwnd_limited: bool,
+    pub in_recovery: bool,
+    pub now: Ns,
+    pub snd_nxt: u64,
+    pub pacing_rate_bytes: u64,
+    pub after_rto: bool,
+    pub ca_state: CaState,
+    pub delivered_pkts: u64,
+    pub lost_pkts: u64,
+    pub delivered_mstamp_ns: Ns,
+    pub next_send_ns: Ns,
+    pub random: u64,
+}
+
+impl ConnCc {
+    /// Fresh variables for a connection with this initial window (as [`crate::cc::CcVars::new`]).
+    pub fn new(iw: u64) -> Self {
+        ConnCc {
+            win: Window {
+                cwnd: iw,
+                ssthresh: u64::MAX / 4,
+                app_limited_request: None,
+            },
+            inputs: CcInputs {
+                iw,
+                bytes_this_ack: 0,
+                flight: 0,
+                cwnd_limited: false,
+                in_recovery: false,
+                now: 0,
+                snd_nxt: 0,
+                pacing_rate_bytes: 0,
+                after_rto: false,
+                ca_state: CaState::Open,
+                delivered_pkts: 0,
+                lost_pkts: 0,
+                delivered_mstamp_ns: 0,
+                next_send_ns: 0,
+                random: 0,
+            },
+        }
+    }
+
+    /// Whether the connection is in slow start (see [`Window::in_slow_start`]).
+    pub fn in_slow_start(&self) -> bool {
+        self.win.in_slow_start()
+    }
+}
+
+impl std::ops::Deref for ConnCc {
+    type Target = CcInputs;
+    fn deref(&self) -> &CcInputs {
+        &self.inputs
+    }
+}
+
+impl std::ops::DerefMut for ConnCc {
+    fn deref_mut(&mut self) -> &mut CcInputs {
+        &mut self.inputs
     }
 }

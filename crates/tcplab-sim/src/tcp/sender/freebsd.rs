@@ -76,7 +76,6 @@ impl FreeBsdStack {
     ) {
         c.v.now = now;
         c.snd_wnd = p.rwnd;
-        c.v.snd_wnd = p.rwnd;
         // tcp_sack_doack(): the scoreboard first; sack_changed when it learned something.
         let newly_sacked = if c.sack {
             c.sb.sack(p.sack_blocks(), c.snd_una)
@@ -205,7 +204,7 @@ impl FreeBsdStack {
             } else {
                 // cc_post_recovery() sees pipe before snd_una moves.
                 c.v.flight = c.fb_pipe();
-                c.cc.post_recovery(&c.v.view, &mut c.v.win);
+                c.cc.post_recovery(&c.view(), &mut c.v.win);
                 exited = true;
             }
         }
@@ -228,16 +227,15 @@ impl FreeBsdStack {
         c.v.cwnd_limited = c.v.win.cwnd <= c.snd_wnd;
         c.v.bytes_this_ack = acked;
         c.v.after_rto = matches!(c.state, State::Loss { .. }) && c.sb.lost_bytes > 0;
-        c.cc.ack_received(&c.v.view, &mut c.v.win, AckKind::Ack);
+        c.cc.ack_received(&c.view(), &mut c.v.win, AckKind::Ack);
         c.snd_una = p.ack;
-        c.v.snd_una = c.snd_una;
         c.v.snd_nxt = c.snd_nxt;
         if exited && self.k.version == FreeBsdVersion::V15_2025 {
             // tcp_input.c @ 62d1e135 process_ACK: `tp->snd_una = th->th_ack; if
             // (IN_RECOVERY(tp->t_flags) && SEQ_GEQ(th->th_ack, tp->snd_recover)) {
             // cc_post_recovery(tp, th); }`: the module sees the pipe after the full ACK.
             c.v.flight = c.fb_pipe();
-            c.cc.post_recovery(&c.v.view, &mut c.v.win);
+            c.cc.post_recovery(&c.view(), &mut c.v.win);
         }
         c.rto_deadline = (c.snd_una < c.snd_nxt).then(|| now + c.rtt.rto_ns);
         if exited {
@@ -254,7 +252,7 @@ impl FreeBsdStack {
         }
         if c.snd_una >= c.round_end {
             c.round_end = c.snd_nxt;
-            c.cc.new_round(&c.v.view, &mut c.v.win);
+            c.cc.new_round(&c.view(), &mut c.v.win);
         }
     }
 
@@ -497,9 +495,8 @@ impl FreeBsdStack {
                 // since the last RTT sample, with pipe as tcp_compute_pipe() has it.
                 let reduced_already = c.rtt.rxtshift > 0;
                 c.v.flight = c.fb_pipe();
-                c.v.snd_wnd = c.snd_wnd;
                 if !reduced_already {
-                    c.cc.cong_signal(&c.v.view, &mut c.v.win, CongSignal::Rto);
+                    c.cc.cong_signal(&c.view(), &mut c.v.win, CongSignal::Rto);
                 }
                 c.enter_loss(now);
             } else {

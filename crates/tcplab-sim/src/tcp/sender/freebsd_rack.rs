@@ -136,7 +136,6 @@ impl RackStack {
         // RACK's min_rtt from the newest never-retransmitted delivered segment.
         if let Some(r) = a.ca_rtt {
             c.rtt.observe_min(r);
-            c.v.min_rtt_ns = c.rtt.min_rtt_ns;
         }
         if a.newly_sacked > 0 && c.snd_una < c.snd_nxt {
             // rack.c rack_start_hpts_timer(): "RACK, TLP, persists and RXT timers all are
@@ -152,9 +151,8 @@ impl RackStack {
         let rs = c.rate_sample(now, &a, newly_lost);
         end_of_recovery(c, &a, now, |c| self.post_recovery(c));
         // rack.c rack_ack_received(), as tcp_input.c: CCF_CWND_LIMITED when cwnd <= snd_wnd;
-        // the cc modules also read snd_wnd and whether this ACK follows a timeout.
+        // the cc modules also read whether this ACK follows a timeout.
         c.v.cwnd_limited = c.v.win.cwnd <= c.snd_wnd;
-        c.v.snd_wnd = c.snd_wnd;
         c.v.after_rto = matches!(c.state, State::Loss { .. }) && c.sb.lost_bytes > 0;
         c.sync_ca_state();
         c.cc_ack(&a);
@@ -221,7 +219,7 @@ impl RackStack {
     /// has burst control and pacing so lets not set this any lower than snd_ssthresh per
     /// RFC-6582 (option 2)"), plus up to two segments of PRR allowance left unused.
     fn post_recovery(&mut self, c: &mut Conn) {
-        c.cc.post_recovery(&c.v.view, &mut c.v.win);
+        c.cc.post_recovery(&c.view(), &mut c.v.win);
         c.v.win.cwnd = c.v.win.cwnd.max(c.v.win.ssthresh);
         let left = self.prr.take_left(c);
         // Only when not application limited: ctf_outstanding() <= sbavail().
@@ -310,7 +308,6 @@ impl RackStack {
                 // window is already one segment, so only the first matters here.
                 let reduced_already = c.rtt.rxtshift > 0;
                 c.v.flight = c.snd_nxt - c.snd_una;
-                c.v.snd_wnd = c.snd_wnd;
                 if !reduced_already {
                     Self::rto_reduction(c);
                 }

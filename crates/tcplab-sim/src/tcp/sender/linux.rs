@@ -75,7 +75,6 @@ impl LinuxStack {
         // RACK's min_rtt (tcp_update_rtt_min()) from the same ca_rtt.
         if let Some(r) = a.ca_rtt {
             c.rtt.observe_min(r);
-            c.v.min_rtt_ns = c.rtt.min_rtt_ns;
         }
         let newly_lost = if c.sack { self.rack_detect(c, now) } else { 0 };
         let rs = c.rate_sample(now, &a, newly_lost);
@@ -84,7 +83,7 @@ impl LinuxStack {
         end_of_recovery(c, &a, now, |c| {
             if !c.owns_cwnd {
                 c.v.win.cwnd = c.v.win.ssthresh;
-                c.cc.post_recovery(&c.v.view, &mut c.v.win);
+                c.cc.post_recovery(&c.view(), &mut c.v.win);
             }
         });
         if c.v.in_slow_start() {
@@ -228,9 +227,8 @@ impl LinuxStack {
             if c.snd_una < c.snd_nxt {
                 let reduced_already = c.reduced_in_window();
                 c.v.flight = c.snd_nxt - c.snd_una;
-                c.v.snd_wnd = c.snd_wnd;
                 if !reduced_already {
-                    c.cc.cong_signal(&c.v.view, &mut c.v.win, CongSignal::Rto);
+                    c.cc.cong_signal(&c.view(), &mut c.v.win, CongSignal::Rto);
                 }
                 c.enter_loss(now);
                 self.tlp.cancel();

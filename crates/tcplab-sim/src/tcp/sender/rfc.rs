@@ -58,7 +58,7 @@ impl RfcStack {
             0
         };
         let rs = c.rate_sample(now, &a, newly_lost);
-        end_of_recovery(c, &a, now, |c| c.cc.post_recovery(&c.v.view, &mut c.v.win));
+        end_of_recovery(c, &a, now, |c| c.cc.post_recovery(&c.view(), &mut c.v.win));
         c.sync_ca_state();
         c.cc_ack(&a);
         if c.state == State::Open && c.snd_una < c.snd_nxt {
@@ -100,9 +100,8 @@ impl RfcStack {
             if c.snd_una < c.snd_nxt {
                 let reduced_already = c.reduced_in_window();
                 c.v.flight = c.snd_nxt - c.snd_una;
-                c.v.snd_wnd = c.snd_wnd;
                 if !reduced_already {
-                    c.cc.cong_signal(&c.v.view, &mut c.v.win, CongSignal::Rto);
+                    c.cc.cong_signal(&c.view(), &mut c.v.win, CongSignal::Rto);
                 }
                 c.enter_loss(now);
             } else {
