@@ -26,6 +26,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def configs(work: Path, duration: str, only: str | None = None) -> list[Path]:
+    from tcplab.backends.sim import lower
     from tcplab.spec import resolve
 
     data = tomllib.loads((REPO / "python/tcplab/presets/t5-modcc-rate-sweep.toml").read_text())
@@ -37,7 +38,7 @@ def configs(work: Path, duration: str, only: str | None = None) -> list[Path]:
             continue
         d = json.loads(json.dumps(data))
         d["topology"]["bottleneck"].update({"rate": rate, "buffer": buf})
-        cfg = resolve(d, "T5", duration=duration).sim_config
+        cfg = lower(resolve(d, "T5", duration=duration))
         p = work / f"t5-{rate}-{duration}.json"
         p.write_text(json.dumps(cfg))
         out.append(p)
