@@ -582,6 +582,28 @@ impl Conn {
         self.recover_guard.is_none_or(|r| self.snd_una > r)
     }
 
+    /// Whether a loss found outside an ACK (a timer) may start a recovery: the connection is
+    /// open, has data outstanding, and has passed its last RecoveryPoint.
+    pub(super) fn may_start_recovery(&self) -> bool {
+        self.state == State::Open && self.snd_una < self.snd_nxt && self.recovery_allowed()
+    }
+
+    /// What every stack's output does first: nothing before the connection starts; otherwise
+    /// the hooks' clock is `now`. Returns whether output may go on.
+    pub(super) fn output_begins(&mut self, now: Ns) -> bool {
+        if !self.started {
+            return false;
+        }
+        self.v.now = now;
+        true
+    }
+
+    /// What every stack's timer handling does first: the hooks' clock, the small-queue wake-up.
+    pub(super) fn timer_begins(&mut self, now: Ns) {
+        self.v.now = now;
+        self.tsq_wake_due(now);
+    }
+
     /// The bookkeeping of entering fast recovery (RFC 6675 §5 steps 4.1-4.2): the CC's
     /// cong_signal(NDupAck) with `flight`, RecoveryPoint = snd_nxt. Returns the RecoveryPoint.
     pub(super) fn begin_recovery(&mut self, flight: u64) -> u64 {

@@ -362,10 +362,9 @@ impl FreeBsdStack {
         out: &mut Vec<Packet>,
         next_id: &mut u64,
     ) {
-        if !c.started {
+        if !c.output_begins(now) {
             return;
         }
-        c.v.now = now;
         self.send(c, now, out, next_id);
     }
 
@@ -487,8 +486,7 @@ impl FreeBsdStack {
         out: &mut Vec<Packet>,
         next_id: &mut u64,
     ) {
-        c.v.now = now;
-        c.tsq_wake_due(now);
+        c.timer_begins(now);
         if c.rto_due(now) {
             if c.snd_una < c.snd_nxt {
                 // tcp_timer.c / cc.c: ssthresh only when t_rxtshift == 1, the first timeout

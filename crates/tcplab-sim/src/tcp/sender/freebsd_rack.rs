@@ -68,10 +68,9 @@ impl RackStack {
         out: &mut Vec<Packet>,
         next_id: &mut u64,
     ) {
-        if !c.started {
+        if !c.output_begins(now) {
             return;
         }
-        c.v.now = now;
         c.fb_sndbuf_autosize();
         self.largest_cwnd = self.largest_cwnd.max(c.v.win.cwnd);
         c.app_fill(now);
@@ -288,17 +287,11 @@ impl RackStack {
         out: &mut Vec<Packet>,
         next_id: &mut u64,
     ) {
-        c.v.now = now;
-        c.tsq_wake_due(now);
+        c.timer_begins(now);
         self.tlp.on_timer(c, now, out, next_id);
-        if self.rack.reo_deadline.is_some_and(|t| t <= now) {
+        if self.rack.reo_timer_expired(now) {
             // The RACK timer: waited long enough for reordering; mark and recover.
-            self.rack.reo_deadline = None;
-            if self.rack_mark_lost(c, now) > 0
-                && c.state == State::Open
-                && c.snd_una < c.snd_nxt
-                && c.recovery_allowed()
-            {
+            if self.rack_mark_lost(c, now) > 0 && c.may_start_recovery() {
                 self.enter_recovery(c, now);
             }
         }

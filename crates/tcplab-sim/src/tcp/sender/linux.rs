@@ -40,10 +40,9 @@ impl LinuxStack {
         out: &mut Vec<Packet>,
         next_id: &mut u64,
     ) {
-        if !c.started {
+        if !c.output_begins(now) {
             return;
         }
-        c.v.now = now;
         self.rfc6675.output(c, now, out, next_id);
     }
 
@@ -199,17 +198,11 @@ impl LinuxStack {
         out: &mut Vec<Packet>,
         next_id: &mut u64,
     ) {
-        c.v.now = now;
-        c.tsq_wake_due(now);
+        c.timer_begins(now);
         self.tlp.on_timer(c, now, out, next_id);
-        if self.rack.reo_deadline.is_some_and(|t| t <= now) {
+        if self.rack.reo_timer_expired(now) {
             // tcp_rack_reo_timeout(): waited long enough for reordering; mark and recover.
-            self.rack.reo_deadline = None;
-            if self.rack_mark_lost(c, now) > 0
-                && c.state == State::Open
-                && c.snd_una < c.snd_nxt
-                && c.recovery_allowed()
-            {
+            if self.rack_mark_lost(c, now) > 0 && c.may_start_recovery() {
                 self.enter_recovery(c);
                 // tcp_cwnd_reduction(sk, 1, 0, 0)
                 if !c.owns_cwnd {

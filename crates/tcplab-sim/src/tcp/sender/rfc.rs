@@ -26,10 +26,9 @@ impl RfcStack {
         out: &mut Vec<Packet>,
         next_id: &mut u64,
     ) {
-        if !c.started {
+        if !c.output_begins(now) {
             return;
         }
-        c.v.now = now;
         self.rfc6675.output(c, now, out, next_id);
     }
 
@@ -94,8 +93,7 @@ impl RfcStack {
         out: &mut Vec<Packet>,
         next_id: &mut u64,
     ) {
-        c.v.now = now;
-        c.tsq_wake_due(now);
+        c.timer_begins(now);
         if c.rto_due(now) {
             if c.snd_una < c.snd_nxt {
                 let reduced_already = c.reduced_in_window();

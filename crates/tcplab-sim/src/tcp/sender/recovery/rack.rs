@@ -46,6 +46,16 @@ impl Rack {
         advanced || self.reo_deadline.is_some_and(|t| t <= now)
     }
 
+    /// Whether the reordering timer has expired (it is then cleared): waited long enough for
+    /// reordering, so the stack marks and recovers (Linux tcp_rack_reo_timeout(), rack.c).
+    pub(in crate::tcp::sender) fn reo_timer_expired(&mut self, now: Ns) -> bool {
+        let expired = self.reo_deadline.is_some_and(|t| t <= now);
+        if expired {
+            self.reo_deadline = None;
+        }
+        expired
+    }
+
     /// Mark lost what was sent more than rtt + `reo_wnd` before the RACK segment; the reordering
     /// timer is armed `arm(wait)` from now for the longest remaining wait. Returns bytes newly
     /// marked lost.
