@@ -18,8 +18,8 @@ from rich.table import Table
 
 from . import Run, __version__, api
 from .report.text import interval_lines, peers_table, summary_table
-from .spec import SpecError, load_spec, resolve
-from .spec.schema import apply_set, find_preset, preset_names
+from .spec import SpecError, resolve
+from .spec.schema import find_preset, preset_names
 
 # Help texts are plain text: "[peers]" and "[sweep]" name spec tables, they are not Rich markup.
 app = typer.Typer(help="tcplab: a laboratory for TCP congestion control.", no_args_is_help=True, add_completion=False,
@@ -107,11 +107,9 @@ def run(
     from .runner import BACKENDS, default_out
 
     try:
-        data, source = load_spec(spec)
+        data, source = api.spec_data(spec, set_)
         if "sweep" in data:
             raise SpecError(source, "sweep", f"this spec is a parameter sweep: run it with `tcplab sweep {spec}`")
-        for s in set_ or []:
-            apply_set(data, s, source)
         resolved = resolve(data, source, seed=seed, duration=duration)
     except SpecError as e:
         _fail(str(e))
@@ -439,9 +437,7 @@ def sweep(
         if jobs != 1 or executor != "local":
             _fail("--backend netns runs one run at a time on this machine: use --jobs 1 and the local executor")
     try:
-        data, source = load_spec(spec)
-        for s in set_ or []:
-            apply_set(data, s, source)
+        data, source = api.spec_data(spec, set_)
         pl = sweepmod.plan(data, source, backend=backend, duration=duration, iterations=iterations, axes=axis,
                            mode=mode, out=out)
     except SpecError as e:
