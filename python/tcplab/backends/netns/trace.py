@@ -158,8 +158,7 @@ class TraceSession:
         finally:
             os.close(fd)
 
-    def close(self) -> None:
-        """Stop tracing and the reader (idempotent), so the instance can be removed."""
+    def _stop_reading(self) -> None:
         try:
             (self.inst / "tracing_on").write_text("0")
         except OSError:
@@ -167,11 +166,16 @@ class TraceSession:
         self._stop.set()
         if self._thread:
             self._thread.join(timeout=10)
-        if not self._file.closed and self._thread is None:
-            self._file.close()
+
+    def close(self) -> None:
+        """Stop tracing and the reader, and close trace.txt (idempotent), so the instance can be
+        removed. After a failed run: what is kept is incomplete, and the run's folder goes with it."""
+        self._stop_reading()
+        self._file.close()
 
     def stop(self) -> Collector:
-        self.close()
+        """End of a run: stop reading, write what is still held, close trace.txt."""
+        self._stop_reading()
         try:
             self.collector.overruns = _overruns(self.inst)
         except OSError:
