@@ -360,7 +360,8 @@ class _Live:
     session: trace.TraceSession
     t0: int = 0
     sampler: Any = None
-    results: dict[str, tuple[dict[str, Any], int]] = field(default_factory=dict)
+    clients: dict[str, tuple[subprocess.Popen, int]] = field(default_factory=dict)  # name -> (iperf3 -c, launched)
+    results: dict[str, tuple[dict[str, Any], int]] = field(default_factory=dict)    # name -> (its -J report, launched)
 
 
 def _run(resolved: Resolved, directory: Path, progress: Callable[[int, int], None] | None, p: planmod.Plan,
@@ -454,8 +455,8 @@ def _launch_and_wait(resolved: Resolved, p: planmod.Plan, procs: _Procs, live: _
     for start_ns, name, args, _ in launches:
         while time.monotonic_ns() - t0 < start_ns:
             time.sleep(min(0.05, (start_ns - (time.monotonic_ns() - t0)) / 1e9 + 0.0005))
-        live.results[name] = (procs.start(args), time.monotonic_ns() - t0)  # type: ignore[assignment]
-    while any(live.results[f.name][0].poll() is None for f in flows):  # type: ignore[attr-defined]
+        live.clients[name] = (procs.start(args), time.monotonic_ns() - t0)
+    while any(live.clients[f.name][0].poll() is None for f in flows):
         now = time.monotonic_ns() - t0
         if progress:
             progress(min(now, end_ns), end_ns)
@@ -468,13 +469,13 @@ def _launch_and_wait(resolved: Resolved, p: planmod.Plan, procs: _Procs, live: _
 
 
 def _collect_clients(live: _Live) -> None:
-    """Each client's iperf3 -J report, in place of its process in live.results."""
-    for name, (proc, launched_ns) in list(live.results.items()):
+    """Each client's iperf3 -J report into live.results."""
+    for name, (proc, launched_ns) in live.clients.items():
         try:
-            out, err = proc.communicate(timeout=30)  # type: ignore[attr-defined]
+            out, err = proc.communicate(timeout=30)
         except subprocess.TimeoutExpired:
-            proc.kill()  # type: ignore[attr-defined]
-            out, err = proc.communicate()  # type: ignore[attr-defined]
+            proc.kill()
+            out, err = proc.communicate()
         try:
             live.results[name] = (json.loads(out), launched_ns)
         except ValueError:
