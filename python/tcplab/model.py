@@ -34,6 +34,9 @@ class Direction:
     buffer_bytes: int | None
     loss: float
     jitter_ns: int
+    #: Queue discipline instead of drop-tail, as (key, value) pairs of the simulator's
+    #: aqm::AqmConfig (spec/aqm.py); None = drop-tail.
+    aqm: tuple[tuple[str, Any], ...] | None = None
 
 
 @dataclass(frozen=True)

@@ -88,6 +88,9 @@ pub struct DirConfig {
     /// ListErrorModel): deterministic losses for tests and for scripted scenarios.
     #[serde(default)]
     pub drop_arrivals: Vec<u64>,
+    /// A queue discipline instead of drop-tail (see [`crate::aqm`]); None = drop-tail.
+    #[serde(default)]
+    pub aqm: Option<crate::aqm::AqmConfig>,
 }
 
 /// A full-duplex link.

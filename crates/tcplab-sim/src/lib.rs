@@ -3,6 +3,7 @@
 //! Data flows one way: a resolved [`config::SimConfig`] builds a [`sim::Simulation`], which runs in
 //! integer-nanosecond time and streams [`trace`] records out in batches.
 
+pub mod aqm;
 pub mod cc;
 pub mod config;
 pub mod cpu;

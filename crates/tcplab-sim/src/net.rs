@@ -1,6 +1,7 @@
 //! The network: egress ports (drop-tail FIFO + serialiser + propagation pipe), shared switch
 //! buffers, and static shortest-path routes.
 
+use crate::aqm::{self, Aqm};
 use crate::config::{DirConfig, LinkConfig, NodeKind};
 use crate::packet::Packet;
 use crate::rng::Rng;
@@ -58,6 +59,9 @@ pub struct Port {
     pub losses: u64,
     /// Largest FIFO length seen, packets.
     pub max_queue_packets: u64,
+    /// A queue discipline in place of the drop-tail FIFO (then `waiting` stays empty: packets
+    /// wait in the discipline and go onto the wire one at a time, see [`crate::aqm`]).
+    pub aqm: Option<Box<dyn Aqm>>,
 }
 
 impl Port {
@@ -88,6 +92,7 @@ impl Port {
             drops: 0,
             losses: 0,
             max_queue_packets: 0,
+            aqm: None,
         }
     }
 
@@ -130,9 +135,24 @@ impl Port {
         self.busy_until
     }
 
-    /// Packets waiting in the FIFO (call `advance` first).
+    /// Packets waiting in the FIFO or the discipline (call `advance` first).
     pub fn queue_packets(&self) -> u64 {
-        self.waiting.len() as u64
+        self.waiting.len() as u64 + self.aqm.as_ref().map_or(0, |a| a.len_packets())
+    }
+
+    /// Bytes waiting in the FIFO or the discipline (call `advance` first).
+    pub fn queued_bytes(&self) -> u64 {
+        self.queue_bytes + self.aqm.as_ref().map_or(0, |a| a.len_bytes())
+    }
+
+    /// When the wire is free again.
+    pub fn busy_until(&self) -> Ns {
+        self.busy_until
+    }
+
+    /// Whether the wire is free at `now` (for a port with a discipline: time to dequeue).
+    pub fn idle(&self, now: Ns) -> bool {
+        self.busy_until <= now
     }
 
     /// Admission at `now` (after `advance`): random loss first (netem and Dummynet drop on entry),
@@ -145,8 +165,8 @@ impl Port {
             self.losses += 1;
             return Err(Drop::Random);
         }
-        if self.busy_until <= now {
-            return Ok(()); // goes straight onto the wire
+        if self.busy_until <= now || self.aqm.is_some() {
+            return Ok(()); // straight onto the wire, or the discipline decides
         }
         let size = p.size_bytes as u64;
         let over_packets = self
@@ -208,9 +228,9 @@ impl Port {
         (bytes, packets)
     }
 
-    /// Packets held anywhere in this port (FIFO, wire, pipe).
+    /// Packets held anywhere in this port (FIFO or discipline, wire, pipe).
     pub fn packets_held(&self) -> u64 {
-        self.pipe.len() as u64
+        self.pipe.len() as u64 + self.aqm.as_ref().map_or(0, |a| a.len_packets())
     }
 }
 
@@ -231,7 +251,7 @@ pub fn link_ports(
     pools: &[Option<u32>],
     rng: &Rng,
     idx: u32,
-) -> [Port; 2] {
+) -> Result<[Port; 2], String> {
     let pool_of = |n: u32| {
         if kinds[n as usize] == NodeKind::Switch {
             pools[n as usize]
@@ -239,10 +259,21 @@ pub fn link_ports(
             None
         }
     };
-    [
+    let mut ports = [
         Port::new(l.a, l.b, &l.ab, pool_of(l.a), rng.fork(2 * idx as u64 + 1)),
         Port::new(l.b, l.a, &l.ba, pool_of(l.b), rng.fork(2 * idx as u64 + 2)),
-    ]
+    ];
+    for (k, (port, d)) in ports.iter_mut().zip([&l.ab, &l.ba]).enumerate() {
+        if let Some(cfg) = &d.aqm {
+            // Its own stream (1 << 41 + port), apart from the links' and the flows'.
+            let stream = (1 << 41) + 2 * idx as u64 + k as u64;
+            port.aqm = Some(
+                aqm::build(cfg, d.rate_bps, rng.fork(stream))
+                    .map_err(|e| format!("link {idx}: {e}"))?,
+            );
+        }
+    }
+    Ok(ports)
 }
 
 /// Next-hop port for every (node, destination) by breadth-first search over the ports, ties

@@ -17,6 +17,7 @@ pub fn dir(rate_bps: u64, delay_ns: Ns, buffer_packets: Option<u64>) -> DirConfi
         loss: 0.0,
         jitter_ns: 0,
         drop_arrivals: vec![],
+        aqm: None,
     }
 }
 

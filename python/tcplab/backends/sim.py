@@ -21,7 +21,8 @@ STEP_NS = 1_000_000_000
 
 def _direction(d: Direction) -> dict[str, Any]:
     return {"rate_bps": d.rate_bps, "delay_ns": d.delay_ns, "buffer_packets": d.buffer_packets,
-            "buffer_bytes": d.buffer_bytes, "loss": d.loss, "jitter_ns": d.jitter_ns}
+            "buffer_bytes": d.buffer_bytes, "loss": d.loss, "jitter_ns": d.jitter_ns} | \
+        ({"aqm": dict(d.aqm)} if d.aqm is not None else {})
 
 
 def lower(exp: Experiment) -> dict[str, Any]:

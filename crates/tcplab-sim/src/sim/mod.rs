@@ -3,6 +3,7 @@
 
 use crate::cc;
 
+mod aqm_port;
 mod build;
 
 /// Supplies a flow's algorithm from outside the registry (a user-written one), by flow index and
@@ -105,6 +106,7 @@ pub struct Simulation {
     monitor: Vec<u32>,
     next_id: u64,
     scratch: Vec<Packet>,
+    aqm_dropped: Vec<Packet>,
     flow_iv: Vec<(Ns, u64, u64)>,
     port_iv: Vec<(u64, u64, u64, u64)>,
     port_iv_start: Ns,
@@ -161,6 +163,7 @@ impl Simulation {
             monitor,
             next_id: 0,
             scratch: Vec::with_capacity(64),
+            aqm_dropped: Vec::new(),
             flow_iv: vec![(0, 0, 0); nf],
             port_iv_start: 0,
             created: 0,
@@ -266,6 +269,7 @@ impl Simulation {
                 }
             }
             Action::FlowInterval(f) => self.flow_interval(f as usize),
+            Action::PortDequeue(pi) => self.aqm_dequeue(pi),
             Action::PortInterval => {
                 self.port_interval();
                 let next = self.now + self.interval_ns;
@@ -365,7 +369,7 @@ impl Simulation {
                 self.now as i64,
                 p as i64,
                 port.queue_packets() as i64,
-                port.queue_bytes as i64,
+                port.queued_bytes() as i64,
             ]);
         }
     }
@@ -508,6 +512,10 @@ impl Simulation {
         let port = &mut self.ports[pi as usize];
         if port.admit(&p, now, pool_free).is_err() {
             self.drop_packet(p);
+            return;
+        }
+        if port.aqm.is_some() {
+            self.aqm_enqueue(pi, p);
             return;
         }
         let (arrival, queued) = port.send(p, now);
