@@ -109,6 +109,7 @@ class Flow:
     prr: str | None              # linux: PRR version, None = default
     sndbuf_initial_bytes: int | None
     freebsd: Mapping[str, Any] | None  # freebsd stacks: d43470 and the default stack's knobs
+    ecn: bool = False            # ECN negotiated (RFC 3168): asked for by the sender, accepted
 
     @property
     def cc_model(self) -> str:
@@ -171,6 +172,13 @@ class Experiment:
     @property
     def bottleneck(self) -> Port:
         return self.ports[self.bottleneck_port]
+
+    @property
+    def bottleneck_aqm_kind(self) -> str:
+        """The bottleneck's queue discipline: "drop-tail" or an aqm kind (codel, fq_codel, ...)."""
+        link = self.links[self.bottleneck_port // 2]
+        d = link.ab if self.bottleneck_port % 2 == 0 else link.ba
+        return dict(d.aqm)["kind"] if d.aqm is not None else "drop-tail"
 
     def node_index(self, name: str) -> int:
         return [n.name for n in self.nodes].index(name)

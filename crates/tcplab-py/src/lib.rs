@@ -150,6 +150,11 @@ impl Simulation {
             d.set_item("cwnd_bytes", f.cwnd_bytes)?;
             d.set_item("srtt_ns", f.srtt_ns)?;
             d.set_item("min_rtt_ns", f.min_rtt_ns)?;
+            if let Some((ce, ece, reductions)) = f.ecn {
+                d.set_item("ce_segs_received", ce)?;
+                d.set_item("ece_acks", ece)?;
+                d.set_item("ecn_reductions", reductions)?;
+            }
             list.append(d)?;
         }
         Ok(list)
@@ -170,6 +175,10 @@ impl Simulation {
             d.set_item("drops", p.drops)?;
             d.set_item("losses", p.losses)?;
             d.set_item("max_queue_packets", p.max_queue_packets)?;
+            if let Some(a) = &p.aqm {
+                d.set_item("aqm_drops", a.stats().drops)?;
+                d.set_item("ecn_marks", a.stats().ecn_marks)?;
+            }
             list.append(d)?;
         }
         Ok(list)

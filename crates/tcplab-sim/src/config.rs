@@ -177,6 +177,10 @@ pub struct FlowConfig {
     /// Initial size of an autotuned send buffer (Linux tcp_wmem[1]); default 16 KB.
     #[serde(default)]
     pub sndbuf_initial_bytes: Option<u64>,
+    /// ECN negotiated for this connection (RFC 3168): the sender asked (net.ipv4.tcp_ecn = 1,
+    /// net.inet.tcp.ecn.enable = 1, or a module that needs ECN: dctcp) and the receiver accepts.
+    #[serde(default)]
+    pub ecn: bool,
     /// Linux PRR version ("5.15" or "6.x"); only for the linux stack.
     #[serde(default, deserialize_with = "prr_version")]
     pub prr: Option<PrrVersion>,

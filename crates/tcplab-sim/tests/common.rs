@@ -50,6 +50,7 @@ pub fn flow(name: &str, src: u32, dst: u32, cc: &str, app: AppConfig) -> FlowCon
         prr: None,
         sndbuf_initial_bytes: None,
         freebsd: None,
+        ecn: false,
     }
 }
 

@@ -203,10 +203,13 @@ def _sender(ctx: Ctx, name: str, t: dict[str, Any], hosts: set[str], sysctls: _S
     if rcvbuf * ratio >> 8 < mss:
         raise ctx.err(join(path, "rcvbuf"), f"must offer a window of at least one segment ({mss} bytes); "
                       f"receiver {to} offers {ratio}/256 of its buffer")
+    # ECN is used when the sender asks (tcp_ecn = 1, or dctcp: TCP_CONG_NEEDS_ECN) and the receiver
+    # accepts (tcp_ecn 1 or 2; 2 is both systems' default).
+    ecn = (by_sysctl.get("ecn_request", False) or cc == "dctcp") and by_sysctl.get("ecn_accept", True)
     flow = Flow(name=name, host=host, to=to, stack=stack, cc=cc, start_ns=start, app=app, mss=mss, timestamps=timestamps,
                 sack=sack, iw_segments=iw, sndbuf_bytes=sndbuf, rcvbuf_bytes=rcvbuf, rcv_scaling_ratio=ratio,
                 gro_flush_ns=sysctls.gro_flush_ns.get(to, 0), write_bytes=write, prr=prr,
-                sndbuf_initial_bytes=by_sysctl.get("sndbuf_initial_bytes"), freebsd=freebsd)
+                sndbuf_initial_bytes=by_sysctl.get("sndbuf_initial_bytes"), freebsd=freebsd, ecn=ecn)
     return flow, _normalized(t, flow, by_sysctl)
 
 

@@ -12,10 +12,9 @@ impl Simulation {
         let now = self.now;
         let mut dropped = std::mem::take(&mut self.aqm_dropped);
         let port = &mut self.ports[pi as usize];
-        port.aqm
-            .as_mut()
-            .expect("port has a discipline")
-            .enqueue(p, now, &mut dropped);
+        let aqm = port.aqm.as_mut().expect("port has a discipline");
+        aqm.enqueue(p, now, &mut dropped);
+        port.max_queue_packets = port.max_queue_packets.max(aqm.len_packets());
         self.count_aqm_drops(pi, &mut dropped);
         self.aqm_dropped = dropped;
         self.aqm_dequeue(pi);

@@ -62,6 +62,9 @@ pub struct FlowStats {
     pub srtt_ns: Ns,
     /// Smallest RTT sample.
     pub min_rtt_ns: Ns,
+    /// ECN, when the connection negotiated it: (segments that arrived CE, ACKs with ECE,
+    /// window reductions for ECE).
+    pub ecn: Option<(u64, u64, u64)>,
 }
 
 /// Run `$call` (a call into a TCP endpoint), marked as the TCP path when the run measures CPU.
@@ -616,6 +619,10 @@ impl Simulation {
                 cwnd_bytes: s.v.win.cwnd,
                 srtt_ns: s.rtt.srtt_ns,
                 min_rtt_ns: s.rtt.min_rtt_ns,
+                ecn: s
+                    .ecn
+                    .on
+                    .then_some((r.ce_segs, s.ecn.ece_acks, s.ecn.reductions)),
             })
             .collect()
     }
