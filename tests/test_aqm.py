@@ -85,3 +85,67 @@ def test_each_kind_runs_and_conserves_packets(aqm):
     ports = sim.port_stats()
     bott = ports[exp.bottleneck_port]
     assert bott["tx_bytes"] > 0.5 * 50e6 / 8 * 2
+
+
+def test_drop_tail_is_a_kind_for_sweeps_and_lowers_as_no_aqm():
+    assert "aqm" not in _bottleneck(_with_aqm("drop-tail"))
+
+
+def _sender_ecn(stack: str, sysctls: dict, cc: str = "cubic") -> bool:
+    spec = copy.deepcopy(BASE)
+    spec["senders"]["s1"]["stack"] = stack
+    spec["senders"]["s1"]["cc"] = cc
+    spec["hosts"] = {"s1": {"sysctl": sysctls}} if sysctls else {}
+    return resolve(spec, "t.toml").flows[0].ecn
+
+
+def test_ecn_is_negotiated_as_the_sysctls_say():
+    # Sender asks with 1; receivers accept by default (2 on both systems).
+    assert not _sender_ecn("linux", {})
+    assert _sender_ecn("linux", {"net.ipv4.tcp_ecn": 1})
+    assert not _sender_ecn("linux", {"net.ipv4.tcp_ecn": 2})
+    assert _sender_ecn("freebsd", {"net.inet.tcp.ecn.enable": 1}, "newreno")
+    # dctcp asks whatever tcp_ecn says (TCP_CONG_NEEDS_ECN).
+    assert _sender_ecn("linux", {}, "dctcp")
+    spec = copy.deepcopy(BASE)
+    spec["senders"]["s1"]["stack"] = "linux"
+    spec["hosts"] = {"s1": {"sysctl": {"net.ipv4.tcp_ecn": 1}}, "r1": {"sysctl": {"net.ipv4.tcp_ecn": 0}}}
+    assert not resolve(spec, "t.toml").flows[0].ecn, "a receiver with tcp_ecn = 0 refuses"
+    with pytest.raises(SpecError, match=r"net.ipv4.tcp_ecn"):
+        _sender_ecn("linux", {"net.ipv4.tcp_ecn": 3})
+
+
+def test_ecn_flows_under_marking_codel_lose_nothing_and_summary_counts_marks(tmp_path):
+    from tcplab import api  # noqa: F401  (the public entry point the CLI uses)
+    # A limit above slow start's overshoot: at the link's 60 packets the queue overflows before
+    # CoDel's first interval ends, and a full queue drops ECN-capable packets too.
+    spec = _with_aqm({"kind": "codel", "ecn": True, "limit": 1000})
+    spec["topology"]["bottleneck"]["loss"] = 0.0
+    spec["hosts"] = {"s1": {"sysctl": {"net.ipv4.tcp_ecn": 1}}, "s2": {"sysctl": {"net.ipv4.tcp_ecn": 1}}}
+    for s in spec["senders"].values():
+        s["stack"] = "linux"
+    exp = resolve(spec, "t.toml", duration="3s")
+    from tcplab.backends import sim as simb
+    from tcplab.analysis.summary import summarize
+    totals = simb.run(exp, tmp_path)
+    summary = summarize(exp, totals, tmp_path)
+    b = summary["bottleneck"]
+    assert b["aqm"]["kind"] == "codel" and b["aqm"]["drops"] == 0 and b["drops"] == 0
+    assert b["aqm"]["ecn_marks"] > 0
+    assert all(f["retransmits"] == 0 and "ecn" in f for f in summary["flows"])
+    q = b["queue_delay_ms"]
+    assert q["p50"] <= q["p95"] <= q["p99"] <= q["max"] and q["packets"] > 1000
+
+
+def test_t8_and_t9_sweeps_resolve_to_the_disciplines_they_compare():
+    from tcplab.spec import load_spec
+    from tcplab.spec.sweep import parts, points
+    spec, src = load_spec("T8")
+    pts = points(spec, src, parts(spec, src))
+    kinds = [(p.resolved.bottleneck_aqm_kind, dict(p.resolved.links[p.resolved.bottleneck_port // 2].ab.aqm or {}).get("ecn"))
+             for p in pts]
+    assert kinds == [("drop-tail", None)] + [(k, e) for k in ("codel", "fq_codel", "pie", "red") for e in (False, True)]
+    assert all(f.ecn for p in pts for f in p.resolved.flows), "T8's senders ask for ECN"
+    spec, src = load_spec("T9")
+    pts = points(spec, src, parts(spec, src))
+    assert [(p.resolved.flows[0].cc, p.resolved.bottleneck_aqm_kind) for p in pts] == [("dctcp", "step"), ("cubic", "drop-tail")]

@@ -138,6 +138,7 @@ class Trace:
     interval_ns: int
     sends: bool
     pcap: bool
+    latency: bool = False
 
 
 @dataclass(frozen=True)

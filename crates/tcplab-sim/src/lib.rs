@@ -8,6 +8,7 @@ pub mod cc;
 pub mod config;
 pub mod cpu;
 pub mod engine;
+pub mod hist;
 pub mod net;
 pub mod packet;
 pub mod rng;

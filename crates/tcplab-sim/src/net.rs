@@ -62,6 +62,9 @@ pub struct Port {
     /// A queue discipline in place of the drop-tail FIFO (then `waiting` stays empty: packets
     /// wait in the discipline and go onto the wire one at a time, see [`crate::aqm`]).
     pub aqm: Option<Box<dyn Aqm>>,
+    /// Per-packet queueing delay (arrival at the port to the start of transmission), kept for
+    /// monitored ports.
+    pub delay_hist: Option<crate::hist::DelayHistogram>,
 }
 
 impl Port {
@@ -93,6 +96,7 @@ impl Port {
             losses: 0,
             max_queue_packets: 0,
             aqm: None,
+            delay_hist: None,
         }
     }
 
@@ -189,6 +193,9 @@ impl Port {
     pub fn send(&mut self, p: Packet, now: Ns) -> (Option<Ns>, u64) {
         let size = p.size_bytes as u64;
         let start = self.busy_until.max(now);
+        if let (Some(h), None) = (self.delay_hist.as_mut(), self.aqm.as_ref()) {
+            h.add(start - now);
+        }
         let mut queued = 0;
         if start > now {
             self.waiting.push_back((start, p.size_bytes));

@@ -113,6 +113,13 @@ def summarize(resolved: Resolved, totals: dict[str, Any], run_dir: Path) -> dict
         "fairness_jain": _r(jain_index([s["throughput_mbps"] or 0.0 for s in time_flows])),
         "background": totals["udp"],
     }
+    qd = port_tot.get("queue_delay")
+    if qd and (resolved.trace.latency or resolved.bottleneck_aqm_kind != "drop-tail"):
+        # Per packet, arrival at the bottleneck to the start of its transmission (histogram
+        # buckets of 1.6%; tcplab-sim hist.rs).
+        out["bottleneck"]["queue_delay_ms"] = {
+            "packets": qd["packets"], "mean": _r(qd["mean_ns"] / 1e6, 3),
+            **{k: _r(qd[f"{k}_ns"] / 1e6, 3) for k in ("p50", "p95", "p99", "max")}}
     if "ecn_marks" in port_tot:  # the bottleneck runs a queue discipline
         out["bottleneck"]["aqm"] = {"kind": resolved.bottleneck_aqm_kind, "drops": port_tot["aqm_drops"],
                                     "ecn_marks": port_tot["ecn_marks"]}

@@ -63,14 +63,17 @@ def tc_red_eval_ewma(qmin_bytes: int, burst: int, avpkt: int) -> int | None:
     return None
 
 
-def aqm(ctx: Ctx, raw: Any, path: str, buffer: tuple[int | None, int | None]) -> dict[str, Any]:
-    """Validate one `aqm` table; `buffer` is the link direction's (packets, bytes) limit."""
+def aqm(ctx: Ctx, raw: Any, path: str, buffer: tuple[int | None, int | None]) -> dict[str, Any] | None:
+    """Validate one `aqm` table; `buffer` is the link direction's (packets, bytes) limit. A bare
+    kind takes every default; "drop-tail" (no discipline, for sweeps) gives None."""
+    if raw == "drop-tail" or raw == {"kind": "drop-tail"}:
+        return None
     if isinstance(raw, str):
         raw = {"kind": raw}
     t = ctx.table(raw, path)
-    kind = ctx.choice(t, path, "kind", None, KINDS) if "kind" in t else None
+    kind = ctx.choice(t, path, "kind", None, ("drop-tail",) + KINDS) if "kind" in t else None
     if kind is None:
-        raise ctx.err(join(path, "kind"), "is required", KINDS)
+        raise ctx.err(join(path, "kind"), "is required", ("drop-tail",) + KINDS)
     ctx.keys(t, path, ("kind",) + KEYS[kind])
     ecn_default = kind == "fq_codel"  # fq_codel_init(): q->cparams.ecn = true; the others false
     out: dict[str, Any] = {"kind": kind}

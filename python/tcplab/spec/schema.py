@@ -117,7 +117,7 @@ def set_key(spec: dict[str, Any], key: str, value: Any, source: str) -> None:
 # [trace], [measure], [peers]
 
 
-TRACE_KEYS = ("sample", "interval", "sends", "pcap")
+TRACE_KEYS = ("sample", "interval", "sends", "pcap", "latency")
 
 
 def _trace(ctx: Ctx, spec: dict[str, Any]) -> tuple[Trace, dict]:
@@ -132,7 +132,12 @@ def _trace(ctx: Ctx, spec: dict[str, Any]) -> tuple[Trace, dict]:
     pcap = ctx.boolean(t, "trace", "pcap", False)
     if pcap:
         norm["pcap"] = True
-    return Trace(sample, interval, sends, pcap), norm
+    # latency: per-packet queueing delay percentiles at the bottleneck in summary.json (always
+    # there with a queue discipline).
+    latency = ctx.boolean(t, "trace", "latency", False)
+    if latency:
+        norm["latency"] = True
+    return Trace(sample, interval, sends, pcap, latency), norm
 
 
 MEASURE_KEYS = ("cpu",)

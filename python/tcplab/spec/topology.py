@@ -75,7 +75,8 @@ def link(ctx: Ctx, t: dict[str, Any], path: str, defaults: dict[str, str], share
         if shared:
             raise ctx.err(join(path, key), "a queue discipline on a switch's shared buffer is not supported; "
                                            "use a dumbbell or pipe topology")
-        aqms.append(tuple(aqm_spec.aqm(ctx, t[key], join(path, key), buf).items()))
+        resolved = aqm_spec.aqm(ctx, t[key], join(path, key), buf)
+        aqms.append(tuple(resolved.items()) if resolved is not None else None)
         norm[key] = t[key]
     return (Direction(rate, delay, bufs[0][0], bufs[0][1], loss, jitter, aqms[0]),
             Direction(rate, rdelay, bufs[1][0], bufs[1][1], rloss, jitter, aqms[1]), norm)

@@ -274,4 +274,8 @@ impl Aqm for Codel {
     fn stats(&self) -> AqmStats {
         self.st
     }
+
+    fn last_enqueue_ns(&self) -> Ns {
+        self.q.last_popped_enqueue_ns
+    }
 }

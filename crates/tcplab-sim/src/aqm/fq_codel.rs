@@ -36,6 +36,7 @@ pub struct FqCodel {
     qlen: u64,
     backlog: u64,
     hash_key: u64,
+    last_enqueue_ns: Ns,
 }
 
 /// One flow's queue seen through the qdisc's totals, for codel_dequeue().
@@ -79,6 +80,7 @@ impl FqCodel {
             qlen: 0,
             backlog: 0,
             hash_key,
+            last_enqueue_ns: 0,
         }
     }
 
@@ -171,6 +173,7 @@ impl Aqm for FqCodel {
             match got {
                 Some(p) => {
                     f.deficit -= p.size_bytes as i64;
+                    self.last_enqueue_ns = f.q.last_popped_enqueue_ns;
                     return Some(p);
                 }
                 None => {
@@ -197,5 +200,9 @@ impl Aqm for FqCodel {
 
     fn stats(&self) -> AqmStats {
         self.st
+    }
+
+    fn last_enqueue_ns(&self) -> Ns {
+        self.last_enqueue_ns
     }
 }

@@ -72,6 +72,8 @@ pub trait Aqm {
     fn len_bytes(&self) -> u64;
     /// Counters.
     fn stats(&self) -> AqmStats;
+    /// When the packet the last `dequeue` returned entered the queue.
+    fn last_enqueue_ns(&self) -> Ns;
 }
 
 /// A discipline as the resolved spec gives it (units already ns and bytes; defaults already
@@ -262,6 +264,8 @@ pub fn build(cfg: &AqmConfig, rate_bps: u64, rng: Rng) -> Result<Box<dyn Aqm>, S
 pub struct Fifo {
     q: std::collections::VecDeque<Queued>,
     bytes: u64,
+    /// Enqueue time of the packet last taken out.
+    pub last_popped_enqueue_ns: Ns,
 }
 
 impl Fifo {
@@ -274,6 +278,7 @@ impl Fifo {
     pub fn pop(&mut self) -> Option<Queued> {
         let x = self.q.pop_front()?;
         self.bytes -= x.p.size_bytes as u64;
+        self.last_popped_enqueue_ns = x.enqueue_ns;
         Some(x)
     }
     /// Packets held.

@@ -248,4 +248,8 @@ impl Aqm for Pie {
     fn stats(&self) -> AqmStats {
         self.st
     }
+
+    fn last_enqueue_ns(&self) -> Ns {
+        self.q.last_popped_enqueue_ns
+    }
 }

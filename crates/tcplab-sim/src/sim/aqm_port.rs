@@ -35,6 +35,9 @@ impl Simulation {
             .expect("port has a discipline")
             .dequeue(now, &mut dropped);
         if let Some(p) = next {
+            if let Some(h) = port.delay_hist.as_mut() {
+                h.add(now - port.aqm.as_ref().expect("discipline").last_enqueue_ns());
+            }
             let (arrival, _) = port.send(p, now);
             let free_at = port.busy_until();
             if let Some(t) = arrival {

@@ -142,6 +142,10 @@ impl Simulation {
         let (senders, receivers) = build::flows(cfg, &routes, external, cpu.is_some())?;
         let udp = build::udp_sources(cfg)?;
         let monitor = build::monitored_ports(cfg)?;
+        let mut ports = ports;
+        for &m in &monitor {
+            ports[m as usize].delay_hist = Some(Default::default());
+        }
         let q = build::first_events(cfg, &udp);
         let nf = senders.len();
         Ok(Simulation {
