@@ -151,26 +151,40 @@ def _refuse(exp: Experiment) -> None:
             raise RemoteError(f"sender {f.name!r}: cc {f.cc!r} is a Python algorithm, which runs in the simulator only")
 
 
+def _on_each(hosts: dict[str, RemoteHost], fn: Callable[[RemoteHost], Any]) -> dict[str, Any]:
+    """fn on every host at once (one thread each); the first failure is raised after all ended."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=max(1, len(hosts))) as pool:
+        futures = {n: pool.submit(fn, h) for n, h in hosts.items()}
+    return {n: f.result() for n, f in futures.items()}
+
+
 def _configure(exp: Experiment, lab: Lab, plans: dict[str, planmod.HostPlan], hosts: dict[str, RemoteHost]) -> None:
-    for n, h in hosts.items():
-        p = plans[n]
-        h.make_workdir()
-        for mod in p.klds:
-            h.kld(mod)
-        for k, v in p.sysctls_raise_only.items():
-            h.sysctl(k, str(v), raise_only=True)
-        for k, v in p.sysctls.items():
-            h.sysctl(k, v)
-        for s in p.shapers:
-            h.shape(s, p.netem.get(s.dev))
-        for dev, words in p.netem.items():
-            if dev not in {s.dev for s in p.shapers}:
-                h.netem_only(dev, words)
-        for pipe in p.pipes:
-            h.pipe(pipe)
-        for dst, cc, iw in p.routes:
-            h.pin_route(dst, cc, iw)
-        h.guard_processes()
+    """Every host's changes, hosts in parallel (the journal serialises its writes)."""
+    _on_each(hosts, lambda h: _configure_host(plans[h.node], h))
+
+
+def _configure_host(p: planmod.HostPlan, h: RemoteHost) -> None:
+    h.make_workdir()
+    for mod in p.klds:
+        h.kld(mod)
+    for k, v in p.sysctls_raise_only.items():
+        h.sysctl(k, str(v), raise_only=True)
+    for k, v in p.sysctls.items():
+        h.sysctl(k, v)
+    for s in p.shapers:
+        h.shape(s, p.netem.get(s.dev))
+    for dev, words in p.netem.items():
+        if dev not in {s.dev for s in p.shapers}:
+            h.netem_only(dev, words)
+    for pipe in p.pipes:
+        h.pipe(pipe)
+    for dst, cc, iw in p.routes:
+        h.pin_route(dst, cc, iw)
+    h.guard_processes()
+
+
 
 
 def _ping_ms(h: RemoteHost, dst: str) -> float | None:
@@ -183,9 +197,13 @@ def _path_check(exp: Experiment, lab: Lab, hosts: dict[str, RemoteHost]) -> dict
     """Each flow's RTT against the spec's, and the bottleneck's rate with a UDP flow at 1.5x it;
     beyond LAB.toml's tolerances the run stops here, before any traffic."""
     rtts, problems = [], []
-    for f in exp.flows:
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=len(exp.flows)) as pool:
+        pings = [pool.submit(_ping_ms, hosts[f.host], lab.machines[f.to].address or "") for f in exp.flows]
+    for f, ping in zip(exp.flows, pings):
         want = exp.rtt_ns(f.host, f.to) / 1e6
-        got = _ping_ms(hosts[f.host], lab.machines[f.to].address or "")
+        got = ping.result()
         rtts.append({"flow": f.name, "configured_ms": round(want, 3), "measured_min_ms": got,
                      "error_ms": None if got is None else round(got - want, 3)})
         if got is None:
@@ -241,7 +259,7 @@ def _run(exp: Experiment, directory: Path, progress: Callable[[int, int], None] 
     _start_servers(exp, lab, hosts)
     traces = _start_traces(exp, lab, plans, hosts, run_id)
     pcaps = _start_pcaps(exp, lab, plans, hosts)
-    _launch_and_wait(exp, lab, plans, hosts, live, traces, progress)
+    _launch_and_wait(exp, lab, plans, hosts, live, traces, run_id, progress)
     for n, kind in traces.items():
         _stop_trace(hosts[n], kind, run_id)
     for n in pcaps:
@@ -284,8 +302,9 @@ def _start_traces(exp: Experiment, lab: Lab, plans: dict[str, planmod.HostPlan],
         h = hosts[n]
         if h.os == "linux":
             root = h.facts["tracefs"]
-            inst = f"tcplab-{run_id}"
+            inst = _instance(run_id, n)
             h.journal.record(n, f"trace instance {inst}", ["sh", "-c", linux.TRACE_REMOVE, "sh", root, inst])
+            h.guard_processes()  # undone first: `cat trace_pipe` keeps the instance busy
             h.ssh.sh(linux.TRACE_START, root, inst, str(min(p.cports)), str(max(p.cports)), what="start tcp_probe tracing")
             h.start("trace", ["cat", f"{root}/instances/{inst}/trace_pipe"])
             out[n] = "tcp_probe"
@@ -302,9 +321,15 @@ def _start_traces(exp: Experiment, lab: Lab, plans: dict[str, planmod.HostPlan],
     return out
 
 
+def _instance(run_id: str, node: str) -> str:
+    """The run's tracefs instance on a host (named per node too: lab machines may share a kernel,
+    as the namespaces of tests/test_remote.py do)."""
+    return f"tcplab-{run_id}-{_safe(node)}"
+
+
 def _stop_trace(h: RemoteHost, kind: str, run_id: str) -> None:
     if kind == "tcp_probe":
-        h.ssh.sh('echo 0 > "$1/instances/$2/tracing_on"', h.facts["tracefs"], f"tcplab-{run_id}", what="stop tracing")
+        h.ssh.sh('echo 0 > "$1/instances/$2/tracing_on"', h.facts["tracefs"], _instance(run_id, h.node), what="stop tracing")
         time.sleep(0.3)  # what is still in the ring reaches cat
         h.stop(["trace"])
     else:
@@ -333,15 +358,15 @@ def _mark(h: RemoteHost, run_id: str, live: _Live) -> None:
     """A line in the sender's trace at a known local time: the trace's clock against ours (to
     within half the ssh round trip)."""
     a = time.monotonic_ns()
-    h.ssh.sh(linux.TRACE_MARK, h.facts["tracefs"], f"tcplab-{run_id}", MARK, what="trace marker")
+    h.ssh.sh(linux.TRACE_MARK, h.facts["tracefs"], _instance(run_id, h.node), MARK, what="trace marker")
     live.marks[h.node] = (a + time.monotonic_ns()) // 2 - live.t0
 
 
 def _launch_and_wait(exp: Experiment, lab: Lab, plans: dict[str, planmod.HostPlan], hosts: dict[str, RemoteHost],
-                     live: _Live, traces: dict[str, str], progress: Callable[[int, int], None] | None) -> None:
+                     live: _Live, traces: dict[str, str], run_id: str,
+                     progress: Callable[[int, int], None] | None) -> None:
     """Every client at its start time on this machine's clock (each from its own thread, so one
     host's ssh round trip does not delay another's), then wait for the TCP clients by PID."""
-    run_id = next(iter(hosts.values())).workdir.rsplit("tcplab-", 1)[1]
     live.t0 = time.monotonic_ns() + int(LEAD_S * 1e9)
     live.t0_wall = time.time_ns() + int(LEAD_S * 1e9)
     for n, kind in traces.items():
@@ -428,9 +453,9 @@ def _sample(exp: Experiment, plans: dict[str, planmod.HostPlan], hosts: dict[str
         by_host.setdefault(n, []).append(dev)
     bott = exp.bottleneck.label
     interval = exp.trace.interval_ns
-    prev: dict[str, tuple[int, int, int]] = {}
-    prev_t = None
-    next_port = 0
+    # Time-limited clients end together at their planned end; 200 ms later the queue has drained.
+    ends = [f.start_ns + f.app.duration_ns for f in exp.flows if f.app.duration_ns]
+    end_cut = max(ends) + 200_000_000 if ends else 1 << 62
 
     def snapshot() -> tuple[int, dict[str, dict[str, int]]]:
         out = {}
@@ -442,6 +467,14 @@ def _sample(exp: Experiment, plans: dict[str, planmod.HostPlan], hosts: dict[str
         return time.monotonic_ns() - live.t0, out
 
     try:
+        # The first reading just before the common start, counted as at 0: nothing is launched
+        # before it, so the counters at the start are these (the interval grid starts at 0, as
+        # the clients' reports do).
+        while (wait := live.t0 - 100_000_000 - time.monotonic_ns()) > 0 and not stop.is_set():
+            stop.wait(wait / 1e9)
+        _, snap = snapshot()
+        prev = {k: (v.get("bytes", 0), v.get("packets", 0), v.get("drops", 0)) for k, v in snap.items()}
+        prev_t, next_port = 0, min(interval, end_cut)
         while True:
             final = stop.is_set()
             t, snap = snapshot()
@@ -450,9 +483,7 @@ def _sample(exp: Experiment, plans: dict[str, planmod.HostPlan], hosts: dict[str
                 live.queues.append({"t_ns": t, "port": bott, "queue_packets": q.get("backlog_packets", 0),
                                     "queue_bytes": q.get("backlog_bytes", 0)})
                 live.max_queue[bott] = max(live.max_queue.get(bott, 0), q.get("backlog_packets", 0))
-            if prev_t is None and t >= 0:
-                prev, prev_t, next_port = {k: (v.get("bytes", 0), v.get("packets", 0), v.get("drops", 0)) for k, v in snap.items()}, t, t + interval
-            elif prev_t is not None and (t >= next_port or final):
+            if t >= next_port or final:
                 for label, v in snap.items():
                     b, pk, dr = v.get("bytes", 0), v.get("packets", 0), v.get("drops", 0)
                     pb, ppk, pdr = prev.get(label, (b, pk, dr))
@@ -460,6 +491,8 @@ def _sample(exp: Experiment, plans: dict[str, planmod.HostPlan], hosts: dict[str
                                        "tx_packets": pk - ppk, "drops": dr - pdr, "losses": 0})
                     prev[label] = (b, pk, dr)
                 prev_t, next_port = t, t + interval
+                if prev_t < end_cut:  # an interval boundary just after the clients' end
+                    next_port = min(next_port, end_cut)
             if final:
                 break
             stop.wait(QUEUE_SAMPLE_S)

@@ -5,6 +5,7 @@ trace instances, processes)."""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from . import freebsd, linux
@@ -18,7 +19,8 @@ class RemoteHost:
         self.m, self.ssh, self.journal = m, ssh, journal
         self.node = m.node
         self.os = m.os
-        self.workdir = f"{m.workdir}/tcplab-{run_id}"
+        # Per node too: lab machines may share a file system (the namespaces of the tests do).
+        self.workdir = f"{m.workdir}/tcplab-{run_id}-{re.sub(r'[^A-Za-z0-9_.-]', '_', m.node)}"
         self.facts: dict[str, Any] = {}
         self.changed_sysctls: dict[str, tuple[str, str]] = {}  # key -> (old, new)
         self.procs: dict[str, int] = {}                         # name -> PID

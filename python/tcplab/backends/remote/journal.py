@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +22,7 @@ class Journal:
     run_id: str
     lab: str
     entries: list[dict[str, Any]] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     @classmethod
     def create(cls, directory: Path, run_id: str, lab: str) -> "Journal":
@@ -37,9 +39,10 @@ class Journal:
     def record(self, host: str, what: str, undo: list[str], *, sh: bool = False, ignore: str | None = None) -> None:
         """Before a change on `host`: the argument list that undoes it (`sh`: a script run as
         sh -c with no arguments substituted; `ignore`: an error text that means already undone)."""
-        self.entries.append({"host": host, "what": what, "undo": [str(w) for w in undo], "sh": sh, "ignore": ignore,
-                             "done": False})
-        self._write()
+        with self._lock:  # hosts are configured in parallel
+            self.entries.append({"host": host, "what": what, "undo": [str(w) for w in undo], "sh": sh,
+                                 "ignore": ignore, "done": False})
+            self._write()
 
     def _write(self) -> None:
         tmp = self.path.with_suffix(".partial")

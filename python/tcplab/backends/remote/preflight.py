@@ -123,9 +123,11 @@ def run(hosts: dict[str, RemoteHost], plans: dict[str, HostPlan], exp: Experimen
         facts[n] = f
     reachable = [n for n in hosts if facts[n]]
     if not problems:
+        with ThreadPoolExecutor(max_workers=max(1, len(reachable))) as pool:
+            clocks = {n: pool.submit(clock_offset, hosts[n]) for n in reachable}
         for n in reachable:
             try:
-                off, bound, rtt = clock_offset(hosts[n])
+                off, bound, rtt = clocks[n].result()
             except RemoteError as e:
                 problems.append(str(e))
                 continue
