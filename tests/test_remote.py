@@ -412,7 +412,7 @@ class NsLab:
             pids = subprocess.run(["ip", "netns", "pids", self.ns[n]], capture_output=True, text=True).stdout.split()
             comms = sorted(Path(f"/proc/{p}/comm").read_text().strip() for p in pids if Path(f"/proc/{p}/comm").exists())
             out[n] = {"sysctls": sysctls, "qdiscs": qd, "routes": routes, "txqueuelen": qlen, "processes": comms}
-        inst = sorted(p.name for p in Path("/sys/kernel/tracing/instances").glob("tcplab-*")) \
+        inst = sorted(p.name for p in Path("/sys/kernel/tracing/instances").glob("tcplab-rt*")) \
             if Path("/sys/kernel/tracing/instances").is_dir() else []
         out["trace_instances"] = inst
         return out
@@ -442,7 +442,7 @@ def test_t1_over_ssh_cubic_and_reno_then_everything_restored(nslab, tmp_path):
     out = tmp_path / "remote-run"
     p = _tcplab("run", str(spec), "--backend", "remote", "--testbed", str(lab), "--out", str(out), "--no-intervals")
     assert p.returncode == 0, p.stderr[-3000:] + p.stdout[-2000:]
-    assert nslab.state() == before
+    _same(nslab.state(), before)
     assert not list((lab.parent / ".tcplab-journal").glob("*.json"))
     s = json.loads((out / "summary.json").read_text())
     assert s["backend"] == "remote" and [f["cc"] for f in s["flows"]] == ["cubic", "reno"]
@@ -475,6 +475,20 @@ def test_t1_over_ssh_cubic_and_reno_then_everything_restored(nslab, tmp_path):
     assert c.returncode == 0 and "s1" in c.stdout and "s2" in c.stdout and "remote" in c.stdout, c.stdout + c.stderr
 
 
+def _same(now: dict, before: dict) -> None:
+    """The lab's state as before the run, or the differences, named."""
+    import difflib
+
+    diffs = []
+    for node in before:
+        for key in (before[node] if isinstance(before[node], dict) else {"": before[node]}):
+            a = before[node][key] if key else before[node]
+            b = now[node][key] if key else now[node]
+            if a != b:
+                diffs.append(f"{node} {key}:\n" + "\n".join(difflib.unified_diff(str(a).splitlines(), str(b).splitlines(), lineterm="", n=0)))
+    assert not diffs, "\n".join(diffs)
+
+
 def _start_and_wait_for_traffic(spec: Path, lab: Path, out: Path, nslab: NsLab) -> subprocess.Popen:
     env = dict(os.environ, PYTHONPATH=str(ROOT / "python"))
     proc = subprocess.Popen([*TCPLAB, "run", str(spec), "--backend", "remote", "--testbed", str(lab), "--out", str(out),
@@ -500,7 +514,7 @@ def test_sigterm_midway_restores_every_host(nslab, tmp_path):
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 2 and err.strip().endswith("interrupted; nothing was kept"), err[-2000:]
-    assert nslab.state() == before
+    _same(nslab.state(), before)
     assert not (tmp_path / "run").exists() and not list((lab.parent / ".tcplab-journal").glob("*.json"))
 
 
@@ -516,7 +530,7 @@ def test_sigkill_then_remote_restore(nslab, tmp_path):
     assert left != before and "htb" in left["rt1"]["qdiscs"], "a SIGKILLed run should have left its changes"
     r = _tcplab("remote", "restore", str(lab))
     assert r.returncode == 0 and "restored 1 run(s)" in r.stdout, r.stdout + r.stderr
-    assert nslab.state() == before
+    _same(nslab.state(), before)
     again = _tcplab("remote", "restore", str(lab))
     assert again.returncode == 0 and "restored 0 run(s)" in again.stdout
 
@@ -550,4 +564,4 @@ def test_preflight_failures_are_one_line_each_and_change_nothing(nslab, tmp_path
     errors = [x for x in p.stderr.splitlines() if x.startswith("error:")]
     assert p.returncode == 2 and len(errors) == 1 and expect[1] in errors[0], p.stderr[-3000:]
     assert p.stderr.strip().endswith("nothing was changed on any host")
-    assert nslab.state() == before and not (tmp_path / "run").exists()
+    _same(nslab.state(), before) and not (tmp_path / "run").exists()

@@ -77,6 +77,11 @@ def restore(lab_path: str | Path) -> tuple[list[str], list[str]]:
             failed += problems
             if not problems:
                 done.append(j.run_id)
+            old = Path(j.control_dir) if j.control_dir.startswith("/tmp/tcplab-ssh-") else None
+            if old is not None and old.is_dir():  # the killed run's ssh masters (ControlPersist)
+                for n, m in lab.machines.items():
+                    Ssh(lab, m, old).close()
+                shutil.rmtree(old, ignore_errors=True)
     finally:
         for s in sshs.values():
             s.close()
@@ -126,7 +131,7 @@ def run(exp: Experiment, directory: Path, progress: Callable[[int, int], None] |
         facts = preflight.run(hosts, plans, exp, lab)
         for n, h in hosts.items():
             h.facts = facts[n]
-        journal = Journal.create(lab.journal_dir, run_id, str(lab.path))
+        journal = Journal.create(lab.journal_dir, run_id, str(lab.path), str(cdir))
         journal_made = True
         for h in hosts.values():
             h.journal = journal

@@ -21,20 +21,21 @@ class Journal:
     path: Path
     run_id: str
     lab: str
+    control_dir: str = ""  # the run's ssh control sockets: masters a killed run left are ended
     entries: list[dict[str, Any]] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     @classmethod
-    def create(cls, directory: Path, run_id: str, lab: str) -> "Journal":
+    def create(cls, directory: Path, run_id: str, lab: str, control_dir: str = "") -> "Journal":
         directory.mkdir(parents=True, exist_ok=True)
-        j = cls(directory / f"{run_id}.json", run_id, lab)
+        j = cls(directory / f"{run_id}.json", run_id, lab, control_dir)
         j._write()
         return j
 
     @classmethod
     def load(cls, path: Path) -> "Journal":
         data = json.loads(path.read_text())
-        return cls(path, data["run_id"], data["lab"], data["entries"])
+        return cls(path, data["run_id"], data["lab"], data.get("control_dir", ""), data["entries"])
 
     def record(self, host: str, what: str, undo: list[str], *, sh: bool = False, ignore: str | None = None) -> None:
         """Before a change on `host`: the argument list that undoes it (`sh`: a script run as
@@ -46,7 +47,8 @@ class Journal:
 
     def _write(self) -> None:
         tmp = self.path.with_suffix(".partial")
-        tmp.write_text(json.dumps({"run_id": self.run_id, "lab": self.lab, "owner_pid": os.getpid(),
+        tmp.write_text(json.dumps({"run_id": self.run_id, "lab": self.lab, "control_dir": self.control_dir,
+                                   "owner_pid": os.getpid(),
                                    "written": time.time(), "entries": self.entries}, indent=1))
         tmp.replace(self.path)
 
