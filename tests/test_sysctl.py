@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 
 import tcplab
+from tcplab import _native
 from conftest import tcplab as cli
 from tcplab.spec import SpecError, resolve
 from tcplab.backends.sim import lower
@@ -73,6 +74,13 @@ def test_freebsd_version_is_a_freebsd_knob_checked_against_the_stack_options():
         resolve(with_hosts({}, version="2023"), "t.toml")
     with pytest.raises(SpecError, match="senders.s1.d43470: version '15.0-2025' includes review D43470"):
         resolve(with_hosts({}, stack="freebsd", version="15.0-2025", d43470=False), "t.toml")
+    # T4's 2024-10 tree takes both d43470 values; its sendbuf_max default is that of its tcp_output.c
+    # (2 MB), given by the native stack options per version, not restated in the spec code.
+    f = lower(resolve(with_hosts({}, stack="freebsd", version="15.0-2024-10", d43470=False), "t.toml"))["flows"][0]
+    assert (f["freebsd"]["version"], f["freebsd"]["d43470"], f["sndbuf_bytes"]) == ("15.0-2024-10", False, 2 * 1024 * 1024)
+    defaults = _native.stack_options()["freebsd"]["version"]["defaults"]
+    assert defaults["15.0-2024-10"]["sndbuf_bytes"] == f["sndbuf_bytes"]
+    assert defaults["2023"] == {}
 
 
 def test_functions_default_must_name_the_senders_stack():

@@ -1,11 +1,12 @@
 //! FreeBSD default-stack recovery: tcp_do_prr_ack() (RFC 6937 in bytes, cwnd in whole segments
 //! of allowance; before and after review D43470) and tcp_sack.c tcp_sack_partialack().
 //! Followed: tcp_input.c @ 2bae602e and F-Stack's vendored tcp_sack.c (see `super::super::freebsd`);
-//! version 15.0-2025: tcp_input.c @ 62d1e135 (nibanks/freebsd-src) for the PRR start and cwnd.
+//! D43470 as committed (15.0-2025, and 15.0-2024-10 with d43470): tcp_input.c @ 62d1e135
+//! (nibanks/freebsd-src) for the PRR start and cwnd.
 
 use super::super::core::Conn;
 use super::super::State;
-use crate::stack::{FreeBsdRecovery, FreeBsdVersion};
+use crate::stack::FreeBsdRecovery;
 
 /// FreeBSD's `sackhint` PRR fields, in bytes.
 #[derive(Clone, Debug, Default)]
@@ -73,7 +74,7 @@ impl FreeBsdPrr {
             (ssthresh - pipe).min(limit)
         };
         let snd_cnt = (snd_cnt.max(0) / mss) as u64;
-        let cwnd = if k.version == FreeBsdVersion::V15_2025 {
+        let cwnd = if k.as_committed() {
             // tcp_do_prr_ack() @ 62d1e135 (SACK, fast recovery): `tp->snd_cwnd = pipe - del_data
             // + (snd_cnt * maxseg);` with pipe = tcp_compute_pipe() taken after tcp_sack_doack()
             // updated the scoreboard but before process_ACK moves snd_una (so it still counts
