@@ -41,6 +41,8 @@ pub struct FreeBsdRecovery {
     pub sack_tso: bool,
     /// Which kernel's tcp_input.c / tcp_output.c recovery lines are followed.
     pub version: FreeBsdVersion,
+    /// Lost-retransmission detection (TF_LRD from net.inet.tcp.sack.lrd; 2023: net.inet.tcp.do_lrd).
+    pub lrd: bool,
 }
 
 /// FreeBSD default-stack source versions (docs/models.md, "FreeBSD default-stack versions").
@@ -114,6 +116,15 @@ impl FreeBsdVersion {
         self == FreeBsdVersion::V15_2025
     }
 
+    /// Lost-retransmission detection's default: `VNET_DEFINE(int, tcp_do_lrd) = 0;`
+    /// (net.inet.tcp.do_lrd) at freebsd/freebsd-src tcp_input.c @ 2bae602e; `VNET_DEFINE(int,
+    /// tcp_do_lrd) = 1;` as net.inet.tcp.sack.lrd in fel1x-developer tcp_sack.c @ 2d614aa2
+    /// (moved by f42518ff, review D42851, late 2023), latched per connection by tcp_newtcpcb()
+    /// (`if (V_tcp_do_lrd) tp->t_flags |= TF_LRD;`, nibanks tcp_subr.c @ 62d1e135).
+    pub fn lrd_default(self) -> bool {
+        self != FreeBsdVersion::V2023
+    }
+
     /// net.inet.tcp.sendbuf_max (tcp_output.c `V_tcp_autosndbuf_max`) where the version's default
     /// replaces the spec's general one: 2 MB in fel1x-developer tcp_output.c @ b252a43e (the newest
     /// stored copy before D43470), 8 MB in nibanks @ 0714807e / spmzt @ b6e0e155 (2025). The 2023
@@ -149,6 +160,7 @@ impl Default for FreeBsdRecovery {
             prr: true,
             sack_tso: false,
             version: FreeBsdVersion::V2023,
+            lrd: FreeBsdVersion::V2023.lrd_default(),
         }
     }
 }
@@ -358,6 +370,7 @@ pub fn resolve(f: &crate::config::FlowConfig) -> Option<StackProfile> {
                 prr: k.do_prr,
                 sack_tso: k.sack_tso,
                 version: k.version,
+                lrd: k.sack_lrd.unwrap_or(k.version.lrd_default()),
             });
         }
         // tcp_output.c: without net.inet.tcp.tso every send is at most one segment.
@@ -410,16 +423,22 @@ pub struct Knob {
     pub doc: &'static str,
 }
 
-/// The defaults a stack's `version` sets for keys outside its knobs (so that the spec reads them
-/// from here, never restating them): `sndbuf_bytes` is the version's net.inet.tcp.sendbuf_max.
+/// The defaults a stack's `version` sets (so that the spec reads them from here, never restating
+/// them): `sndbuf_bytes` is the version's net.inet.tcp.sendbuf_max, `sack_lrd` its LRD default.
 pub fn version_defaults(stack: &str, version: &str) -> Vec<(&'static str, KnobValue)> {
     let Some(v) = FreeBsdVersion::from_name(version) else {
         return Vec::new();
     };
-    match (stack, v.sendbuf_max_bytes()) {
-        ("freebsd" | "freebsd-rack", Some(b)) => vec![("sndbuf_bytes", KnobValue::Int(b))],
-        _ => Vec::new(),
+    let mut out = Vec::new();
+    if stack == "freebsd" || stack == "freebsd-rack" {
+        if let Some(b) = v.sendbuf_max_bytes() {
+            out.push(("sndbuf_bytes", KnobValue::Int(b)));
+        }
     }
+    if stack == "freebsd" {
+        out.push(("sack_lrd", KnobValue::Bool(v.lrd_default())));
+    }
+    out
 }
 
 /// The knobs a stack accepts ([`resolve`] applies them), their defaults read from the profiles.
@@ -493,6 +512,13 @@ pub fn options(name: &str) -> Option<Vec<Knob>> {
                           @ 0714807e); docs/models.md",
                 },
             );
+            freebsd_common.push(Knob {
+                name: "sack_lrd",
+                default: KnobValue::Bool(k.lrd),
+                allowed: both.to_vec(),
+                doc: "net.inet.tcp.sack.lrd (2023: net.inet.tcp.do_lrd): lost-retransmission \
+                      detection; its default is the version's (off in 2023, on from late 2023)",
+            });
             freebsd_common.insert(
                 1,
                 Knob {

@@ -26,6 +26,7 @@ fn freebsd_flow(bytes: u64, d43470: bool, tso: bool) -> FlowConfig {
         tso,
         sendbuf_inc_bytes: 8192,
         version: FreeBsdVersion::V2023,
+        sack_lrd: None,
     });
     f
 }
@@ -535,4 +536,76 @@ fn committed_versions_wait_for_the_rto_when_the_retransmission_is_lost() {
             .iter()
             .all(|s| !(s.0 > t0 && s.0 < t_rto && s.3 == 0)));
     }
+}
+
+/// (t_ns, ssthresh_bytes) of flow 0's samples.
+fn ssthresh_samples(sim: &Simulation) -> Vec<(i64, i64)> {
+    let r = &sim.rec.flows;
+    let (t, f, s) = (
+        r.column("t_ns").unwrap(),
+        r.column("flow").unwrap(),
+        r.column("ssthresh_bytes").unwrap(),
+    );
+    (0..t.len())
+        .filter(|&i| f[i] == 0)
+        .map(|i| (t[i], s[i]))
+        .collect()
+}
+
+#[test]
+fn v2024_10_base_detects_the_lost_retransmission_without_the_timer() {
+    // net.inet.tcp.sack.lrd = 1 (fel1x-developer tcp_sack.c @ 2d614aa2: `VNET_DEFINE(int,
+    // tcp_do_lrd) = 1;`). The base sends new data in recovery; once data above snd_recover is
+    // SACKed while the retransmitted hole is still missing, tcp_sack_lost_retransmission()
+    // re-arms the hole and: `tp->snd_cwnd = tp->snd_ssthresh; EXIT_RECOVERY(tp->t_flags);
+    // cc_cong_signal(tp, th, CC_NDUPACK); tp->snd_cwnd = tcp_maxseg(tp);` — cc.c
+    // newreno_cc_cong_signal(CC_NDUPACK) takes ssthresh = max(cwnd * 50 / (100 * mss), 2) * mss
+    // from that cwnd (the first ssthresh), and the hole leaves again on that ACK, with no RTO.
+    // Version 2023 (`tcp_do_lrd = 0` at 2bae602e) and 15.0-2024-10 with sack.lrd = 0 wait for
+    // the retransmission timer instead.
+    let v = FreeBsdVersion::V15_2024_10;
+    let first = one_loss_version(v, false);
+    let arrival = retransmission_arrival(&first);
+    let sim = one_loss_version_dropping(v, false, &[300, arrival]);
+    let st = sim.flow_stats();
+    assert_eq!(
+        (st[0].recoveries, st[0].rtos, st[0].retrans_segs),
+        (1, 0, 2)
+    );
+    let (t0, _, ss1) = events(&sim, 0, RECOVERY_START)[0];
+    let retx: Vec<_> = sends(&sim).into_iter().filter(|s| s.3 == 1).collect();
+    assert_eq!(retx.len(), 2);
+    assert_eq!(
+        (retx[0].1, retx[0].2),
+        (retx[1].1, MSS),
+        "the same hole again"
+    );
+    let t_lrd = retx[1].0;
+    assert!(t_lrd > t0);
+    let ss2 = ssthresh_samples(&sim)
+        .into_iter()
+        .find(|s| s.0 >= t_lrd)
+        .unwrap()
+        .1;
+    assert_eq!(
+        ss2,
+        freebsd_newreno_ssthresh(ss1),
+        "second reduction from cwnd = ssthresh"
+    );
+    // New data above snd_recover was sent before the detection (what LRD needs).
+    let recover = sends(&sim)
+        .iter()
+        .filter(|s| s.0 < t0)
+        .map(|s| s.1 + s.2)
+        .max()
+        .unwrap();
+    assert!(sends(&sim)
+        .iter()
+        .any(|s| s.0 > t0 && s.0 < t_lrd && s.3 == 0 && s.1 >= recover));
+
+    let mut off = freebsd_version_flow(30_000_000, v, false);
+    off.freebsd.as_mut().unwrap().sack_lrd = Some(false);
+    let mut cfg = pipe(100 * MBIT, 40 * MS, 1000, vec![off], 20 * SEC);
+    cfg.links[1].ab.drop_arrivals = vec![300, arrival];
+    assert_eq!(run(&cfg).flow_stats()[0].rtos, 1, "sack.lrd = 0: the timer");
 }

@@ -115,6 +115,7 @@ fn random_case(seed: u64) -> SimConfig {
                 } else {
                     FreeBsdVersion::V2023
                 },
+                sack_lrd: None,
             });
         }
         f.rcvbuf_bytes = pick(3, 3000) * 1448;

@@ -27,7 +27,7 @@ SENDER_KEYS = ("host", "to", "stack", "cc", "start", "time", "bytes", "write", "
 #: Each stack's knobs with their defaults and allowed values, as the Rust stack profiles define
 #: them (tcplab-sim stack.rs `options`); never restated here.
 STACK_OPTIONS: dict[str, dict[str, dict[str, Any]]] = _native.stack_options()
-#: The FreeBSD default stack's sysctl knobs (net.inet.tcp.tso, .sack.tso, .do_prr, .sendbuf_inc).
+#: The FreeBSD default stack's sysctl knobs (net.inet.tcp.tso, .sack.tso, .sack.lrd, .do_prr, .sendbuf_inc).
 FREEBSD_KNOBS = {k: v["default"] for k, v in STACK_OPTIONS["freebsd"].items() if k not in ("d43470", "version")}
 #: FreeBSD source versions of the default stack (stack.rs `FreeBsdVersion`; docs/models.md).
 FREEBSD_VERSION = STACK_OPTIONS["freebsd"]["version"]
@@ -173,8 +173,9 @@ def _stack_knobs(ctx: Ctx, t: dict[str, Any], path: str, stack: str, sack: bool,
         if freebsd["version"] == "15.0-2025" and not freebsd["d43470"]:
             raise ctx.err(join(path, "d43470"), f"version {freebsd['version']!r} includes review D43470; "
                           "d43470 = false applies to versions 2023 and 15.0-2024-10 only")
+    by_version = _version_defaults(stack, freebsd.get("version"))  # e.g. sack_lrd on from late 2023
     for knob, default in FREEBSD_KNOBS.items():
-        freebsd[knob] = by_sysctl.get(f"freebsd.{knob}", default)
+        freebsd[knob] = by_sysctl.get(f"freebsd.{knob}", by_version.get(knob, default))
     return prr, freebsd
 
 

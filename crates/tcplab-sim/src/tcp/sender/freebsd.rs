@@ -95,12 +95,43 @@ impl FreeBsdStack {
         let in_fr = matches!(c.state, State::Recovery { .. });
         // tcp_sack_output() retransmits every hole below the highest SACKed byte.
         let new_loss = in_fr && c.sb.mark_losses(1) > 0;
+        // tcp_input.c: `if ((sack_changed != SACK_NOCHANGE) && (tp->t_flags & TF_LRD))
+        // tcp_sack_lost_retransmission(tp, th);` right after tcp_sack_doack() (fel1x-developer
+        // tcp_input.c @ 2d614aa2; nibanks @ 62d1e135).
+        if self.k.lrd && newly_sacked > 0 {
+            self.lost_retransmission(c);
+        }
         if acked == 0 {
             self.dup_ack(c, p, newly_sacked, new_loss, now, out, next_id);
         } else {
             self.new_ack(c, p, acked, newly_sacked, new_loss, now, out, next_id);
         }
         c.note_completion(now);
+    }
+
+    /// tcp_sack.c tcp_sack_lost_retransmission() (fel1x-developer/freebsd-src @ 2d614aa2), after
+    /// the scoreboard has re-armed the holes ([`crate::tcp::scoreboard::Scoreboard::fb_lost_retransmission`]):
+    /// `tp->snd_cwnd = tp->snd_ssthresh; EXIT_RECOVERY(tp->t_flags); cc_cong_signal(tp, th,
+    /// CC_NDUPACK); tp->snd_cwnd = tcp_maxseg(tp); tp->sackhint.recover_fs = (tp->snd_max -
+    /// tp->snd_una) - tp->sackhint.recover_fs;` — a second reduction from the old ssthresh, and
+    /// cc_cong_signal() moves snd_recover to snd_max (tcp_input.c: `case CC_NDUPACK: if
+    /// (!IN_FASTRECOVERY(tp->t_flags)) { tp->snd_recover = tp->snd_max; ...}`). The PRR counters
+    /// go on; the episode is not counted as a new recovery (tcps_sack_lostrexmt is its counter).
+    fn lost_retransmission(&mut self, c: &mut Conn) {
+        let State::Recovery { recover } = c.state else {
+            return;
+        };
+        if !c.sb.fb_lost_retransmission(recover) {
+            return;
+        }
+        c.v.win.cwnd = c.v.win.ssthresh;
+        c.v.in_recovery = false;
+        c.v.flight = c.fb_pipe();
+        c.cc.cong_signal(&c.view(), &mut c.v.win, CongSignal::NDupAck);
+        c.v.in_recovery = true;
+        c.state = State::Recovery { recover: c.snd_nxt };
+        c.v.win.cwnd = c.mss;
+        self.prr.restart_after_lost_retransmission(c);
     }
 
     /// An ACK that does not advance snd_una: dupack counting, recovery entry, limited transmit.
