@@ -3,7 +3,7 @@ nothing half-written ever looks like a finished run.
 
 Layout: spec.toml (resolved spec), summary.json, meta.json (provenance: version, git revision,
 wall clock), <table>.parquet (zstd) for flows, intervals, queues, ports, events and (if
-recorded) sends, plots/, report.html.
+recorded) sends and acks, report.html (and plots/ after `tcplab plot`).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from .paths import replaceable
 
 TABLES = tuple(COLUMNS)  # flows, intervals, queues, ports, events, sends (the record contract)
 #: Tables whose integer `flow` column is replaced by the flow's name; `port` by its label.
-_FLOW_TABLES = {"flows", "intervals", "events", "sends"}
+_FLOW_TABLES = {"flows", "intervals", "events", "sends", "acks"}
 _PORT_TABLES = {"queues", "ports"}
 
 
