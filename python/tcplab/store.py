@@ -130,18 +130,19 @@ class RunDir:
         shutil.rmtree(self.tmp, ignore_errors=True)
 
 
-def read_table(run_dir: Path, name: str):
-    """One table of a finished run as a pandas DataFrame (empty if the run recorded none)."""
+def read_table(run_dir: Path, name: str, columns: list[str] | None = None, names_as_categories: bool = False):
+    """One table of a finished run as a pandas DataFrame (empty if the run recorded none): only
+    `columns` if given; `flow` and `port` as strings, or as pandas categories (faster to filter)."""
     import pandas as pd
 
     path = Path(run_dir) / f"{name}.parquet"
     if not path.exists():
         return pd.DataFrame()
     try:
-        df = pq.read_table(path).to_pandas()
+        df = pq.read_table(path, columns=columns).to_pandas()
     except (pa.ArrowException, OSError) as e:
         raise DamagedResults(f"{path}: cannot be read ({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
     for col in ("flow", "port"):
-        if col in df and hasattr(df[col], "cat"):
+        if col in df and hasattr(df[col], "cat") and not names_as_categories:
             df[col] = df[col].astype(str)
     return df

@@ -73,7 +73,8 @@ class RunTables:
 
     @classmethod
     def read(cls, run_dir: Path, summary: dict[str, Any]) -> "RunTables":
-        return cls(summary, *(read_table(run_dir, t) for t in ("flows", "intervals", "queues", "ports", "events", "sends", "acks")))
+        return cls(summary, *(read_table(run_dir, t, names_as_categories=True)
+                              for t in ("flows", "intervals", "queues", "ports", "events", "sends", "acks")))
 
     def window(self, lo_ns: int, hi_ns: int) -> "RunTables":
         """Only the rows within [lo_ns, hi_ns] (intervals and port counters that overlap it)."""

@@ -19,7 +19,7 @@ import numpy as np
 #: Buckets of a series' overview (at most 4 samples each): ~1000 pixel columns.
 OVERVIEW_BUCKETS = 1000
 #: Detail samples in one page, shared equally by its series (~12 bytes each in the page).
-PAGE_POINTS = 1_500_000
+PAGE_POINTS = 600_000
 #: Segments of the time-sequence graphs in one page (~20 bytes each).
 PAGE_SENDS = 400_000
 
@@ -46,12 +46,15 @@ def m4_indices(t_ns: np.ndarray, y: np.ndarray, buckets: int, lo: int | None = N
     bucket_of = np.repeat(np.arange(len(starts)), np.diff(np.r_[starts, n]))
     mins = np.minimum.reduceat(y, starts)
     maxs = np.maximum.reduceat(y, starts)
-    # First position in each bucket where the bucket's minimum (maximum) occurs.
-    at_min = np.flatnonzero(y == mins[bucket_of])
-    at_max = np.flatnonzero(y == maxs[bucket_of])
-    first_min = at_min[np.unique(bucket_of[at_min], return_index=True)[1]]
-    first_max = at_max[np.unique(bucket_of[at_max], return_index=True)[1]]
-    return np.unique(np.concatenate([starts, ends, first_min, first_max]))
+
+    def first_where(extreme: np.ndarray) -> np.ndarray:
+        # The first position in each bucket holding the bucket's extreme (positions are sorted,
+        # so a bucket's first is where the bucket number changes).
+        at = np.flatnonzero(y == extreme[bucket_of])
+        bk = bucket_of[at]
+        return at[np.r_[True, bk[1:] != bk[:-1]]]
+
+    return np.unique(np.concatenate([starts, ends, first_where(mins), first_where(maxs)]))
 
 
 def in_windows(t_ns: np.ndarray, windows: list[tuple[int, int]]) -> np.ndarray:

@@ -102,13 +102,15 @@
     return "rgba(" + (n >> 16) + "," + ((n >> 8) & 255) + "," + (n & 255) + "," + a + ")";
   }
   function episodeAt(c, x) {
-    var best = null;
+    // The episode under the click: one that contains x (the shortest when they overlap), else
+    // one within 4 pixels (a short episode is drawn 2 pixels wide).
+    var r = c.g.xAxisRange(), pad = 4 * (r[1] - r[0]) / Math.max(1, c.g.getArea().w), best = null, bestOut = null;
     episodesFor(c).forEach(function (e) {
       if (!visibleGroup(e.group)) return;
-      var pad = Math.max(0.002, 0.02 * ((range || full)[1] - (range || full)[0]));
-      if (x >= e.start - pad && x <= e.end + pad && (!best || e.end - e.start < best.end - best.start)) best = e;
+      if (x >= e.start && x <= e.end) { if (!best || e.end - e.start < best.end - best.start) best = e; }
+      else if (x >= e.start - pad && x <= e.end + pad && !bestOut) bestOut = e;
     });
-    return best;
+    return best || bestOut;
   }
   function zoomEpisode(e) {
     var d = Math.max(e.end - e.start, 0.001), pad = Math.max(0.3 * d, 0.005);
@@ -174,7 +176,7 @@
     });
     return o;
   }
-  function bytesLabel(v) { return Math.abs(v) >= 1e9 ? (v / 1e9).toFixed(3) + " GB" : Math.abs(v) >= 1e6 ? (v / 1e6).toFixed(3) + " MB" : (v / 1e3).toFixed(1) + " kB"; }
+  function bytesLabel(v) { var a = Math.abs(v); return a >= 1e9 ? +(v / 1e9).toPrecision(4) + " GB" : a >= 1e6 ? +(v / 1e6).toPrecision(4) + " MB" : +(v / 1e3).toPrecision(4) + " kB"; }
   function unitFormatter(unit) { return function (v) { return fmt(v) + " " + unit; }; }
   function make(c, div, labelsDiv, ylabel, unit, y2label, y2unit) {
     var hasY2 = c.series.some(function (s) { return s.axis === "y2"; });
@@ -190,7 +192,7 @@
       clickCallback: function (ev, x) { var e = episodeAt(c, x); if (e) zoomEpisode(e); },
       interactionModel: Dygraph.defaultInteractionModel
     };
-    if (c.kind === "tseq") opts.axes.y.axisLabelFormatter = bytesLabel;
+    if (c.kind === "tseq") { opts.axes.y.axisLabelFormatter = bytesLabel; opts.axes.y.axisLabelWidth = 80; opts.yLabelWidth = 22; }
     if (hasY2) { opts.y2label = y2label; opts.axes.y2 = { valueFormatter: unitFormatter(y2unit), independentTicks: true }; }
     if (c.kind === "tseq") {
       opts.highlightCallback = function (ev, x) { tseqReadout(c, x); };
@@ -266,7 +268,7 @@
       c.series.forEach(function (s, i) { if (s.group === group) c.g.setVisibility(i, on); });
       if (c.kind === "tseq" && c.group === group) c.box.style.display = on ? "" : "none";
     });
-    charts.forEach(function (c) { c.g.updateOptions({}); });
+    setRange(range);
   }
 
   function el(tag, attrs, text) {
