@@ -90,7 +90,7 @@ class RunTables:
 
 def _focus(eps: pd.DataFrame, flows: list[dict[str, Any]], flow: str | None) -> S.Focus:
     """Full-resolution windows: each flow's first second, then recovery episodes in time order."""
-    wins = [(int(f["start_s"] * 1e9), int(f["start_s"] * 1e9) + 1_000_000_000) for f in flows
+    wins = [(int((f["start_s"] or 0) * 1e9), int((f["start_s"] or 0) * 1e9) + 1_000_000_000) for f in flows
             if flow is None or f["flow"] == flow]
     if len(eps):
         mine = eps if flow is None else eps[eps["flow"] == flow]
