@@ -167,7 +167,16 @@ def write(run_dir: Path, summary: dict[str, Any], meta: dict[str, Any], spec_tom
 
 def write_peers(out_dir: Path, name: str, rows: list[dict[str, Any]], links: list[str]) -> Path:
     """out_dir/peers.html: the peer-compare table, each row linking its run's report (links[i]:
-    the folder of row i's run, or of its first iteration)."""
+    the folder of row i's run, or of its first iteration), and every row's run overlaid on the
+    interactive charts (its first iteration)."""
+    import json
+
+    from . import interactive
+    from .compare import overlay_model
+
+    runs = [(f"{r['stack']}/{r['cc']}", out_dir / link, json.loads((out_dir / link / "summary.json").read_text()))
+            for r, link in zip(rows, links)]
+    charts = interactive.section(overlay_model(runs), "Charts: every row's run overlaid")
     def vs(r: dict[str, Any]) -> str:
         if r["vs_linux_pct"] is None:
             return "-"
@@ -194,6 +203,7 @@ def write_peers(out_dir: Path, name: str, rows: list[dict[str, Any]], links: lis
 the Linux run with the same cc. With N iterations the values are means, and the difference carries its 95% error
 and * where Student's t with pooled s (as ministat) proves it.</p>
 <table id="peers-table"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>
+{charts}
 </body></html>
 """
     path = out_dir / "peers.html"
