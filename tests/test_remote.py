@@ -465,7 +465,7 @@ def test_t1_over_ssh_cubic_and_reno_then_everything_restored(nslab, tmp_path):
         mine = flows[flows["flow"] == name]
         assert len(mine) > 100 and mine["cwnd_bytes"].max() > 10 * 1448, name  # tcp_probe over ssh
         assert 0 <= mine["t_ns"].min() < 1_000_000_000, name  # placed on the run's axis by the marker
-    assert len(read_table(out, "queues")) > 5 and (out / "report.html").is_file()
+    assert len(read_table(out, "queues")) > 5 and (out / "report.html").read_text().count('id="testbed"') == 1
     prov = json.loads((out / "remote" / "provenance.json").read_text())
     assert "== qdisc eth2" in prov["rt1"]["report"] and "htb" in prov["rt1"]["report"] and "Linux" in prov["s1"]["report"]
     # The simulator's run of the same spec, compared with the lab's.
