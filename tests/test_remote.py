@@ -565,3 +565,23 @@ def test_preflight_failures_are_one_line_each_and_change_nothing(nslab, tmp_path
     assert p.returncode == 2 and len(errors) == 1 and expect[1] in errors[0], p.stderr[-3000:]
     assert p.stderr.strip().endswith("nothing was changed on any host")
     _same(nslab.state(), before) and not (tmp_path / "run").exists()
+
+
+def test_plan_of_t2_behind_a_switch_with_the_receivers_netem(tmp_path):
+    # docs/remote.md's second walk-through: the switch shapes, tcplab adds r1's 40 ms with netem.
+    data, src = load_spec("T2")
+    exp = resolve(data, src)
+    p = tmp_path / "vms.toml"
+    p.write_text('[testbed]\ndelay = "tcplab"\nshaping = "testbed"\n'
+                 '[hosts.s1]\nssh = "root@192.168.1.21"\nos = "linux"\naddress = "192.168.10.21"\ninterface = "enp0s4"\n'
+                 '[hosts.r1]\nssh = "me@192.168.1.30"\nos = "linux"\naddress = "192.168.10.30"\ninterface = "enp3s0"\n'
+                 'interfaces = { sw = "enp3s0" }\nsudo = true\n')
+    lab = load_lab(p)
+    check_against(lab, exp)
+    plans = planmod.build(exp, lab)
+    assert plans["r1"].netem == {"enp3s0": "delay 40000us"} and not plans["r1"].shapers
+    assert linux.netem_root("enp3s0", "delay 40000us") == [
+        ["tc", "qdisc", "replace", "dev", "enp3s0", "root", "handle", "1:", "netem", "limit", "1000", "delay", "40000us"]]
+    assert not plans["s1"].netem and lab.machines["r1"].sudo
+    s = Ssh(lab, lab.machines["r1"], tmp_path)
+    assert s.argv(["sysctl", "-n", "net.ipv4.tcp_rmem"])[-1] == "sudo -n sysctl -n net.ipv4.tcp_rmem"
