@@ -489,6 +489,10 @@ def _same(now: dict, before: dict) -> None:
     assert not diffs, "\n".join(diffs)
 
 
+#: The runs that are interrupted skip the path check (the first test covers it): 4 s less each.
+NO_PATH_CHECK = "[checks]\npath = false"
+
+
 def _start_and_wait_for_traffic(spec: Path, lab: Path, out: Path, nslab: NsLab) -> subprocess.Popen:
     env = dict(os.environ, PYTHONPATH=str(ROOT / "python"))
     proc = subprocess.Popen([*TCPLAB, "run", str(spec), "--backend", "remote", "--testbed", str(lab), "--out", str(out),
@@ -509,7 +513,7 @@ def test_sigterm_midway_restores_every_host(nslab, tmp_path):
     before = nslab.state()
     spec = tmp_path / "spec.toml"
     spec.write_text(SPEC.format(t="60s"))
-    lab = _lab_toml(nslab.tmp)
+    lab = _lab_toml(nslab.tmp, extra=NO_PATH_CHECK)
     proc = _start_and_wait_for_traffic(spec, lab, tmp_path / "run", nslab)
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=60)
@@ -522,7 +526,7 @@ def test_sigkill_then_remote_restore(nslab, tmp_path):
     before = nslab.state()
     spec = tmp_path / "spec.toml"
     spec.write_text(SPEC.format(t="60s"))
-    lab = _lab_toml(nslab.tmp)
+    lab = _lab_toml(nslab.tmp, extra=NO_PATH_CHECK)
     proc = _start_and_wait_for_traffic(spec, lab, tmp_path / "run", nslab)
     proc.kill()
     proc.communicate(timeout=30)
@@ -533,6 +537,22 @@ def test_sigkill_then_remote_restore(nslab, tmp_path):
     _same(nslab.state(), before)
     again = _tcplab("remote", "restore", str(lab))
     assert again.returncode == 0 and "restored 0 run(s)" in again.stdout
+
+
+def test_a_host_failing_midway_stops_the_run_with_every_host_restored(nslab, tmp_path):
+    before = nslab.state()
+    spec = tmp_path / "spec.toml"
+    spec.write_text(SPEC.format(t="5s"))
+    lab = _lab_toml(nslab.tmp, extra=NO_PATH_CHECK)
+    proc = _start_and_wait_for_traffic(spec, lab, tmp_path / "run", nslab)
+    # r2's iperf3 server dies under s2's flow: s2's client reports the error, the run stops.
+    for pid in subprocess.run(["ip", "netns", "pids", nslab.ns["r2"]], capture_output=True, text=True).stdout.split():
+        if Path(f"/proc/{pid}/comm").read_text().strip() == "iperf3":
+            os.kill(int(pid), signal.SIGKILL)
+    _, err = proc.communicate(timeout=90)
+    assert proc.returncode == 2 and "error: remote backend: s2: iperf3 client s2:" in err, err[-2000:]
+    _same(nslab.state(), before)
+    assert not (tmp_path / "run").exists() and not list((lab.parent / ".tcplab-journal").glob("*.json"))
 
 
 @pytest.mark.parametrize("case", ["unreachable", "no-iperf3", "no-tracepoint", "unknown-cc", "clock"])
@@ -585,3 +605,50 @@ def test_plan_of_t2_behind_a_switch_with_the_receivers_netem(tmp_path):
     assert not plans["s1"].netem and lab.machines["r1"].sudo
     s = Ssh(lab, lab.machines["r1"], tmp_path)
     assert s.argv(["sysctl", "-n", "net.ipv4.tcp_rmem"])[-1] == "sudo -n sysctl -n net.ipv4.tcp_rmem"
+
+
+class _Recorded:
+    """An ssh stand-in answering the pre-flight probe with a recorded output."""
+
+    def __init__(self, out: str):
+        self.out = out
+
+    def sh(self, script, *args, **kw):
+        return subprocess.CompletedProcess([], 0, self.out, "")
+
+
+# A FreeBSD 15 sender's probe output as freebsd.PROBE prints it (`sysctl -n` tables per cc.c and
+# tcp_subr.c, see above): typed, not captured from a host.
+BSD_PROBE = ("os=FreeBSD\nrelease=15.0-CURRENT\nmachine=amd64\nuid=0\niperf3=/usr/local/bin/iperf3\ntcpdump=/usr/sbin/tcpdump\n"
+             "ipfw=/sbin/ipfw\nping=/sbin/ping\n" + "".join("cc_line=" + x + "\n" for x in CC_AVAILABLE.splitlines())
+             + "".join("stack_line=" + x + "\n" for x in FUNCTIONS_AVAILABLE.splitlines()[:2])  # rack: not loaded
+             + "kld=siftr2\nkldfile=siftr\nkldfile=tcp_rack\n")
+
+
+def test_freebsd_preflight_against_a_recorded_probe(tmp_path):
+    from tcplab.backends.remote import preflight
+    from tcplab.backends.remote.host import RemoteHost
+
+    data, src = load_spec("T1")
+    data["senders"]["s1"]["stack"] = "freebsd-rack"
+    exp = resolve(data, src)
+    p = tmp_path / "bsd.toml"
+    p.write_text(_lab_toml(tmp_path).read_text().replace('[hosts.s1]\nssh = "lab-s1"\nos = "linux"',
+                                                         '[hosts.s1]\nssh = "lab-s1"\nos = "freebsd"'))
+    lab = load_lab(p)
+    plan = planmod.build(exp, lab)["s1"]
+    h = RemoteHost(lab.machines["s1"], _Recorded(BSD_PROBE), None, "rt0")
+    problems, facts = preflight._one(h, plan, exp, lab)
+    # rack is installed (tcp_rack.ko), siftr2 loaded, cubic available: nothing to report.
+    assert problems == [] and facts["kld"] == ["siftr2"] and facts["release"] == "15.0-CURRENT"
+    # Without tcp_rack.ko nor SIFTR, and asked for an algorithm the host lacks: one line each.
+    bare = BSD_PROBE.replace("kld=siftr2\nkldfile=siftr\nkldfile=tcp_rack\n", "")
+    plan.ccs.add("htcp")
+    problems, _ = preflight._one(RemoteHost(lab.machines["s1"], _Recorded(bare), None, "rt0"), plan, exp, lab)
+    assert [x.split(":")[0] for x in problems] == ["s1"] * 3, problems
+    assert "RACK stack is neither loaded nor installed" in problems[0] and "siftr" in problems[1]
+    assert "congestion control 'htcp' is not available (has: cubic, newreno): kldload cc_htcp" in problems[2]
+    # The machine is not what LAB.toml says.
+    problems, _ = preflight._one(RemoteHost(lab.machines["s1"], _Recorded(BSD_PROBE.replace("os=FreeBSD", "os=Linux")),
+                                            None, "rt0"), plan, exp, lab)
+    assert problems == ['s1: LAB.toml says os = "freebsd" but the machine runs Linux (fix hosts.s1.os or the ssh destination)']
