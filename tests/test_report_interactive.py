@@ -219,3 +219,8 @@ def test_peers_and_sweep_pages_overlay_their_runs_on_the_same_charts(browser, tm
     assert "cc=newreno s1 cwnd" in names and "cc=cubic s1 cwnd" in names, names
     page.screenshot(path=str(shots / "sweep.png"), full_page=True)
     assert page.errors == []
+
+
+def test_step_series_lose_only_repeated_values():
+    y = np.array([1, 1, 1, 2, 2, 3, 3, 3], dtype=float)
+    assert S.changes(y).tolist() == [True, False, False, True, False, True, False, True]
