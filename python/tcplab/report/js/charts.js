@@ -203,6 +203,10 @@
       opts.highlightCallback = function (ev, x) { tseqReadout(c, x); };
       opts.unhighlightCallback = function () { c.readout.textContent = ""; };
     }
+    if (c.series.some(function (s) { return s.edge; })) {
+      c.edgeNote = el("p", { "class": "note edge-note" }, "The receive window is far above this window's data: hover to read it.");
+      div.parentNode.insertBefore(c.edgeNote, div.nextSibling);
+    }
     opts.valueRange = valueRange(c, range);
     c.g = new Dygraph(div, rows(c.series, range), opts);
     div.addEventListener("wheel", function (ev) { wheelZoom(c, ev); }, { passive: false });
@@ -249,7 +253,9 @@
       });
     }
     if (!isFinite(lo)) return null;
-    if (ehi > hi && ehi - lo <= 3 * (hi - lo)) hi = ehi;
+    c.edgeAbove = ehi > hi && ehi - lo > 3 * (hi - lo);
+    if (c.edgeNote) c.edgeNote.style.display = c.edgeAbove ? "" : "none";
+    if (!c.edgeAbove && ehi > hi) hi = ehi;
     if (c.kind !== "tseq") lo = Math.min(0, lo);
     var pad = Math.max(1e-9, (hi - lo) * 0.05);
     return [c.kind === "tseq" ? lo - pad : lo, hi + pad];
