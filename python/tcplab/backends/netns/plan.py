@@ -89,11 +89,19 @@ def _refuse(exp: Experiment) -> None:
         raise PlanError("measure.cpu times the simulator's TCP code; the kernel's is not instrumented "
                         "(profile it with perf instead, or run on the simulator)")
     for f in exp.flows:
-        if f.gro_flush_ns:
-            raise PlanError(f"sender {f.name!r}: its receiver's NIC coalescing (hosts.*.nic gro) is not emulated on "
-                            "veths, whose GRO the backend turns off (run it on the simulator)")
+        if f.rx_nic.active or f.tso_max_bytes is not None:
+            raise PlanError(f"sender {f.name!r}: its hosts' NIC settings (hosts.*.nic gro, lro, rx_usecs, rx_frames, "
+                            "tso_max) are not emulated on veths, whose offloads the backend turns off (run it on the "
+                            "simulator)")
+        if f.receiver_os not in (None, "linux"):
+            raise PlanError(f"sender {f.name!r}: its receiver {f.to!r} is a {f.receiver_os} host; the netns backend's "
+                            "hosts are this machine's Linux")
         if ":" in f.cc:
             raise PlanError(f"sender {f.name!r}: cc {f.cc!r} is a Python algorithm, which runs in the simulator only")
+    for link in exp.links:
+        if link.ab.held_limit_packets or link.ba.held_limit_packets:
+            raise PlanError("hosts.*.netem limit is not emulated: tcplab-linkem's delay line holds every packet "
+                            "(run it on the simulator)")
     for n in exp.nodes:
         if n.shared_buffer_bytes:
             raise PlanError(f"node {n.name!r} is a switch with one shared buffer; Linux queues are per interface, "
