@@ -125,30 +125,49 @@ def peers(spec: str | Path | dict[str, Any] | PeersPlan, *, set: list[str] | Non
     return Peers(path, rows)
 
 
-def compare(run_a: str | Path, run_b: str | Path, *, out: str | Path | None = None) -> list[dict[str, Any]]:
-    """Two runs side by side (e.g. the simulator's and the kernel's): per-flow throughput and its
-    difference, retransmissions, recovery episodes, cwnd-trajectory distance. With `out`, also
-    compare.json and overlaid cwnd charts there. Rows for the flows both runs have."""
+def compare(run_a: str | Path, run_b: str | Path, *more: str | Path, out: str | Path | None = None) -> list[dict[str, Any]]:
+    """Runs side by side (e.g. the simulator's, the kernel's and a testbed's imported logs), each
+    against the first: per-flow throughput and its difference, retransmissions, recovery episodes,
+    cwnd-trajectory distance. With `out`, also compare.json, compare.html (every run overlaid on
+    the interactive charts) and, for two runs, overlaid cwnd charts there. Rows for the flows the
+    first run shares with each other run; with three runs or more each row names its run (`vs`)."""
     from . import Run
     from .analysis.compare import compare as compare_runs
     from .store import RunDir, write_json
 
-    ra, rb = Run(run_a), Run(run_b)
-    sa, sb = ra.table("flows"), rb.table("flows")
-    rows = compare_runs(ra.info, rb.info, sa, sb, ra.recovery, rb.recovery)
+    paths = [Path(p) for p in (run_a, run_b, *more)]
+    runs = [Run(p) for p in paths]
+    infos = [r.info for r in runs]
+    labels = run_labels(infos)
+    sa = runs[0].table("flows")
+    rows, diffs = [], {}
+    for label, r, info in zip(labels[1:], runs[1:], infos[1:]):
+        part = compare_runs(infos[0], info, sa, r.table("flows"), runs[0].recovery, r.recovery)
+        diffs[label] = part
+        rows += [dict(x, vs=label) for x in part] if more else part
     if out is not None and rows:
+        from .report import compare as compare_page
         from .report.plots import cwnd_overlay
 
         rd = RunDir(Path(out), force=True)
         try:
-            write_json(rd.tmp / "compare.json", {"a": str(run_a), "b": str(run_b), "rows": rows})
-            for r in rows:
-                cwnd_overlay(sa, sb, r["flow"], compare_labels(ra.info, rb.info), rd.tmp, f"cwnd_{r['flow']}")
+            write_json(rd.tmp / "compare.json", {"runs": [str(p) for p in paths], "labels": labels, "rows": rows,
+                                                 **({"a": str(paths[0]), "b": str(paths[1])} if not more else {})})
+            if not more:
+                for r in rows:
+                    cwnd_overlay(sa, runs[1].table("flows"), r["flow"], compare_labels(infos[0], infos[1]), rd.tmp,
+                                 f"cwnd_{r['flow']}")
+            compare_page.write(rd.tmp, list(zip(labels, paths, infos)), diffs)
             rd.commit()
         except BaseException:
             rd.abort()
             raise
     return rows
+
+
+def run_labels(infos: list[dict[str, Any]]) -> list[str]:
+    """Each compared run's label: A, B, C ... with its backend."""
+    return [f"{chr(65 + i) if i < 26 else f'R{i + 1}'} ({info.get('backend') or 'sim'})" for i, info in enumerate(infos)]
 
 
 def compare_labels(info_a: dict[str, Any], info_b: dict[str, Any]) -> tuple[str, str]:

@@ -309,24 +309,55 @@ def recovery(
 @app.command()
 @_reads_results
 def compare(
-    run_a: Annotated[Path, typer.Argument(help="First results folder (e.g. the simulator's run).")],
-    run_b: Annotated[Path, typer.Argument(help="Second results folder (e.g. the kernel's run of the same spec).")],
-    out: Annotated[Optional[Path], typer.Option(help="Write compare.json and overlaid cwnd charts here.")] = None,
+    runs: Annotated[list[Path], typer.Argument(help="Two or more results folders (e.g. the simulator's, the kernel's, an imported testbed run); the first is the base.")],
+    out: Annotated[Optional[Path], typer.Option(help="Write compare.html (every run overlaid on the interactive charts), compare.json and, for two runs, overlaid cwnd charts here.")] = None,
 ) -> None:
-    """Two runs side by side: per-flow throughput and difference, retransmissions, recovery
-    episodes, cwnd-trajectory distance; with --out, overlaid cwnd charts."""
+    """Runs side by side, each against the first: per-flow throughput and difference,
+    retransmissions, recovery episodes, cwnd-trajectory distance; with --out, an overlay page."""
     from .report.text import compare_table
 
+    if len(runs) < 2:
+        _fail(f"compare needs at least two results folders, got {len(runs)}")
     try:
-        ra, rb = Run(run_a), Run(run_b)
+        infos = [Run(r).info for r in runs]
     except FileNotFoundError as e:
         _fail(str(e))
-    rows = api.compare(run_a, run_b, out=out)
+    rows = api.compare(*runs, out=out)
     if not rows:
-        _fail(f"{run_a} and {run_b} have no flow in common")
-    out_console.print(compare_table(rows, f"{ra.info['name']}: {run_a} vs {run_b}", api.compare_labels(ra.info, rb.info)))
+        _fail(f"{runs[0]} has no flow in common with {', '.join(str(r) for r in runs[1:])}")
+    labels = api.run_labels(infos)
+    for i, (r, info) in enumerate(zip(runs[1:], infos[1:]), start=1):
+        mine = [x for x in rows if x.get("vs", labels[i]) == labels[i]]
+        if mine:
+            out_console.print(compare_table(mine, f"{infos[0]['name']}: {runs[0]} vs {r}", (labels[0], labels[i])))
     if out:
-        out_console.print(f"compare: {out}")
+        out_console.print(f"compare: {out / 'compare.html'}")
+
+
+@app.command()
+@_reads_results
+def plot(
+    rundir: Annotated[Path, typer.Argument(help="A results folder (simulated, kernel or imported run).")],
+    what: Annotated[Optional[list[str]], typer.Option(help="throughput, cwnd, flight, srtt, queue or tseq (repeatable; default all).")] = None,
+    flow: Annotated[Optional[str], typer.Option(help="Only this flow (e.g. s1).")] = None,
+    from_: Annotated[Optional[float], typer.Option("--from", help="Window start, seconds from the first flow's start (as in the report).")] = None,
+    to: Annotated[Optional[float], typer.Option(help="Window end, seconds.")] = None,
+    out: Annotated[Optional[Path], typer.Option(help="A file (.png, .svg, .pdf) for one chart, or a folder (default RUNDIR/plots).")] = None,
+) -> None:
+    """Static charts for papers: any panel of the report, or a flow's time-sequence graph, for a
+    chosen window at full resolution."""
+    from .report.figure import WHAT, PlotError, plot_run
+
+    try:
+        Run(rundir)
+    except FileNotFoundError as e:
+        _fail(str(e))
+    try:
+        paths = plot_run(rundir, list(what or WHAT), flow, from_, to, out or rundir / "plots")
+    except PlotError as e:
+        _fail(str(e))
+    for p in paths:
+        out_console.print(str(p))
 
 
 @app.command("import")

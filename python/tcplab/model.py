@@ -159,12 +159,14 @@ class Background:
 @dataclass(frozen=True)
 class Trace:
     """What is recorded: flow state every `sample_ns` (0: every ACK), the iperf3-style table every
-    `interval_ns`, every send (`sends`), a capture at the bottleneck on the kernel (`pcap`)."""
+    `interval_ns`, every send (`sends`), a capture at the bottleneck on the kernel (`pcap`), every
+    ACK the senders receive (`acks`: window and SACK blocks)."""
 
     sample_ns: int
     interval_ns: int
     sends: bool
     pcap: bool
+    acks: bool = False
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 
 from . import __version__
-from .analysis.recovery import episodes, first_per_flow
+from .analysis.recovery import episodes
 from .analysis.summary import cpu_cost, summarize
 from .backends import sim as sim_backend
 from .catalog import write_summary
@@ -84,38 +84,20 @@ def _into(directory: Path, resolved: Resolved, progress: Progress | None, report
 
 
 def make_report(directory: Path, flows: list[dict[str, Any]], summary: dict[str, Any], meta: dict[str, Any]) -> Path:
-    """Charts and report.html for a results folder."""
-    from .report import plots  # matplotlib: imported only by runs that draw (a second per process)
+    """report.html for a results folder: each table read once, decimated once (report.series)."""
+    from .report import interactive
+    from .report.panels import PageModel, RunTables, add_run
 
-    pdir = directory / "plots"
-    pdir.mkdir(exist_ok=True)
-    intervals = read_table(directory, "intervals")
-    samples = read_table(directory, "flows")
-    queues = read_table(directory, "queues")
-    charts = []
-    if len(intervals):
-        plots.throughput(intervals, flows, pdir)
-        charts.append(("throughput", "Throughput per flow and summed, per interval"))
-    if len(samples):
-        plots.cwnd(samples, flows, pdir)
-        plots.cwnd(samples, flows, pdir, first_second=True)
-        charts += [("cwnd", "cwnd per flow over the whole run"), ("cwnd_first_second", "cwnd per flow in its first second")]
-    if len(queues):
-        plots.queue(queues, pdir)
-        charts.append(("queue", "Bottleneck queue length"))
-    sends = _or_none(read_table(directory, "sends"))
+    tables = RunTables.read(directory, summary)
     mss = {f["flow"]: f["mss_bytes"] for f in summary["flows"]}
-    eps = episodes(read_table(directory, "events"), sends, mss)
-    zooms = []
-    for _, ep in first_per_flow(eps).iterrows():
-        stem = f"recovery_{ep['flow']}"
-        plots.recovery_zoom(samples, sends, ep.to_dict(), mss[ep["flow"]], pdir, stem)
-        zooms.append((stem, f"{ep['flow']}: cwnd, ssthresh and send sizes around its first loss-recovery episode"))
-    recovery_html = report_html.recovery_section(eps, zooms, pdir)
+    eps = episodes(tables.events, _or_none(tables.sends), mss)
+    model = PageModel()
+    add_run(model, tables, eps)
     spec_text = (directory / "spec.toml").read_text()
     cpu_path = directory / "cpu.json"
     cpu_html = report_html.cpu_section(json.loads(cpu_path.read_text())) if cpu_path.is_file() else ""
-    return report_html.write(directory, summary, meta, spec_text, intervals, flows, charts, recovery_html + cpu_html)
+    return report_html.write(directory, summary, meta, spec_text, tables.intervals, flows, interactive.section(model),
+                             report_html.recovery_section(eps) + cpu_html)
 
 
 def _or_none(df):

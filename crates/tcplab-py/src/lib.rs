@@ -287,6 +287,7 @@ fn record_contract(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
         ("ports", r::PORT_COLUMNS),
         ("events", r::EVENT_COLUMNS),
         ("sends", r::SEND_COLUMNS),
+        ("acks", r::ACK_COLUMNS),
     ] {
         tables.set_item(name, cols.to_vec())?;
     }

@@ -21,6 +21,9 @@ pub struct SimConfig {
     /// Record every send (TSO chunk, segment, retransmission) in the `sends` table.
     #[serde(default)]
     pub record_sends: bool,
+    /// Record every ACK the senders receive (cumulative ACK, window, SACK blocks) in `acks`.
+    #[serde(default)]
+    pub record_acks: bool,
     /// Measure the CPU time of the TCP path and the CC hooks (`[measure] cpu`; see `cpu`).
     #[serde(default)]
     pub measure_cpu: bool,

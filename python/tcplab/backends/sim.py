@@ -54,7 +54,8 @@ def lower(exp: Experiment) -> dict[str, Any]:
             "start_ns": u.start_ns, "stop_ns": u.stop_ns} for u in exp.background]
     return {
         "seed": exp.seed, "stop_ns": exp.stop_ns, "sample_interval_ns": exp.trace.sample_ns,
-        "interval_ns": exp.trace.interval_ns, "record_sends": exp.trace.sends, "measure_cpu": exp.measure_cpu,
+        "interval_ns": exp.trace.interval_ns, "record_sends": exp.trace.sends,
+        "record_acks": exp.trace.acks, "measure_cpu": exp.measure_cpu,
         "nodes": nodes, "links": links, "flows": flows, "udp": udp,
         "monitor": [{"link": exp.bottleneck_port // 2, "dir": "ab"}],
     }

@@ -1,9 +1,9 @@
-"""report.html: one self-contained page (charts embedded, no scripts, no external files) with
-the summary, the charts, the interval tables and the run's provenance."""
+"""report.html: one self-contained offline page (interactive charts with their library and data
+inline, no external files) with the summary, the charts, the interval tables and the run's
+provenance."""
 
 from __future__ import annotations
 
-import base64
 import html
 from pathlib import Path
 from typing import Any
@@ -43,14 +43,8 @@ def _table(table_id: str, header: list[str], rows: list[list[Any]], left: int = 
     return f'<table id="{table_id}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
 
-def _figure(plots: Path, stem: str, caption: str) -> str:
-    data = base64.b64encode((plots / f"{stem}.png").read_bytes()).decode()
-    return (f'<figure data-chart="{stem}"><img alt="{html.escape(caption)}" src="data:image/png;base64,{data}">'
-            f"<figcaption>{html.escape(caption)} (also <code>plots/{stem}.svg</code>)</figcaption></figure>")
-
-
-def recovery_section(eps, zooms: list[tuple[str, str]], plots: Path) -> str:
-    """The loss-recovery table (first 50 episodes) and each flow's first-episode chart."""
+def recovery_section(eps) -> str:
+    """The loss-recovery table (first 50 episodes; the charts' episode list zooms to any)."""
     if eps is None or not len(eps):
         return '<section id="recovery"><h2>Loss recovery</h2><p>No loss-recovery episodes.</p></section>'
 
@@ -64,8 +58,7 @@ def recovery_section(eps, zooms: list[tuple[str, str]], plots: Path) -> str:
                                       "cwnd exit B", "flight before B", "retransmissions", "TSO sends", "fractional sends",
                                       "ended by"], rows, left=3)
     more = f"<p>{len(eps) - 50} more episodes: <code>tcplab recovery RUNDIR</code>.</p>" if len(eps) > 50 else ""
-    figs = "".join(_figure(plots, stem, cap) for stem, cap in zooms)
-    return f'<section id="recovery"><h2>Loss recovery</h2>{table}{more}{figs}</section>'
+    return f'<section id="recovery"><h2>Loss recovery</h2>{table}{more}</section>'
 
 
 def emulation_section(em: dict[str, Any] | None) -> str:
@@ -131,8 +124,8 @@ def import_section(imp: dict[str, Any] | None) -> str:
 
 
 def write(run_dir: Path, summary: dict[str, Any], meta: dict[str, Any], spec_toml: str, intervals, flows: list[dict[str, Any]],
-          charts: list[tuple[str, str]], recovery_html: str = "") -> Path:
-    """Write run_dir/report.html. `charts` lists (stem, caption) of PNGs in run_dir/plots."""
+          charts_html: str, recovery_html: str = "") -> Path:
+    """Write run_dir/report.html around `charts_html` (report.interactive.section)."""
     b = summary["bottleneck"] or {}
     flow_rows = [[f["flow"], port_label(f["from"], f["to"]), f["stack"], f["cc"], f["start_s"], f["throughput_mbps"],
                   f["completion_s"], f["bytes_delivered"], f["retransmits"], f["recoveries"], f["rtos"], f["srtt_ms"]]
@@ -148,7 +141,6 @@ def write(run_dir: Path, summary: dict[str, Any], meta: dict[str, Any], spec_tom
                              b["random_losses"], b["max_queue_packets"], summary["fairness_jain"]]], left=1)
     else:
         bott_html = "<p>No bottleneck link: the run was imported from logs, which do not describe the path.</p>"
-    figures = "".join(_figure(run_dir / "plots", stem, cap) for stem, cap in charts)
     lines = interval_lines(intervals, flows)
     iv_html = (f'<details id="intervals"><summary>iperf3-style intervals ({sum(1 for l in lines if not l.startswith("[ ID") and "Interval" not in l)} lines)</summary>'
                f'<pre id="intervals-table">{html.escape(chr(10).join(lines))}</pre></details>')
@@ -162,7 +154,7 @@ def write(run_dir: Path, summary: dict[str, Any], meta: dict[str, Any], spec_tom
 <section id="summary"><h2>Flows</h2>{flows_html}<h2>Bottleneck</h2>{bott_html}</section>
 {emulation_section(summary.get("emulation"))}
 {import_section(summary.get("import"))}
-<section id="charts"><h2>Charts</h2>{figures}</section>
+{charts_html}
 {recovery_html}
 <section><h2>Intervals</h2>{iv_html}</section>
 <section id="provenance"><h2>Provenance</h2>{prov_html}<h3>Resolved spec</h3><pre id="spec">{html.escape(spec_toml)}</pre></section>

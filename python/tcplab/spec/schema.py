@@ -118,7 +118,7 @@ def set_key(spec: dict[str, Any], key: str, value: Any, source: str) -> None:
 # [trace], [measure], [peers]
 
 
-TRACE_KEYS = ("sample", "interval", "sends", "pcap")
+TRACE_KEYS = ("sample", "interval", "sends", "acks", "pcap")
 
 
 def _trace(ctx: Ctx, spec: dict[str, Any]) -> tuple[Trace, dict]:
@@ -133,7 +133,11 @@ def _trace(ctx: Ctx, spec: dict[str, Any]) -> tuple[Trace, dict]:
     pcap = ctx.boolean(t, "trace", "pcap", False)
     if pcap:
         norm["pcap"] = True
-    return Trace(sample, interval, sends, pcap), norm
+    # acks: every ACK the senders receive (window, SACK blocks) for the time-sequence graph.
+    acks = ctx.boolean(t, "trace", "acks", False)
+    if acks:
+        norm["acks"] = True
+    return Trace(sample, interval, sends, pcap, acks), norm
 
 
 MEASURE_KEYS = ("cpu",)
