@@ -599,8 +599,8 @@ def test_plan_of_t2_behind_a_switch_with_the_receivers_netem(tmp_path):
     lab = load_lab(p)
     check_against(lab, exp)
     plans = planmod.build(exp, lab)
-    assert plans["r1"].netem == {"enp3s0": "delay 40000us"} and not plans["r1"].shapers
-    assert linux.netem_root("enp3s0", "delay 40000us") == [
+    assert plans["r1"].netem == {"enp3s0": "limit 1000 delay 40000us"} and not plans["r1"].shapers
+    assert linux.netem_root("enp3s0", "limit 1000 delay 40000us") == [
         ["tc", "qdisc", "replace", "dev", "enp3s0", "root", "handle", "1:", "netem", "limit", "1000", "delay", "40000us"]]
     assert not plans["s1"].netem and lab.machines["r1"].sudo
     s = Ssh(lab, lab.machines["r1"], tmp_path)
@@ -652,3 +652,35 @@ def test_freebsd_preflight_against_a_recorded_probe(tmp_path):
     problems, _ = preflight._one(RemoteHost(lab.machines["s1"], _Recorded(BSD_PROBE.replace("os=FreeBSD", "os=Linux")),
                                             None, "rt0"), plan, exp, lab)
     assert problems == ['s1: LAB.toml says os = "freebsd" but the machine runs Linux (fix hosts.s1.os or the ssh destination)']
+
+
+class _Scripted:
+    """An ssh stand-in: canned outputs by command, every command kept."""
+
+    def __init__(self, outputs: dict[str, str]):
+        self.outputs, self.calls = outputs, []
+
+    def run(self, words, **kw):
+        self.calls.append(list(words))
+        return subprocess.CompletedProcess(words, 0, self.outputs.get(" ".join(words[:2]), ""), "")
+
+
+def test_nic_settings_are_recorded_then_set(tmp_path):
+    from tcplab.backends.remote.host import RemoteHost
+
+    data, src = load_spec("T1")
+    data["hosts"]["r1"]["nic"] = {"gro": True, "rx_usecs": 50}
+    data["hosts"]["s1"] = {"nic": {"tso_max": "16KB"}}
+    exp = resolve(data, src)
+    lab = load_lab(_lab_toml(tmp_path))
+    plans = planmod.build(exp, lab)
+    assert plans["r1"].nic == {"gro": True, "rx_usecs": 50, "rx_frames": 0} and plans["s1"].nic == {"gso_max_size": 16000}
+    ssh = _Scripted({"ethtool -k": "Features for eth0:\ngeneric-receive-offload: off\nlarge-receive-offload: off [fixed]\n",
+                     "ethtool -c": "Coalesce parameters for eth0:\nrx-usecs: 3\nrx-frames: n/a\n"})
+    j = Journal.create(tmp_path / "j", "rt0002", "LAB.toml")
+    RemoteHost(lab.machines["r1"], ssh, j, "rt0002").nic("eth0", plans["r1"].nic)
+    assert [e["undo"] for e in j.entries] == [["ethtool", "-K", "eth0", "gro", "off"], ["ethtool", "-C", "eth0", "rx-usecs", "3"]]
+    assert ["ethtool", "-K", "eth0", "gro", "on"] in ssh.calls
+    assert ["ethtool", "-C", "eth0", "rx-usecs", "50", "rx-frames", "0"] in ssh.calls
+    # Each undo was recorded before its change was made.
+    assert ssh.calls.index(["ethtool", "-K", "eth0", "gro", "on"]) > ssh.calls.index(["ethtool", "-k", "eth0"])

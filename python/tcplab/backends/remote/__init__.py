@@ -185,6 +185,8 @@ def _configure_host(p: planmod.HostPlan, h: RemoteHost) -> None:
             h.netem_only(dev, words)
     for pipe in p.pipes:
         h.pipe(pipe)
+    if p.nic:
+        h.nic(h.m.interface or "", p.nic)
     for dst, cc, iw in p.routes:
         h.pin_route(dst, cc, iw)
     h.guard_processes()
