@@ -246,6 +246,14 @@ def test_freebsd_plan_for_a_rack_sender_behind_dummynet(tmp_path):
 # As root: a lab of namespaces, each with its own sshd.
 
 
+def _comm(pid: str) -> str:
+    """A process's command name, "" if it has gone."""
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
+
+
 class NsLab:
     """Namespaces wired as T1 (with a linkem namespace between the routers), a management bridge
     with one sshd per namespace, and an ssh config with an alias per sshd. Also extra sshds for
@@ -400,6 +408,11 @@ class NsLab:
         if self.made_run_sshd:
             shutil.rmtree("/run/sshd", ignore_errors=True)
 
+    def comms(self, node: str) -> list[str]:
+        """Command names of the processes in a node's namespace."""
+        pids = subprocess.run(["ip", "netns", "pids", self.ns[node]], capture_output=True, text=True).stdout.split()
+        return sorted(c for c in map(_comm, pids) if c)
+
     def state(self) -> dict[str, object]:
         """What tcplab may change, per namespace: sysctls of net.ipv4, qdiscs, routes, txqueuelen,
         trace instances; and the processes other than sshd."""
@@ -409,9 +422,7 @@ class NsLab:
             qd = self.nse(n, "tc", "qdisc", "show").stdout
             routes = self.nse(n, "ip", "route", "show").stdout
             qlen = self.nse(n, "sh", "-c", "for d in /sys/class/net/*; do echo $d $(cat $d/tx_queue_len); done").stdout
-            pids = subprocess.run(["ip", "netns", "pids", self.ns[n]], capture_output=True, text=True).stdout.split()
-            comms = sorted(Path(f"/proc/{p}/comm").read_text().strip() for p in pids if Path(f"/proc/{p}/comm").exists())
-            out[n] = {"sysctls": sysctls, "qdiscs": qd, "routes": routes, "txqueuelen": qlen, "processes": comms}
+            out[n] = {"sysctls": sysctls, "qdiscs": qd, "routes": routes, "txqueuelen": qlen, "processes": self.comms(n)}
         inst = sorted(p.name for p in Path("/sys/kernel/tracing/instances").glob("tcplab-rt*")) \
             if Path("/sys/kernel/tracing/instances").is_dir() else []
         out["trace_instances"] = inst
@@ -493,14 +504,23 @@ def _same(now: dict, before: dict) -> None:
 NO_PATH_CHECK = "[checks]\npath = false"
 
 
+def _cleanup_after(proc: subprocess.Popen, lab: Path) -> None:
+    """Whatever a failed assertion left: the run killed, the lab restored from its journal."""
+    if proc.poll() is None:
+        proc.kill()
+        proc.communicate()
+    if list((lab.parent / ".tcplab-journal").glob("*.json")):
+        _tcplab("remote", "restore", str(lab))
+
+
 def _start_and_wait_for_traffic(spec: Path, lab: Path, out: Path, nslab: NsLab) -> subprocess.Popen:
     env = dict(os.environ, PYTHONPATH=str(ROOT / "python"))
     proc = subprocess.Popen([*TCPLAB, "run", str(spec), "--backend", "remote", "--testbed", str(lab), "--out", str(out),
                              "--no-intervals"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env)
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
-        if "iperf3" in nslab.state()["s1"]["processes"] and "htb" in nslab.nse("rt1", "tc", "qdisc", "show").stdout:
-            time.sleep(2)
+        if all("iperf3" in nslab.comms(n) for n in ("s1", "s2")):  # both clients sending
+            time.sleep(1)
             return proc
         if proc.poll() is not None:
             break
@@ -515,11 +535,14 @@ def test_sigterm_midway_restores_every_host(nslab, tmp_path):
     spec.write_text(SPEC.format(t="60s"))
     lab = _lab_toml(nslab.tmp, extra=NO_PATH_CHECK)
     proc = _start_and_wait_for_traffic(spec, lab, tmp_path / "run", nslab)
-    proc.send_signal(signal.SIGTERM)
-    _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 2 and err.strip().endswith("interrupted; nothing was kept"), err[-2000:]
-    _same(nslab.state(), before)
-    assert not (tmp_path / "run").exists() and not list((lab.parent / ".tcplab-journal").glob("*.json"))
+    try:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 2 and err.strip().endswith("interrupted; nothing was kept"), err[-2000:]
+        _same(nslab.state(), before)
+        assert not (tmp_path / "run").exists() and not list((lab.parent / ".tcplab-journal").glob("*.json"))
+    finally:
+        _cleanup_after(proc, lab)
 
 
 def test_sigkill_then_remote_restore(nslab, tmp_path):
@@ -528,15 +551,18 @@ def test_sigkill_then_remote_restore(nslab, tmp_path):
     spec.write_text(SPEC.format(t="60s"))
     lab = _lab_toml(nslab.tmp, extra=NO_PATH_CHECK)
     proc = _start_and_wait_for_traffic(spec, lab, tmp_path / "run", nslab)
-    proc.kill()
-    proc.communicate(timeout=30)
-    left = nslab.state()
-    assert left != before and "htb" in left["rt1"]["qdiscs"], "a SIGKILLed run should have left its changes"
-    r = _tcplab("remote", "restore", str(lab))
-    assert r.returncode == 0 and "restored 1 run(s)" in r.stdout, r.stdout + r.stderr
-    _same(nslab.state(), before)
-    again = _tcplab("remote", "restore", str(lab))
-    assert again.returncode == 0 and "restored 0 run(s)" in again.stdout
+    try:
+        proc.kill()
+        proc.communicate(timeout=30)
+        left = nslab.state()
+        assert left != before and "htb" in left["rt1"]["qdiscs"], "a SIGKILLed run should have left its changes"
+        r = _tcplab("remote", "restore", str(lab))
+        assert r.returncode == 0 and "restored 1 run(s)" in r.stdout, r.stdout + r.stderr
+        _same(nslab.state(), before)
+        again = _tcplab("remote", "restore", str(lab))
+        assert again.returncode == 0 and "restored 0 run(s)" in again.stdout
+    finally:
+        _cleanup_after(proc, lab)
 
 
 def test_a_host_failing_midway_stops_the_run_with_every_host_restored(nslab, tmp_path):
@@ -545,14 +571,23 @@ def test_a_host_failing_midway_stops_the_run_with_every_host_restored(nslab, tmp
     spec.write_text(SPEC.format(t="8s"))
     lab = _lab_toml(nslab.tmp, extra=NO_PATH_CHECK)
     proc = _start_and_wait_for_traffic(spec, lab, tmp_path / "run", nslab)
-    # s2's iperf3 client dies (as a crashing host's would): no report from s2, the run stops.
-    for pid in subprocess.run(["ip", "netns", "pids", nslab.ns["s2"]], capture_output=True, text=True).stdout.split():
-        if Path(f"/proc/{pid}/comm").read_text().strip() == "iperf3":
-            os.kill(int(pid), signal.SIGKILL)
-    _, err = proc.communicate(timeout=90)
-    assert proc.returncode == 2 and "error: remote backend: s2: iperf3 client s2 gave no JSON" in err, err[-2000:]
-    _same(nslab.state(), before)
-    assert not (tmp_path / "run").exists() and not list((lab.parent / ".tcplab-journal").glob("*.json"))
+    try:
+        # s2's iperf3 client dies (as a crashing host's would): no report from s2, the run stops.
+        killed = []
+        deadline = time.monotonic() + 30
+        while not killed and time.monotonic() < deadline:
+            for pid in subprocess.run(["ip", "netns", "pids", nslab.ns["s2"]], capture_output=True, text=True).stdout.split():
+                if _comm(pid) == "iperf3":
+                    os.kill(int(pid), signal.SIGKILL)
+                    killed.append(pid)
+            time.sleep(0.1)
+        assert killed, "s2's client never ran"
+        _, err = proc.communicate(timeout=90)
+        assert proc.returncode == 2 and "error: remote backend: s2: iperf3 client s2 gave no JSON" in err, err[-2000:]
+        _same(nslab.state(), before)
+        assert not (tmp_path / "run").exists() and not list((lab.parent / ".tcplab-journal").glob("*.json"))
+    finally:
+        _cleanup_after(proc, lab)
 
 
 @pytest.mark.parametrize("case", ["unreachable", "no-iperf3", "no-tracepoint", "unknown-cc", "clock"])
