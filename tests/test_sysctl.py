@@ -190,11 +190,12 @@ def test_a_linux_receiver_window_limits_the_rate_to_half_its_buffer_per_rtt(tmp_
 
 def test_a_receiving_nic_with_gro_needs_its_coalescing_time():
     f = lower(resolve(with_hosts({"r1": {"nic": {"gro": True, "rx_usecs": 50}}}), "t.toml"))["flows"][0]
-    assert f["gro_flush_ns"] == 50_000
-    assert lower(resolve(with_hosts({}), "t.toml"))["flows"][0]["gro_flush_ns"] == 0
+    assert f["rx_nic"] == {"coalesce": "gro", "rx_usecs_ns": 50_000, "rx_frames": 0}
+    assert lower(resolve(with_hosts({}), "t.toml"))["flows"][0]["rx_nic"] == {"coalesce": "none", "rx_usecs_ns": 0,
+                                                                            "rx_frames": 0}
     with pytest.raises(SpecError) as e:
         resolve(with_hosts({"r1": {"nic": {"gro": True}}}), "t.toml")
     assert str(e.value).startswith("t.toml: hosts.r1.nic.rx_usecs: is required with gro = true")
     with pytest.raises(SpecError) as e:
-        resolve(with_hosts({"r1": {"nic": {"lro": True}}}), "t.toml")
-    assert "hosts.r1.nic" in str(e.value) and "gro" in str(e.value)
+        resolve(with_hosts({"r1": {"nic": {"gso": True}}}), "t.toml")
+    assert "hosts.r1.nic.gso: unknown key" in str(e.value) and "gro" in str(e.value)

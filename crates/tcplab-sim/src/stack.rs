@@ -355,6 +355,11 @@ fn freebsd_rack() -> StackProfile {
 /// The sender and receiver are built from it and never change it afterwards.
 pub fn resolve(f: &crate::config::FlowConfig) -> Option<StackProfile> {
     let mut profile = profile(&f.stack)?;
+    if let Some(tso) = f.tso_max_bytes {
+        // The sending NIC's limit (Linux dev->gso_max_size, read by tcp_tso_autosize(); FreeBSD
+        // if_hw_tsomax, the `max_len` of tcp_output.c): at least one segment.
+        profile.tso_max_bytes = tso.max(f.mss as u64);
+    }
     if let (Some(v), Recovery::LinuxPrr(_)) = (f.prr, profile.recovery) {
         profile.recovery = Recovery::LinuxPrr(v);
     }

@@ -9,6 +9,7 @@ from .. import _native, user_cc
 from ..model import App, Background, Flow
 from . import limits, sysctl, units
 from .ctx import Ctx, join
+from .hosts import HOST_KEYS, Host
 
 DEFAULTS = {
     "stack": "linux",
@@ -43,27 +44,8 @@ def host_sysctls(ctx: Ctx, spec: dict[str, Any], hosts: set[str]) -> dict[str, d
         if name not in hosts:
             raise ctx.err(f"hosts.{name}", f"{name!r} is not a host of this topology", sorted(hosts))
         t = ctx.table(t, f"hosts.{name}")
-        ctx.keys(t, f"hosts.{name}", ("sysctl", "nic"))
+        ctx.keys(t, f"hosts.{name}", HOST_KEYS)
         out[name] = ctx.table(t.get("sysctl", {}), f"hosts.{name}.sysctl")
-    return out
-
-
-def _host_gro_flush_ns(ctx: Ctx, spec: dict[str, Any]) -> dict[str, int]:
-    """[hosts.NAME.nic] gro = true, rx_usecs = N: the receiving NIC aggregates consecutive segments
-    that arrive within N us of the first (GRO per NAPI poll under interrupt moderation), so TCP
-    ACKs the aggregate once. Off unless asked: the coalescing time is the NIC driver's."""
-    out = {}
-    for name, t in ctx.table(spec.get("hosts", {}), "hosts").items():
-        if "nic" not in t:
-            continue
-        path = f"hosts.{name}.nic"
-        nic = ctx.table(t["nic"], path)
-        ctx.keys(nic, path, ("gro", "rx_usecs"))
-        if ctx.boolean(nic, path, "gro", False):
-            if "rx_usecs" not in nic:
-                raise ctx.err(join(path, "rx_usecs"), "is required with gro = true: how long the NIC collects "
-                              "packets before a poll (ethtool -c rx-usecs), e.g. 50")
-            out[name] = ctx.integer(nic, path, "rx_usecs", 0, 1, 100_000) * 1000
     return out
 
 
@@ -93,7 +75,6 @@ class _Sysctls:
         self.ctx = ctx
         self.hosts = host_sysctls(ctx, spec, hosts)
         self.families = _stack_sysctls(ctx, spec)
-        self.gro_flush_ns = _host_gro_flush_ns(ctx, spec)
 
     def for_sender(self, name: str, host: str, to: str, stack: str) -> dict[str, Any]:
         ctx, fam = self.ctx, sysctl.family(stack)
@@ -179,7 +160,8 @@ def _stack_knobs(ctx: Ctx, t: dict[str, Any], path: str, stack: str, sack: bool,
     return prr, freebsd
 
 
-def _sender(ctx: Ctx, name: str, t: dict[str, Any], hosts: set[str], sysctls: _Sysctls) -> tuple[Flow, dict[str, Any]]:
+def _sender(ctx: Ctx, name: str, t: dict[str, Any], hosts: set[str], sysctls: _Sysctls,
+            host_cfg: dict[str, Host]) -> tuple[Flow, dict[str, Any]]:
     """One [senders.NAME] table: its flow and its normalized table."""
     path = f"senders.{name}"
     t = ctx.table(t, path)
@@ -207,15 +189,21 @@ def _sender(ctx: Ctx, name: str, t: dict[str, Any], hosts: set[str], sysctls: _S
     iw = by_sysctl.get("iw_segments") or ctx.integer(t, path, "initcwnd", DEFAULTS["initcwnd"], 1, 10000)
     mss = mtu - 40 - (12 if timestamps else 0)
     prr, freebsd = _stack_knobs(ctx, t, path, stack, sack, by_sysctl)
-    ratio = sysctl.receiver_scaling_ratio(sysctls.hosts.get(to, {}),
-                                          _sysctl_params(ctx, f"hosts.{to}.sysctl", sysctls.hosts.get(to, {}), stack, "receiver"))
+    receiver, sender_host = host_cfg.get(to, Host()), host_cfg.get(host, Host())
+    try:
+        ratio = sysctl.receiver_scaling_ratio(sysctls.hosts.get(to, {}),
+                                              _sysctl_params(ctx, f"hosts.{to}.sysctl", sysctls.hosts.get(to, {}), stack,
+                                                             "receiver"), receiver.os)
+    except sysctl.OsMismatch as e:
+        raise ctx.err(f'hosts.{to}.sysctl."{e.args[0]}"', f"is a {e.args[1]} name but hosts.{to}.os = {receiver.os!r}") from None
     if rcvbuf * ratio >> 8 < mss:
         raise ctx.err(join(path, "rcvbuf"), f"must offer a window of at least one segment ({mss} bytes); "
                       f"receiver {to} offers {ratio}/256 of its buffer")
     flow = Flow(name=name, host=host, to=to, stack=stack, cc=cc, start_ns=start, app=app, mss=mss, timestamps=timestamps,
                 sack=sack, iw_segments=iw, sndbuf_bytes=sndbuf, rcvbuf_bytes=rcvbuf, rcv_scaling_ratio=ratio,
-                gro_flush_ns=sysctls.gro_flush_ns.get(to, 0), write_bytes=write, prr=prr,
-                sndbuf_initial_bytes=by_sysctl.get("sndbuf_initial_bytes"), freebsd=freebsd)
+                rx_nic=receiver.rx_nic, write_bytes=write, prr=prr,
+                sndbuf_initial_bytes=by_sysctl.get("sndbuf_initial_bytes"), freebsd=freebsd,
+                tso_max_bytes=sender_host.tso_max_bytes, receiver_os=receiver.os)
     return flow, _normalized(t, flow, by_sysctl)
 
 
@@ -243,15 +231,17 @@ def _normalized(t: dict[str, Any], f: Flow, by_sysctl: dict[str, Any]) -> dict[s
     return n
 
 
-def senders(ctx: Ctx, spec: dict[str, Any], hosts: set[str]) -> tuple[tuple[Flow, ...], dict[str, Any]]:
-    """Every [senders.NAME] table: the flows and the normalized [senders] table."""
+def senders(ctx: Ctx, spec: dict[str, Any], hosts: set[str],
+            host_cfg: dict[str, Host]) -> tuple[tuple[Flow, ...], dict[str, Any]]:
+    """Every [senders.NAME] table: the flows and the normalized [senders] table; `host_cfg` is
+    each host's OS and NIC (spec/hosts.py)."""
     sysctls = _Sysctls(ctx, spec, hosts)
     table = ctx.table(spec.get("senders", {}), "senders")
     if not table:
         raise ctx.err("senders", "at least one sender is required, e.g. [senders.s1] to = \"r1\"")
     flows, norm = [], {}
     for name, t in table.items():
-        flow, norm[name] = _sender(ctx, name, t, hosts, sysctls)
+        flow, norm[name] = _sender(ctx, name, t, hosts, sysctls, host_cfg)
         flows.append(flow)
     return tuple(flows), norm
 

@@ -64,11 +64,22 @@ def adv_win_scale_ratio(n: int) -> int:
     return WHOLE_BUFFER - (WHOLE_BUFFER >> n) if n > 0 else WHOLE_BUFFER >> -n
 
 
-def receiver_scaling_ratio(settings: dict[str, Any], params: dict[str, Any]) -> int:
-    """The window a receiving host offers per 256 bytes of buffer: a host configured with FreeBSD
-    names is a FreeBSD receiver (the whole buffer); any other is Linux (the seeds' receivers)."""
+class OsMismatch(Exception):
+    """A receiving host's sysctl (args[0]) is of another family (args[1]) than its `os`."""
+
+
+def receiver_scaling_ratio(settings: dict[str, Any], params: dict[str, Any], os: str | None = None) -> int:
+    """The window a receiving host offers per 256 bytes of buffer: a FreeBSD host (`os =
+    "freebsd"`, or configured with FreeBSD names) offers the whole buffer; any other is Linux (the
+    seeds' receivers, when they are not said to be FreeBSD)."""
+    for name in settings:
+        fam = FREEBSD if name in FREEBSD_SYSCTLS else LINUX
+        if os is not None and fam != os:
+            raise OsMismatch(name, fam)
     if "rcv_scaling_ratio" in params:
         return params["rcv_scaling_ratio"]
+    if os is not None:
+        return WHOLE_BUFFER if os == FREEBSD else LINUX_SCALING_RATIO
     return WHOLE_BUFFER if any(name in FREEBSD_SYSCTLS for name in settings) else LINUX_SCALING_RATIO
 
 

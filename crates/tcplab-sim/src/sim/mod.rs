@@ -510,19 +510,17 @@ impl Simulation {
         debug_assert_ne!(pi, u32::MAX, "no route from {node} to {}", p.dst);
         let now = self.now;
         let pool = self.ports[pi as usize].pool;
-        let pool_free = match pool {
-            Some(pl) => {
-                self.settle_pool(pl);
-                let pool = &self.pools[pl as usize];
-                Some(pool.limit_bytes - pool.used_bytes)
-            }
+        match pool {
+            Some(pl) => self.settle_pool(pl),
             None => {
                 self.ports[pi as usize].advance(now);
-                None
             }
-        };
+        }
         let port = &mut self.ports[pi as usize];
-        if port.admit(&p, now, pool_free).is_err() {
+        if port
+            .admit(&p, now, pool.map(|pl| &self.pools[pl as usize]))
+            .is_err()
+        {
             self.drop_packet(p);
             return;
         }
