@@ -42,7 +42,8 @@ pub struct FreeBsdRecovery {
     pub sack_tso: bool,
     /// Which kernel's tcp_input.c / tcp_output.c recovery lines are followed.
     pub version: FreeBsdVersion,
-    /// Lost-retransmission detection (TF_LRD from net.inet.tcp.sack.lrd; 2023: net.inet.tcp.do_lrd).
+    /// Lost-retransmission detection (TF_LRD from net.inet.tcp.sack.lrd; 2023:
+    /// net.inet.tcp.do_lrd).
     pub lrd: bool,
 }
 
