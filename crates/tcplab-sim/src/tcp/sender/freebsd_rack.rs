@@ -376,7 +376,8 @@ mod tests {
         assert_eq!(burst_slot_ms(200_000, 1_000_000, 40, 1448), 6); // 8 ms less 8/4
         assert_eq!(burst_slot_ms(2_896, 10, 40, 1448), 2); // tr_perms 0 -> one segment
         assert_eq!(burst_slot_ms(1_000_000, 1_000_000, 0, 1448), 0); // no RTT yet
-                                                                     // 2025: bytes per ms from the RTT in us (1_000_000 x 1000 / 40_200 = 24_875 B/ms).
+
+        // 2025: bytes per ms from the RTT in us (1_000_000 x 1000 / 40_200 = 24_875 B/ms).
         assert_eq!(
             super::burst_slot_ms_2025(24_874, 1_000_000, 40_200, 1448),
             0
