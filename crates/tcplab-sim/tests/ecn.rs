@@ -24,6 +24,7 @@ fn ecn_flow(name: &str, stack: &str, cc: &str) -> FlowConfig {
             tso: true,
             sendbuf_inc_bytes: 8192,
             version: FreeBsdVersion::V2023,
+            sack_lrd: None,
         });
     }
     f
