@@ -135,6 +135,13 @@ def test_ecn_flows_under_marking_codel_lose_nothing_and_summary_counts_marks(tmp
     assert all(f["retransmits"] == 0 and "ecn" in f for f in summary["flows"])
     q = b["queue_delay_ms"]
     assert q["p50"] <= q["p95"] <= q["p99"] <= q["max"] and q["packets"] > 1000
+    base_rtt_ms = 2 * (10 + 2 * 0.05)  # bottleneck 10 ms and two 50 us access hops, each way
+    for f in summary["flows"]:
+        r = f["rtt_ms"]
+        # Every RTT sample is at least the base RTT (to the histogram's 1.6%) and at most the base
+        # plus the largest queueing delay plus a delayed ACK (40 ms Linux minimum delack is not
+        # reached at this rate: ACKs every second segment).
+        assert base_rtt_ms * (1 - 1 / 64) <= r["p50"] <= r["p95"] <= r["p99"] <= base_rtt_ms + q["max"] + 1.0, r
 
 
 def test_t8_and_t9_sweeps_resolve_to_the_disciplines_they_compare():

@@ -150,6 +150,15 @@ impl Simulation {
             d.set_item("cwnd_bytes", f.cwnd_bytes)?;
             d.set_item("srtt_ns", f.srtt_ns)?;
             d.set_item("min_rtt_ns", f.min_rtt_ns)?;
+            if f.rtt_hist.n > 0 {
+                let h = &f.rtt_hist;
+                let q = PyDict::new(py);
+                q.set_item("samples", h.n)?;
+                q.set_item("p50_ns", h.quantile(0.50))?;
+                q.set_item("p95_ns", h.quantile(0.95))?;
+                q.set_item("p99_ns", h.quantile(0.99))?;
+                d.set_item("rtt", q)?;
+            }
             if let Some((ce, ece, reductions)) = f.ecn {
                 d.set_item("ce_segs_received", ce)?;
                 d.set_item("ece_acks", ece)?;

@@ -114,7 +114,13 @@ def summarize(resolved: Resolved, totals: dict[str, Any], run_dir: Path) -> dict
         "background": totals["udp"],
     }
     qd = port_tot.get("queue_delay")
-    if qd and (resolved.trace.latency or resolved.bottleneck_aqm_kind != "drop-tail"):
+    latency = resolved.trace.latency or resolved.bottleneck_aqm_kind != "drop-tail"
+    for row, st in zip(flows, totals["flows"]):
+        if latency and st.get("rtt"):
+            # The sender's RTT samples (its estimator's, timestamps included) as percentiles.
+            row["rtt_ms"] = {"samples": st["rtt"]["samples"],
+                             **{k: _r(st["rtt"][f"{k}_ns"] / 1e6, 3) for k in ("p50", "p95", "p99")}}
+    if qd and latency:
         # Per packet, arrival at the bottleneck to the start of its transmission (histogram
         # buckets of 1.6%; tcplab-sim hist.rs).
         out["bottleneck"]["queue_delay_ms"] = {

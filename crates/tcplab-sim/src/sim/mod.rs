@@ -65,6 +65,8 @@ pub struct FlowStats {
     /// ECN, when the connection negotiated it: (segments that arrived CE, ACKs with ECE,
     /// window reductions for ECE).
     pub ecn: Option<(u64, u64, u64)>,
+    /// The RTT samples the sender's estimator took.
+    pub rtt_hist: crate::hist::DelayHistogram,
 }
 
 /// Run `$call` (a call into a TCP endpoint), marked as the TCP path when the run measures CPU.
@@ -644,6 +646,7 @@ impl Simulation {
                     .ecn
                     .on
                     .then_some((r.ce_segs, s.ecn.ece_acks, s.ecn.reductions)),
+                rtt_hist: s.rtt.hist.clone(),
             })
             .collect()
     }

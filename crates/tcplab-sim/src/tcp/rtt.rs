@@ -25,6 +25,8 @@ pub struct RttEstimator {
     /// Added to every computed RTO before the bounds (FreeBSD tcp_timer.h TCPT_RANGESET adds
     /// tcp_rexmit_slop, TCPTV_CPU_VAR = 200 ms); 0 for RFC 6298 and Linux.
     pub slop_ns: Ns,
+    /// Every sample, for the flow's RTT percentiles (latency under load).
+    pub hist: crate::hist::DelayHistogram,
 }
 
 impl RttEstimator {
@@ -42,6 +44,7 @@ impl RttEstimator {
             max_rto_ns,
             granularity_ns,
             slop_ns: 0,
+            hist: Default::default(),
         }
     }
 
@@ -60,6 +63,7 @@ impl RttEstimator {
             self.min_rtt_ns = self.min_rtt_ns.min(r);
         }
         self.latest_ns = r;
+        self.hist.add(r);
         self.rxtshift = 0;
         self.samples += 1;
         let rto = self.srtt_ns + (4 * self.rttvar_ns).max(self.granularity_ns) + self.slop_ns;
