@@ -245,15 +245,62 @@ pub fn link_ports(
     ]
 }
 
+/// Next-hop ports, by static shortest path. A node with one egress port (a host) sends
+/// everything through it and keeps no row, so memory grows with (routers x nodes), not nodes^2:
+/// a thousand-pair dumbbell holds two rows of 2 002 entries.
+pub struct Routes {
+    /// The node's only egress port, or `u32::MAX` when it has several (or none).
+    only: Vec<u32>,
+    /// Per node with several ports: next-hop port per destination, `u32::MAX` where none.
+    rows: Vec<Vec<u32>>,
+}
+
+impl Routes {
+    /// The port `node` sends a packet for `dst` through (`u32::MAX`: no route).
+    #[inline]
+    pub fn next_hop(&self, node: u32, dst: u32) -> u32 {
+        match self.only[node as usize] {
+            u32::MAX => self.rows[node as usize]
+                .get(dst as usize)
+                .copied()
+                .unwrap_or(u32::MAX),
+            pi => pi,
+        }
+    }
+
+    /// Whether packets from `src` reach `dst` (following next hops; a loop or a dead end is no).
+    pub fn connects(&self, src: u32, dst: u32, ports: &[Port]) -> bool {
+        let mut node = src;
+        for _ in 0..=ports.len() {
+            if node == dst {
+                return true;
+            }
+            let pi = self.next_hop(node, dst);
+            if pi == u32::MAX {
+                return false;
+            }
+            node = ports[pi as usize].to;
+        }
+        false
+    }
+}
+
 /// Next-hop port for every (node, destination) by breadth-first search over the ports, ties
-/// broken by port order so routes are deterministic. `u32::MAX` where no route exists.
-pub fn routes(n_nodes: usize, ports: &[Port]) -> Vec<Vec<u32>> {
+/// broken by port order so routes are deterministic.
+pub fn routes(n_nodes: usize, ports: &[Port]) -> Routes {
     let mut out_ports: Vec<Vec<u32>> = vec![Vec::new(); n_nodes];
     for (i, p) in ports.iter().enumerate() {
         out_ports[p.from as usize].push(i as u32);
     }
-    let mut table = vec![vec![u32::MAX; n_nodes]; n_nodes];
-    for (src, row) in table.iter_mut().enumerate() {
+    let only: Vec<u32> = out_ports
+        .iter()
+        .map(|o| if o.len() == 1 { o[0] } else { u32::MAX })
+        .collect();
+    let mut rows = vec![Vec::new(); n_nodes];
+    for (src, row) in rows.iter_mut().enumerate() {
+        if only[src] != u32::MAX {
+            continue;
+        }
         // BFS from src; remember the first port used to reach each node.
         let mut first = vec![u32::MAX; n_nodes];
         let mut seen = vec![false; n_nodes];
@@ -279,5 +326,5 @@ pub fn routes(n_nodes: usize, ports: &[Port]) -> Vec<Vec<u32>> {
         }
         *row = first;
     }
-    table
+    Routes { only, rows }
 }

@@ -53,6 +53,10 @@ BUFFER_PACKETS = Limit(1, 10**7, "1p .. 10000000p")
 #: Tracing: the flow-state sample period (or "ack") and the interval table's period.
 SAMPLE = Limit(1000, DAY_NS, "1us .. 1day, or \"ack\"")
 INTERVAL = Limit(10**6, DAY_NS, "1ms .. 1day")
+#: Sender/receiver pairs of a dumbbell, senders of a switch: the simulator's cost per flow is
+#: constant (bench/README.md: a thousand flows and the memory each takes); 10 000 keeps a run's
+#: routing table (nodes^2 x 4 bytes, 1.6 GB at 20 000 nodes) far below this machine's memory.
+FLOWS = Limit(1, 10_000, "1 .. 10000")
 
 #: Below these a value is legal but probably a typo: the CLI warns (and summary.json keeps it).
 WARN_RATE_BELOW_BPS = 1000
@@ -62,5 +66,5 @@ BY_KEY: dict[str, Limit] = {
     "rate": RATE, "delay / rtt / reverse_delay": DELAY, "jitter": JITTER,
     "senders.*.time, duration": TIME, "start, stop": START, "bytes": TRANSFER, "write": WRITE,
     "sndbuf, rcvbuf": SOCKBUF, "buffer (size)": BUFFER_BYTES, "buffer (packets)": BUFFER_PACKETS,
-    "trace.sample": SAMPLE, "trace.interval": INTERVAL,
+    "trace.sample": SAMPLE, "trace.interval": INTERVAL, "topology.pairs, topology.senders": FLOWS,
 }
