@@ -119,9 +119,23 @@ def test_plan_refuses_what_it_cannot_build(tmp_path):
     with pytest.raises(planmod.PlanError, match="shared buffer"):
         planmod.build(resolve(data, src), "tl0002")
     data, src = load_spec("T1")
-    data["hosts"]["r1"]["nic"] = {"gro": True, "rx_usecs": 50}
-    with pytest.raises(planmod.PlanError, match="NIC coalescing .* not emulated"):
+    data["hosts"]["r1"] = {"os": "freebsd", "nic": {"lro": True, "rx_usecs": 125}}
+    with pytest.raises(planmod.PlanError, match="FreeBSD's LRO"):
         planmod.build(resolve(data, src), "tl0003")
+    data["hosts"]["r1"] = {"os": "freebsd"}
+    with pytest.raises(planmod.PlanError, match="is a freebsd host"):
+        planmod.build(resolve(data, src), "tl0003")
+
+
+def test_host_hardware_the_veths_cannot_reproduce_is_listed_not_refused():
+    data, src = load_spec("T1")
+    data["hosts"]["r1"]["nic"] = {"gro": True, "rx_usecs": 50}
+    data["hosts"]["s1"] = {"nic": {"tso_max": "64KiB"}}
+    data["hosts"]["r2"] = {"netem": {"limit": 1000}}
+    notes = planmod.build(resolve(data, src), "tl0004").not_emulated
+    assert "r1's NIC for s1: gro, rx-usecs 50, rx-frames 0 (veths: no GRO, no interrupts)" in notes
+    assert "s1's TSO bursts of 65536 B (veths: TSO and GSO off)" in notes
+    assert "r2's netem limit of 1000 packets (tcplab-linkem holds every packet)" in notes
 
 
 PROBE = ("          iperf3-1234    [001] ..s1.  5012.345678: tcp_probe: family=AF_INET src=10.100.0.1:40000 "

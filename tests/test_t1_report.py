@@ -7,7 +7,7 @@ import pytest
 
 from conftest import tcplab
 
-CHARTS = ["throughput", "cwnd", "cwnd_first_second", "queue"]
+PANELS = ["throughput", "cwnd", "flight", "srtt", "queue"]
 TABLES = ["flows-table", "bottleneck-table", "provenance-table"]
 
 
@@ -31,9 +31,8 @@ def test_t1_runs_full_200_seconds_with_all_outputs(t1_run: Path):
     assert s["fairness_jain"] > 0.9
     for f in ("spec.toml", "meta.json", "report.html", "flows.parquet", "intervals.parquet", "queues.parquet"):
         assert (t1_run / f).is_file(), f
-    for c in CHARTS:
-        assert (t1_run / "plots" / f"{c}.png").stat().st_size > 5000
-        assert (t1_run / "plots" / f"{c}.svg").stat().st_size > 5000
+    # The page budget (report/series.py): the 200 s run's page stays a few MB.
+    assert (t1_run / "report.html").stat().st_size < 30e6
 
 
 @pytest.mark.slow
@@ -49,17 +48,18 @@ def test_t1_report_renders_in_chromium_without_console_errors(t1_run: Path):
         page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
         page.on("pageerror", lambda e: errors.append(str(e)))
         page.goto((t1_run / "report.html").as_uri())
-        for c in CHARTS:
-            img = page.locator(f'figure[data-chart="{c}"] img')
-            assert img.count() == 1, c
-            # the embedded PNG decoded: naturalWidth > 0
-            assert img.evaluate("i => i.complete && i.naturalWidth") > 100, c
+        page.wait_for_function("window.tcplab && window.tcplab.ready", timeout=30_000)
+        for c in PANELS:
+            assert page.locator(f"#chart-{c} canvas").count() >= 1, c
+        # The overview spans the whole run; zooming into one second loads the detail level.
+        assert page.evaluate("tcplab.chart('cwnd').g.xAxisRange()")[1] >= 199.9
+        page.evaluate("tcplab.zoom(100, 101)")
+        rows = page.evaluate("tcplab.chart('cwnd').g.numRows()")
+        assert rows > 500  # 1 ms samples of two flows in that second, not the overview's handful
         for t in TABLES:
             assert page.locator(f"table#{t} tbody tr").count() >= 1, t
         assert page.locator("table#flows-table tbody tr").count() == 2
         assert page.locator("table#recovery-table tbody tr").count() >= 2
-        for flow in ("s1", "s2"):
-            assert page.locator(f'figure[data-chart="recovery_{flow}"] img').evaluate("i => i.naturalWidth") > 100
         assert "seed" in page.locator("#provenance").inner_text()
         browser.close()
     assert errors == []

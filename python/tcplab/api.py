@@ -35,6 +35,11 @@ def with_seed(exp: Experiment, seed: int) -> Experiment:
     return dataclasses.replace(exp, seed=seed, spec=exp.spec | {"seed": seed})
 
 
+def _lab(testbed: str | Path | None) -> str | None:
+    """LAB.toml as an absolute path (runs may change directory; meta.json records it)."""
+    return str(Path(testbed).resolve()) if testbed is not None else None
+
+
 def _target(out: str | Path | None, name: str) -> Path:
     return Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="tcplab-")) / name
 
@@ -42,9 +47,10 @@ def _target(out: str | Path | None, name: str) -> Path:
 def run(spec: str | Path | dict[str, Any] | Experiment, *, set: list[str] | None = None, seed: int | None = None,
         duration: str | None = None, out: str | Path | None = None, report: bool = True, force: bool = False,
         backend: str = "sim", iterations: int = 1, progress: Progress | None = None,
-        command: str = "tcplab.run()"):
+        command: str = "tcplab.run()", testbed: str | Path | None = None):
     """Run a spec (file path, preset name, dict, or an Experiment from `tcplab.resolve`) on
-    `backend` ("sim", or "netns": this machine's Linux TCP, as root). Returns its Run; with
+    `backend` ("sim"; "netns": this machine's Linux TCP, as root; "remote": the machines of the
+    LAB.toml `testbed`, over ssh). Returns its Run; with
     `iterations` > 1, one Run per seed (seed, seed + 1, ...), in a folder with their statistics.
     Without `out`, results go to a new temporary folder."""
     from . import Run
@@ -58,11 +64,12 @@ def run(spec: str | Path | dict[str, Any] | Experiment, *, set: list[str] | None
     target = _target(out, exp.name)
     if iterations == 1:
         step = (lambda now, stop: progress(0, now, stop)) if progress else None
-        path, _ = execute(exp, target, force=force, progress=step, report=report, command=command, backend=backend)
+        path, _ = execute(exp, target, force=force, progress=step, report=report, command=command, backend=backend,
+                          testbed=_lab(testbed))
         return Run(path)
     seeds = [exp.seed + i for i in range(iterations)]
     path, _ = execute_iterations(lambda s: with_seed(exp, s), seeds, target, force=force, progress=progress,
-                                 report=report, command=command, backend=backend)
+                                 report=report, command=command, backend=backend, testbed=_lab(testbed))
     return [Run(path / f"iter-{i + 1:03d}") for i in range(iterations)]
 
 
@@ -112,7 +119,8 @@ class Peers:
 
 def peers(spec: str | Path | dict[str, Any] | PeersPlan, *, set: list[str] | None = None, seed: int | None = None,
           duration: str | None = None, out: str | Path | None = None, report: bool = True, force: bool = False,
-          iterations: int = 1, progress: Progress | None = None, command: str = "tcplab.peers()") -> Peers:
+          iterations: int = 1, progress: Progress | None = None, command: str = "tcplab.peers()",
+          backend: str = "sim", testbed: str | Path | None = None) -> Peers:
     """Peer compare: the experiment with every sender on each stack x cc of its [peers] table
     (default freebsd, freebsd-rack, linux x newreno, cubic), each row compared with Linux's."""
     from .runner import execute_peers
@@ -121,34 +129,54 @@ def peers(spec: str | Path | dict[str, Any] | PeersPlan, *, set: list[str] | Non
                                                                 iterations=iterations)
     target = _target(out, f"{plan.name}-peers")
     path, rows = execute_peers(lambda st, cc, it: plan.experiments[(st, cc, it)], plan.pairs, target, force=force,
-                               progress=progress, report=report, command=command, iterations=plan.iterations)
+                               progress=progress, report=report, command=command, iterations=plan.iterations,
+                               backend=backend, testbed=_lab(testbed))
     return Peers(path, rows)
 
 
-def compare(run_a: str | Path, run_b: str | Path, *, out: str | Path | None = None) -> list[dict[str, Any]]:
-    """Two runs side by side (e.g. the simulator's and the kernel's): per-flow throughput and its
-    difference, retransmissions, recovery episodes, cwnd-trajectory distance. With `out`, also
-    compare.json and overlaid cwnd charts there. Rows for the flows both runs have."""
+def compare(run_a: str | Path, run_b: str | Path, *more: str | Path, out: str | Path | None = None) -> list[dict[str, Any]]:
+    """Runs side by side (e.g. the simulator's, the kernel's and a testbed's imported logs), each
+    against the first: per-flow throughput and its difference, retransmissions, recovery episodes,
+    cwnd-trajectory distance. With `out`, also compare.json, compare.html (every run overlaid on
+    the interactive charts) and, for two runs, overlaid cwnd charts there. Rows for the flows the
+    first run shares with each other run; with three runs or more each row names its run (`vs`)."""
     from . import Run
     from .analysis.compare import compare as compare_runs
     from .store import RunDir, write_json
 
-    ra, rb = Run(run_a), Run(run_b)
-    sa, sb = ra.table("flows"), rb.table("flows")
-    rows = compare_runs(ra.info, rb.info, sa, sb, ra.recovery, rb.recovery)
+    paths = [Path(p) for p in (run_a, run_b, *more)]
+    runs = [Run(p) for p in paths]
+    infos = [r.info for r in runs]
+    labels = run_labels(infos)
+    sa = runs[0].table("flows")
+    rows, diffs = [], {}
+    for label, r, info in zip(labels[1:], runs[1:], infos[1:]):
+        part = compare_runs(infos[0], info, sa, r.table("flows"), runs[0].recovery, r.recovery)
+        diffs[label] = part
+        rows += [dict(x, vs=label) for x in part] if more else part
     if out is not None and rows:
+        from .report import compare as compare_page
         from .report.plots import cwnd_overlay
 
         rd = RunDir(Path(out), force=True)
         try:
-            write_json(rd.tmp / "compare.json", {"a": str(run_a), "b": str(run_b), "rows": rows})
-            for r in rows:
-                cwnd_overlay(sa, sb, r["flow"], compare_labels(ra.info, rb.info), rd.tmp, f"cwnd_{r['flow']}")
+            write_json(rd.tmp / "compare.json", {"runs": [str(p) for p in paths], "labels": labels, "rows": rows,
+                                                 **({"a": str(paths[0]), "b": str(paths[1])} if not more else {})})
+            if not more:
+                for r in rows:
+                    cwnd_overlay(sa, runs[1].table("flows"), r["flow"], compare_labels(infos[0], infos[1]), rd.tmp,
+                                 f"cwnd_{r['flow']}")
+            compare_page.write(rd.tmp, list(zip(labels, paths, infos)), diffs)
             rd.commit()
         except BaseException:
             rd.abort()
             raise
     return rows
+
+
+def run_labels(infos: list[dict[str, Any]]) -> list[str]:
+    """Each compared run's label: A, B, C ... with its backend."""
+    return [f"{chr(65 + i) if i < 26 else f'R{i + 1}'} ({info.get('backend') or 'sim'})" for i, info in enumerate(infos)]
 
 
 def compare_labels(info_a: dict[str, Any], info_b: dict[str, Any]) -> tuple[str, str]:

@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 SUMMARY_FILE = "summary.parquet"
-TIME_SERIES = ("flows", "intervals", "queues", "ports", "events", "sends")
+TIME_SERIES = ("flows", "intervals", "queues", "ports", "events", "sends", "acks")
 RUN_COLUMNS = ["name", "backend", "seed", "spec_hash", "sweep", "sweep_part", "point", "iteration",
                "bottleneck_link", "bottleneck_rate_mbps", "utilisation", "goodput_mbps", "drops", "fairness_jain"]
 FLOW_COLUMNS = ["flow", "from", "to", "stack", "cc", "start_s", "duration_s", "bytes_delivered", "throughput_mbps",

@@ -34,6 +34,21 @@ class Direction:
     buffer_bytes: int | None
     loss: float
     jitter_ns: int
+    held_limit_packets: int | None = None  # netem's limit: packets held, its delay included
+
+
+@dataclass(frozen=True)
+class BufferPolicy:
+    """How a shared-buffer switch's ports take from its buffer: "complete" sharing, "dynamic"
+    threshold (alpha) or "static" partition (among `ports`)."""
+
+    kind: Literal["complete", "dynamic", "static"] = "complete"
+    alpha: float | None = None
+    ports: int | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        extra = {"alpha": self.alpha} if self.kind == "dynamic" else {"ports": self.ports} if self.kind == "static" else {}
+        return {"kind": self.kind} | extra
 
 
 @dataclass(frozen=True)
@@ -43,6 +58,7 @@ class Node:
     name: str
     kind: Literal["host", "router", "switch"]
     shared_buffer_bytes: int | None = None
+    buffer_policy: BufferPolicy = BufferPolicy()
 
 
 @dataclass(frozen=True)
@@ -84,6 +100,19 @@ class App:
 
 
 @dataclass(frozen=True)
+class RxNic:
+    """A receiving host's NIC: coalescing ("none", "gro", "lro") and interrupt moderation."""
+
+    coalesce: Literal["none", "gro", "lro"] = "none"
+    rx_usecs_ns: int = 0
+    rx_frames: int = 0
+
+    @property
+    def active(self) -> bool:
+        return self != RxNic()
+
+
+@dataclass(frozen=True)
 class Flow:
     """One TCP connection (an iperf3 client and its server) and its stack's configuration."""
 
@@ -101,11 +130,13 @@ class Flow:
     sndbuf_bytes: int
     rcvbuf_bytes: int
     rcv_scaling_ratio: int       # share of the receive buffer offered as window, /256
-    gro_flush_ns: int
+    rx_nic: RxNic                # the receiving host's NIC
     write_bytes: int
     prr: str | None              # linux: PRR version, None = default
     sndbuf_initial_bytes: int | None
     freebsd: Mapping[str, Any] | None  # freebsd stacks: d43470 and the default stack's knobs
+    tso_max_bytes: int | None = None   # the sending host's NIC; None: the stack's (64 KB)
+    receiver_os: str | None = None     # the receiving host's OS; None: the sender's stack's ACK rules
 
     @property
     def cc_model(self) -> str:
@@ -128,12 +159,14 @@ class Background:
 @dataclass(frozen=True)
 class Trace:
     """What is recorded: flow state every `sample_ns` (0: every ACK), the iperf3-style table every
-    `interval_ns`, every send (`sends`), a capture at the bottleneck on the kernel (`pcap`)."""
+    `interval_ns`, every send (`sends`), a capture at the bottleneck on the kernel (`pcap`), every
+    ACK the senders receive (`acks`: window and SACK blocks)."""
 
     sample_ns: int
     interval_ns: int
     sends: bool
     pcap: bool
+    acks: bool = False
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 
 from . import __version__
-from .analysis.recovery import episodes, first_per_flow
+from .analysis.recovery import episodes
 from .analysis.summary import cpu_cost, summarize
 from .backends import sim as sim_backend
 from .catalog import write_summary
@@ -41,23 +41,29 @@ def git_revision() -> str:
     return out.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
 
 
-BACKENDS = ("sim", "netns")
+BACKENDS = ("sim", "netns", "remote")
 
 
-def _backend_run(backend: str):
+def _backend_run(backend: str, testbed: str | None = None):
     if backend == "netns":
         from .backends import netns
 
         return netns.run
+    if backend == "remote":
+        import functools
+
+        from .backends import remote
+
+        return functools.partial(remote.run, testbed=testbed)
     return sim_backend.run
 
 
 def _into(directory: Path, resolved: Resolved, progress: Progress | None, report: bool, command: str,
-          backend: str = "sim", labels: dict[str, Any] | None = None) -> dict[str, Any]:
+          backend: str = "sim", labels: dict[str, Any] | None = None, testbed: str | None = None) -> dict[str, Any]:
     """One run into `directory`. `labels`: its place in a sweep, for the catalog."""
     wall0 = time.monotonic()
     write_toml(directory / "spec.toml", resolved.spec)
-    totals = _backend_run(backend)(resolved, directory, progress)
+    totals = _backend_run(backend, testbed)(resolved, directory, progress)
     summary = summarize(resolved, totals, directory)
     write_json(directory / "summary.json", summary)
     if totals.get("cpu"):
@@ -68,6 +74,7 @@ def _into(directory: Path, resolved: Resolved, progress: Progress | None, report
         "git_revision": git_revision(),
         "seed": resolved.seed,
         "backend": backend,
+        **({"testbed": str(testbed)} if testbed else {}),
         "source": resolved.source,
         "description": resolved.spec.get("description", ""),
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
@@ -84,38 +91,20 @@ def _into(directory: Path, resolved: Resolved, progress: Progress | None, report
 
 
 def make_report(directory: Path, flows: list[dict[str, Any]], summary: dict[str, Any], meta: dict[str, Any]) -> Path:
-    """Charts and report.html for a results folder."""
-    from .report import plots  # matplotlib: imported only by runs that draw (a second per process)
+    """report.html for a results folder: each table read once, decimated once (report.series)."""
+    from .report import interactive
+    from .report.panels import PageModel, RunTables, add_run
 
-    pdir = directory / "plots"
-    pdir.mkdir(exist_ok=True)
-    intervals = read_table(directory, "intervals")
-    samples = read_table(directory, "flows")
-    queues = read_table(directory, "queues")
-    charts = []
-    if len(intervals):
-        plots.throughput(intervals, flows, pdir)
-        charts.append(("throughput", "Throughput per flow and summed, per interval"))
-    if len(samples):
-        plots.cwnd(samples, flows, pdir)
-        plots.cwnd(samples, flows, pdir, first_second=True)
-        charts += [("cwnd", "cwnd per flow over the whole run"), ("cwnd_first_second", "cwnd per flow in its first second")]
-    if len(queues):
-        plots.queue(queues, pdir)
-        charts.append(("queue", "Bottleneck queue length"))
-    sends = _or_none(read_table(directory, "sends"))
+    tables = RunTables.read(directory, summary)
     mss = {f["flow"]: f["mss_bytes"] for f in summary["flows"]}
-    eps = episodes(read_table(directory, "events"), sends, mss)
-    zooms = []
-    for _, ep in first_per_flow(eps).iterrows():
-        stem = f"recovery_{ep['flow']}"
-        plots.recovery_zoom(samples, sends, ep.to_dict(), mss[ep["flow"]], pdir, stem)
-        zooms.append((stem, f"{ep['flow']}: cwnd, ssthresh and send sizes around its first loss-recovery episode"))
-    recovery_html = report_html.recovery_section(eps, zooms, pdir)
+    eps = episodes(tables.events, _or_none(tables.sends), mss)
+    model = PageModel()
+    add_run(model, tables, eps)
     spec_text = (directory / "spec.toml").read_text()
     cpu_path = directory / "cpu.json"
     cpu_html = report_html.cpu_section(json.loads(cpu_path.read_text())) if cpu_path.is_file() else ""
-    return report_html.write(directory, summary, meta, spec_text, intervals, flows, charts, recovery_html + cpu_html)
+    return report_html.write(directory, summary, meta, spec_text, tables.intervals, flows, interactive.section(model),
+                             report_html.recovery_section(eps) + cpu_html)
 
 
 def _or_none(df):
@@ -124,11 +113,12 @@ def _or_none(df):
 
 def execute(resolved: Resolved, out: Path, *, force: bool = False, progress: Progress | None = None,
             report: bool = True, command: str = "", backend: str = "sim",
-            labels: dict[str, Any] | None = None) -> tuple[Path, dict[str, Any]]:
-    """Run into `out`, atomically, on `backend` (sim or netns). Returns (final folder, summary)."""
+            labels: dict[str, Any] | None = None, testbed: str | None = None) -> tuple[Path, dict[str, Any]]:
+    """Run into `out`, atomically, on `backend` (sim, netns, or remote with the LAB.toml
+    `testbed`). Returns (final folder, summary)."""
     rd = RunDir(out, force=force)
     try:
-        summary = _into(rd.tmp, resolved, progress, report, command, backend, labels)
+        summary = _into(rd.tmp, resolved, progress, report, command, backend, labels, testbed)
         return rd.commit(), summary
     except BaseException:
         rd.abort()
@@ -137,7 +127,7 @@ def execute(resolved: Resolved, out: Path, *, force: bool = False, progress: Pro
 
 def execute_iterations(resolve_seed: Callable[[int], Resolved], seeds: list[int], out: Path, *, force: bool = False,
                        progress: Callable[[int, int, int], None] | None = None, report: bool = True,
-                       command: str = "", backend: str = "sim") -> tuple[Path, list[dict[str, Any]]]:
+                       command: str = "", backend: str = "sim", testbed: str | None = None) -> tuple[Path, list[dict[str, Any]]]:
     """Run one iteration per seed into out/iter-NNN, then write out/iterations.json."""
     rd = RunDir(out, force=force)
     try:
@@ -146,7 +136,7 @@ def execute_iterations(resolve_seed: Callable[[int], Resolved], seeds: list[int]
             sub = rd.tmp / f"iter-{i + 1:03d}"
             sub.mkdir()
             step = (lambda now, stop, i=i: progress(i, now, stop)) if progress else None
-            summaries.append(_into(sub, resolve_seed(seed), step, report, command, backend))
+            summaries.append(_into(sub, resolve_seed(seed), step, report, command, backend, testbed=testbed))
         write_json(rd.tmp / "iterations.json", {"seeds": seeds, "runs": [f"iter-{i + 1:03d}" for i in range(len(seeds))]})
         from .report.ministat import iterations_report
 
@@ -164,7 +154,8 @@ def execute_iterations(resolve_seed: Callable[[int], Resolved], seeds: list[int]
 
 def execute_peers(resolve_pair: Callable[[str, str, int], Resolved], pairs: list[tuple[str, str]], out: Path, *,
                   force: bool = False, progress: Callable[[int, int, int], None] | None = None, report: bool = True,
-                  command: str = "", iterations: int = 1) -> tuple[Path, list[dict[str, Any]]]:
+                  command: str = "", iterations: int = 1, backend: str = "sim",
+                  testbed: str | None = None) -> tuple[Path, list[dict[str, Any]]]:
     """Run every (stack, cc) pair into out/<stack>-<cc> (with iterations > 1, one folder per seed
     under it, out/<stack>-<cc>/iter-NNN; `resolve_pair(stack, cc, i)` gives iteration i's spec),
     then write out/peers.json and, with `report`, out/peers.html (the peer-compare table linking
@@ -182,7 +173,7 @@ def execute_peers(resolve_pair: Callable[[str, str, int], Resolved], pairs: list
                 step = (lambda now, stop, k=i * iterations + it: progress(k, now, stop)) if progress else None
                 where = sub if iterations == 1 else sub / f"iter-{it + 1:03d}"
                 where.mkdir(exist_ok=True)
-                summaries.append(_into(where, resolve_pair(stack, cc, it), step, report, command))
+                summaries.append(_into(where, resolve_pair(stack, cc, it), step, report, command, backend, testbed=testbed))
             runs.append((stack, cc, summaries))
             links.append(f"{stack}-{cc}" + ("" if iterations == 1 else "/iter-001"))
         rows = compare(runs)

@@ -3,7 +3,7 @@ nothing half-written ever looks like a finished run.
 
 Layout: spec.toml (resolved spec), summary.json, meta.json (provenance: version, git revision,
 wall clock), <table>.parquet (zstd) for flows, intervals, queues, ports, events and (if
-recorded) sends, plots/, report.html.
+recorded) sends and acks, report.html (and plots/ after `tcplab plot`).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from .paths import replaceable
 
 TABLES = tuple(COLUMNS)  # flows, intervals, queues, ports, events, sends (the record contract)
 #: Tables whose integer `flow` column is replaced by the flow's name; `port` by its label.
-_FLOW_TABLES = {"flows", "intervals", "events", "sends"}
+_FLOW_TABLES = {"flows", "intervals", "events", "sends", "acks"}
 _PORT_TABLES = {"queues", "ports"}
 
 
@@ -155,18 +155,19 @@ class RunDir:
         shutil.rmtree(self.tmp, ignore_errors=True)
 
 
-def read_table(run_dir: Path, name: str):
-    """One table of a finished run as a pandas DataFrame (empty if the run recorded none)."""
+def read_table(run_dir: Path, name: str, columns: list[str] | None = None, names_as_categories: bool = False):
+    """One table of a finished run as a pandas DataFrame (empty if the run recorded none): only
+    `columns` if given; `flow` and `port` as strings, or as pandas categories (faster to filter)."""
     import pandas as pd
 
     path = Path(run_dir) / f"{name}.parquet"
     if not path.exists():
         return pd.DataFrame()
     try:
-        df = pq.read_table(path).to_pandas()
+        df = pq.read_table(path, columns=columns).to_pandas()
     except (pa.ArrowException, OSError) as e:
         raise DamagedResults(f"{path}: cannot be read ({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
     for col in ("flow", "port"):
-        if col in df and hasattr(df[col], "cat"):
+        if col in df and hasattr(df[col], "cat") and not names_as_categories:
             df[col] = df[col].astype(str)
     return df

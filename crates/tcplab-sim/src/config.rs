@@ -21,6 +21,9 @@ pub struct SimConfig {
     /// Record every send (TSO chunk, segment, retransmission) in the `sends` table.
     #[serde(default)]
     pub record_sends: bool,
+    /// Record every ACK the senders receive (cumulative ACK, window, SACK blocks) in `acks`.
+    #[serde(default)]
+    pub record_acks: bool,
     /// Measure the CPU time of the TCP path and the CC hooks (`[measure] cpu`; see `cpu`).
     #[serde(default)]
     pub measure_cpu: bool,
@@ -62,6 +65,30 @@ pub struct NodeConfig {
     /// For a switch: the packet buffer all its egress ports share, bytes.
     #[serde(default)]
     pub shared_buffer_bytes: Option<u64>,
+    /// For a switch with a shared buffer: how its ports may take from it.
+    #[serde(default)]
+    pub buffer_policy: BufferPolicy,
+}
+
+/// How the egress ports of a shared-memory switch take from its one buffer of B bytes.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
+pub enum BufferPolicy {
+    /// Complete sharing: any port may take any free space (admitted while the packet fits).
+    #[default]
+    Complete,
+    /// Dynamic threshold (Choudhury & Hahne, "Dynamic queue length thresholds for shared-memory
+    /// packet switches", IEEE/ACM ToN 6(2), 1998): a port is admitted while its queue is below
+    /// alpha x (B - total occupancy).
+    Dynamic {
+        /// The threshold's multiplier of the free space.
+        alpha: f64,
+    },
+    /// Static partition: each of `ports` ports owns B / ports bytes.
+    Static {
+        /// How many ports the buffer is divided among.
+        ports: u32,
+    },
 }
 
 /// One direction of a link: the egress port of the sending node.
@@ -88,6 +115,10 @@ pub struct DirConfig {
     /// ListErrorModel): deterministic losses for tests and for scripted scenarios.
     #[serde(default)]
     pub drop_arrivals: Vec<u64>,
+    /// netem's `limit`: packets held by the port at once, its propagation delay included (the
+    /// delay is netem's; sch_netem.c netem_enqueue() drops when `sch->q.qlen >= sch->limit`).
+    #[serde(default)]
+    pub held_limit_packets: Option<u64>,
 }
 
 /// A full-duplex link.
@@ -163,10 +194,17 @@ pub struct FlowConfig {
     /// buffer (FreeBSD's sbspace(), RFC receivers).
     #[serde(default = "whole_buffer")]
     pub rcv_scaling_ratio: u32,
-    /// The receiving NIC's GRO: consecutive segments arriving within this long of the first are
-    /// handed to TCP as one (ethtool -K gro on, -C rx-usecs); 0 = off.
+    /// The receiving host's NIC: interrupt moderation and receive coalescing (GRO, LRO).
     #[serde(default)]
-    pub gro_flush_ns: Ns,
+    pub rx_nic: RxNicConfig,
+    /// Largest TSO burst the sending host's NIC takes, bytes (Linux gso_max_size, FreeBSD
+    /// if_hw_tsomax); None: the stack's default (64 KB).
+    #[serde(default)]
+    pub tso_max_bytes: Option<u64>,
+    /// The receiving host's OS, whose delayed-ACK rules the receiver follows ("linux" or
+    /// "freebsd"); None: the sender's stack's rules.
+    #[serde(default)]
+    pub receiver_os: Option<String>,
     /// Application write size (iperf3 `-l`).
     pub write_bytes: u64,
     /// What the application does.
@@ -180,6 +218,35 @@ pub struct FlowConfig {
     /// FreeBSD default-stack knobs; only for the freebsd stack.
     #[serde(default)]
     pub freebsd: Option<FreeBsdKnobs>,
+}
+
+/// Receive-side coalescing of a NIC driver.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Coalesce {
+    /// Every frame reaches TCP alone.
+    #[default]
+    None,
+    /// Linux GRO (net/core/gro.c, net/ipv4/tcp_offload.c tcp_gro_receive()).
+    Gro,
+    /// FreeBSD software LRO (sys/netinet/tcp_lro.c).
+    Lro,
+}
+
+/// The receiving NIC: when the driver's poll runs and how it merges what it finds.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct RxNicConfig {
+    /// GRO, LRO or none.
+    #[serde(default)]
+    pub coalesce: Coalesce,
+    /// The receive interrupt is raised this long after the first frame it covers (ethtool -C
+    /// rx-usecs); 0 with `rx_frames` 0: an interrupt per frame.
+    #[serde(default)]
+    pub rx_usecs_ns: Ns,
+    /// ... or as soon as this many frames wait (ethtool -C rx-frames); 0: no frame trigger.
+    #[serde(default)]
+    pub rx_frames: u32,
 }
 
 fn whole_buffer() -> u32 {
@@ -209,9 +276,13 @@ pub struct FreeBsdKnobs {
     pub tso: bool,
     /// net.inet.tcp.sendbuf_inc, bytes (0: no send-buffer autosizing).
     pub sendbuf_inc_bytes: u64,
-    /// Which FreeBSD source the default stack follows ("2023" or "15.0-2025"; default "2023").
+    /// Which FreeBSD source the default stack follows ("2023", "15.0-2024-10" or "15.0-2025";
+    /// default "2023").
     #[serde(default, deserialize_with = "freebsd_version")]
     pub version: FreeBsdVersion,
+    /// net.inet.tcp.sack.lrd; None: the version's default.
+    #[serde(default)]
+    pub sack_lrd: Option<bool>,
 }
 
 fn freebsd_version<'de, D: serde::Deserializer<'de>>(d: D) -> Result<FreeBsdVersion, D::Error> {

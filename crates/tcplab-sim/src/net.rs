@@ -1,7 +1,7 @@
 //! The network: egress ports (drop-tail FIFO + serialiser + propagation pipe), shared switch
-//! buffers, and static shortest-path routes.
+//! buffers with their sharing policy, and static shortest-path routes.
 
-use crate::config::{DirConfig, LinkConfig, NodeKind};
+use crate::config::{BufferPolicy, DirConfig, LinkConfig, NodeKind};
 use crate::packet::Packet;
 use crate::rng::Rng;
 use crate::time::{tx_time_ns, Ns, SEC};
@@ -39,6 +39,8 @@ pub struct Port {
     arrivals: u64,
     limit_packets: Option<u64>,
     limit_bytes: Option<u64>,
+    /// netem's limit: packets held in the port, its delay included.
+    held_limit_packets: Option<u64>,
     /// Shared buffer pool of the owning switch, if any.
     pub pool: Option<u32>,
     /// Packets admitted but not yet being transmitted: (transmission start, size).
@@ -77,6 +79,7 @@ impl Port {
             arrivals: 0,
             limit_packets: d.buffer_packets,
             limit_bytes: d.buffer_bytes,
+            held_limit_packets: d.held_limit_packets,
             pool,
             waiting: VecDeque::new(),
             queue_bytes: 0,
@@ -136,14 +139,24 @@ impl Port {
     }
 
     /// Admission at `now` (after `advance`): random loss first (netem and Dummynet drop on entry),
-    /// then the drop-tail limits. `pool_free` is the free space of the shared pool, if any.
-    pub fn admit(&mut self, p: &Packet, now: Ns, pool_free: Option<u64>) -> Result<(), Drop> {
+    /// then netem's limit on what it holds, then the drop-tail limits and the switch's shared
+    /// buffer (`pool`, brought up to now), if any.
+    pub fn admit(&mut self, p: &Packet, now: Ns, pool: Option<&Pool>) -> Result<(), Drop> {
         self.arrivals += 1;
         if self.rng.chance(self.loss)
             || (!self.drop_arrivals.is_empty() && self.drop_arrivals.contains(&self.arrivals))
         {
             self.losses += 1;
             return Err(Drop::Random);
+        }
+        if self
+            .held_limit_packets
+            .is_some_and(|l| self.packets_in_flight(now) >= l)
+        {
+            // sch_netem.c netem_enqueue(): `if (unlikely(sch->q.qlen >= sch->limit))` drop; qlen
+            // counts every packet netem holds while it waits out its delay.
+            self.drops += 1;
+            return Err(Drop::Buffer);
         }
         if self.busy_until <= now {
             return Ok(()); // goes straight onto the wire
@@ -155,12 +168,20 @@ impl Port {
         let over_bytes = self
             .limit_bytes
             .is_some_and(|l| self.queue_bytes + size > l);
-        let over_pool = pool_free.is_some_and(|free| size > free);
+        let over_pool = pool.is_some_and(|pl| !pl.admits(self.queue_bytes, size));
         if over_packets || over_bytes || over_pool {
             self.drops += 1;
             return Err(Drop::Buffer);
         }
         Ok(())
+    }
+
+    /// Packets admitted and not yet arrived at the far end at `now` (queue, wire, delay).
+    fn packets_in_flight(&self, now: Ns) -> u64 {
+        // The pipe is in arrival order; packets due at `now` whose arrival event has not run yet
+        // have left netem already.
+        let arrived = self.pipe.iter().take_while(|(t, _)| *t <= now).count();
+        (self.pipe.len() - arrived) as u64
     }
 
     /// Send an admitted packet: it waits its turn, is serialised, propagates. Returns its arrival
@@ -222,6 +243,27 @@ pub struct Pool {
     pub used_bytes: u64,
     /// The switch's egress ports that draw on this pool.
     pub ports: Vec<u32>,
+    /// How the ports share it.
+    pub policy: BufferPolicy,
+}
+
+impl Pool {
+    /// Whether a port whose queue holds `queue_bytes` may take a packet of `size` bytes now. The
+    /// queue and the pool count packets waiting, not the one being serialised (as a qdisc does).
+    pub fn admits(&self, queue_bytes: u64, size: u64) -> bool {
+        let free = self.limit_bytes - self.used_bytes;
+        if size > free {
+            return false;
+        }
+        match self.policy {
+            BufferPolicy::Complete => true,
+            // Choudhury & Hahne 1998, section II: a cell for queue i is admitted iff
+            // Q_i(t) < T(t) = alpha * (B - Q(t)); here in bytes, per packet. Both sides are
+            // integers below 2^53, so the comparison in f64 is exact but for alpha's rounding.
+            BufferPolicy::Dynamic { alpha } => (queue_bytes as f64) < alpha * free as f64,
+            BufferPolicy::Static { ports } => queue_bytes + size <= self.limit_bytes / ports as u64,
+        }
+    }
 }
 
 /// Build both ports of a link: (a -> b, b -> a).
@@ -327,4 +369,100 @@ pub fn routes(n_nodes: usize, ports: &[Port]) -> Routes {
         *row = first;
     }
     Routes { only, rows }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::packet::Kind;
+    use crate::time::MS;
+
+    fn dir(delay_ns: Ns, held_limit_packets: Option<u64>) -> DirConfig {
+        DirConfig {
+            rate_bps: 1_000_000_000,
+            delay_ns,
+            buffer_packets: None,
+            buffer_bytes: None,
+            loss: 0.0,
+            jitter_ns: 0,
+            drop_arrivals: vec![],
+            held_limit_packets,
+        }
+    }
+
+    fn packet(size: u32) -> Packet {
+        let mut p = Packet::new(0, Kind::Ack, 0, 1);
+        p.size_bytes = size;
+        p
+    }
+
+    #[test]
+    fn netem_limit_counts_the_packets_in_its_delay() {
+        // 1500 ACKs of 64 B every 10 us into netem delay 40 ms, limit 1000: none has left after
+        // 15 ms, so exactly the first 1000 are admitted and 500 dropped. 30 ms later the first
+        // have arrived (their arrival at 40 ms + 0.512 us), and one more fits.
+        let mut port = Port::new(0, 1, &dir(40 * MS, Some(1000)), None, Rng::new(1));
+        let mut admitted = 0;
+        for i in 0..1500 {
+            let now = i * 10_000;
+            if port.admit(&packet(64), now, None).is_ok() {
+                port.send(packet(64), now);
+                admitted += 1;
+            }
+        }
+        assert_eq!((admitted, port.drops), (1000, 500));
+        let later = 40 * MS + 1_000;
+        assert!(port.admit(&packet(64), later, None).is_ok());
+        // Without a limit nothing is dropped.
+        let mut port = Port::new(0, 1, &dir(40 * MS, None), None, Rng::new(1));
+        assert!((0..1500).all(|i| port.admit(&packet(64), i * 10_000, None).is_ok()));
+    }
+
+    fn pool(policy: BufferPolicy) -> Pool {
+        Pool {
+            limit_bytes: 125_000,
+            used_bytes: 0,
+            ports: vec![0, 1],
+            policy,
+        }
+    }
+
+    /// Offer 1500-byte packets to `queues.len()` ports in turn, none leaving, until none is
+    /// admitted; return each port's queue in packets.
+    fn fill(mut pl: Pool, queues: usize) -> Vec<u64> {
+        let mut q = vec![0u64; queues];
+        loop {
+            let mut any = false;
+            for qi in q.iter_mut() {
+                if pl.admits(*qi * 1500, 1500) {
+                    *qi += 1;
+                    pl.used_bytes += 1500;
+                    any = true;
+                }
+            }
+            if !any {
+                return q;
+            }
+        }
+    }
+
+    #[test]
+    fn shared_buffer_policies_admit_as_their_arithmetic_says() {
+        // Complete sharing: one port takes all of B = 125000: floor(125000 / 1500) = 83 packets.
+        assert_eq!(fill(pool(BufferPolicy::Complete), 1), vec![83]);
+        // Dynamic threshold, alpha 1 (Choudhury & Hahne): one queue admitted while
+        // q < B - q, i.e. q < 62500: 1500 x 41 = 61500 < 62500 admits the 42nd, then
+        // 63000 >= 62000 refuses: 42 packets (the steady state alpha B / (1 + alpha) rounded up
+        // to a packet).
+        assert_eq!(fill(pool(BufferPolicy::Dynamic { alpha: 1.0 }), 1), vec![42]);
+        // Two congested queues, alpha 1: each below B - q1 - q2; alpha B / (1 + 2 alpha) =
+        // 41667 bytes: the 28th packet of each is admitted at q = 27 x 1500 = 40500 < 125000 -
+        // 81000 = 44000 (and the second's at 40500 < 42500), the 29th at 42000 >= 41000 is not.
+        assert_eq!(fill(pool(BufferPolicy::Dynamic { alpha: 1.0 }), 2), vec![28, 28]);
+        // alpha 2: one queue q < 2 (B - q), q < 83333: 56 packets (55 x 1500 = 82500 < 85000).
+        assert_eq!(fill(pool(BufferPolicy::Dynamic { alpha: 2.0 }), 1), vec![56]);
+        // Static partition over 5 ports: 25000 bytes each, 16 packets (24000; 17 = 25500).
+        assert_eq!(fill(pool(BufferPolicy::Static { ports: 5 }), 1), vec![16]);
+        assert_eq!(fill(pool(BufferPolicy::Static { ports: 5 }), 2), vec![16, 16]);
+    }
 }

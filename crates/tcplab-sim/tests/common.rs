@@ -17,6 +17,7 @@ pub fn dir(rate_bps: u64, delay_ns: Ns, buffer_packets: Option<u64>) -> DirConfi
         loss: 0.0,
         jitter_ns: 0,
         drop_arrivals: vec![],
+        held_limit_packets: None,
     }
 }
 
@@ -25,6 +26,7 @@ pub fn node(name: &str, kind: NodeKind) -> NodeConfig {
         name: name.into(),
         kind,
         shared_buffer_bytes: None,
+        buffer_policy: BufferPolicy::Complete,
     }
 }
 
@@ -43,7 +45,9 @@ pub fn flow(name: &str, src: u32, dst: u32, cc: &str, app: AppConfig) -> FlowCon
         sndbuf_bytes: 64 << 20,
         rcvbuf_bytes: 64 << 20,
         rcv_scaling_ratio: 256,
-        gro_flush_ns: 0,
+        rx_nic: RxNicConfig::default(),
+        tso_max_bytes: None,
+        receiver_os: None,
         write_bytes: 1 << 20,
         app,
         prr: None,
@@ -69,6 +73,7 @@ pub fn pipe(
         sample_interval_ns: 0,
         interval_ns: SEC,
         record_sends: false,
+        record_acks: false,
         measure_cpu: false,
         nodes: vec![
             node("s", NodeKind::Host),
@@ -235,6 +240,7 @@ pub fn dumbbell(
         sample_interval_ns: 10 * MS,
         interval_ns: SEC,
         record_sends: false,
+        record_acks: false,
         measure_cpu: false,
         nodes,
         links,

@@ -360,6 +360,21 @@ impl Tracker {
             .push(&[t_ns, self.flow, seq, bytes, segs, retx, self.state]);
     }
 
+    /// Record one ACK as the sender received it: cumulative `ack`, advertised window in bytes
+    /// (-1 unknown) and its SACK blocks [start, end), all relative like `send`'s `seq`.
+    pub fn ack(&mut self, rec: &mut Recorder, t_ns: i64, ack: i64, rwnd_bytes: i64, sacks: &[(i64, i64)]) {
+        let mut row = [-1i64; 12];
+        row[0] = t_ns;
+        row[1] = self.flow;
+        row[2] = ack;
+        row[3] = rwnd_bytes;
+        for (i, &(a, b)) in sacks.iter().take(4).enumerate() {
+            row[4 + 2 * i] = a;
+            row[5 + 2 * i] = b;
+        }
+        rec.acks.push(&row);
+    }
+
     /// Retransmitted segments counted so far.
     pub fn retrans_segs(&self) -> i64 {
         self.retrans_segs

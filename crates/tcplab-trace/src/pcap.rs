@@ -56,6 +56,10 @@ struct Dir {
     sizes: HashMap<i64, u64>,
     mss_opt: Option<u32>,
     ts: bool,
+    /// The window-scale shift this direction announced in its SYN (RFC 7323 §2.2), None if its
+    /// SYN carried none; unknown (`syn_seen` false) when the capture missed the SYN.
+    wscale: Option<u8>,
+    syn_seen: bool,
 }
 
 impl Dir {
@@ -72,6 +76,8 @@ impl Dir {
             sizes: HashMap::new(),
             mss_opt: None,
             ts: false,
+            wscale: None,
+            syn_seen: false,
         }
     }
 }
@@ -85,6 +91,7 @@ struct Seg<'a> {
     seq: u32,
     ack: u32,
     flags: u8,
+    window: u16,
     payload: i64,
     options: &'a [u8],
 }
@@ -450,7 +457,23 @@ impl<R: Read> PcapParser<R> {
             d.started = true;
             d.mss_opt = opts.mss.or(d.mss_opt);
             d.ts |= opts.ts.is_some();
+            d.wscale = opts.wscale;
+            d.syn_seen = true;
         }
+        // The window this packet advertises, in bytes: scaled only when both SYNs carried the
+        // option (RFC 7323 §2.2), never in a SYN; -1 when the capture missed a SYN.
+        let rwnd_bytes = match self.dirs.get(&rev) {
+            _ if syn => i64::from(seg.window),
+            Some(r) if r.syn_seen && d_syn_seen(&self.dirs, &fwd) => {
+                let shift = match (self.dirs.get(&fwd).and_then(|d| d.wscale), r.wscale) {
+                    (Some(s), Some(_)) => s,
+                    _ => 0,
+                };
+                i64::from(seg.window) << shift
+            }
+            _ => -1,
+        };
+        let d = self.dirs.get_mut(&fwd).expect("inserted above");
         if seg.payload > 0 {
             if !d.started {
                 d.seq.set_base(seg.seq);
@@ -518,8 +541,14 @@ impl<R: Read> PcapParser<R> {
                         }
                     }
                     r.sacked = sacked;
+                    let mut blocks = [(-1i64, -1i64); 4];
+                    for (b, &(l, rgt)) in blocks.iter_mut().zip(&opts.sack[..opts.nsack]) {
+                        *b = (r.seq.unwrap(l), r.seq.unwrap(rgt));
+                    }
+                    let ack_rel = r.seq.unwrap(seg.ack);
                     let (una, snd_max, srtt) = (r.una, r.snd_max, r.srtt_us);
                     let tr = r.tracker.as_mut().expect("checked");
+                    tr.ack(ctx.rec, t_ns, ack_rel, rwnd_bytes, &blocks[..opts.nsack]);
                     tr.sample(
                         ctx.rec,
                         Sample {
@@ -655,6 +684,7 @@ fn parse_frame(linktype: u16, f: &[u8]) -> Option<Seg<'_>> {
         seq: u32::from_be_bytes(tcp[4..8].try_into().ok()?),
         ack: u32::from_be_bytes(tcp[8..12].try_into().ok()?),
         flags: *tcp.get(13)?,
+        window: u16::from_be_bytes([*tcp.get(14)?, *tcp.get(15)?]),
         payload: (payload_total - doff) as i64,
         options: tcp.get(20..doff.min(tcp.len())).unwrap_or(&[]),
         src,
@@ -667,6 +697,7 @@ struct Opts {
     ts: Option<(u32, u32)>,
     sack: [(u32, u32); 4],
     nsack: usize,
+    wscale: Option<u8>,
 }
 
 /// TCP options (RFC 9293 §3.2, RFC 2018 SACK, RFC 7323 timestamps); a snap length that cut the
@@ -677,6 +708,7 @@ fn tcp_options(o: &[u8]) -> Opts {
         ts: None,
         sack: [(0, 0); 4],
         nsack: 0,
+        wscale: None,
     };
     let mut i = 0;
     while i < o.len() {
@@ -692,6 +724,8 @@ fn tcp_options(o: &[u8]) -> Opts {
                 let v = &o[i + 2..i + len];
                 match (kind, len) {
                     (2, 4) => r.mss = Some(u32::from(u16::from_be_bytes([v[0], v[1]]))),
+                    // RFC 7323 §2.3: a shift above 14 is used as 14.
+                    (3, 3) => r.wscale = Some(v[0].min(14)),
                     (8, 10) => {
                         r.ts = Some((
                             u32::from_be_bytes([v[0], v[1], v[2], v[3]]),
@@ -714,4 +748,9 @@ fn tcp_options(o: &[u8]) -> Opts {
         }
     }
     r
+}
+
+/// Whether the direction `key` has shown its SYN.
+fn d_syn_seen(dirs: &FastMap<(IpAddr, u16, IpAddr, u16), Dir>, key: &(IpAddr, u16, IpAddr, u16)) -> bool {
+    dirs.get(key).is_some_and(|d| d.syn_seen)
 }

@@ -107,6 +107,24 @@ pub const EVENT_COLUMNS: &[&str] = &[
 ];
 /// What each output call handed the NIC at once (TSO chunk, segment, retransmission).
 pub const SEND_COLUMNS: &[&str] = &["t_ns", "flow", "seq", "bytes", "segments", "retx", "state"];
+/// ACKs as the sender received them (only when recorded): cumulative ACK, the advertised receive
+/// window after scaling, and up to four SACK blocks [start, end) in the order the ACK carries them
+/// (RFC 2018 §4: most recent first); -1 where the ACK carries fewer blocks. Sequence numbers are
+/// relative to the flow's first data byte, as in `sends`.
+pub const ACK_COLUMNS: &[&str] = &[
+    "t_ns",
+    "flow",
+    "ack",
+    "rwnd_bytes",
+    "sack1_start",
+    "sack1_end",
+    "sack2_start",
+    "sack2_end",
+    "sack3_start",
+    "sack3_end",
+    "sack4_start",
+    "sack4_end",
+];
 
 /// All tables of a run.
 #[derive(Debug)]
@@ -123,6 +141,8 @@ pub struct Recorder {
     pub events: Table,
     /// Sends (only when recorded).
     pub sends: Table,
+    /// ACKs received by the sender (only when recorded).
+    pub acks: Table,
 }
 
 impl Default for Recorder {
@@ -134,13 +154,14 @@ impl Default for Recorder {
             ports: Table::new("ports", PORT_COLUMNS),
             events: Table::new("events", EVENT_COLUMNS),
             sends: Table::new("sends", SEND_COLUMNS),
+            acks: Table::new("acks", ACK_COLUMNS),
         }
     }
 }
 
 impl Recorder {
     /// All tables, for draining.
-    pub fn tables_mut(&mut self) -> [&mut Table; 6] {
+    pub fn tables_mut(&mut self) -> [&mut Table; 7] {
         [
             &mut self.flows,
             &mut self.intervals,
@@ -148,6 +169,7 @@ impl Recorder {
             &mut self.ports,
             &mut self.events,
             &mut self.sends,
+            &mut self.acks,
         ]
     }
 }

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .. import _native, user_cc
-from ..model import Direction, Experiment
+from ..model import Direction, Experiment, Flow, Node
 from ..store import TableWriter
 
 
@@ -20,29 +20,42 @@ STEP_NS = 1_000_000_000
 
 
 def _direction(d: Direction) -> dict[str, Any]:
-    return {"rate_bps": d.rate_bps, "delay_ns": d.delay_ns, "buffer_packets": d.buffer_packets,
-            "buffer_bytes": d.buffer_bytes, "loss": d.loss, "jitter_ns": d.jitter_ns}
+    out = {"rate_bps": d.rate_bps, "delay_ns": d.delay_ns, "buffer_packets": d.buffer_packets,
+           "buffer_bytes": d.buffer_bytes, "loss": d.loss, "jitter_ns": d.jitter_ns}
+    return out | ({"held_limit_packets": d.held_limit_packets} if d.held_limit_packets is not None else {})
+
+
+def _node(n: Node) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": n.name, "kind": n.kind}
+    if n.shared_buffer_bytes is not None:
+        out |= {"shared_buffer_bytes": n.shared_buffer_bytes, "buffer_policy": n.buffer_policy.as_dict()}
+    return out
+
+
+def _rx_nic(f: Flow) -> dict[str, Any]:
+    n = f.rx_nic
+    return {"coalesce": n.coalesce, "rx_usecs_ns": n.rx_usecs_ns, "rx_frames": n.rx_frames}
 
 
 def lower(exp: Experiment) -> dict[str, Any]:
     """The simulator's config (tcplab-sim config.rs `SimConfig`) for `exp`: nodes and links by
     index, each flow's stack configuration, the bottleneck port to monitor."""
     index = {n.name: i for i, n in enumerate(exp.nodes)}
-    nodes = [{"name": n.name, "kind": n.kind} | ({"shared_buffer_bytes": n.shared_buffer_bytes}
-                                                 if n.shared_buffer_bytes is not None else {}) for n in exp.nodes]
+    nodes = [_node(n) for n in exp.nodes]
     links = [{"a": index[ln.a], "b": index[ln.b], "ab": _direction(ln.ab), "ba": _direction(ln.ba)} for ln in exp.links]
     flows = [{
         "name": f.name, "src": index[f.host], "dst": index[f.to], "start_ns": f.start_ns, "stack": f.stack,
         "cc": f.cc_model, "mss": f.mss, "timestamps": f.timestamps, "sack": f.sack, "iw_segments": f.iw_segments,
         "sndbuf_bytes": f.sndbuf_bytes, "rcvbuf_bytes": f.rcvbuf_bytes, "rcv_scaling_ratio": f.rcv_scaling_ratio,
-        "gro_flush_ns": f.gro_flush_ns, "write_bytes": f.write_bytes, "app": f.app.as_dict(), "prr": f.prr,
+        "rx_nic": _rx_nic(f), "tso_max_bytes": f.tso_max_bytes, "receiver_os": f.receiver_os, "write_bytes": f.write_bytes, "app": f.app.as_dict(), "prr": f.prr,
         "sndbuf_initial_bytes": f.sndbuf_initial_bytes, "freebsd": dict(f.freebsd) if f.freebsd is not None else None,
     } for f in exp.flows]
     udp = [{"name": u.name, "src": index[u.frm], "dst": index[u.to], "rate_bps": u.rate_bps, "size_bytes": u.size_bytes,
             "start_ns": u.start_ns, "stop_ns": u.stop_ns} for u in exp.background]
     return {
         "seed": exp.seed, "stop_ns": exp.stop_ns, "sample_interval_ns": exp.trace.sample_ns,
-        "interval_ns": exp.trace.interval_ns, "record_sends": exp.trace.sends, "measure_cpu": exp.measure_cpu,
+        "interval_ns": exp.trace.interval_ns, "record_sends": exp.trace.sends,
+        "record_acks": exp.trace.acks, "measure_cpu": exp.measure_cpu,
         "nodes": nodes, "links": links, "flows": flows, "udp": udp,
         "monitor": [{"link": exp.bottleneck_port // 2, "dir": "ab"}],
     }

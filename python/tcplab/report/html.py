@@ -1,9 +1,9 @@
-"""report.html: one self-contained page (charts embedded, no scripts, no external files) with
-the summary, the charts, the interval tables and the run's provenance."""
+"""report.html: one self-contained offline page (interactive charts with their library and data
+inline, no external files) with the summary, the charts, the interval tables and the run's
+provenance."""
 
 from __future__ import annotations
 
-import base64
 import html
 from pathlib import Path
 from typing import Any
@@ -43,14 +43,8 @@ def _table(table_id: str, header: list[str], rows: list[list[Any]], left: int = 
     return f'<table id="{table_id}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
 
-def _figure(plots: Path, stem: str, caption: str) -> str:
-    data = base64.b64encode((plots / f"{stem}.png").read_bytes()).decode()
-    return (f'<figure data-chart="{stem}"><img alt="{html.escape(caption)}" src="data:image/png;base64,{data}">'
-            f"<figcaption>{html.escape(caption)} (also <code>plots/{stem}.svg</code>)</figcaption></figure>")
-
-
-def recovery_section(eps, zooms: list[tuple[str, str]], plots: Path) -> str:
-    """The loss-recovery table (first 50 episodes) and each flow's first-episode chart."""
+def recovery_section(eps) -> str:
+    """The loss-recovery table (first 50 episodes; the charts' episode list zooms to any)."""
     if eps is None or not len(eps):
         return '<section id="recovery"><h2>Loss recovery</h2><p>No loss-recovery episodes.</p></section>'
 
@@ -64,8 +58,25 @@ def recovery_section(eps, zooms: list[tuple[str, str]], plots: Path) -> str:
                                       "cwnd exit B", "flight before B", "retransmissions", "TSO sends", "fractional sends",
                                       "ended by"], rows, left=3)
     more = f"<p>{len(eps) - 50} more episodes: <code>tcplab recovery RUNDIR</code>.</p>" if len(eps) > 50 else ""
-    figs = "".join(_figure(plots, stem, cap) for stem, cap in zooms)
-    return f'<section id="recovery"><h2>Loss recovery</h2>{table}{more}{figs}</section>'
+    return f'<section id="recovery"><h2>Loss recovery</h2>{table}{more}</section>'
+
+
+def testbed_section(tb: dict[str, Any] | None) -> str:
+    """A remote run's lab: each host, its clock, what tcplab changed there; the path checks."""
+    if not tb:
+        return ""
+    hosts = _table("testbed-hosts", ["node", "os", "release", "clock offset ms", "± ms", "sysctls tcplab set (was -> set)"],
+                   [[n, h["os"], h.get("release"), h.get("clock_offset_ms"), h.get("clock_bound_ms"),
+                     "; ".join(f"{k}: {v['was']} -> {v['set']}" for k, v in h.get("sysctls", {}).items())]
+                    for n, h in tb["hosts"].items()], left=3)
+    rtt = _table("testbed-rtt", ["flow", "configured ms", "measured min ms", "error ms"],
+                 [[r["flow"], r["configured_ms"], r["measured_min_ms"], r["error_ms"]] for r in tb.get("rtt_check", [])], left=1)
+    rc = tb.get("rate_check") or {}
+    rate = (f"<p>Bottleneck {html.escape(str(rc.get('port')))}: UDP payload {rc.get('received_mbps')} Mbit/s received, "
+            f"{rc.get('expected_mbps')} expected ({rc.get('frame_bytes')}-byte frames), error {rc.get('error')}.</p>") if rc else ""
+    return (f'<section id="testbed"><h2>Testbed</h2><p>{html.escape(tb["lab"])}: delay by the {html.escape(tb["delay"])}, '
+            f'shaping by the {html.escape(tb["shaping"])}; every change was restored after the run '
+            f"(provenance: remote/provenance.json).</p>{hosts}<h3>Path</h3>{rtt}{rate}</section>")
 
 
 def emulation_section(em: dict[str, Any] | None) -> str:
@@ -131,8 +142,8 @@ def import_section(imp: dict[str, Any] | None) -> str:
 
 
 def write(run_dir: Path, summary: dict[str, Any], meta: dict[str, Any], spec_toml: str, intervals, flows: list[dict[str, Any]],
-          charts: list[tuple[str, str]], recovery_html: str = "") -> Path:
-    """Write run_dir/report.html. `charts` lists (stem, caption) of PNGs in run_dir/plots."""
+          charts_html: str, recovery_html: str = "") -> Path:
+    """Write run_dir/report.html around `charts_html` (report.interactive.section)."""
     b = summary["bottleneck"] or {}
     flow_rows = [[f["flow"], port_label(f["from"], f["to"]), f["stack"], f["cc"], f["start_s"], f["throughput_mbps"],
                   f["completion_s"], f["bytes_delivered"], f["retransmits"], f["recoveries"], f["rtos"], f["srtt_ms"]]
@@ -148,7 +159,6 @@ def write(run_dir: Path, summary: dict[str, Any], meta: dict[str, Any], spec_tom
                              b["random_losses"], b["max_queue_packets"], summary["fairness_jain"]]], left=1)
     else:
         bott_html = "<p>No bottleneck link: the run was imported from logs, which do not describe the path.</p>"
-    figures = "".join(_figure(run_dir / "plots", stem, cap) for stem, cap in charts)
     lines = interval_lines(intervals, flows)
     iv_html = (f'<details id="intervals"><summary>iperf3-style intervals ({sum(1 for l in lines if not l.startswith("[ ID") and "Interval" not in l)} lines)</summary>'
                f'<pre id="intervals-table">{html.escape(chr(10).join(lines))}</pre></details>')
@@ -161,8 +171,9 @@ def write(run_dir: Path, summary: dict[str, Any], meta: dict[str, Any], spec_tom
 <h1>{html.escape(summary['name'])}</h1><p class="sub">{desc}</p>
 <section id="summary"><h2>Flows</h2>{flows_html}<h2>Bottleneck</h2>{bott_html}</section>
 {emulation_section(summary.get("emulation"))}
+{testbed_section(summary.get("testbed"))}
 {import_section(summary.get("import"))}
-<section id="charts"><h2>Charts</h2>{figures}</section>
+{charts_html}
 {recovery_html}
 <section><h2>Intervals</h2>{iv_html}</section>
 <section id="provenance"><h2>Provenance</h2>{prov_html}<h3>Resolved spec</h3><pre id="spec">{html.escape(spec_toml)}</pre></section>
@@ -175,7 +186,16 @@ def write(run_dir: Path, summary: dict[str, Any], meta: dict[str, Any], spec_tom
 
 def write_peers(out_dir: Path, name: str, rows: list[dict[str, Any]], links: list[str]) -> Path:
     """out_dir/peers.html: the peer-compare table, each row linking its run's report (links[i]:
-    the folder of row i's run, or of its first iteration)."""
+    the folder of row i's run, or of its first iteration), and every row's run overlaid on the
+    interactive charts (its first iteration)."""
+    import json
+
+    from . import interactive
+    from .compare import overlay_model
+
+    runs = [(f"{r['stack']}/{r['cc']}", out_dir / link, json.loads((out_dir / link / "summary.json").read_text()))
+            for r, link in zip(rows, links)]
+    charts = interactive.section(overlay_model(runs), "Charts: every row's run overlaid")
     def vs(r: dict[str, Any]) -> str:
         if r["vs_linux_pct"] is None:
             return "-"
@@ -202,6 +222,7 @@ def write_peers(out_dir: Path, name: str, rows: list[dict[str, Any]], links: lis
 the Linux run with the same cc. With N iterations the values are means, and the difference carries its 95% error
 and * where Student's t with pooled s (as ministat) proves it.</p>
 <table id="peers-table"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>
+{charts}
 </body></html>
 """
     path = out_dir / "peers.html"

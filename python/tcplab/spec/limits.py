@@ -50,12 +50,25 @@ SOCKBUF = Limit(1, 2**31 - 1, "1B .. 2147483647B")
 #: A queue limit in bytes, and in packets.
 BUFFER_BYTES = Limit(1, 10**10, "1B .. 10GB")
 BUFFER_PACKETS = Limit(1, 10**7, "1p .. 10000000p")
+#: A host NIC's interrupt moderation (ethtool -C rx-usecs; drivers hold it in 16 bits or less,
+#: e.g. bnx2 0x3ff, ixgbe IXGBE_MAX_EITR >> 2 ~ 1022) and frame trigger (rx-frames).
+RX_USECS = Limit(0, 100_000, "0 .. 100000 (us)")
+RX_FRAMES = Limit(0, 65_535, "0 .. 65535")
+#: The largest TSO burst a sending NIC takes (Linux gso_max_size: up to GSO_MAX_SIZE 512 KiB with
+#: BIG TCP; 64 KiB by default).
+TSO_MAX = Limit(1, 512 * 1024, "1B .. 512KiB")
+#: netem's `limit` (packets it holds, its delay included; default 1000).
+NETEM_LIMIT = Limit(1, 10**7, "1 .. 10000000 (packets)")
+#: A shared-buffer switch's dynamic-threshold multiplier (Choudhury & Hahne; switch ASICs offer
+#: powers of two from 1/128 to 8) and how many ports a static partition divides it among.
+SHARED_BUFFER_ALPHA = (1 / 1024, 1024.0)
+SHARED_BUFFER_PORTS = Limit(1, 1024, "1 .. 1024")
 #: Tracing: the flow-state sample period (or "ack") and the interval table's period.
 SAMPLE = Limit(1000, DAY_NS, "1us .. 1day, or \"ack\"")
 INTERVAL = Limit(10**6, DAY_NS, "1ms .. 1day")
-#: Sender/receiver pairs of a dumbbell, senders of a switch: the simulator's cost per flow is
-#: constant (bench/README.md: a thousand flows and the memory each takes); 10 000 keeps a run's
-#: routing table (nodes^2 x 4 bytes, 1.6 GB at 20 000 nodes) far below this machine's memory.
+#: Sender/receiver pairs of a dumbbell, senders of a switch. The simulator's memory per flow is
+#: constant (hosts keep no routing row; bench/README.md states a flow's cost); tests/test_limits.py
+#: builds and runs the largest.
 FLOWS = Limit(1, 10_000, "1 .. 10000")
 
 #: Below these a value is legal but probably a typo: the CLI warns (and summary.json keeps it).
@@ -67,4 +80,7 @@ BY_KEY: dict[str, Limit] = {
     "senders.*.time, duration": TIME, "start, stop": START, "bytes": TRANSFER, "write": WRITE,
     "sndbuf, rcvbuf": SOCKBUF, "buffer (size)": BUFFER_BYTES, "buffer (packets)": BUFFER_PACKETS,
     "trace.sample": SAMPLE, "trace.interval": INTERVAL, "topology.pairs, topology.senders": FLOWS,
+    "hosts.*.nic.rx_usecs": RX_USECS,
+    "hosts.*.nic.rx_frames": RX_FRAMES, "hosts.*.nic.tso_max": TSO_MAX, "hosts.*.netem.limit": NETEM_LIMIT,
+    "topology.shared_buffer_ports": SHARED_BUFFER_PORTS,
 }

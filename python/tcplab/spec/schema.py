@@ -19,6 +19,7 @@ from .. import paths
 from ..model import Experiment, Trace
 from . import limits, units
 from .ctx import Ctx, SpecError
+from .hosts import hosts as _hosts, with_netem
 from .senders import BACKGROUND_KEYS, SENDER_KEYS, background as _background, senders as _senders
 from .topology import LINK_KEYS, KINDS as TOPOLOGY_KINDS, topology as _topology
 from .units import UnitError, cli_duration
@@ -117,7 +118,7 @@ def set_key(spec: dict[str, Any], key: str, value: Any, source: str) -> None:
 # [trace], [measure], [peers]
 
 
-TRACE_KEYS = ("sample", "interval", "sends", "pcap")
+TRACE_KEYS = ("sample", "interval", "sends", "acks", "pcap")
 
 
 def _trace(ctx: Ctx, spec: dict[str, Any]) -> tuple[Trace, dict]:
@@ -132,7 +133,11 @@ def _trace(ctx: Ctx, spec: dict[str, Any]) -> tuple[Trace, dict]:
     pcap = ctx.boolean(t, "trace", "pcap", False)
     if pcap:
         norm["pcap"] = True
-    return Trace(sample, interval, sends, pcap), norm
+    # acks: every ACK the senders receive (window, SACK blocks) for the time-sequence graph.
+    acks = ctx.boolean(t, "trace", "acks", False)
+    if acks:
+        norm["acks"] = True
+    return Trace(sample, interval, sends, pcap, acks), norm
 
 
 MEASURE_KEYS = ("cpu",)
@@ -259,14 +264,16 @@ def resolve(spec: dict[str, Any], source: str, *, seed: int | None = None, durat
         raise ctx.err("--seed", f"must be an integer from 0 to {SEED_MAX}, got {run_seed}")
     topo = _topology(ctx, spec)
     hosts = {n.name for n in topo.nodes if n.kind == "host"}
-    flows, senders_norm = _senders(ctx, spec, hosts)
+    host_cfg = _hosts(ctx, spec, hosts)
+    links = with_netem(topo.links, host_cfg)
+    flows, senders_norm = _senders(ctx, spec, hosts, host_cfg)
     stop, app_end = _stop_ns(ctx, spec, flows)
     udp, bg_norm = _background(ctx, spec, {n.name for n in topo.nodes}, app_end)
     trace, trace_norm = _trace(ctx, spec)
     cpu, measure_norm = _measure(ctx, spec)
     normalized = _normalized(spec, name, run_seed, topo.normalized, senders_norm, trace_norm, bg_norm, measure_norm)
     host_sysctls = {h: dict(t.get("sysctl", {})) for h, t in spec.get("hosts", {}).items()}
-    exp = Experiment(source=source, name=name, seed=run_seed, stop_ns=stop, nodes=topo.nodes, links=topo.links,
+    exp = Experiment(source=source, name=name, seed=run_seed, stop_ns=stop, nodes=topo.nodes, links=links,
                      flows=flows, background=udp, trace=trace, measure_cpu=cpu, bottleneck_port=topo.bottleneck_port,
                      host_sysctls=host_sysctls, spec=normalized)
     found = tuple(f"{source}: {w}" for w in _warnings(exp, topo.tables))

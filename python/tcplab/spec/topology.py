@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from ..model import Direction, Link, Node
+from ..model import BufferPolicy, Direction, Link, Node
 from . import limits, units
 from .ctx import Ctx, join
 
@@ -80,7 +80,7 @@ def _shape(ctx: Ctx, topo: dict[str, Any], kind: str) -> tuple[list[str], list[s
     if kind == "pipe":
         ctx.keys(topo, "topology", common)
         return ["s1"], ["r1"], [("rt1", "router")]
-    ctx.keys(topo, "topology", common + ["shared_buffer", "senders"])
+    ctx.keys(topo, "topology", common + ["shared_buffer", "senders"] + list(POLICY_KEYS))
     n = 2 if kind == "tri-point" else ctx.integer(topo, "topology", "senders", 1, limits.FLOWS.lo, limits.FLOWS.hi)
     if kind == "tri-point" and "senders" in topo:
         raise ctx.err("topology.senders", "tri-point has exactly two senders; use kind = 'switch' for other counts")
@@ -97,6 +97,37 @@ def _shared_buffer(ctx: Ctx, topo: dict[str, Any]) -> int:
     return n_b
 
 
+#: How a switch's ports share its buffer (docs/models.md "Shared-buffer switches").
+POLICIES = ("complete", "dynamic", "static")
+POLICY_KEYS = ("shared_buffer_policy", "shared_buffer_alpha", "shared_buffer_ports")
+
+
+def _buffer_policy(ctx: Ctx, topo: dict[str, Any], switch_ports: int, norm: dict[str, Any]) -> BufferPolicy:
+    """shared_buffer_policy: complete sharing (default), dynamic threshold with
+    shared_buffer_alpha (default 1), or a static partition among shared_buffer_ports (default:
+    the switch's ports in this topology)."""
+    kind = ctx.choice(topo, "topology", "shared_buffer_policy", "complete", POLICIES)
+    for key, needs in (("shared_buffer_alpha", "dynamic"), ("shared_buffer_ports", "static")):
+        if key in topo and kind != needs:
+            raise ctx.err(f"topology.{key}", f"applies to shared_buffer_policy = '{needs}' only")
+    if "shared_buffer_policy" in topo:
+        norm["shared_buffer_policy"] = kind
+    if kind == "dynamic":
+        alpha = topo.get("shared_buffer_alpha", 1)
+        lo, hi = limits.SHARED_BUFFER_ALPHA
+        if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not lo <= alpha <= hi:
+            raise ctx.err("topology.shared_buffer_alpha", f"must be a number from 1/1024 to {hi:g}, got {alpha!r} "
+                          "(switch ASICs offer powers of two from 1/128 to 8)")
+        norm["shared_buffer_alpha"] = alpha
+        return BufferPolicy("dynamic", alpha=float(alpha))
+    if kind == "static":
+        lim = limits.SHARED_BUFFER_PORTS
+        ports = ctx.integer(topo, "topology", "shared_buffer_ports", switch_ports, lim.lo, lim.hi)
+        norm["shared_buffer_ports"] = ports
+        return BufferPolicy("static", ports=ports)
+    return BufferPolicy()
+
+
 def topology(ctx: Ctx, spec: dict[str, Any]) -> Topology:
     """Validate [topology] and build its nodes and links."""
     topo = ctx.table(spec.get("topology", {}), "topology")
@@ -106,14 +137,15 @@ def topology(ctx: Ctx, spec: dict[str, Any]) -> Topology:
     norm: dict[str, Any] = {"kind": kind}
     if kind == "dumbbell":
         norm["pairs"] = len(senders)
-    shared_bytes = None
+    shared_bytes, policy = None, BufferPolicy()
     if shared:
         shared_bytes = _shared_buffer(ctx, topo)
         norm["shared_buffer"] = topo["shared_buffer"]
+        policy = _buffer_policy(ctx, topo, len(senders) + len(receivers), norm)
         if kind == "switch":
             norm["senders"] = len(senders)
     nodes = [Node(s, "host") for s in senders + receivers] + \
-        [Node(m, k, shared_bytes if k == "switch" else None) for m, k in middle]  # type: ignore[arg-type]
+        [Node(m, k, shared_bytes, policy) if k == "switch" else Node(m, k) for m, k in middle]  # type: ignore[arg-type]
     hosts = set(senders + receivers)
     access_t = ctx.table(topo.get("access", {}), "topology.access")
     bott_t = ctx.table(topo.get("bottleneck", {}), "topology.bottleneck")

@@ -3,7 +3,7 @@
 //! UDP sources, the monitored ports and the first events; every check of the config happens here.
 
 use crate::cc;
-use crate::config::{NodeKind, SimConfig};
+use crate::config::{BufferPolicy, NodeKind, SimConfig};
 use crate::engine::{Action, EventQueue};
 use crate::net::{link_ports, Pool, Port, Routes};
 use crate::rng::Rng;
@@ -39,6 +39,7 @@ pub(super) fn network(cfg: &SimConfig) -> Result<(Vec<Port>, Vec<Pool>), String>
                 limit_bytes: b,
                 used_bytes: 0,
                 ports: Vec::new(),
+                policy: node.buffer_policy,
             });
         }
     }
@@ -60,6 +61,17 @@ pub(super) fn network(cfg: &SimConfig) -> Result<(Vec<Port>, Vec<Pool>), String>
     for (i, p) in ports.iter().enumerate() {
         if let Some(pl) = p.pool {
             pools[pl as usize].ports.push(i as u32);
+        }
+    }
+    for node in &cfg.nodes {
+        match node.buffer_policy {
+            BufferPolicy::Dynamic { alpha } if !(alpha > 0.0 && alpha.is_finite()) => {
+                return Err(format!("switch {}: alpha {alpha} must be positive", node.name));
+            }
+            BufferPolicy::Static { ports: 0 } => {
+                return Err(format!("switch {}: a static partition needs ports >= 1", node.name));
+            }
+            _ => {}
         }
     }
     Ok((ports, pools))
@@ -113,15 +125,26 @@ pub(super) fn flows(
             ));
         }
         if let Some(k) = &f.freebsd {
-            if k.version == stack::FreeBsdVersion::V15_2025 && !k.d43470 {
+            if k.version.includes_d43470() && !k.d43470 {
                 return Err(format!(
                     "flow {}: freebsd version 15.0-2025 includes review D43470; d43470 = false \
-                     applies to version 2023 only",
+                     applies to versions 2023 and 15.0-2024-10 only",
                     f.name
                 ));
             }
         }
-        receivers.push(TcpReceiver::new(i as u32, f, &profile));
+        // The receiving host's own delayed-ACK rules when its OS is given, else the sender's.
+        let rx_profile = match f.receiver_os.as_deref() {
+            None => profile.clone(),
+            Some(os @ ("linux" | "freebsd")) => stack::profile(os).expect("a known profile"),
+            Some(other) => {
+                return Err(format!(
+                    "flow {}: receiver os {other:?} is not linux or freebsd",
+                    f.name
+                ))
+            }
+        };
+        receivers.push(TcpReceiver::new(i as u32, f, &rx_profile));
         let algo = if measure_cpu { cc::marked(algo) } else { algo };
         let mut sender = TcpSender::new(i as u32, f, profile, algo);
         // Streams 1 << 40 + flow: apart from the links' (their index) and fixed per flow.

@@ -101,6 +101,7 @@ pub struct Simulation {
     /// CPU meters, when the run measures them (`[measure] cpu`).
     pub cpu: Option<CpuMeter>,
     sample_interval_ns: Ns,
+    record_acks: bool,
     interval_ns: Ns,
     monitor: Vec<u32>,
     next_id: u64,
@@ -157,6 +158,7 @@ impl Simulation {
             rec: Recorder::default(),
             cpu,
             sample_interval_ns: cfg.sample_interval_ns,
+            record_acks: cfg.record_acks,
             interval_ns: cfg.interval_ns,
             monitor,
             next_id: 0,
@@ -406,6 +408,20 @@ impl Simulation {
         self.senders[fi].nic_backlog = self.ports[pi].queue_bytes;
     }
 
+    /// One row of the `acks` table: what the sender is about to read from this ACK.
+    fn record_ack(&mut self, fi: usize, p: &Packet) {
+        let mut row = [-1i64; 12];
+        row[0] = self.now as i64;
+        row[1] = fi as i64;
+        row[2] = p.ack as i64;
+        row[3] = p.rwnd as i64;
+        for (i, &(a, b)) in p.sack_blocks().iter().enumerate() {
+            row[4 + 2 * i] = a as i64;
+            row[5 + 2 * i] = b as i64;
+        }
+        self.rec.acks.push(&row);
+    }
+
     /// After any sender activity: record its events, re-arm its timer.
     fn after_sender(&mut self, fi: usize) {
         if self.senders[fi].tsq_throttled && self.senders[fi].tsq_wake.is_none() {
@@ -499,19 +515,17 @@ impl Simulation {
         debug_assert_ne!(pi, u32::MAX, "no route from {node} to {}", p.dst);
         let now = self.now;
         let pool = self.ports[pi as usize].pool;
-        let pool_free = match pool {
-            Some(pl) => {
-                self.settle_pool(pl);
-                let pool = &self.pools[pl as usize];
-                Some(pool.limit_bytes - pool.used_bytes)
-            }
+        match pool {
+            Some(pl) => self.settle_pool(pl),
             None => {
                 self.ports[pi as usize].advance(now);
-                None
             }
-        };
+        }
         let port = &mut self.ports[pi as usize];
-        if port.admit(&p, now, pool_free).is_err() {
+        if port
+            .admit(&p, now, pool.map(|pl| &self.pools[pl as usize]))
+            .is_err()
+        {
             self.drop_packet(p);
             return;
         }
@@ -570,6 +584,9 @@ impl Simulation {
                 self.sync_receiver_timer(fi);
             }
             Kind::Ack => {
+                if self.record_acks {
+                    self.record_ack(fi, &p);
+                }
                 self.set_nic_backlog(fi);
                 timed!(
                     self,

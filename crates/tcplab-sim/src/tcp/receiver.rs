@@ -5,21 +5,100 @@
 //! memory overhead of the packets it holds.
 
 use super::scoreboard::insert_range;
-use crate::config::FlowConfig;
+use crate::config::{Coalesce, FlowConfig, RxNicConfig};
 use crate::packet::{header_bytes, Kind, Packet, MAX_SACK_BLOCKS};
 use crate::stack::StackProfile;
 use crate::time::Ns;
 
-/// The largest GRO aggregate (GRO_LEGACY_MAX_SIZE, 64 KB).
+/// GRO's largest aggregate, headers included: skb_gro_receive() refuses a segment when
+/// `p->len + len >= gro_max_size` (net/core/gro.c; default GRO_LEGACY_MAX_SIZE = 65536).
 const GRO_MAX_BYTES: u64 = 65_536;
+/// LRO's largest aggregate payload: tcp_lro_condense() flushes when `tcp_data_len_total >=
+/// lc->lro_length_lim` (sys/netinet/tcp_lro.h TCP_LRO_LENGTH_MAX = 65535 - 255).
+const LRO_MAX_PAYLOAD_BYTES: u64 = 65_535 - 255;
+/// The senders' timestamp clocks tick in milliseconds (Linux tcp_clock_ms(), TCP_TS_HZ 1000;
+/// FreeBSD tcp_ts_getticks()).
+const TS_TICK_NS: Ns = 1_000_000;
 
-/// Contiguous data the NIC's GRO holds for the next flush.
-struct GroHeld {
+/// A frame waiting in the NIC's receive ring for the next poll.
+#[derive(Clone, Copy)]
+struct Frame {
+    seq: u64,
+    len: u64,
+    ts_val: Ns,
+}
+
+/// One aggregate the poll hands to TCP.
+struct Aggregate {
     seq: u64,
     end: u64,
-    /// TSval of the first packet (GRO merges only packets whose options are equal).
+    /// The TSval TCP sees: GRO keeps the first packet's header, LRO writes the newest
+    /// (tcp_lro_update_checksum(): `ts_ptr[1] = htonl(le->tsval)`).
     ts_val: Ns,
-    flush_at: Ns,
+    /// GRO: a segment shorter than the MSS ended it ("Force a flush if last segment is smaller
+    /// than mss", tcp_gro_receive()).
+    closed: bool,
+}
+
+/// The receiving NIC: frames wait for the moderated interrupt, whose NAPI poll (Linux) or
+/// interrupt handler (FreeBSD) hands them to TCP at once, coalesced per flow.
+struct RxNic {
+    cfg: RxNicConfig,
+    ring: Vec<Frame>,
+    irq_at: Option<Ns>,
+}
+
+impl RxNic {
+    /// Whether frames wait for an interrupt at all (no moderation: each is its own poll).
+    fn moderated(&self) -> bool {
+        self.cfg.rx_usecs_ns > 0 || self.cfg.rx_frames > 0
+    }
+
+    /// Whether `f` joins `a` (same flow by construction).
+    fn merges(&self, a: &Aggregate, f: &Frame, mss: u64, hdr: u64) -> bool {
+        if f.seq != a.end {
+            return false; // out of order, or a retransmission: its own aggregate
+        }
+        let (tick_a, tick_f) = (a.ts_val / TS_TICK_NS, f.ts_val / TS_TICK_NS);
+        match self.cfg.coalesce {
+            Coalesce::None => false,
+            // tcp_gro_receive(): options must be byte-equal (so the same TSval), the segment no
+            // longer than the MSS, the aggregate not closed by a short one and under gro_max_size.
+            Coalesce::Gro => {
+                !a.closed && tick_a == tick_f && f.len <= mss && hdr + a.end - a.seq + f.len < GRO_MAX_BYTES
+            }
+            // tcp_lro_condense(): TSval may not go backwards (TSTMP_GT(le->tsval, tsval)
+            // flushes), the payload stays under lro_length_lim; no MSS rule.
+            Coalesce::Lro => tick_f >= tick_a && a.end - a.seq + f.len < LRO_MAX_PAYLOAD_BYTES,
+        }
+    }
+
+    /// The ring's frames as the aggregates the poll hands to TCP, in order.
+    fn poll(&mut self, mss: u64, hdr: u64) -> Vec<Aggregate> {
+        let mut out: Vec<Aggregate> = Vec::new();
+        let ring = std::mem::take(&mut self.ring);
+        for &f in &ring {
+            match out.last_mut() {
+                Some(a) if self.merges(a, &f, mss, hdr) => {
+                    a.end += f.len;
+                    a.closed = f.len < mss;
+                    if self.cfg.coalesce == Coalesce::Lro {
+                        a.ts_val = f.ts_val;
+                    }
+                }
+                _ => out.push(Aggregate {
+                    seq: f.seq,
+                    end: f.seq + f.len,
+                    ts_val: f.ts_val,
+                    closed: f.len < mss,
+                }),
+            }
+        }
+        self.ring = ring;
+        self.ring.clear();
+        self.irq_at = None;
+        out
+    }
 }
 
 /// One TCP receiver.
@@ -48,9 +127,8 @@ pub struct TcpReceiver {
     delack_deadline: Option<Ns>,
     /// ACKs sent.
     pub acks_sent: u64,
-    /// GRO: how long after its first packet an aggregate is handed to TCP (0: no GRO).
-    gro_flush_ns: Ns,
-    gro: Option<GroHeld>,
+    /// The receiving NIC (interrupt moderation, GRO/LRO).
+    nic: RxNic,
     /// Segments that brought nothing new (all below rcv_nxt or inside a held block): the
     /// spurious retransmissions a DSACK would report (RFC 2883).
     pub dup_segs: u64,
@@ -92,14 +170,17 @@ impl TcpReceiver {
             delack_deadline: None,
             acks_sent: 0,
             dup_segs: 0,
-            gro_flush_ns: f.gro_flush_ns,
-            gro: None,
+            nic: RxNic {
+                cfg: f.rx_nic,
+                ring: Vec::new(),
+                irq_at: None,
+            },
         }
     }
 
-    /// When the delayed-ACK timer or the GRO flush wants to fire.
+    /// When the delayed-ACK timer or the NIC's interrupt wants to fire.
     pub fn timer_deadline(&self) -> Option<Ns> {
-        match (self.delack_deadline, self.gro.as_ref().map(|g| g.flush_at)) {
+        match (self.delack_deadline, self.nic.irq_at) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }
@@ -110,38 +191,41 @@ impl TcpReceiver {
         self.ooo_bytes
     }
 
-    /// A data segment arrives from the NIC: with GRO, it joins the held aggregate when it
-    /// continues it (net/ipv4/tcp_offload.c tcp_gro_receive(): same flow, next sequence, at most
-    /// 64 KB), and the aggregate reaches TCP when the NAPI poll that collected it ends, rx-usecs
-    /// after the first packet's interrupt (interrupt moderation); otherwise TCP gets it now.
+    /// A data segment arrives at the NIC. Without interrupt moderation TCP gets it now; with it,
+    /// it waits in the ring until the interrupt, raised rx-usecs after the first waiting frame or
+    /// when rx-frames wait (ethtool(8) -C), whose poll hands the ring to TCP, merged by GRO or
+    /// LRO (`RxNic::poll`).
     pub fn on_data(&mut self, p: &Packet, now: Ns, out: &mut Vec<Packet>, next_id: &mut u64) {
         let len = p.len as u64;
-        if self.gro_flush_ns == 0 {
+        if !self.nic.moderated() {
             return self.receive(p.seq, len, p.ts_val, now, out, next_id);
         }
-        if let Some(g) = self.gro.as_mut() {
-            if p.seq == g.end && g.end - g.seq + len <= GRO_MAX_BYTES {
-                g.end += len;
-                return;
-            }
-            self.gro_flush(now, out, next_id);
+        if self.nic.ring.is_empty() && self.nic.cfg.rx_usecs_ns > 0 {
+            self.nic.irq_at = Some(now + self.nic.cfg.rx_usecs_ns);
         }
-        self.gro = Some(GroHeld {
+        self.nic.ring.push(Frame {
             seq: p.seq,
-            end: p.seq + len,
+            len,
             ts_val: p.ts_val,
-            flush_at: now + self.gro_flush_ns,
         });
-    }
-
-    /// Hand the held aggregate to TCP.
-    fn gro_flush(&mut self, now: Ns, out: &mut Vec<Packet>, next_id: &mut u64) {
-        if let Some(g) = self.gro.take() {
-            self.receive(g.seq, g.end - g.seq, g.ts_val, now, out, next_id);
+        if self.nic.cfg.rx_frames > 0 && self.nic.ring.len() >= self.nic.cfg.rx_frames as usize {
+            self.nic_poll(now, out, next_id);
         }
     }
 
-    /// TCP receives `len` bytes at `seq` (one segment, or a GRO aggregate of several).
+    /// The interrupt's poll: every waiting frame reaches TCP, as aggregates, now.
+    fn nic_poll(&mut self, now: Ns, out: &mut Vec<Packet>, next_id: &mut u64) {
+        let hdr = header_bytes(self.timestamps, 0) as u64;
+        for a in self.nic.poll(self.mss, hdr) {
+            self.receive(a.seq, a.end - a.seq, a.ts_val, now, out, next_id);
+        }
+    }
+
+    /// TCP receives `len` bytes at `seq` (one segment, or a GRO/LRO aggregate of several). The
+    /// rules below are Linux's and FreeBSD's alike for an aggregate: Linux
+    /// __tcp_ack_snd_check() ACKs at once when more than one rcv_mss is unacknowledged
+    /// (rcv_mss = the aggregate's gso_size, tcp_measure_rcv_mss()); FreeBSD tcp_input.c
+    /// DELAY_ACK() delays only a segment of at most t_maxseg while no delayed ACK is pending.
     fn receive(
         &mut self,
         seq: u64,
@@ -222,10 +306,10 @@ impl TcpReceiver {
         self.recent_blocks = order;
     }
 
-    /// The GRO flush or the delayed-ACK timer may be due.
+    /// The NIC's interrupt or the delayed-ACK timer may be due.
     pub fn on_timer(&mut self, now: Ns, out: &mut Vec<Packet>, next_id: &mut u64) {
-        if self.gro.as_ref().is_some_and(|g| g.flush_at <= now) {
-            self.gro_flush(now, out, next_id);
+        if self.nic.irq_at.is_some_and(|t| t <= now) {
+            self.nic_poll(now, out, next_id);
         }
         if let Some(d) = self.delack_deadline {
             if d <= now {
@@ -289,7 +373,9 @@ mod tests {
             sndbuf_bytes: 1 << 20,
             rcvbuf_bytes,
             rcv_scaling_ratio: 128,
-            gro_flush_ns: 0,
+            rx_nic: RxNicConfig::default(),
+            tso_max_bytes: None,
+            receiver_os: None,
             write_bytes: 1 << 20,
             app: crate::config::AppConfig::Time { duration_ns: 1 },
             sndbuf_initial_bytes: None,
@@ -329,11 +415,19 @@ mod tests {
         assert_eq!(r.dup_segs, 0);
     }
 
+    fn with_nic(mut r: TcpReceiver, coalesce: Coalesce, rx_usecs_ns: Ns, rx_frames: u32) -> TcpReceiver {
+        r.nic.cfg = RxNicConfig {
+            coalesce,
+            rx_usecs_ns,
+            rx_frames,
+        };
+        r.quickacks = 0;
+        r
+    }
+
     #[test]
     fn gro_hands_contiguous_segments_to_tcp_as_one_and_acks_them_once() {
-        let mut r = linux_receiver(1 << 20);
-        r.gro_flush_ns = 50_000;
-        r.quickacks = 0;
+        let mut r = with_nic(linux_receiver(1 << 20), Coalesce::Gro, 50_000, 0);
         let (mut out, mut id) = (Vec::new(), 0);
         // Three back-to-back segments 12 us apart (1 Gbit/s): held, nothing ACKed yet.
         for (i, t) in [0, 12_000, 24_000].into_iter().enumerate() {
@@ -342,25 +436,116 @@ mod tests {
         assert!(out.is_empty());
         assert_eq!(r.timer_deadline(), Some(50_000));
         r.on_timer(50_000, &mut out, &mut id);
-        // One stretch ACK for 3 segments at the flush.
+        // One stretch ACK for 3 segments at the interrupt.
         assert_eq!(out.iter().map(|a| a.ack).collect::<Vec<_>>(), vec![4344]);
         assert_eq!(r.timer_deadline(), None);
-        // A segment after a gap does not join the held one: the held one is flushed first (one
-        // ACK), the new one is held and then reported out of order with its SACK block.
+        // A segment after a gap is its own aggregate in the same poll: the first (one segment)
+        // waits for the delayed ACK, the second is reported out of order with its SACK block,
+        // both at the interrupt (60 us + 50 us), not before.
         out.clear();
         r.on_data(&data(4344), 60_000, &mut out, &mut id);
         r.on_data(&data(7240), 70_000, &mut out, &mut id);
-        assert_eq!(out.len(), 0); // 4344 alone: one full segment, the delayed-ACK timer waits
-        r.on_timer(120_000, &mut out, &mut id); // 7240 flushed (70 us + 50 us): out of order
+        assert_eq!(out.len(), 0);
+        assert_eq!(r.timer_deadline(), Some(110_000));
+        r.on_timer(110_000, &mut out, &mut id);
         let a = out.pop().unwrap();
         assert_eq!((a.ack, a.sack_blocks()), (5792, &[(7240, 8688)][..]));
-        // 64 KB at most: the 46th segment (46 x 1448 > 65536) starts a new aggregate.
-        let mut r = linux_receiver(1 << 20);
-        r.gro_flush_ns = 1_000_000;
-        for i in 0..46 {
-            r.on_data(&data(i * 1448), i * 12_000, &mut out, &mut id);
+    }
+
+    /// Feed `n` full segments `gap_ns` apart from time 0 (a back-to-back train) and run every
+    /// interrupt; return the ACKs sent.
+    fn train(r: &mut TcpReceiver, n: u64, gap_ns: Ns, ts_of: impl Fn(u64) -> Ns) -> Vec<Packet> {
+        let (mut out, mut id) = (Vec::new(), 0);
+        for i in 0..n {
+            let t = i * gap_ns;
+            while let Some(d) = r.timer_deadline().filter(|&d| d <= t) {
+                r.on_timer(d, &mut out, &mut id);
+            }
+            let mut p = data(i * 1448);
+            p.ts_val = ts_of(i);
+            r.on_data(&p, t, &mut out, &mut id);
         }
-        assert_eq!(r.rcv_nxt, 45 * 1448);
+        while let Some(d) = r.timer_deadline() {
+            r.on_timer(d, &mut out, &mut id);
+        }
+        out
+    }
+
+    #[test]
+    fn gro_per_interrupt_acks_each_polls_segments_at_once() {
+        // 100 segments 12 us apart (1500 B at 1 Gbit/s), rx-usecs 50: an interrupt covers the
+        // frames that arrive within 50 us of its first, floor(50 / 12) + 1 = 5, so the receiver
+        // sends ceil(100 / 5) = 20 ACKs, each acknowledging 5 x 1448 = 7240 bytes more.
+        let mut r = with_nic(linux_receiver(1 << 20), Coalesce::Gro, 50_000, 0);
+        let acks = train(&mut r, 100, 12_000, |_| 0);
+        let expect: Vec<u64> = (1..=20).map(|k| k * 7240).collect();
+        assert_eq!(acks.iter().map(|a| a.ack).collect::<Vec<_>>(), expect);
+        // The same train with rx-frames 8 as well: the 8th frame raises the interrupt first
+        // only if it arrives within 50 us; it does not (8 frames take 84 us), so still 20.
+        let mut r = with_nic(linux_receiver(1 << 20), Coalesce::Gro, 50_000, 8);
+        assert_eq!(train(&mut r, 100, 12_000, |_| 0).len(), 20);
+        // rx-frames 3 triggers first: ceil(100 / 3) = 34 polls; 33 of 3 segments (one ACK each)
+        // and the last of 1, which waits for the delayed ACK (40 ms): 34 ACKs in all.
+        let mut r = with_nic(linux_receiver(1 << 20), Coalesce::Gro, 50_000, 3);
+        let acks = train(&mut r, 100, 12_000, |_| 0);
+        assert_eq!(acks.len(), 34);
+        assert_eq!(acks[32].ack, 99 * 1448);
+        assert_eq!(acks[33].ack, 100 * 1448);
+    }
+
+    #[test]
+    fn interrupt_moderation_without_coalescing_bunches_acks_but_keeps_their_count() {
+        // rx-usecs 50 without GRO: 5 frames per interrupt, each its own segment to TCP: an ACK
+        // every 2nd segment as without moderation (50 ACKs), sent in bursts at the interrupts.
+        let mut r = with_nic(linux_receiver(1 << 20), Coalesce::None, 50_000, 0);
+        let acks = train(&mut r, 100, 12_000, |_| 0);
+        assert_eq!(acks.len(), 50);
+        assert!(acks.iter().all(|a| a.ack % 2896 == 0));
+    }
+
+    #[test]
+    fn an_aggregate_stops_at_64_kb_for_gro_and_lro() {
+        // One interrupt covering 100 frames: GRO's limit is 52 header bytes + payload < 65536,
+        // so 45 segments (52 + 45 x 1448 = 65212; 46 would be 66660); LRO's is payload < 65280,
+        // also 45 (65160; 46 would be 66608). ACKs at 45, 90 and 100 segments.
+        for c in [Coalesce::Gro, Coalesce::Lro] {
+            let mut r = with_nic(linux_receiver(1 << 20), c, 10_000_000, 0);
+            let acks = train(&mut r, 100, 1_000, |_| 0);
+            assert_eq!(acks.iter().map(|a| a.ack / 1448).collect::<Vec<_>>(), vec![45, 90, 100], "{c:?}");
+        }
+    }
+
+    #[test]
+    fn gro_splits_aggregates_where_the_tsval_changes_and_lro_does_not() {
+        // 20 frames in one interrupt; the sender's ms clock ticks after the 8th (TSval 7 ms, then
+        // 8 ms). GRO needs byte-equal options: aggregates of 8 and 12. LRO only refuses a TSval
+        // going backwards: one aggregate of 20.
+        let ts = |i: u64| if i < 8 { 7_000_000 } else { 8_000_000 };
+        let mut r = with_nic(linux_receiver(1 << 20), Coalesce::Gro, 1_000_000, 0);
+        assert_eq!(train(&mut r, 20, 1_000, ts).iter().map(|a| a.ack / 1448).collect::<Vec<_>>(), vec![8, 20]);
+        let mut r = with_nic(linux_receiver(1 << 20), Coalesce::Lro, 1_000_000, 0);
+        assert_eq!(train(&mut r, 20, 1_000, ts).iter().map(|a| a.ack / 1448).collect::<Vec<_>>(), vec![20]);
+        // A TSval going backwards (a retransmission's is newer, so only reordering does this)
+        // ends an LRO aggregate.
+        let back = |i: u64| if i < 8 { 8_000_000 } else { 7_000_000 };
+        let mut r = with_nic(linux_receiver(1 << 20), Coalesce::Lro, 1_000_000, 0);
+        assert_eq!(train(&mut r, 20, 1_000, back).iter().map(|a| a.ack / 1448).collect::<Vec<_>>(), vec![8, 20]);
+    }
+
+    #[test]
+    fn gro_closes_an_aggregate_after_a_short_segment() {
+        // tcp_gro_receive(): a segment shorter than the MSS is merged and ends the aggregate; the
+        // next full segment starts a new one. TCP ACKs the first at once (a runt ends it).
+        let mut r = with_nic(linux_receiver(1 << 20), Coalesce::Gro, 100_000, 0);
+        let (mut out, mut id) = (Vec::new(), 0);
+        r.on_data(&data(0), 0, &mut out, &mut id);
+        let mut short = data(1448);
+        short.len = 1000;
+        r.on_data(&short, 1_000, &mut out, &mut id);
+        r.on_data(&data(2448), 2_000, &mut out, &mut id);
+        r.on_data(&data(3896), 3_000, &mut out, &mut id);
+        r.on_timer(100_000, &mut out, &mut id);
+        assert_eq!(out.iter().map(|a| a.ack).collect::<Vec<_>>(), vec![2448, 5344]);
     }
 
     #[test]

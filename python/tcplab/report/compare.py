@@ -1,0 +1,63 @@
+"""compare.html: any number of runs (simulator, kernel, a testbed's imported logs) overlaid on the
+same interactive charts, each aligned at its first flow's start, with the per-flow table."""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+from typing import Any
+
+from ..analysis.recovery import episodes
+from . import interactive
+from .html import _CSS, _table
+from .panels import PageModel, RunTables, add_run
+
+
+def overlay_model(runs: list[tuple[str, Path, dict[str, Any]]]) -> PageModel:
+    """One page model holding every run, its series named by the run's label."""
+    model = PageModel()
+    for label, path, info in runs:
+        tables = RunTables.read(path, info)
+        mss = {f["flow"]: f["mss_bytes"] for f in info["flows"]}
+        eps = episodes(tables.events, tables.sends if len(tables.sends) else None, mss)
+        add_run(model, tables, eps, label=label, n_runs=len(runs))
+    return model
+
+
+def flow_rows(runs: list[tuple[str, Path, dict[str, Any]]], diffs: dict[str, list[dict[str, Any]]]) -> list[list[Any]]:
+    """One row per run and flow: throughput, its difference from the first run, retransmissions,
+    recovery episodes, cwnd distance from the first run (analysis.compare)."""
+    rows = []
+    for i, (label, _, info) in enumerate(runs):
+        vs = {r["flow"]: r for r in diffs.get(label, [])}
+        for f in info["flows"]:
+            d = vs.get(f["flow"])
+            rows.append([label, info.get("backend", "") or "-", f["flow"], f["stack"], f["cc"], f["throughput_mbps"],
+                         "base" if i == 0 else (None if d is None or d["diff_pct"] is None else f"{d['diff_pct']:+.1f}%"),
+                         f["retransmits"], f["recoveries"], f["rtos"], f.get("srtt_ms"),
+                         None if d is None or d["cwnd_relative_diff"] is None else f"{100 * d['cwnd_relative_diff']:.1f}%"])
+    return rows
+
+
+def write(out_dir: Path, runs: list[tuple[str, Path, dict[str, Any]]], diffs: dict[str, list[dict[str, Any]]]) -> Path:
+    """out_dir/compare.html."""
+    model = overlay_model(runs)
+    table = _table("compare-table", ["run", "backend", "flow", "stack", "cc", "Mbit/s", f"vs {runs[0][0]}", "retransmits",
+                                     "recoveries", "RTOs", "srtt ms", "cwnd |diff| vs first"], flow_rows(runs, diffs), left=5)
+    listing = "".join(f"<li><b>{html.escape(label)}</b>: <code>{html.escape(str(path))}</code> "
+                      f"({html.escape(info['name'])}, backend {html.escape(str(info.get('backend') or '-'))})</li>"
+                      for label, path, info in runs)
+    page = f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>tcplab compare: {html.escape(", ".join(r[0] for r in runs))}</title>
+<style>{_CSS}</style></head><body>
+<h1>Compare {len(runs)} runs</h1>
+<p class="sub">Each run's time starts at its first flow's start. Toggle a run's flows above the charts;
+differences are from the first run (cwnd |diff|: mean absolute difference on a 10 ms grid relative to its mean cwnd).</p>
+<ul id="runs">{listing}</ul>
+<section id="summary"><h2>Flows</h2>{table}</section>
+{interactive.section(model)}
+</body></html>
+"""
+    path = out_dir / "compare.html"
+    path.write_text(page)
+    return path

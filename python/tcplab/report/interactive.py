@@ -1,0 +1,57 @@
+"""The interactive charts section of tcplab's pages: the page model and detail blobs as JSON
+script elements, dygraphs and tcplab's charts.js vendored inline, so every page stays one
+offline file.
+
+dygraphs (Debian's libjs-dygraphs, MIT) draws on one canvas per chart: its cost is the points in
+the visible window, not DOM nodes per point (SVG libraries) or a 3.5 MB bundle (plotly). With the
+page's M4 overview and per-window reduction in charts.js, no chart draws more than a few thousand
+points per series, whatever the run's length.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+from pathlib import Path
+
+from .panels import PageModel
+
+#: Where Debian's libjs-dygraphs puts the library (TCPLAB_DYGRAPHS_DIR overrides).
+DYGRAPHS_DIR = Path("/usr/share/javascript/dygraphs")
+_JS = Path(__file__).with_name("js") / "charts.js"
+
+CSS = """
+#interactive .panel{margin:1.2em 0}#interactive h3,#tseq-section h3{margin:.3em 0;font-size:1em}
+.chart{width:100%}.legend{font-size:.8em;min-height:1.3em;color:#333}.legend span{margin-right:.6em}
+.note{color:#8a5a00;font-size:.85em;margin:.2em 0}.hint{color:#666;font-size:.85em}
+#controls{position:sticky;top:0;background:#fff;padding:.4em 0;z-index:5;border-bottom:1px solid #eee}
+#controls label{margin-right:1em}#controls button{margin:0 1em}#range{color:#555;font-size:.85em}
+#episodes{max-height:7em;overflow-y:auto;font-size:.8em}#episodes button{margin:.1em;border:1px solid;background:#fafafa;cursor:pointer}
+.kinds{font-size:.8em;margin:.1em 0}.readout{font-size:.8em;color:#333;min-height:1.2em}
+"""
+
+
+def dygraphs_dir() -> Path:
+    return Path(os.environ.get("TCPLAB_DYGRAPHS_DIR", DYGRAPHS_DIR))
+
+
+def _script_json(data: object) -> str:
+    # "</" cannot end the script element early once escaped; the JSON stays valid.
+    return json.dumps(data, separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
+
+
+def section(model: PageModel, title: str = "Charts") -> str:
+    """The charts section: controls, linked panels, time-sequence graphs, and their scripts."""
+    lib = dygraphs_dir()
+    js, css = lib / "dygraph.min.js", lib / "dygraph.min.css"
+    if not js.is_file():
+        return (f'<section id="charts"><h2>{html.escape(title)}</h2><p class="bad">Interactive charts need the dygraphs '
+                f"library ({js} is missing): install Debian's libjs-dygraphs (scripts/install does), then "
+                f"<code>tcplab plot RUN</code> or re-run. <code>tcplab plot RUN --what cwnd</code> draws static charts.</p></section>")
+    blobs = "".join(f'<script type="application/json" id="blob-{k}">{_script_json(v)}</script>' for k, v in model.blobs.items())
+    tseq = '<section id="tseq-section"><h2>Time-sequence graphs</h2></section>' if model.tseq else ""
+    return (f'<style>{css.read_text()}{CSS}</style><section id="charts"><h2>{html.escape(title)}</h2>'
+            f'<div id="interactive"></div></section>{tseq}'
+            f'<script type="application/json" id="tcplab-model">{_script_json(model.as_json())}</script>{blobs}'
+            f"<script>{js.read_text()}</script><script>{_JS.read_text()}</script>")

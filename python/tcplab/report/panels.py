@@ -1,0 +1,237 @@
+"""What the interactive charts show, built from a results folder's tables: the linked time panels
+(throughput, cwnd/ssthresh, flight against the receive window, srtt, bottleneck queue and drops),
+the recovery episodes that shade them, and each flow's time-sequence graph. One or several runs
+(a compare page) go into one PageModel; each run's time starts at its first flow's start."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..store import read_table
+from . import series as S
+
+#: Panels in page order: (id, title, y label with unit, unit for read-outs, y2 label, y2 unit).
+PANELS = [
+    ("throughput", "Throughput per interval", "Mbit/s", "Mbit/s", None, None),
+    ("cwnd", "cwnd and ssthresh", "kB", "kB", None, None),
+    ("flight", "Bytes in flight and the receive window", "kB", "kB", None, None),
+    ("srtt", "Smoothed RTT", "ms", "ms", None, None),
+    ("queue", "Bottleneck queue and drops", "packets", "packets", "drops per interval", "drops"),
+]
+
+#: What a run lacks and where it would come from, by table.
+MISSING = {
+    "sends": "no sends recorded: set trace.sends = true (simulator), trace.pcap = true (kernel), "
+             "or import a pcap (tcpdump -s 100 at the sender) or a SIFTR2 log",
+    "acks": "no ACK records (window, SACK blocks): set trace.acks = true (simulator) or import a pcap "
+            "that holds the ACKs",
+    "flows": "no flow samples: the run recorded no cwnd/ACK samples (trace.sample; kernel: tcp_probe)",
+}
+
+
+@dataclass
+class PageModel:
+    """Everything a page's charts need: panels, episodes, time-sequence graphs, detail blobs."""
+
+    runs: list[dict[str, Any]] = field(default_factory=list)
+    panels: dict[str, dict[str, Any]] = field(default_factory=dict)
+    episodes: list[dict[str, Any]] = field(default_factory=list)
+    tseq: list[dict[str, Any]] = field(default_factory=list)
+    blobs: dict[str, dict] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def panel(self, pid: str) -> dict[str, Any]:
+        if pid not in self.panels:
+            _, title, ylabel, unit, y2label, y2unit = next(p for p in PANELS if p[0] == pid)
+            self.panels[pid] = {"id": pid, "title": title, "ylabel": ylabel, "unit": unit, "y2label": y2label,
+                                "y2unit": y2unit, "series": [], "notes": []}
+        return self.panels[pid]
+
+    def as_json(self) -> dict[str, Any]:
+        order = [p[0] for p in PANELS]
+        return {"runs": self.runs, "panels": [self.panels[k] for k in order if k in self.panels],
+                "episodes": self.episodes, "tseq": self.tseq, "notes": self.notes}
+
+
+#: Columns the charts read (the rest of a table is not loaded).
+READ_COLUMNS = {
+    "flows": ["t_ns", "flow", "cwnd_bytes", "ssthresh_bytes", "snd_una", "snd_nxt", "flight_bytes", "srtt_us"],
+    "queues": ["t_ns", "port", "queue_packets"],
+    "ports": ["t_start_ns", "t_end_ns", "port", "drops"],
+}
+
+
+def by_time(df: pd.DataFrame, col: str = "t_ns") -> pd.DataFrame:
+    """Rows in time order (records are written in time order: sorted only when they are not)."""
+    return df if df[col].is_monotonic_increasing else df.sort_values(col, kind="stable")
+
+
+@dataclass
+class RunTables:
+    """One run's tables as the charts read them (each read once)."""
+
+    summary: dict[str, Any]
+    flows: pd.DataFrame
+    intervals: pd.DataFrame
+    queues: pd.DataFrame
+    ports: pd.DataFrame
+    events: pd.DataFrame
+    sends: pd.DataFrame
+    acks: pd.DataFrame
+    path: Path | None = None
+
+    @classmethod
+    def read(cls, run_dir: Path, summary: dict[str, Any]) -> "RunTables":
+        def one(t: str) -> pd.DataFrame:
+            cols = READ_COLUMNS.get(t)
+            if cols is not None and (run_dir / f"{t}.parquet").is_file():
+                import pyarrow.parquet as pq
+
+                have = set(pq.read_schema(run_dir / f"{t}.parquet").names)
+                cols = [c for c in cols if c in have]
+            return read_table(run_dir, t, columns=cols, names_as_categories=True)
+
+        return cls(summary, *(one(t) for t in ("flows", "intervals", "queues", "ports", "events", "sends", "acks")), path=run_dir)
+
+    def window(self, lo_ns: int, hi_ns: int) -> "RunTables":
+        """Only the rows within [lo_ns, hi_ns] (intervals and port counters that overlap it)."""
+        def cut(df: pd.DataFrame, a: str, b: str | None = None) -> pd.DataFrame:
+            if not len(df):
+                return df
+            return df[(df[b or a] >= lo_ns) & (df[a] <= hi_ns)]
+
+        return RunTables(self.summary, cut(self.flows, "t_ns"), cut(self.intervals, "t_start_ns", "t_end_ns"),
+                         cut(self.queues, "t_ns"), cut(self.ports, "t_start_ns", "t_end_ns"), self.events,
+                         cut(self.sends, "t_ns"), cut(self.acks, "t_ns"), self.path)
+
+
+def _focus(eps: pd.DataFrame, flows: list[dict[str, Any]], flow: str | None) -> S.Focus:
+    """Full-resolution windows: each flow's first second, then recovery episodes in time order."""
+    wins = [(int((f["start_s"] or 0) * 1e9), int((f["start_s"] or 0) * 1e9) + 1_000_000_000) for f in flows
+            if flow is None or f["flow"] == flow]
+    if len(eps):
+        mine = eps if flow is None else eps[eps["flow"] == flow]
+        for r in mine.sort_values("start_s").itertuples(index=False):
+            dur = r.duration_s if r.duration_s == r.duration_s and r.duration_s is not None else 0.2
+            pad = max(0.05, dur)
+            wins.append((int((r.start_s - pad) * 1e9), int((r.start_s + dur + pad) * 1e9)))
+    return S.Focus(wins)
+
+
+def add_run(model: PageModel, tables: RunTables, eps: pd.DataFrame, label: str | None = None,
+            n_runs: int = 1, full: bool = False) -> None:
+    """Add one run's series, episodes and time-sequence graphs to the page (`full`: every sample,
+    no page budget: static charts of a window)."""
+    summ = tables.summary
+    flows = summ["flows"]
+    origin = min(int(round((f["start_s"] or 0) * 1e9)) for f in flows) if flows else 0
+    run_i = len(model.runs)
+    model.runs.append({"label": label or summ["name"], "name": summ["name"], "origin_s": origin / 1e9,
+                       "backend": summ.get("backend", "")})
+    pre = f"{label} " if label else ""
+    # Shared detail budget: the number of series is known roughly up front.
+    nser = max(1, len(flows) * 6 + 2) * n_runs
+    budget = 1 << 62 if full else max(2000, S.PAGE_POINTS // nser)
+    focus_all = _focus(eps, flows, None)
+
+    def add(pid: str, name: str, group: str, t: Any, y: Any, decimals: int, flow: str | None, step: bool = True,
+            axis: str = "y", dash: bool = False, edge: bool = False) -> None:
+        focus = _focus(eps, flows, flow) if flow else focus_all
+        s = S.series(np.asarray(t), np.asarray(y), origin, decimals, budget, focus, model.blobs, step=step)
+        s.update(name=pre + name, group=pre + group, run=run_i, step=step, axis=axis, dash=dash, edge=edge)
+        model.panel(pid)["series"].append(s)
+
+    _throughput(tables, flows, add)
+    fl = tables.flows
+    for f in flows:
+        name = f["flow"]
+        mine = fl[fl["flow"] == name] if len(fl) else fl
+        if len(mine):
+            mine = by_time(mine)
+            t = mine["t_ns"].to_numpy()
+            if (mine["cwnd_bytes"] >= 0).any():
+                add("cwnd", f"{name} cwnd", name, t, mine["cwnd_bytes"] / 1e3, 3, name)
+                ss = mine["ssthresh_bytes"].where(mine["ssthresh_bytes"] >= 0) / 1e3
+                if ss.notna().any():
+                    add("cwnd", f"{name} ssthresh", name, t, ss, 3, name, dash=True)
+            if (mine["flight_bytes"] >= 0).any():
+                add("flight", f"{name} in flight", name, t, mine["flight_bytes"].where(mine["flight_bytes"] >= 0) / 1e3, 3, name)
+            if (mine["srtt_us"] > 0).any():
+                add("srtt", f"{name} srtt", name, t, mine["srtt_us"].where(mine["srtt_us"] > 0) / 1e3, 3, name, step=False)
+        ak = tables.acks
+        mine_a = ak[ak["flow"] == name] if len(ak) else ak
+        if len(mine_a) and (mine_a["rwnd_bytes"] >= 0).any():
+            mine_a = by_time(mine_a)
+            add("flight", f"{name} receive window", name, mine_a["t_ns"].to_numpy(),
+                mine_a["rwnd_bytes"].where(mine_a["rwnd_bytes"] >= 0) / 1e3, 3, name, dash=True, edge=True)
+    if not len(tables.acks):
+        model.panel("flight")["notes"].append(f"{pre}receive window: {MISSING['acks']}.")
+    if not len(fl):
+        for pid in ("cwnd", "flight", "srtt"):
+            model.panel(pid)["notes"].append(f"{pre}{MISSING['flows']}.")
+    _queue(tables, add, model, pre)
+    for r in eps.itertuples(index=False) if len(eps) else []:
+        dur = r.duration_s if r.duration_s is not None and r.duration_s == r.duration_s else 0.0
+        model.episodes.append({"run": run_i, "flow": r.flow, "group": pre + r.flow, "n": int(r.episode), "kind": r.kind,
+                               "start": round(r.start_s - origin / 1e9, 6), "end": round(r.start_s + dur - origin / 1e9, 6),
+                               "retx": None if r.retransmissions is None or r.retransmissions != r.retransmissions
+                               else int(r.retransmissions)})
+    from .tseq import add_tseq
+
+    for f in flows:
+        add_tseq(model, tables, f, _focus(eps, flows, f["flow"]), origin, run_i, pre, budget, n_runs, full)
+
+
+def _throughput(tables: RunTables, flows: list[dict[str, Any]], add) -> None:
+    iv = tables.intervals
+    if not len(iv):
+        return
+    total: dict[int, float] = {}
+    for f in flows:
+        mine = iv[iv["flow"] == f["flow"]].sort_values("t_start_ns")
+        if not len(mine):
+            continue
+        mbps = (mine["bytes"] * 8 / ((mine["t_end_ns"] - mine["t_start_ns"]) / 1e9) / 1e6).to_numpy()
+        # A step chart holds each interval's rate from its start; the last interval ends at t_end.
+        t = np.r_[mine["t_start_ns"].to_numpy(), mine["t_end_ns"].to_numpy()[-1]]
+        add("throughput", f"{f['flow']}", f["flow"], t, np.r_[mbps, mbps[-1]], 3, f["flow"])
+        for te, v in zip(mine["t_end_ns"].to_numpy() // 1_000_000, mbps):
+            total[int(te)] = total.get(int(te), 0.0) + float(v)
+    if len(flows) > 1 and total:
+        ts = np.array(sorted(total), dtype=np.int64) * 1_000_000
+        vals = np.array([total[k] for k in sorted(total)])
+        starts = np.r_[int(iv["t_start_ns"].min()), ts[:-1]]
+        add("throughput", "sum", "sum", np.r_[starts, ts[-1]], np.r_[vals, vals[-1]], 3, None)
+
+
+def _queue(tables: RunTables, add, model: PageModel, pre: str) -> None:
+    q = tables.queues
+    if not len(q):
+        why = ("the run's logs do not describe the path" if tables.summary.get("import") else
+               "the queue is sampled every trace.sample period, so not with sample = \"ack\"")
+        model.panel("queue")["notes"].append(f"{pre}no queue samples: {why}.")
+    ports = sorted(q["port"].unique()) if len(q) else _bottleneck_ports(tables)
+    for port in ports:
+        rows = by_time(q[q["port"] == port]) if len(q) else q
+        if len(rows):
+            add("queue", f"queue {port}", "queue", rows["t_ns"].to_numpy(), rows["queue_packets"].to_numpy(), 0, None, step=True)
+        p = tables.ports
+        mine = p[p["port"] == port].sort_values("t_start_ns") if len(p) else p
+        if len(mine):
+            t = np.r_[mine["t_start_ns"].to_numpy(), mine["t_end_ns"].to_numpy()[-1]]
+            d = mine["drops"].to_numpy().astype(float)
+            add("queue", f"drops {port}", "queue", t, np.r_[d, d[-1]], 0, None, axis="y2")
+
+
+def _bottleneck_ports(tables: RunTables) -> list[str]:
+    """The bottleneck's port label (summary), when the queue was not sampled."""
+    b = tables.summary.get("bottleneck") or {}
+    p = tables.ports
+    if not len(p) or not b.get("link"):
+        return []
+    return [x for x in p["port"].unique() if str(x) == b["link"]][:1]

@@ -1,0 +1,137 @@
+"""Time series for the interactive pages, decimated once: an M4 overview of each series (first,
+min, max and last sample per time bucket: Jugel et al., "M4: A Visualization-Oriented Time Series
+Data Aggregation", PVLDB 7(10), 2014 — exact for a line chart of that many pixel columns), and a
+detail level loaded when a panel is zoomed: every sample inside the run's focus windows (each
+flow's first second and its recovery episodes, in time order while the page budget lasts) and
+M4 at a finer bucket elsewhere.
+
+Page budget: PAGE_POINTS samples of detail shared by all series of a page, OVERVIEW_BUCKETS
+buckets per series, PAGE_SENDS segments for the time-sequence graphs. Times go to the page as
+integer microseconds, delta-encoded (the page adds them up), so a 200 s run stays compact.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+#: Buckets of a series' overview (at most 4 samples each): ~1000 pixel columns.
+OVERVIEW_BUCKETS = 1000
+#: Detail samples in one page, shared equally by its series (~12 bytes each in the page).
+PAGE_POINTS = 600_000
+#: Segments of the time-sequence graphs in one page (~20 bytes each).
+PAGE_SENDS = 400_000
+
+
+@dataclass
+class Focus:
+    """Time windows [start_ns, end_ns) worth full resolution, most important first."""
+
+    windows: list[tuple[int, int]] = field(default_factory=list)
+
+
+def m4_indices(t_ns: np.ndarray, y: np.ndarray, buckets: int, lo: int | None = None, hi: int | None = None) -> np.ndarray:
+    """Sorted indices of the first, minimum, maximum and last sample of each of `buckets` equal
+    time buckets over [lo, hi] (default: the samples' span). `t_ns` is sorted."""
+    n = len(t_ns)
+    if n <= 4 * buckets or buckets <= 0:
+        return np.arange(n)
+    lo = int(t_ns[0]) if lo is None else lo
+    hi = int(t_ns[-1]) if hi is None else hi
+    width = max(1, (hi - lo) // buckets + 1)
+    b = (t_ns - lo) // width
+    starts = np.flatnonzero(np.r_[True, b[1:] != b[:-1]])
+    ends = np.r_[starts[1:], n] - 1
+    bucket_of = np.repeat(np.arange(len(starts)), np.diff(np.r_[starts, n]))
+    mins = np.minimum.reduceat(y, starts)
+    maxs = np.maximum.reduceat(y, starts)
+
+    def first_where(extreme: np.ndarray) -> np.ndarray:
+        # The first position in each bucket holding the bucket's extreme (positions are sorted,
+        # so a bucket's first is where the bucket number changes).
+        at = np.flatnonzero(y == extreme[bucket_of])
+        bk = bucket_of[at]
+        return at[np.r_[True, bk[1:] != bk[:-1]]]
+
+    return np.unique(np.concatenate([starts, ends, first_where(mins), first_where(maxs)]))
+
+
+def in_windows(t_ns: np.ndarray, windows: list[tuple[int, int]]) -> np.ndarray:
+    """Mask of the samples inside any of the windows."""
+    mask = np.zeros(len(t_ns), dtype=bool)
+    for a, b in windows:
+        i, j = np.searchsorted(t_ns, [a, b])
+        mask[i:j] = True
+    return mask
+
+
+def detail_indices(t_ns: np.ndarray, y: np.ndarray, budget: int, focus: Focus) -> tuple[np.ndarray, str]:
+    """Indices of the detail level within `budget` samples, and its resolution in words."""
+    n = len(t_ns)
+    if n <= budget:
+        return np.arange(n), "every sample"
+    keep = np.zeros(n, dtype=bool)
+    kept_windows = 0
+    for a, b in focus.windows:  # raw inside focus windows while half the budget lasts
+        i, j = np.searchsorted(t_ns, [a, b])
+        if keep.sum() + (j - i) > budget // 2:
+            break
+        keep[i:j] = True
+        kept_windows += 1
+    rest = budget - int(keep.sum())
+    buckets = max(1, rest // 4)
+    idx = np.union1d(np.flatnonzero(keep), m4_indices(t_ns, y, buckets))
+    span_ms = (int(t_ns[-1]) - int(t_ns[0])) / 1e6
+    return idx, f"every sample in {kept_windows} focus window(s), elsewhere M4 over {span_ms / buckets:.3g} ms buckets"
+
+
+def encode_times(t_ns: np.ndarray, origin_ns: int) -> list[int]:
+    """Integer microseconds since `origin_ns`, delta-encoded (first value absolute)."""
+    us = (np.asarray(t_ns, dtype=np.int64) - origin_ns) // 1000
+    return np.diff(us, prepend=0).tolist()
+
+
+def encode_values(y: np.ndarray, decimals: int) -> list:
+    """Values rounded for the page; NaN as null."""
+    y = np.asarray(y, dtype=float)
+    if decimals <= 0:
+        out = np.round(y).astype(object)
+    else:
+        out = np.round(y, decimals).astype(object)
+    out[np.isnan(y)] = None
+    if decimals <= 0:
+        return [None if v is None else int(v) for v in out.tolist()]
+    return out.tolist()
+
+
+def changes(y: np.ndarray) -> np.ndarray:
+    """Mask of the samples a step chart needs: the first, each change of value, and the last
+    (a step holds its value until the next sample, so repeats draw nothing new)."""
+    keep = np.ones(len(y), dtype=bool)
+    if len(y) > 2:
+        keep[1:-1] = y[1:-1] != y[:-2]
+    return keep
+
+
+def series(t_ns: np.ndarray, y: np.ndarray, origin_ns: int, decimals: int, budget: int, focus: Focus,
+           blobs: dict[str, dict], step: bool = False) -> dict:
+    """One series for the page: its overview inline and, when the overview drops samples, its
+    detail level as a separate blob (parsed only when a panel is zoomed). A `step` series first
+    loses its repeated values (losslessly), so the budget goes further."""
+    t_ns = np.asarray(t_ns, dtype=np.int64)
+    y = np.asarray(y, dtype=float)
+    ok = ~np.isnan(y)
+    t_ns, y = t_ns[ok], y[ok]
+    if step and len(y):
+        keep = changes(np.round(y, decimals) if decimals > 0 else np.round(y))
+        t_ns, y = t_ns[keep], y[keep]
+    ov = m4_indices(t_ns, y, OVERVIEW_BUCKETS)
+    out = {"ov": {"t": encode_times(t_ns[ov], origin_ns), "y": encode_values(y[ov], decimals)}, "detail": None,
+           "res": "every sample", "n": int(len(t_ns))}
+    if len(ov) < len(t_ns):
+        idx, res = detail_indices(t_ns, y, budget, focus)
+        key = f"d{len(blobs)}"
+        blobs[key] = {"t": encode_times(t_ns[idx], origin_ns), "y": encode_values(y[idx], decimals)}
+        out.update(detail=key, res=res)
+    return out

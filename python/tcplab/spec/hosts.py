@@ -1,0 +1,84 @@
+"""The spec's [hosts.NAME] tables beside `sysctl`: the host's OS, its NIC (receive coalescing,
+interrupt moderation, TSO burst size) and netem's packet limit on its egress (docs/spec.md)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from ..model import Link, RxNic
+from . import limits, units
+from .ctx import Ctx, join
+
+HOST_KEYS = ("sysctl", "nic", "netem", "os")
+NIC_KEYS = ("gro", "lro", "rx_usecs", "rx_frames", "tso_max")
+NETEM_KEYS = ("limit",)
+OSES = ("linux", "freebsd")
+
+
+@dataclasses.dataclass(frozen=True)
+class Host:
+    """One host's settings outside its sysctls; the defaults are today's idealised host."""
+
+    os: str | None = None            # None: not said (a receiver follows its sender's stack's ACK rules)
+    rx_nic: RxNic = RxNic()          # as receiver
+    tso_max_bytes: int | None = None  # as sender; None: the stack's 64 KB
+    netem_limit: int | None = None   # packets netem holds on this host's egress (delay included)
+
+
+def _nic(ctx: Ctx, t: dict[str, Any], path: str, os: str | None) -> tuple[RxNic, int | None]:
+    """[hosts.NAME.nic]: gro | lro, rx_usecs, rx_frames, tso_max."""
+    nic = ctx.table(t, path)
+    ctx.keys(nic, path, NIC_KEYS)
+    gro, lro = ctx.boolean(nic, path, "gro", False), ctx.boolean(nic, path, "lro", False)
+    if gro and lro:
+        raise ctx.err(join(path, "lro"), "give gro (Linux) or lro (FreeBSD), not both")
+    if gro and os == "freebsd":
+        raise ctx.err(join(path, "gro"), "GRO is Linux's; a FreeBSD host coalesces with lro = true")
+    if lro and os == "linux":
+        raise ctx.err(join(path, "lro"), "this models FreeBSD's software LRO (tcp_lro.c); a Linux host has gro = true")
+    usecs = ctx.integer(nic, path, "rx_usecs", 0, limits.RX_USECS.lo, limits.RX_USECS.hi)
+    frames = ctx.integer(nic, path, "rx_frames", 0, limits.RX_FRAMES.lo, limits.RX_FRAMES.hi)
+    if (gro or lro) and usecs == 0 and frames == 0:
+        raise ctx.err(join(path, "rx_usecs"), f"is required with {'gro' if gro else 'lro'} = true: how long the NIC "
+                      "collects packets before its interrupt (ethtool -c rx-usecs), e.g. 18")
+    if frames and not usecs:
+        raise ctx.err(join(path, "rx_usecs"), "is required with rx_frames: without a timer the last frames of a "
+                      "flow would wait for ever (drivers refuse both at 0 too)")
+    tso = None
+    if "tso_max" in nic:
+        tso = ctx.unit(nic, path, "tso_max", units.parse_size_bytes, limit=limits.TSO_MAX)
+    coalesce = "gro" if gro else "lro" if lro else "none"
+    return RxNic(coalesce, usecs * 1000, frames), tso  # type: ignore[arg-type]
+
+
+def hosts(ctx: Ctx, spec: dict[str, Any], names: set[str]) -> dict[str, Host]:
+    """Every [hosts.NAME] table's os, nic and netem, by host (hosts not named: the defaults)."""
+    out = {}
+    for name, t in ctx.table(spec.get("hosts", {}), "hosts").items():
+        path = f"hosts.{name}"
+        if name not in names:
+            raise ctx.err(path, f"{name!r} is not a host of this topology", sorted(names))
+        t = ctx.table(t, path)
+        ctx.keys(t, path, HOST_KEYS)
+        os = ctx.choice(t, path, "os", None, OSES) if "os" in t else None
+        rx_nic, tso = _nic(ctx, t["nic"], join(path, "nic"), os) if "nic" in t else (RxNic(), None)
+        limit = None
+        if "netem" in t:
+            netem = ctx.table(t["netem"], join(path, "netem"))
+            ctx.keys(netem, join(path, "netem"), NETEM_KEYS)
+            lim = limits.NETEM_LIMIT
+            limit = ctx.integer(netem, join(path, "netem"), "limit", 1000, lim.lo, lim.hi)
+        out[name] = Host(os, rx_nic, tso, limit)
+    return out
+
+
+def with_netem(links: tuple[Link, ...], host_cfg: dict[str, Host]) -> tuple[Link, ...]:
+    """The links with netem's limit on the egress of each host that has one. netem's delay is the
+    link's delay from that host (e.g. T2's `reverse_delay = "40ms"` on r1's link)."""
+    def limited(link: Link) -> Link:
+        a, b = host_cfg.get(link.a), host_cfg.get(link.b)
+        ab = dataclasses.replace(link.ab, held_limit_packets=a.netem_limit) if a and a.netem_limit else link.ab
+        ba = dataclasses.replace(link.ba, held_limit_packets=b.netem_limit) if b and b.netem_limit else link.ba
+        return dataclasses.replace(link, ab=ab, ba=ba)
+    return tuple(limited(link) for link in links)
