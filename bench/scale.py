@@ -15,6 +15,7 @@ segment, events per segment and peak RSS. Writes bench/results/scale-<curve>.tsv
 matplotlib is there, bench/results/scale.png.
 
 Usage: bench/scale.py [--curve window|flows|both] [--quick]     (--quick: shorter runs)
+       bench/scale.py --spec N OUT.toml    (writes the N-pair spec, e.g. for `tcplab run OUT.toml`)
 """
 
 from __future__ import annotations
@@ -136,7 +137,13 @@ def main() -> None:
     ap.add_argument("--curve", choices=("window", "flows", "both"), default="both")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--spec", nargs=2, metavar=("PAIRS", "OUT"), help="write the PAIRS-pair spec of the flows curve")
     a = ap.parse_args()
+    if a.spec:
+        import tomli_w
+
+        Path(a.spec[1]).write_text(tomli_w.dumps(dumbbell(int(a.spec[0]), "10Mbit", "10Gbit", "10000p", "10s", "cubic")))
+        return
     if a.child:
         print(json.dumps(measure(json.loads(sys.stdin.read()))))
         return
