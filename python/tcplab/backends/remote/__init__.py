@@ -185,6 +185,8 @@ def _configure_host(p: planmod.HostPlan, h: RemoteHost) -> None:
             h.netem_only(dev, words)
     for pipe in p.pipes:
         h.pipe(pipe)
+    if p.nic:
+        h.nic(h.m.interface or "", p.nic)
     for dst, cc, iw in p.routes:
         h.pin_route(dst, cc, iw)
     h.guard_processes()
@@ -314,9 +316,8 @@ def _start_traces(exp: Experiment, lab: Lab, plans: dict[str, planmod.HostPlan],
             h.start("trace", ["cat", f"{root}/instances/{inst}/trace_pipe"])
             out[n] = "tcp_probe"
         else:
-            kld = h.facts.get("kld", [])
-            kld = kld if isinstance(kld, list) else [kld]
-            module = "siftr2" if "siftr2" in kld or "siftr2" in (h.facts.get("kldfile") or []) else "siftr"
+            have = set(h.facts.get("kld", [])) | set(h.facts.get("kldfile", []))
+            module = "siftr2" if "siftr2" in have else "siftr"
             h.kld(module)
             port = SERVER_PORT_BASE + next(i for i, f in enumerate(exp.flows) if f.host == n) if len(p.cports) == 1 else 0
             for k, v in freebsd.siftr_sysctls(module, f"{h.workdir}/{module}.log", port).items():
