@@ -166,7 +166,7 @@ def test_journal_undoes_newest_first_and_keeps_what_failed(tmp_path):
     j.record("a", "three", ["x", "3"])
     calls = []
 
-    def run(host, words, _):
+    def run(host, words):
         calls.append((host, words[1]))
         return (words[1] != "1", "boom" if words[1] == "1" else "")
 
@@ -175,7 +175,7 @@ def test_journal_undoes_newest_first_and_keeps_what_failed(tmp_path):
     again = Journal.load(tmp_path / "rt0001.json")
     assert [e["done"] for e in again.entries] == [False, True, True]
     calls.clear()
-    assert again.undo(lambda h, w, _: (True, "")) == [] and not (tmp_path / "rt0001.json").exists()
+    assert again.undo(lambda h, w: (True, "")) == [] and not (tmp_path / "rt0001.json").exists()
 
 
 def test_linux_helpers():
