@@ -206,7 +206,7 @@ def test_peers_and_sweep_pages_overlay_their_runs_on_the_same_charts(browser, tm
     peers = tcplab.peers("T1", duration="1s", out=tmp_path / "peers")
     page = open_page(browser, peers.path / "peers.html")
     names = page.evaluate("tcplab.chart('cwnd').series.map(s => s.name)")
-    for st, cc in [("freebsd", "newreno"), ("freebsd-rack", "cubic"), ("linux", "cubic")]:
+    for st, cc in [("freebsd@15.0-2025", "newreno"), ("freebsd-rack@15.0-2025", "cubic"), ("linux", "cubic")]:
         assert f"{st}/{cc} s1 cwnd" in names, names
     assert page.locator("#peers-table tbody tr").count() == 6
     page.screenshot(path=str(shots / "peers.png"), full_page=True)
