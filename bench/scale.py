@@ -10,8 +10,8 @@ Two curves, each point one simulation in its own process (so its peak RSS is its
 
 Each point times the native simulation with its records drained every simulated second, as
 `tcplab run` does (the Parquet writing is not in it; `bench/t1_vs.sh` times whole runs), and
-prints wall seconds, delivered segments (bytes delivered / MSS), nanoseconds per delivered
-segment, events per segment and peak RSS. Writes bench/results/scale-<curve>.tsv and, when
+prints wall and CPU seconds (the process's own, steady when the machine is shared), delivered
+segments (bytes delivered / MSS), CPU nanoseconds per delivered segment, events per segment and peak RSS. Writes bench/results/scale-<curve>.tsv and, when
 matplotlib is there, bench/results/scale.png.
 
 Usage: bench/scale.py [--curve window|flows|both] [--quick]     (--quick: shorter runs)
@@ -75,18 +75,18 @@ def measure(spec: dict) -> dict:
     from tcplab.spec.schema import resolve
 
     cfg = lower(resolve(spec, spec["name"]))
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     sim = _native.Simulation(json.dumps(cfg), {})
     t_built = time.perf_counter()
     while sim.now_ns < sim.stop_ns and not sim.flows_done():
         sim.run_until(min(sim.now_ns + 1_000_000_000, sim.stop_ns))
         sim.take_tables()
-    wall = time.perf_counter() - t0
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     stats = sim.flow_stats()
     segs = sum(f["bytes_delivered"] for f in stats) / MSS
     return {
-        "wall_s": round(wall, 3), "build_s": round(t_built - t0, 3), "segments": int(segs),
-        "ns_per_segment": round(wall * 1e9 / max(segs, 1), 1),
+        "wall_s": round(wall, 3), "cpu_s": round(cpu, 3), "build_s": round(t_built - t0, 3), "segments": int(segs),
+        "ns_per_segment": round(cpu * 1e9 / max(segs, 1), 1),
         "events_per_segment": round(sim.events_processed / max(segs, 1), 2),
         "retrans_segs": sum(f["retrans_segs"] for f in stats),
         "max_cwnd_segs": max(f["cwnd_bytes"] for f in stats) // MSS,
@@ -96,7 +96,7 @@ def measure(spec: dict) -> dict:
 
 def run_curve(name: str, cases: list[tuple[str, dict]], out_dir: Path) -> list[dict]:
     rows = []
-    cols = ["case", "wall_s", "build_s", "segments", "ns_per_segment", "events_per_segment", "retrans_segs",
+    cols = ["case", "wall_s", "cpu_s", "build_s", "segments", "ns_per_segment", "events_per_segment", "retrans_segs",
             "max_cwnd_segs", "peak_rss_mb"]
     print("\t".join(cols))
     for label, spec in cases:
@@ -110,7 +110,20 @@ def run_curve(name: str, cases: list[tuple[str, dict]], out_dir: Path) -> list[d
     return rows
 
 
-def plot(curves: dict[str, list[dict]], out_dir: Path) -> None:
+def plot(out_dir: Path) -> None:
+    """Both curves that have a table in `out_dir`, side by side."""
+    curves = {}
+    for name in ("window", "flows"):
+        path = out_dir / f"scale-{name}.tsv"
+        if path.exists():
+            head, *lines = path.read_text().splitlines()
+            cols = head.split("\t")
+            curves[name] = [dict(zip(cols, ln.split("\t"))) for ln in lines]
+            for r in curves[name]:
+                r["ns_per_segment"] = float(r["ns_per_segment"])
+                r["max_cwnd_segs"] = int(r["max_cwnd_segs"])
+    if not curves:
+        return
     try:
         import matplotlib
 
@@ -125,7 +138,7 @@ def plot(curves: dict[str, list[dict]], out_dir: Path) -> None:
         ax.plot(x, [r["ns_per_segment"] for r in pts], marker="o")
         ax.set_xscale("log")
         ax.set_xlabel("largest cwnd, segments" if name == "window" else "flows")
-        ax.set_ylabel("ns of wall time per delivered segment")
+        ax.set_ylabel("CPU ns per delivered segment")
         ax.set_ylim(bottom=0)
         ax.grid(alpha=0.3)
     fig.tight_layout()
@@ -149,12 +162,11 @@ def main() -> None:
         return
     out_dir = REPO / "bench" / "results"
     out_dir.mkdir(exist_ok=True)
-    curves = {}
     if a.curve in ("window", "both"):
-        curves["window"] = run_curve("window", window_cases(a.quick), out_dir)
+        run_curve("window", window_cases(a.quick), out_dir)
     if a.curve in ("flows", "both"):
-        curves["flows"] = run_curve("flows", flow_cases(a.quick), out_dir)
-    plot(curves, out_dir)
+        run_curve("flows", flow_cases(a.quick), out_dir)
+    plot(out_dir)
 
 
 if __name__ == "__main__":
