@@ -134,10 +134,10 @@ def plot(out_dir: Path) -> None:
     fig, axes = plt.subplots(1, len(curves), figsize=(5 * len(curves), 3.5), squeeze=False)
     for ax, (name, rows) in zip(axes[0], curves.items()):
         pts = [r for r in rows if not r["case"].startswith("anchor")]
-        x = [r["max_cwnd_segs"] if name == "window" else int(r["case"][1:]) for r in pts]
+        x = [int(r["case"][1:]) for r in pts]  # the path's BDP in segments, or the number of flows
         ax.plot(x, [r["ns_per_segment"] for r in pts], marker="o")
         ax.set_xscale("log")
-        ax.set_xlabel("largest cwnd, segments" if name == "window" else "flows")
+        ax.set_xlabel("one flow, BDP in segments (1-BDP buffer)" if name == "window" else "flows at 10 Mbit/s each")
         ax.set_ylabel("CPU ns per delivered segment")
         ax.set_ylim(bottom=0)
         ax.grid(alpha=0.3)
