@@ -155,6 +155,9 @@ def test_compare_page_of_three_runs_renders(browser, t1, tmp_path, shots):
         assert label in names
     page.locator("#toggle-B__sim__s1").uncheck()
     assert page.evaluate("tcplab.visible('cwnd', 'B (sim) s1 cwnd')") is False
+    page.locator("#run-2").uncheck()  # all of C's flows
+    assert page.evaluate("[tcplab.visible('cwnd', 'C (sim) s1 cwnd'), tcplab.visible('cwnd', 'C (sim) s2 cwnd'),"
+                         " tcplab.visible('cwnd', 'A (sim) s1 cwnd')]") == [False, False, True]
     page.screenshot(path=str(shots / "compare-3.png"), full_page=True)
     assert page.errors == []
 
@@ -197,3 +200,22 @@ def test_detail_keeps_every_sample_of_the_first_focus_window_within_the_budget()
     inside = idx[(t[idx] >= 200_000_000) & (t[idx] < 230_000_000)]
     assert len(inside) == 30_000  # every sample of the first window
     assert "1 focus window" in res  # the second (90 000 samples) does not fit half the budget
+
+
+def test_peers_and_sweep_pages_overlay_their_runs_on_the_same_charts(browser, tmp_path, shots):
+    peers = tcplab.peers("T1", duration="1s", out=tmp_path / "peers")
+    page = open_page(browser, peers.path / "peers.html")
+    names = page.evaluate("tcplab.chart('cwnd').series.map(s => s.name)")
+    for st, cc in [("freebsd", "newreno"), ("freebsd-rack", "cubic"), ("linux", "cubic")]:
+        assert f"{st}/{cc} s1 cwnd" in names, names
+    assert page.locator("#peers-table tbody tr").count() == 6
+    page.screenshot(path=str(shots / "peers.png"), full_page=True)
+    assert page.errors == []
+    spec = {"name": "sw", "seed": 5, "topology": {"kind": "pipe", "bottleneck": {"rate": "10Mbit", "delay": "5ms", "buffer": "20p"}},
+            "senders": {"s1": {"to": "r1", "time": "1s"}}, "sweep": {"senders.s1.cc": ["newreno", "cubic"]}}
+    tcplab.sweep(spec, jobs=1, out=tmp_path / "sweep")
+    page = open_page(browser, tmp_path / "sweep" / "sweep.html")
+    names = page.evaluate("tcplab.chart('cwnd').series.map(s => s.name)")
+    assert "cc=newreno s1 cwnd" in names and "cc=cubic s1 cwnd" in names, names
+    page.screenshot(path=str(shots / "sweep.png"), full_page=True)
+    assert page.errors == []

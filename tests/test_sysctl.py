@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 
 import tcplab
+from tcplab import _native
 from conftest import tcplab as cli
 from tcplab.spec import SpecError, resolve
 from tcplab.backends.sim import lower
@@ -53,7 +54,7 @@ def test_freebsd_sysctls_set_the_freebsd_knobs_per_role():
     }, stack="freebsd", d43470=False), "t.toml")
     f = lower(r)["flows"][0]
     assert f["freebsd"] == {"d43470": False, "version": "2023", "tso": False, "sack_tso": True, "do_prr": False,
-                            "sendbuf_inc_bytes": 16_384}
+                            "sendbuf_inc_bytes": 16_384, "sack_lrd": False}
     assert (f["sndbuf_bytes"], f["sndbuf_initial_bytes"], f["rcvbuf_bytes"]) == (4_000_000, 65_536, 8_000_000)
     assert (f["cc"], f["iw_segments"]) == ("newreno", 4)
 
@@ -61,7 +62,7 @@ def test_freebsd_sysctls_set_the_freebsd_knobs_per_role():
 def test_freebsd_defaults_are_those_of_freebsd_15():
     f = lower(resolve(with_hosts({}, stack="freebsd"), "t.toml"))["flows"][0]
     assert f["freebsd"] == {"d43470": True, "version": "2023", "tso": True, "sack_tso": False, "do_prr": True,
-                            "sendbuf_inc_bytes": 8192}
+                            "sendbuf_inc_bytes": 8192, "sack_lrd": False}
 
 
 def test_freebsd_version_is_a_freebsd_knob_checked_against_the_stack_options():
@@ -73,6 +74,18 @@ def test_freebsd_version_is_a_freebsd_knob_checked_against_the_stack_options():
         resolve(with_hosts({}, version="2023"), "t.toml")
     with pytest.raises(SpecError, match="senders.s1.d43470: version '15.0-2025' includes review D43470"):
         resolve(with_hosts({}, stack="freebsd", version="15.0-2025", d43470=False), "t.toml")
+    # T4's 2024-10 tree takes both d43470 values; its sendbuf_max default is that of its tcp_output.c
+    # (2 MB), given by the native stack options per version, not restated in the spec code.
+    f = lower(resolve(with_hosts({}, stack="freebsd", version="15.0-2024-10", d43470=False), "t.toml"))["flows"][0]
+    assert (f["freebsd"]["version"], f["freebsd"]["d43470"], f["sndbuf_bytes"]) == ("15.0-2024-10", False, 2 * 1024 * 1024)
+    defaults = _native.stack_options()["freebsd"]["version"]["defaults"]
+    assert defaults["15.0-2024-10"]["sndbuf_bytes"] == f["sndbuf_bytes"]
+    assert "sndbuf_bytes" not in defaults["2023"]
+    # Lost-retransmission detection: off in 2023 (net.inet.tcp.do_lrd = 0), on from late 2023
+    # (net.inet.tcp.sack.lrd = 1), and the sysctl overrides the version's default.
+    assert (f["freebsd"]["sack_lrd"], defaults["2023"]["sack_lrd"]) == (True, False)
+    off = with_hosts({"s1": {"sysctl": {"net.inet.tcp.sack.lrd": 0}}}, stack="freebsd", version="15.0-2025")
+    assert lower(resolve(off, "t.toml"))["flows"][0]["freebsd"]["sack_lrd"] is False
 
 
 def test_functions_default_must_name_the_senders_stack():

@@ -35,6 +35,11 @@ def with_seed(exp: Experiment, seed: int) -> Experiment:
     return dataclasses.replace(exp, seed=seed, spec=exp.spec | {"seed": seed})
 
 
+def _lab(testbed: str | Path | None) -> str | None:
+    """LAB.toml as an absolute path (runs may change directory; meta.json records it)."""
+    return str(Path(testbed).resolve()) if testbed is not None else None
+
+
 def _target(out: str | Path | None, name: str) -> Path:
     return Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="tcplab-")) / name
 
@@ -42,9 +47,10 @@ def _target(out: str | Path | None, name: str) -> Path:
 def run(spec: str | Path | dict[str, Any] | Experiment, *, set: list[str] | None = None, seed: int | None = None,
         duration: str | None = None, out: str | Path | None = None, report: bool = True, force: bool = False,
         backend: str = "sim", iterations: int = 1, progress: Progress | None = None,
-        command: str = "tcplab.run()"):
+        command: str = "tcplab.run()", testbed: str | Path | None = None):
     """Run a spec (file path, preset name, dict, or an Experiment from `tcplab.resolve`) on
-    `backend` ("sim", or "netns": this machine's Linux TCP, as root). Returns its Run; with
+    `backend` ("sim"; "netns": this machine's Linux TCP, as root; "remote": the machines of the
+    LAB.toml `testbed`, over ssh). Returns its Run; with
     `iterations` > 1, one Run per seed (seed, seed + 1, ...), in a folder with their statistics.
     Without `out`, results go to a new temporary folder."""
     from . import Run
@@ -58,11 +64,12 @@ def run(spec: str | Path | dict[str, Any] | Experiment, *, set: list[str] | None
     target = _target(out, exp.name)
     if iterations == 1:
         step = (lambda now, stop: progress(0, now, stop)) if progress else None
-        path, _ = execute(exp, target, force=force, progress=step, report=report, command=command, backend=backend)
+        path, _ = execute(exp, target, force=force, progress=step, report=report, command=command, backend=backend,
+                          testbed=_lab(testbed))
         return Run(path)
     seeds = [exp.seed + i for i in range(iterations)]
     path, _ = execute_iterations(lambda s: with_seed(exp, s), seeds, target, force=force, progress=progress,
-                                 report=report, command=command, backend=backend)
+                                 report=report, command=command, backend=backend, testbed=_lab(testbed))
     return [Run(path / f"iter-{i + 1:03d}") for i in range(iterations)]
 
 
@@ -112,7 +119,8 @@ class Peers:
 
 def peers(spec: str | Path | dict[str, Any] | PeersPlan, *, set: list[str] | None = None, seed: int | None = None,
           duration: str | None = None, out: str | Path | None = None, report: bool = True, force: bool = False,
-          iterations: int = 1, progress: Progress | None = None, command: str = "tcplab.peers()") -> Peers:
+          iterations: int = 1, progress: Progress | None = None, command: str = "tcplab.peers()",
+          backend: str = "sim", testbed: str | Path | None = None) -> Peers:
     """Peer compare: the experiment with every sender on each stack x cc of its [peers] table
     (default freebsd, freebsd-rack, linux x newreno, cubic), each row compared with Linux's."""
     from .runner import execute_peers
@@ -121,7 +129,8 @@ def peers(spec: str | Path | dict[str, Any] | PeersPlan, *, set: list[str] | Non
                                                                 iterations=iterations)
     target = _target(out, f"{plan.name}-peers")
     path, rows = execute_peers(lambda st, cc, it: plan.experiments[(st, cc, it)], plan.pairs, target, force=force,
-                               progress=progress, report=report, command=command, iterations=plan.iterations)
+                               progress=progress, report=report, command=command, iterations=plan.iterations,
+                               backend=backend, testbed=_lab(testbed))
     return Peers(path, rows)
 
 

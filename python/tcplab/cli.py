@@ -101,9 +101,10 @@ def run(
     force: Annotated[bool, typer.Option(help="Replace an existing results folder.")] = False,
     intervals: Annotated[bool, typer.Option(help="Print iperf3-style interval lines.")] = True,
     report: Annotated[bool, typer.Option(help="Make charts and report.html.")] = True,
-    backend: Annotated[str, typer.Option(help="sim (the simulator) or netns (this machine's Linux TCP in network namespaces; root).")] = "sim",
+    backend: Annotated[str, typer.Option(help="sim (the simulator), netns (this machine's Linux TCP in network namespaces; root) or remote (your lab's machines over ssh; needs --testbed).")] = "sim",
+    testbed: Annotated[Optional[Path], typer.Option(help="LAB.toml: the machines of --backend remote (docs/remote.md).")] = None,
 ) -> None:
-    """Run an experiment and write its results folder (simulator by default, or real Linux TCP)."""
+    """Run an experiment and write its results folder (simulator by default, real Linux TCP, or your lab)."""
     from .runner import BACKENDS, default_out
 
     try:
@@ -118,13 +119,15 @@ def run(
         _fail(f"--backend: {backend!r} is not a backend; allowed: {', '.join(BACKENDS)}")
     if backend == "netns":
         _netns_precheck(resolved)
+    _remote_precheck(backend, testbed, [resolved])
     target = out or default_out(resolved.name)
     _check_target(target, force)
     from .backends.netns import HostError, PlanError
     from .backends.sim import UserCcRaised
 
     try:
-        path = _run_with_progress(resolved, target, force, report, backend, iterations)
+        with _remote_errors():
+            path = _run_with_progress(resolved, target, force, report, backend, iterations, testbed)
     except (HostError, PlanError) as e:
         _fail(f"netns backend: {e}")
     except UserCcRaised as e:
@@ -149,11 +152,56 @@ def _netns_precheck(resolved) -> None:
         _fail(f"netns backend: {e}")
 
 
+def _remote_precheck(backend: str, testbed: Optional[Path], experiments: list) -> None:
+    """--testbed goes with --backend remote; LAB.toml is read and matched to the spec before any
+    output or connection."""
+    if backend != "remote":
+        if testbed is not None:
+            _fail("--testbed is for --backend remote")
+        return
+    if testbed is None:
+        _fail("--backend remote needs --testbed LAB.toml (docs/remote.md)")
+    from .backends.remote import LabError, load_lab
+    from .backends.remote.lab import check_against
+
+    try:
+        lab = load_lab(testbed)
+        for exp in experiments:
+            check_against(lab, exp)
+    except LabError as e:
+        _fail(str(e))
+
+
+def _remote_errors():
+    """The remote backend's failures as one line each (pre-flight: one line per problem), exit 2."""
+    import contextlib
+
+    @contextlib.contextmanager
+    def guard():
+        from .backends.remote import LabError, PreflightFailed, RemoteError
+
+        try:
+            yield
+        except PreflightFailed as e:
+            from rich.markup import escape
+
+            for line in e.problems:
+                err_console.print(f"[bold red]error:[/] {escape(line)}", markup=True, soft_wrap=True)
+            err_console.print("every host was restored" if e.after_changes else "nothing was changed on any host",
+                              markup=False)
+            raise typer.Exit(2)
+        except (RemoteError, LabError) as e:
+            _fail(f"remote backend: {e}")
+
+    return guard()
+
+
 def _command() -> str:
     return shlex.join(["tcplab", *sys.argv[1:]])
 
 
-def _run_with_progress(resolved, target: Path, force: bool, report: bool, backend: str, iterations: int) -> Path:
+def _run_with_progress(resolved, target: Path, force: bool, report: bool, backend: str, iterations: int,
+                       testbed: Optional[Path] = None) -> Path:
     """tcplab.run under a progress bar; the results folder."""
     with _progress() as prog:
         task = prog.add_task(resolved.name, total=1000, sim="0.0s")
@@ -163,7 +211,7 @@ def _run_with_progress(resolved, target: Path, force: bool, report: bool, backen
             prog.update(task, completed=1000 * (i + now / stop) / iterations, description=desc, sim=f"{now / 1e9:.1f}s")
 
         done = api.run(resolved, out=target, force=force, report=report, backend=backend, iterations=iterations,
-                       progress=step, command=_command())
+                       progress=step, command=_command(), testbed=testbed)
     return done.path if iterations == 1 else done[0].path.parent
 
 
@@ -221,6 +269,8 @@ def peers(
     force: Annotated[bool, typer.Option(help="Replace an existing results folder.")] = False,
     report: Annotated[bool, typer.Option(help="Make each run's report and peers.html.")] = True,
     iterations: Annotated[int, typer.Option(min=1, help="Seeds per pair (seed, seed+1, ...); the differences get a t-test.")] = 1,
+    backend: Annotated[str, typer.Option(help="sim, or remote (your lab's machines; needs --testbed).")] = "sim",
+    testbed: Annotated[Optional[Path], typer.Option(help="LAB.toml for --backend remote (docs/remote.md).")] = None,
 ) -> None:
     """Peer compare: run the experiment with every sender on each stack x cc of its [peers] table
     (default freebsd, freebsd-rack, linux x newreno, cubic) and print each row as % vs Linux."""
@@ -231,6 +281,9 @@ def peers(
     except SpecError as e:
         _fail(str(e))
     _warn(plan.warnings)
+    if backend not in ("sim", "remote"):
+        _fail(f"--backend: {backend!r} is not a backend for peers; allowed: sim, remote")
+    _remote_precheck(backend, testbed, list(plan.experiments.values()))
     target = out or default_out(f"{plan.name}-peers")
     _check_target(target, force)
     total = len(plan.pairs) * iterations
@@ -242,7 +295,9 @@ def peers(
             prog.update(task, completed=1000 * (k + now / stop) / total,
                         description=f"{plan.name} {st}/{cc} [{k + 1}/{total}]", sim=f"{now / 1e9:.1f}s")
 
-        done = api.peers(plan, out=target, force=force, report=report, progress=step, command=_command())
+        with _remote_errors():
+            done = api.peers(plan, out=target, force=force, report=report, progress=step, command=_command(),
+                             backend=backend, testbed=testbed)
     out_console.print(peers_table(done.rows, f"{plan.name}: peer compare"))
     out_console.print(f"results: {done.path}")
     if report:
@@ -445,7 +500,8 @@ def sweep(
     out: Annotated[Optional[Path], typer.Option(help="Sweep folder (default results/<name>-sweep-<hash of its runs>, so the same command resumes).")] = None,
     executor: Annotated[str, typer.Option(help="local (processes on this machine) or ray (a Ray cluster).")] = "local",
     address: Annotated[Optional[str], typer.Option(help="Ray cluster address (host:port); default: start a local Ray instance.")] = None,
-    backend: Annotated[str, typer.Option(help="sim, or netns (root; one run at a time).")] = "sim",
+    backend: Annotated[str, typer.Option(help="sim, netns (root; one run at a time) or remote (your lab; --testbed; one run at a time).")] = "sim",
+    testbed: Annotated[Optional[Path], typer.Option(help="LAB.toml for --backend remote (docs/remote.md).")] = None,
     report: Annotated[bool, typer.Option(help="Make each run's report and sweep.html.")] = True,
 ) -> None:
     """Run a parameter sweep: every combination of the [sweep] axes (x iterations), in parallel,
@@ -464,18 +520,19 @@ def sweep(
     if mode is not None and mode not in ("product", "zip"):
         _fail(f"--mode: {mode!r} is not a sweep mode; allowed: product, zip")
     jobs = jobs or os.cpu_count() or 1
-    if backend == "netns":
+    if backend in ("netns", "remote"):
         if jobs != 1 or executor != "local":
-            _fail("--backend netns runs one run at a time on this machine: use --jobs 1 and the local executor")
+            _fail(f"--backend {backend} runs one run at a time (one machine, one lab): use --jobs 1 and the local executor")
     try:
         data, source = api.spec_data(spec, set_)
         pl = sweepmod.plan(data, source, backend=backend, duration=duration, iterations=iterations, axes=axis,
-                           mode=mode, out=out)
+                           mode=mode, out=out, testbed=str(testbed) if testbed else None)
     except SpecError as e:
         _fail(str(e))
     _warn([w for p in pl.points for w in p.resolved.warnings])
     if backend == "netns":
         _netns_precheck(pl.points[0].resolved)
+    _remote_precheck(backend, testbed, [pl.points[0].resolved])
     command = _command()
     out_console.print(f"sweep: {len(pl.keys)} runs ({len(pl.parts)} part(s)) in {pl.out}")
 
@@ -634,6 +691,29 @@ def netns_cleanup() -> None:
         _fail("tcplab netns cleanup needs root")
     done = host.cleanup_leftovers()
     out_console.print(f"removed the leftovers of {len(done)} run(s)" + (f": {', '.join(done)}" if done else ""))
+
+
+remote_app = typer.Typer(help="The remote backend's housekeeping.", no_args_is_help=True)
+app.add_typer(remote_app, name="remote")
+
+
+@remote_app.command("restore")
+def remote_restore(
+    lab: Annotated[Path, typer.Argument(help="The LAB.toml the killed run used.")],
+) -> None:
+    """Undo on the lab's machines what killed remote runs left (sysctls, qdiscs, routes, modules,
+    processes, files), from the journal each run keeps next to LAB.toml."""
+    from .backends.remote import LabError, restore
+
+    try:
+        done, failed = restore(lab)
+    except LabError as e:
+        _fail(str(e))
+    out_console.print(f"restored {len(done)} run(s)" + (f": {', '.join(done)}" if done else ""))
+    if failed:
+        for line in failed:
+            err_console.print(f"error: {line}", markup=False, soft_wrap=True)
+        raise typer.Exit(1)
 
 
 @app.command()

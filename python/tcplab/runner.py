@@ -41,23 +41,29 @@ def git_revision() -> str:
     return out.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
 
 
-BACKENDS = ("sim", "netns")
+BACKENDS = ("sim", "netns", "remote")
 
 
-def _backend_run(backend: str):
+def _backend_run(backend: str, testbed: str | None = None):
     if backend == "netns":
         from .backends import netns
 
         return netns.run
+    if backend == "remote":
+        import functools
+
+        from .backends import remote
+
+        return functools.partial(remote.run, testbed=testbed)
     return sim_backend.run
 
 
 def _into(directory: Path, resolved: Resolved, progress: Progress | None, report: bool, command: str,
-          backend: str = "sim", labels: dict[str, Any] | None = None) -> dict[str, Any]:
+          backend: str = "sim", labels: dict[str, Any] | None = None, testbed: str | None = None) -> dict[str, Any]:
     """One run into `directory`. `labels`: its place in a sweep, for the catalog."""
     wall0 = time.monotonic()
     write_toml(directory / "spec.toml", resolved.spec)
-    totals = _backend_run(backend)(resolved, directory, progress)
+    totals = _backend_run(backend, testbed)(resolved, directory, progress)
     summary = summarize(resolved, totals, directory)
     write_json(directory / "summary.json", summary)
     if totals.get("cpu"):
@@ -68,6 +74,7 @@ def _into(directory: Path, resolved: Resolved, progress: Progress | None, report
         "git_revision": git_revision(),
         "seed": resolved.seed,
         "backend": backend,
+        **({"testbed": str(testbed)} if testbed else {}),
         "source": resolved.source,
         "description": resolved.spec.get("description", ""),
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
@@ -106,11 +113,12 @@ def _or_none(df):
 
 def execute(resolved: Resolved, out: Path, *, force: bool = False, progress: Progress | None = None,
             report: bool = True, command: str = "", backend: str = "sim",
-            labels: dict[str, Any] | None = None) -> tuple[Path, dict[str, Any]]:
-    """Run into `out`, atomically, on `backend` (sim or netns). Returns (final folder, summary)."""
+            labels: dict[str, Any] | None = None, testbed: str | None = None) -> tuple[Path, dict[str, Any]]:
+    """Run into `out`, atomically, on `backend` (sim, netns, or remote with the LAB.toml
+    `testbed`). Returns (final folder, summary)."""
     rd = RunDir(out, force=force)
     try:
-        summary = _into(rd.tmp, resolved, progress, report, command, backend, labels)
+        summary = _into(rd.tmp, resolved, progress, report, command, backend, labels, testbed)
         return rd.commit(), summary
     except BaseException:
         rd.abort()
@@ -119,7 +127,7 @@ def execute(resolved: Resolved, out: Path, *, force: bool = False, progress: Pro
 
 def execute_iterations(resolve_seed: Callable[[int], Resolved], seeds: list[int], out: Path, *, force: bool = False,
                        progress: Callable[[int, int, int], None] | None = None, report: bool = True,
-                       command: str = "", backend: str = "sim") -> tuple[Path, list[dict[str, Any]]]:
+                       command: str = "", backend: str = "sim", testbed: str | None = None) -> tuple[Path, list[dict[str, Any]]]:
     """Run one iteration per seed into out/iter-NNN, then write out/iterations.json."""
     rd = RunDir(out, force=force)
     try:
@@ -128,7 +136,7 @@ def execute_iterations(resolve_seed: Callable[[int], Resolved], seeds: list[int]
             sub = rd.tmp / f"iter-{i + 1:03d}"
             sub.mkdir()
             step = (lambda now, stop, i=i: progress(i, now, stop)) if progress else None
-            summaries.append(_into(sub, resolve_seed(seed), step, report, command, backend))
+            summaries.append(_into(sub, resolve_seed(seed), step, report, command, backend, testbed=testbed))
         write_json(rd.tmp / "iterations.json", {"seeds": seeds, "runs": [f"iter-{i + 1:03d}" for i in range(len(seeds))]})
         from .report.ministat import iterations_report
 
@@ -146,7 +154,8 @@ def execute_iterations(resolve_seed: Callable[[int], Resolved], seeds: list[int]
 
 def execute_peers(resolve_pair: Callable[[str, str, int], Resolved], pairs: list[tuple[str, str]], out: Path, *,
                   force: bool = False, progress: Callable[[int, int, int], None] | None = None, report: bool = True,
-                  command: str = "", iterations: int = 1) -> tuple[Path, list[dict[str, Any]]]:
+                  command: str = "", iterations: int = 1, backend: str = "sim",
+                  testbed: str | None = None) -> tuple[Path, list[dict[str, Any]]]:
     """Run every (stack, cc) pair into out/<stack>-<cc> (with iterations > 1, one folder per seed
     under it, out/<stack>-<cc>/iter-NNN; `resolve_pair(stack, cc, i)` gives iteration i's spec),
     then write out/peers.json and, with `report`, out/peers.html (the peer-compare table linking
@@ -164,7 +173,7 @@ def execute_peers(resolve_pair: Callable[[str, str, int], Resolved], pairs: list
                 step = (lambda now, stop, k=i * iterations + it: progress(k, now, stop)) if progress else None
                 where = sub if iterations == 1 else sub / f"iter-{it + 1:03d}"
                 where.mkdir(exist_ok=True)
-                summaries.append(_into(where, resolve_pair(stack, cc, it), step, report, command))
+                summaries.append(_into(where, resolve_pair(stack, cc, it), step, report, command, backend, testbed=testbed))
             runs.append((stack, cc, summaries))
             links.append(f"{stack}-{cc}" + ("" if iterations == 1 else "/iter-001"))
         rows = compare(runs)

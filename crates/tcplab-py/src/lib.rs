@@ -267,6 +267,21 @@ fn stack_options(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
                 d.set_item("allowed", PyList::new(py, allowed)?)?;
             }
             d.set_item("doc", k.doc)?;
+            if k.name == "version" {
+                // Per version, the defaults it sets for other keys (stack.rs version_defaults).
+                let per = PyDict::new(py);
+                for v in &k.allowed {
+                    let tcplab_sim::stack::KnobValue::Text(v) = *v else {
+                        continue;
+                    };
+                    let dd = PyDict::new(py);
+                    for (key, val) in tcplab_sim::stack::version_defaults(name, v) {
+                        dd.set_item(key, knob_value(py, val)?)?;
+                    }
+                    per.set_item(v, dd)?;
+                }
+                d.set_item("defaults", per)?;
+            }
             knobs.set_item(k.name, d)?;
         }
         out.set_item(name, knobs)?;

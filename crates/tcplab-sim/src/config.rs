@@ -276,9 +276,13 @@ pub struct FreeBsdKnobs {
     pub tso: bool,
     /// net.inet.tcp.sendbuf_inc, bytes (0: no send-buffer autosizing).
     pub sendbuf_inc_bytes: u64,
-    /// Which FreeBSD source the default stack follows ("2023" or "15.0-2025"; default "2023").
+    /// Which FreeBSD source the default stack follows ("2023", "15.0-2024-10" or "15.0-2025";
+    /// default "2023").
     #[serde(default, deserialize_with = "freebsd_version")]
     pub version: FreeBsdVersion,
+    /// net.inet.tcp.sack.lrd; None: the version's default.
+    #[serde(default)]
+    pub sack_lrd: Option<bool>,
 }
 
 fn freebsd_version<'de, D: serde::Deserializer<'de>>(d: D) -> Result<FreeBsdVersion, D::Error> {

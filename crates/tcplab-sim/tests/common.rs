@@ -73,6 +73,7 @@ pub fn pipe(
         sample_interval_ns: 0,
         interval_ns: SEC,
         record_sends: false,
+        record_acks: false,
         measure_cpu: false,
         nodes: vec![
             node("s", NodeKind::Host),
@@ -239,6 +240,7 @@ pub fn dumbbell(
         sample_interval_ns: 10 * MS,
         interval_ns: SEC,
         record_sends: false,
+        record_acks: false,
         measure_cpu: false,
         nodes,
         links,

@@ -26,18 +26,31 @@ fn freebsd_flow(bytes: u64, d43470: bool, tso: bool) -> FlowConfig {
         tso,
         sendbuf_inc_bytes: 8192,
         version: FreeBsdVersion::V2023,
+        sack_lrd: None,
     });
     f
 }
 
 /// The same flow on the 15.0-2025 version of the stack.
 fn freebsd_2025_flow(bytes: u64) -> FlowConfig {
-    let mut f = freebsd_flow(bytes, true, true);
+    freebsd_version_flow(bytes, FreeBsdVersion::V15_2025, true)
+}
+
+/// The same flow on a given version of the stack, before or after D43470.
+fn freebsd_version_flow(bytes: u64, version: FreeBsdVersion, d43470: bool) -> FlowConfig {
+    let mut f = freebsd_flow(bytes, d43470, true);
     if let Some(k) = f.freebsd.as_mut() {
-        k.version = FreeBsdVersion::V15_2025;
+        k.version = version;
     }
     f
 }
+
+/// The versions that follow D43470 as committed (7dc78150c730): 15.0-2025, and T4's
+/// 15.0-2024-10 tree with the review applied.
+const COMMITTED: [(FreeBsdVersion, bool); 2] = [
+    (FreeBsdVersion::V15_2024_10, true),
+    (FreeBsdVersion::V15_2025, true),
+];
 
 /// 100 Mbit/s x 40 ms (BDP 345 packets), a 1000-packet buffer, one newreno flow of 30 MB, and
 /// exactly one packet dropped at the bottleneck: the 300th to arrive, in slow start while the
@@ -234,11 +247,28 @@ fn the_application_refills_only_when_an_ack_frees_space() {
 const T_MAXSEG: i64 = MSS + 12;
 
 fn one_loss_2025() -> Simulation {
-    let f = freebsd_2025_flow(30_000_000);
+    one_loss_version(FreeBsdVersion::V15_2025, true)
+}
+
+/// The single loss (the 300th arrival) on a given version.
+fn one_loss_version(version: FreeBsdVersion, d43470: bool) -> Simulation {
+    one_loss_version_dropping(version, d43470, &[300])
+}
+
+fn one_loss_version_dropping(version: FreeBsdVersion, d43470: bool, drops: &[u64]) -> Simulation {
+    let f = freebsd_version_flow(30_000_000, version, d43470);
     let mut cfg = pipe(100 * MBIT, 40 * MS, 1000, vec![f], 20 * SEC);
     cfg.record_sends = true;
-    cfg.links[1].ab.drop_arrivals = vec![300];
+    cfg.links[1].ab.drop_arrivals = drops.to_vec();
     run(&cfg)
+}
+
+/// The bottleneck arrival number of the first retransmission in `sim` (packets reach it in the
+/// order they are sent): one more than the segments sent before it.
+fn retransmission_arrival(sim: &Simulation) -> u64 {
+    let s = sends(sim);
+    let retx = s.iter().position(|x| x.3 == 1).expect("a retransmission");
+    s[..retx].iter().map(|x| (x.2 + MSS - 1) / MSS).sum::<i64>() as u64 + 1
 }
 
 #[test]
@@ -249,29 +279,31 @@ fn v2025_entry_cwnd_is_pipe_without_the_lost_hole_plus_maxseg_then_ssthresh() {
     // At the third dupack: in flight = cwnd before the loss + the two limited-transmit segments;
     // three segments SACKed above the one hole; that hole is lost by tcp_sack_doack()'s IsLost
     // (one hole, 3 x 1448 = 4344 SACKed bytes above it > (tcprexmtthresh - 1) * t_maxseg = 2920).
-    let sim = one_loss_2025();
-    let st = sim.flow_stats();
-    assert_eq!(
-        (st[0].recoveries, st[0].rtos, st[0].retrans_segs),
-        (1, 0, 1)
-    );
-    let (t0, cwnd, ssthresh) = events(&sim, 0, RECOVERY_START)[0];
-    let w = cwnd_before(&sim, t0);
-    assert_eq!(ssthresh, freebsd_newreno_ssthresh(w));
-    assert!(3 * MSS > 2 * T_MAXSEG, "the hole is IsLost");
-    let pipe = w + 2 * MSS - 3 * MSS - MSS;
-    assert_eq!(cwnd, pipe + MSS, "cwnd = tcp_compute_pipe() + maxseg");
-    assert_eq!(
-        cwnd_after(&sim, t0),
-        ssthresh,
-        "then snd_cwnd = snd_ssthresh"
-    );
-    let at_entry: Vec<_> = sends(&sim).into_iter().filter(|s| s.0 == t0).collect();
-    assert_eq!(
-        at_entry.iter().map(|s| (s.2, s.3)).collect::<Vec<_>>(),
-        vec![(MSS, 1)],
-        "exactly the hole's retransmission"
-    );
+    for (version, d43470) in COMMITTED {
+        let sim = one_loss_version(version, d43470);
+        let st = sim.flow_stats();
+        assert_eq!(
+            (st[0].recoveries, st[0].rtos, st[0].retrans_segs),
+            (1, 0, 1)
+        );
+        let (t0, cwnd, ssthresh) = events(&sim, 0, RECOVERY_START)[0];
+        let w = cwnd_before(&sim, t0);
+        assert_eq!(ssthresh, freebsd_newreno_ssthresh(w));
+        assert!(3 * MSS > 2 * T_MAXSEG, "the hole is IsLost");
+        let pipe = w + 2 * MSS - 3 * MSS - MSS;
+        assert_eq!(cwnd, pipe + MSS, "cwnd = tcp_compute_pipe() + maxseg");
+        assert_eq!(
+            cwnd_after(&sim, t0),
+            ssthresh,
+            "then snd_cwnd = snd_ssthresh"
+        );
+        let at_entry: Vec<_> = sends(&sim).into_iter().filter(|s| s.0 == t0).collect();
+        assert_eq!(
+            at_entry.iter().map(|s| (s.2, s.3)).collect::<Vec<_>>(),
+            vec![(MSS, 1)],
+            "exactly the hole's retransmission"
+        );
+    }
 }
 
 #[test]
@@ -284,31 +316,33 @@ fn v2025_first_prr_ack_counts_limited_transmit_and_sets_cwnd_from_pipe_less_deli
     //   lost hole) >= ssthresh, so snd_cnt = (howmany(prr_delivered * ssthresh, recover_fs) -
     //   prr_out + maxseg - 1) / maxseg; `snd_cwnd = pipe - del_data + snd_cnt * maxseg`.
     // - tcp_output.c @ 0714807e: the budget is cwnd - pipe = snd_cnt * maxseg - del_data.
-    let sim = one_loss_2025();
-    let (t0, _, ss) = events(&sim, 0, RECOVERY_START)[0];
-    let w = cwnd_before(&sim, t0);
-    let fs = w + 2 * MSS;
-    let pipe = fs + MSS - 4 * MSS - MSS;
-    assert!(pipe >= ss);
-    let prr_delivered = 3 * MSS + MSS;
-    let prr_out = MSS;
-    let snd_cnt = ((prr_delivered * ss + fs - 1) / fs - prr_out + MSS - 1).max(0) / MSS;
-    let cwnd = (pipe - MSS + snd_cnt * MSS).max(MSS);
-    let (t1, cwnd1, _) = samples(&sim, 0)
-        .into_iter()
-        .find(|s| s.0 > t0)
-        .expect("an ACK after entry");
-    assert_eq!(
-        (cwnd1, snd_cnt),
-        (cwnd, 1),
-        "tcp_do_prr_ack(): cwnd = pipe - del_data + snd_cnt * maxseg"
-    );
-    let sent: i64 = sends(&sim).iter().filter(|s| s.0 == t1).map(|s| s.2).sum();
-    assert_eq!(
-        sent,
-        (snd_cnt * MSS - MSS).max(0),
-        "budget snd_cnt * maxseg - del_data"
-    );
+    for (version, d43470) in COMMITTED {
+        let sim = one_loss_version(version, d43470);
+        let (t0, _, ss) = events(&sim, 0, RECOVERY_START)[0];
+        let w = cwnd_before(&sim, t0);
+        let fs = w + 2 * MSS;
+        let pipe = fs + MSS - 4 * MSS - MSS;
+        assert!(pipe >= ss);
+        let prr_delivered = 3 * MSS + MSS;
+        let prr_out = MSS;
+        let snd_cnt = ((prr_delivered * ss + fs - 1) / fs - prr_out + MSS - 1).max(0) / MSS;
+        let cwnd = (pipe - MSS + snd_cnt * MSS).max(MSS);
+        let (t1, cwnd1, _) = samples(&sim, 0)
+            .into_iter()
+            .find(|s| s.0 > t0)
+            .expect("an ACK after entry");
+        assert_eq!(
+            (cwnd1, snd_cnt),
+            (cwnd, 1),
+            "tcp_do_prr_ack(): cwnd = pipe - del_data + snd_cnt * maxseg"
+        );
+        let sent: i64 = sends(&sim).iter().filter(|s| s.0 == t1).map(|s| s.2).sum();
+        assert_eq!(
+            sent,
+            (snd_cnt * MSS - MSS).max(0),
+            "budget snd_cnt * maxseg - del_data"
+        );
+    }
 }
 
 #[test]
@@ -384,4 +418,194 @@ fn v2025_sends_no_new_data_while_the_retransmission_is_outstanding() {
     assert!(sends(&old)
         .iter()
         .any(|s| s.0 >= o0 && s.0 < o_exit && s.3 == 0));
+}
+
+// ---- Version 15.0-2024-10 (T4's main-f11c79fc00) before D43470: the pre-D43470 recovery lines of
+// ---- the newest stored copies before it — tcp_input.c ihoro/freebsd-src @ 48931b3e (entry,
+// ---- PRR, post-recovery placement), tcp_compute_pipe() with lost_bytes (fel1x-developer
+// ---- tcp_input.c @ 2d614aa2), tcp_output.c fel1x-developer @ b252a43e — hand-calculated.
+
+#[test]
+fn v2024_10_base_enters_with_one_segment_and_prr_counts_what_recovery_sent() {
+    // ihoro tcp_input.c @ 48931b3e enter_recovery: `/* Exclude Limited Transmit segments here */
+    // tp->sackhint.prr_delivered = maxseg; ... recover_fs = max(1, snd_nxt - snd_una); ...
+    // tp->snd_cwnd = maxseg; (void) tcp_output(tp);`. On the next dupack (one more segment
+    // SACKed) tcp_do_prr_ack(): del_data = 1448, prr_delivered = 2 maxseg, prr_out = 1448,
+    // pipe = tcp_compute_pipe() = snd_max - snd_una + sack_bytes_rexmit - sacked_bytes -
+    // lost_bytes (fel1x @ 2d614aa2) = fs + 1448 - 4 x 1448 - 1448 >= ssthresh, so snd_cnt =
+    // (howmany(prr_delivered * ssthresh, recover_fs) - prr_out + maxseg - 1) / maxseg and
+    // `tp->snd_cwnd = tp->snd_nxt - tp->snd_recover + tp->sackhint.sack_bytes_rexmit + (snd_cnt *
+    // maxseg)` = 0 + 1448 + snd_cnt x 1448. tcp_output.c @ b252a43e then sends new data
+    // `cwin = tp->snd_cwnd - (snd_nxt - snd_recover) - sack_bytes_rxmt` = snd_cnt x 1448.
+    let sim = one_loss_version(FreeBsdVersion::V15_2024_10, false);
+    let st = sim.flow_stats();
+    assert_eq!(
+        (st[0].recoveries, st[0].rtos, st[0].retrans_segs),
+        (1, 0, 1)
+    );
+    let (t0, cwnd0, ss) = events(&sim, 0, RECOVERY_START)[0];
+    let w = cwnd_before(&sim, t0);
+    assert_eq!(cwnd0, MSS, "snd_cwnd = maxseg");
+    assert_eq!(ss, freebsd_newreno_ssthresh(w));
+    let fs = w + 2 * MSS;
+    let pipe = fs + MSS - 4 * MSS - MSS;
+    assert!(pipe >= ss);
+    let (prr_delivered, prr_out) = (2 * MSS, MSS);
+    let snd_cnt = ((prr_delivered * ss + fs - 1) / fs - prr_out + MSS - 1).max(0) / MSS;
+    let (t1, cwnd1, _) = samples(&sim, 0)
+        .into_iter()
+        .find(|s| s.0 > t0)
+        .expect("an ACK after entry");
+    assert_eq!(cwnd1, MSS + snd_cnt * MSS);
+    let sent: i64 = sends(&sim)
+        .iter()
+        .filter(|s| s.0 == t1 && s.3 == 0)
+        .map(|s| s.2)
+        .sum();
+    assert_eq!(
+        sent,
+        snd_cnt * MSS,
+        "new data: cwnd - (snd_nxt - snd_recover) - rexmit"
+    );
+}
+
+#[test]
+fn v2024_10_base_post_recovery_sees_pipe_after_the_full_ack() {
+    // ihoro tcp_input.c @ 48931b3e process_ACK: `tp->snd_una = th->th_ack; if
+    // (IN_RECOVERY(tp->t_flags) && SEQ_GEQ(th->th_ack, tp->snd_recover)) { cc_post_recovery(tp,
+    // th); }` (before D43470; 2023 @ 2bae602e: at resume_partialack, before snd_una moves), and
+    // cc.c newreno_cc_post_recovery(): pipe < ssthresh ? max(pipe, mss) + mss : ssthresh. The
+    // base sends new data in recovery, so at the full ACK pipe = snd_max - th_ack = what was
+    // sent after snd_recover (no hole left, nothing SACKed above it yet at that ACK).
+    let sim = one_loss_version(FreeBsdVersion::V15_2024_10, false);
+    let (t0, _, ss) = events(&sim, 0, RECOVERY_START)[0];
+    let (t_exit, cwnd_exit, _) = events(&sim, 0, RECOVERY_END)[0];
+    let s = sends(&sim);
+    let end_before = |t: i64| {
+        s.iter()
+            .filter(|x| x.0 < t)
+            .map(|x| x.1 + x.2)
+            .max()
+            .unwrap()
+    };
+    let pipe = end_before(t_exit) - end_before(t0);
+    assert!(pipe > 0, "new data was sent in recovery");
+    let expect = if pipe < ss { pipe.max(MSS) + MSS } else { ss };
+    assert_eq!(cwnd_exit, expect, "pipe {pipe}, ssthresh {ss}");
+}
+
+#[test]
+fn v2024_10_takes_d43470_both_ways_and_d43470_changes_only_the_committed_lines() {
+    // d43470 = false is the base tree; true is the same tree with 7dc78150c730's recovery lines.
+    let base = one_loss_version(FreeBsdVersion::V15_2024_10, false);
+    let patched = one_loss_version(FreeBsdVersion::V15_2024_10, true);
+    assert_eq!(events(&base, 0, RECOVERY_START)[0].1, MSS);
+    assert!(events(&patched, 0, RECOVERY_START)[0].1 > 100 * MSS);
+    // Everything before the loss is the same tree.
+    let t0 = events(&base, 0, RECOVERY_START)[0].0;
+    assert_eq!(t0, events(&patched, 0, RECOVERY_START)[0].0);
+    let before =
+        |sim: &Simulation| -> Vec<_> { sends(sim).into_iter().filter(|s| s.0 < t0).collect() };
+    assert_eq!(before(&base), before(&patched));
+}
+
+#[test]
+fn committed_versions_wait_for_the_rto_when_the_retransmission_is_lost() {
+    // With D43470 as committed no new data leaves in this episode (see
+    // v2025_sends_no_new_data_while_the_retransmission_is_outstanding), so nothing is SACKed
+    // above snd_recover and a lost retransmission is repaired by the timer only. At the RTO
+    // (tcp_timer.c -> cc.c newreno_cc_cong_signal(CC_RTO), first timeout: `pipe =
+    // tcp_compute_pipe(ccv->tp); snd_ssthresh = max(2, min(snd_wnd, pipe) / 2 / mss) * mss;
+    // snd_cwnd = mss;`) the only byte range not SACKed is the hole, whose retransmission counts
+    // in sack_bytes_rexmit and which IsLost leaves out: pipe = 1448, so ssthresh = 2 x 1448.
+    for (version, d43470) in COMMITTED {
+        let first = one_loss_version(version, d43470);
+        let arrival = retransmission_arrival(&first);
+        let sim = one_loss_version_dropping(version, d43470, &[300, arrival]);
+        let st = sim.flow_stats();
+        assert_eq!((st[0].recoveries, st[0].rtos), (1, 1), "{version:?}");
+        let (t_rto, cwnd, ss) = events(&sim, 0, RTO)[0];
+        let pipe = MSS;
+        assert_eq!(
+            (cwnd, ss),
+            (MSS, (pipe / 2 / MSS).max(2) * MSS),
+            "{version:?}: RTO cwnd and ssthresh"
+        );
+        let (t0, _, _) = events(&sim, 0, RECOVERY_START)[0];
+        assert!(sends(&sim)
+            .iter()
+            .all(|s| !(s.0 > t0 && s.0 < t_rto && s.3 == 0)));
+    }
+}
+
+/// (t_ns, ssthresh_bytes) of flow 0's samples.
+fn ssthresh_samples(sim: &Simulation) -> Vec<(i64, i64)> {
+    let r = &sim.rec.flows;
+    let (t, f, s) = (
+        r.column("t_ns").unwrap(),
+        r.column("flow").unwrap(),
+        r.column("ssthresh_bytes").unwrap(),
+    );
+    (0..t.len())
+        .filter(|&i| f[i] == 0)
+        .map(|i| (t[i], s[i]))
+        .collect()
+}
+
+#[test]
+fn v2024_10_base_detects_the_lost_retransmission_without_the_timer() {
+    // net.inet.tcp.sack.lrd = 1 (fel1x-developer tcp_sack.c @ 2d614aa2: `VNET_DEFINE(int,
+    // tcp_do_lrd) = 1;`). The base sends new data in recovery; once data above snd_recover is
+    // SACKed while the retransmitted hole is still missing, tcp_sack_lost_retransmission()
+    // re-arms the hole and: `tp->snd_cwnd = tp->snd_ssthresh; EXIT_RECOVERY(tp->t_flags);
+    // cc_cong_signal(tp, th, CC_NDUPACK); tp->snd_cwnd = tcp_maxseg(tp);` — cc.c
+    // newreno_cc_cong_signal(CC_NDUPACK) takes ssthresh = max(cwnd * 50 / (100 * mss), 2) * mss
+    // from that cwnd (the first ssthresh), and the hole leaves again on that ACK, with no RTO.
+    // Version 2023 (`tcp_do_lrd = 0` at 2bae602e) and 15.0-2024-10 with sack.lrd = 0 wait for
+    // the retransmission timer instead.
+    let v = FreeBsdVersion::V15_2024_10;
+    let first = one_loss_version(v, false);
+    let arrival = retransmission_arrival(&first);
+    let sim = one_loss_version_dropping(v, false, &[300, arrival]);
+    let st = sim.flow_stats();
+    assert_eq!(
+        (st[0].recoveries, st[0].rtos, st[0].retrans_segs),
+        (1, 0, 2)
+    );
+    let (t0, _, ss1) = events(&sim, 0, RECOVERY_START)[0];
+    let retx: Vec<_> = sends(&sim).into_iter().filter(|s| s.3 == 1).collect();
+    assert_eq!(retx.len(), 2);
+    assert_eq!(
+        (retx[0].1, retx[0].2),
+        (retx[1].1, MSS),
+        "the same hole again"
+    );
+    let t_lrd = retx[1].0;
+    assert!(t_lrd > t0);
+    let ss2 = ssthresh_samples(&sim)
+        .into_iter()
+        .find(|s| s.0 >= t_lrd)
+        .unwrap()
+        .1;
+    assert_eq!(
+        ss2,
+        freebsd_newreno_ssthresh(ss1),
+        "second reduction from cwnd = ssthresh"
+    );
+    // New data above snd_recover was sent before the detection (what LRD needs).
+    let recover = sends(&sim)
+        .iter()
+        .filter(|s| s.0 < t0)
+        .map(|s| s.1 + s.2)
+        .max()
+        .unwrap();
+    assert!(sends(&sim)
+        .iter()
+        .any(|s| s.0 > t0 && s.0 < t_lrd && s.3 == 0 && s.1 >= recover));
+
+    let mut off = freebsd_version_flow(30_000_000, v, false);
+    off.freebsd.as_mut().unwrap().sack_lrd = Some(false);
+    let mut cfg = pipe(100 * MBIT, 40 * MS, 1000, vec![off], 20 * SEC);
+    cfg.links[1].ab.drop_arrivals = vec![300, arrival];
+    assert_eq!(run(&cfg).flow_stats()[0].rtos, 1, "sack.lrd = 0: the timer");
 }

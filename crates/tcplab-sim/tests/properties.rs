@@ -115,6 +115,7 @@ fn random_case(seed: u64) -> SimConfig {
                 } else {
                     FreeBsdVersion::V2023
                 },
+                sack_lrd: None,
             });
         }
         f.rcvbuf_bytes = pick(3, 3000) * 1448;
@@ -141,6 +142,7 @@ fn random_case(seed: u64) -> SimConfig {
         sample_interval_ns: 10 * MS,
         interval_ns: SEC,
         record_sends: false,
+        record_acks: false,
         measure_cpu: false,
         nodes,
         links,

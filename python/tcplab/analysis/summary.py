@@ -114,6 +114,8 @@ def summarize(resolved: Resolved, totals: dict[str, Any], run_dir: Path) -> dict
         out["simulator"] = {"events": totals["events"], "packets": totals["packets"], "end_s": _r(totals["end_ns"] / 1e9)}
     if "emulation" in totals:
         out["emulation"] = totals["emulation"]
+    if "testbed" in totals:
+        out["testbed"] = totals["testbed"]
     if resolved.warnings:
         out["warnings"] = resolved.warnings
     return out

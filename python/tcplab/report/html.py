@@ -61,6 +61,24 @@ def recovery_section(eps) -> str:
     return f'<section id="recovery"><h2>Loss recovery</h2>{table}{more}</section>'
 
 
+def testbed_section(tb: dict[str, Any] | None) -> str:
+    """A remote run's lab: each host, its clock, what tcplab changed there; the path checks."""
+    if not tb:
+        return ""
+    hosts = _table("testbed-hosts", ["node", "os", "release", "clock offset ms", "± ms", "sysctls tcplab set (was -> set)"],
+                   [[n, h["os"], h.get("release"), h.get("clock_offset_ms"), h.get("clock_bound_ms"),
+                     "; ".join(f"{k}: {v['was']} -> {v['set']}" for k, v in h.get("sysctls", {}).items())]
+                    for n, h in tb["hosts"].items()], left=3)
+    rtt = _table("testbed-rtt", ["flow", "configured ms", "measured min ms", "error ms"],
+                 [[r["flow"], r["configured_ms"], r["measured_min_ms"], r["error_ms"]] for r in tb.get("rtt_check", [])], left=1)
+    rc = tb.get("rate_check") or {}
+    rate = (f"<p>Bottleneck {html.escape(str(rc.get('port')))}: UDP payload {rc.get('received_mbps')} Mbit/s received, "
+            f"{rc.get('expected_mbps')} expected ({rc.get('frame_bytes')}-byte frames), error {rc.get('error')}.</p>") if rc else ""
+    return (f'<section id="testbed"><h2>Testbed</h2><p>{html.escape(tb["lab"])}: delay by the {html.escape(tb["delay"])}, '
+            f'shaping by the {html.escape(tb["shaping"])}; every change was restored after the run '
+            f"(provenance: remote/provenance.json).</p>{hosts}<h3>Path</h3>{rtt}{rate}</section>")
+
+
 def emulation_section(em: dict[str, Any] | None) -> str:
     """A kernel run's emulation self-check: verdict, RTT and rate checks, queues, what was built."""
     if not em:
@@ -153,6 +171,7 @@ def write(run_dir: Path, summary: dict[str, Any], meta: dict[str, Any], spec_tom
 <h1>{html.escape(summary['name'])}</h1><p class="sub">{desc}</p>
 <section id="summary"><h2>Flows</h2>{flows_html}<h2>Bottleneck</h2>{bott_html}</section>
 {emulation_section(summary.get("emulation"))}
+{testbed_section(summary.get("testbed"))}
 {import_section(summary.get("import"))}
 {charts_html}
 {recovery_html}
@@ -167,7 +186,16 @@ def write(run_dir: Path, summary: dict[str, Any], meta: dict[str, Any], spec_tom
 
 def write_peers(out_dir: Path, name: str, rows: list[dict[str, Any]], links: list[str]) -> Path:
     """out_dir/peers.html: the peer-compare table, each row linking its run's report (links[i]:
-    the folder of row i's run, or of its first iteration)."""
+    the folder of row i's run, or of its first iteration), and every row's run overlaid on the
+    interactive charts (its first iteration)."""
+    import json
+
+    from . import interactive
+    from .compare import overlay_model
+
+    runs = [(f"{r['stack']}/{r['cc']}", out_dir / link, json.loads((out_dir / link / "summary.json").read_text()))
+            for r, link in zip(rows, links)]
+    charts = interactive.section(overlay_model(runs), "Charts: every row's run overlaid")
     def vs(r: dict[str, Any]) -> str:
         if r["vs_linux_pct"] is None:
             return "-"
@@ -194,6 +222,7 @@ def write_peers(out_dir: Path, name: str, rows: list[dict[str, Any]], links: lis
 the Linux run with the same cc. With N iterations the values are means, and the difference carries its 95% error
 and * where Student's t with pooled s (as ministat) proves it.</p>
 <table id="peers-table"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>
+{charts}
 </body></html>
 """
     path = out_dir / "peers.html"

@@ -58,6 +58,19 @@ class PageModel:
                 "episodes": self.episodes, "tseq": self.tseq, "notes": self.notes}
 
 
+#: Columns the charts read (the rest of a table is not loaded).
+READ_COLUMNS = {
+    "flows": ["t_ns", "flow", "cwnd_bytes", "ssthresh_bytes", "snd_una", "snd_nxt", "flight_bytes", "srtt_us"],
+    "queues": ["t_ns", "port", "queue_packets"],
+    "ports": ["t_start_ns", "t_end_ns", "port", "drops"],
+}
+
+
+def by_time(df: pd.DataFrame, col: str = "t_ns") -> pd.DataFrame:
+    """Rows in time order (records are written in time order: sorted only when they are not)."""
+    return df if df[col].is_monotonic_increasing else df.sort_values(col, kind="stable")
+
+
 @dataclass
 class RunTables:
     """One run's tables as the charts read them (each read once)."""
@@ -70,11 +83,20 @@ class RunTables:
     events: pd.DataFrame
     sends: pd.DataFrame
     acks: pd.DataFrame
+    path: Path | None = None
 
     @classmethod
     def read(cls, run_dir: Path, summary: dict[str, Any]) -> "RunTables":
-        return cls(summary, *(read_table(run_dir, t, names_as_categories=True)
-                              for t in ("flows", "intervals", "queues", "ports", "events", "sends", "acks")))
+        def one(t: str) -> pd.DataFrame:
+            cols = READ_COLUMNS.get(t)
+            if cols is not None and (run_dir / f"{t}.parquet").is_file():
+                import pyarrow.parquet as pq
+
+                have = set(pq.read_schema(run_dir / f"{t}.parquet").names)
+                cols = [c for c in cols if c in have]
+            return read_table(run_dir, t, columns=cols, names_as_categories=True)
+
+        return cls(summary, *(one(t) for t in ("flows", "intervals", "queues", "ports", "events", "sends", "acks")), path=run_dir)
 
     def window(self, lo_ns: int, hi_ns: int) -> "RunTables":
         """Only the rows within [lo_ns, hi_ns] (intervals and port counters that overlap it)."""
@@ -85,7 +107,7 @@ class RunTables:
 
         return RunTables(self.summary, cut(self.flows, "t_ns"), cut(self.intervals, "t_start_ns", "t_end_ns"),
                          cut(self.queues, "t_ns"), cut(self.ports, "t_start_ns", "t_end_ns"), self.events,
-                         cut(self.sends, "t_ns"), cut(self.acks, "t_ns"))
+                         cut(self.sends, "t_ns"), cut(self.acks, "t_ns"), self.path)
 
 
 def _focus(eps: pd.DataFrame, flows: list[dict[str, Any]], flow: str | None) -> S.Focus:
@@ -130,7 +152,7 @@ def add_run(model: PageModel, tables: RunTables, eps: pd.DataFrame, label: str |
         name = f["flow"]
         mine = fl[fl["flow"] == name] if len(fl) else fl
         if len(mine):
-            mine = mine.sort_values("t_ns", kind="stable")
+            mine = by_time(mine)
             t = mine["t_ns"].to_numpy()
             if (mine["cwnd_bytes"] >= 0).any():
                 add("cwnd", f"{name} cwnd", name, t, mine["cwnd_bytes"] / 1e3, 3, name)
@@ -144,7 +166,7 @@ def add_run(model: PageModel, tables: RunTables, eps: pd.DataFrame, label: str |
         ak = tables.acks
         mine_a = ak[ak["flow"] == name] if len(ak) else ak
         if len(mine_a) and (mine_a["rwnd_bytes"] >= 0).any():
-            mine_a = mine_a.sort_values("t_ns", kind="stable")
+            mine_a = by_time(mine_a)
             add("flight", f"{name} receive window", name, mine_a["t_ns"].to_numpy(),
                 mine_a["rwnd_bytes"].where(mine_a["rwnd_bytes"] >= 0) / 1e3, 3, name, dash=True, edge=True)
     if not len(tables.acks):
@@ -195,7 +217,7 @@ def _queue(tables: RunTables, add, model: PageModel, pre: str) -> None:
         model.panel("queue")["notes"].append(f"{pre}no queue samples: {why}.")
     ports = sorted(q["port"].unique()) if len(q) else _bottleneck_ports(tables)
     for port in ports:
-        rows = q[q["port"] == port].sort_values("t_ns", kind="stable") if len(q) else q
+        rows = by_time(q[q["port"] == port]) if len(q) else q
         if len(rows):
             add("queue", f"queue {port}", "queue", rows["t_ns"].to_numpy(), rows["queue_packets"].to_numpy(), 0, None, step=True)
         p = tables.ports

@@ -200,6 +200,34 @@ def _ranking(part: dict[str, Any], pts: list[dict[str, Any]], values: dict[str, 
     return "".join(tables)
 
 
+#: Runs overlaid on the sweep page's interactive charts (each point's first finished iteration).
+OVERLAY_RUNS = 12
+
+
+def _overlay(sweep_dir: Path, index: dict[str, Any], by_run) -> str:
+    """The interactive charts with the first OVERLAY_RUNS points' runs overlaid, named by their
+    parameters (and part, when there are several)."""
+    from . import interactive
+    from .compare import overlay_model
+
+    several = len(index["parts"]) > 1
+    runs, seen = [], set()
+    for part in index["parts"]:
+        for p in _points(index, part["name"]):
+            r = next((r for r in p["runs"] if r in by_run.index), None)
+            if r is None or r in seen:
+                continue
+            seen.add(r)
+            label = ", ".join(f"{k.split('.')[-1]}={v}" for k, v in p["params"].items())
+            runs.append(((f"{part['name']}: " if several else "") + label, sweep_dir / r,
+                         json.loads((sweep_dir / r / "summary.json").read_text())))
+    if not runs:
+        return ""
+    more = len(runs) - OVERLAY_RUNS
+    title = "Charts: each point's run overlaid" + (f" (the first {OVERLAY_RUNS}; {more} more in their reports)" if more > 0 else "")
+    return interactive.section(overlay_model(runs[:OVERLAY_RUNS]), title)
+
+
 def write(sweep_dir: Path) -> Path:
     """sweep_dir/sweep.html from sweep.json and the runs' catalog rows."""
     index = json.loads((sweep_dir / "sweep.json").read_text())
@@ -233,6 +261,7 @@ def write(sweep_dir: Path) -> Path:
             f'<p>{html.escape(part["mode"])} of {html.escape(axes)}; {part["iterations"]} iteration(s) each'
             + (f'; <span class="bad">{missing} run(s) not finished</span>' if missing else "")
             + f"</p>{_ranking(part, pts, values)}{charts}{_table(part, pts, values, metrics)}</section>")
+    overlay = _overlay(sweep_dir, index, by_run)
     status = "complete" if index["complete"] else "incomplete (re-run the same command to finish it)"
     page = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>tcplab sweep: {html.escape(index['name'])}</title>
@@ -242,6 +271,7 @@ def write(sweep_dir: Path) -> Path:
 {status}. "vs first row": difference of the mean summed throughput from the part's first row, as % with its
 {CONFIDENCE * 100:.0f}% error, * where Student's t (pooled s) proves it; with one iteration no test is possible.</p>
 {''.join(sections)}
+{overlay}
 </body></html>
 """
     path = sweep_dir / "sweep.html"

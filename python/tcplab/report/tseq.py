@@ -62,14 +62,14 @@ def sack_blocks(acks: pd.DataFrame) -> pd.DataFrame:
 def add_tseq(model, tables, flow: dict[str, Any], focus: S.Focus, origin: int, run_i: int, pre: str, budget: int,
              n_runs: int = 1, full: bool = False) -> None:
     """Add one flow's time-sequence graph to the page model (`full`: every send, no budget)."""
-    from .panels import MISSING
+    from .panels import MISSING, by_time
 
     name, mss = flow["flow"], int(flow.get("mss_bytes") or 0)
     share = 1 << 62 if full else S.PAGE_SENDS // (max(1, len(tables.summary["flows"])) * max(1, n_runs))
     g: dict[str, Any] = {"run": run_i, "flow": name, "group": pre + name, "title": f"{pre}{name}: time-sequence graph",
                          "mss": mss, "lines": [], "sends": None, "sacks": None, "windows": None, "notes": []}
     sd = tables.sends
-    mine = sd[sd["flow"] == name].sort_values("t_ns", kind="stable") if len(sd) else sd
+    mine = by_time(sd[sd["flow"] == name]) if len(sd) else sd
     mine = mine[mine["seq"] >= 0] if len(mine) else mine
     if len(mine):
         ev = tables.events
@@ -89,10 +89,13 @@ def add_tseq(model, tables, flow: dict[str, Any], focus: S.Focus, origin: int, r
                               f"in this page; `tcplab plot RUN --what tseq --flow {name} --from A --to B` draws any window.")
     else:
         g["notes"].append(f"Segments: {MISSING['sends']}.")
+        if tables.path is not None and (tables.path / "netns" / "bottleneck.pcap").is_file():
+            g["notes"].append("This kernel run's capture is netns/bottleneck.pcap: `tcplab import "
+                              "RUN/netns/bottleneck.pcap --out X` makes a run whose time-sequence graphs draw it.")
     ak = tables.acks
-    ma = ak[ak["flow"] == name].sort_values("t_ns", kind="stable") if len(ak) else ak
+    ma = by_time(ak[ak["flow"] == name]) if len(ak) else ak
     fl = tables.flows
-    mf = fl[fl["flow"] == name].sort_values("t_ns", kind="stable") if len(fl) else fl
+    mf = by_time(fl[fl["flow"] == name]) if len(fl) else fl
 
     def line(label: str, t: np.ndarray, y: np.ndarray, f: S.Focus, dash: bool = False, edge: bool = False) -> None:
         s = S.series(t, y, origin, 0, budget, f, model.blobs)

@@ -28,7 +28,7 @@ SENDER_KEYS = ("host", "to", "stack", "cc", "start", "time", "bytes", "write", "
 #: Each stack's knobs with their defaults and allowed values, as the Rust stack profiles define
 #: them (tcplab-sim stack.rs `options`); never restated here.
 STACK_OPTIONS: dict[str, dict[str, dict[str, Any]]] = _native.stack_options()
-#: The FreeBSD default stack's sysctl knobs (net.inet.tcp.tso, .sack.tso, .do_prr, .sendbuf_inc).
+#: The FreeBSD default stack's sysctl knobs (net.inet.tcp.tso, .sack.tso, .sack.lrd, .do_prr, .sendbuf_inc).
 FREEBSD_KNOBS = {k: v["default"] for k, v in STACK_OPTIONS["freebsd"].items() if k not in ("d43470", "version")}
 #: FreeBSD source versions of the default stack (stack.rs `FreeBsdVersion`; docs/models.md).
 FREEBSD_VERSION = STACK_OPTIONS["freebsd"]["version"]
@@ -124,6 +124,13 @@ def _app(ctx: Ctx, t: dict[str, Any], path: str) -> App:
     return App("time", duration_ns=ctx.unit(t, path, "time", units.parse_duration_ns, DEFAULTS["time"], limits.TIME))
 
 
+def _version_defaults(stack: str, version: Any) -> dict[str, Any]:
+    """The defaults a stack's `version` sets for other keys (e.g. sndbuf_bytes), from the native
+    stack options; {} for a stack without versions or an unknown version (checked later)."""
+    v = STACK_OPTIONS.get(stack, {}).get("version")
+    return v["defaults"].get(version, {}) if v and isinstance(version, str) else {}
+
+
 def _stack_knobs(ctx: Ctx, t: dict[str, Any], path: str, stack: str, sack: bool,
                  by_sysctl: dict[str, Any]) -> tuple[str | None, dict[str, Any] | None]:
     """The stack's own configuration: Linux's PRR version, FreeBSD's D43470 and knobs."""
@@ -144,11 +151,12 @@ def _stack_knobs(ctx: Ctx, t: dict[str, Any], path: str, stack: str, sack: bool,
                if stack == "freebsd" else False}
     if stack == "freebsd":
         freebsd["version"] = ctx.choice(t, path, "version", FREEBSD_VERSION["default"], FREEBSD_VERSION["allowed"])
-        if freebsd["version"] != "2023" and not freebsd["d43470"]:
+        if freebsd["version"] == "15.0-2025" and not freebsd["d43470"]:
             raise ctx.err(join(path, "d43470"), f"version {freebsd['version']!r} includes review D43470; "
-                          "d43470 = false applies to version 2023 only")
+                          "d43470 = false applies to versions 2023 and 15.0-2024-10 only")
+    by_version = _version_defaults(stack, freebsd.get("version"))  # e.g. sack_lrd on from late 2023
     for knob, default in FREEBSD_KNOBS.items():
-        freebsd[knob] = by_sysctl.get(f"freebsd.{knob}", default)
+        freebsd[knob] = by_sysctl.get(f"freebsd.{knob}", by_version.get(knob, default))
     return prr, freebsd
 
 
@@ -168,8 +176,9 @@ def _sender(ctx: Ctx, name: str, t: dict[str, Any], hosts: set[str], sysctls: _S
     start = ctx.unit(t, path, "start", units.parse_duration_ns, "0s", limits.START)
     app = _app(ctx, t, path)
     write = ctx.unit(t, path, "write", units.parse_size_bytes, DEFAULTS["write"], limits.WRITE)
-    # 15.0-2025: net.inet.tcp.sendbuf_max = 8 MB (tcp_output.c @ 0714807e `tcp_autosndbuf_max`).
-    sndbuf_default = "8MiB" if stack == "freebsd" and t.get("version") == "15.0-2025" else DEFAULTS["sndbuf"]
+    # A stack version's own net.inet.tcp.sendbuf_max (stack.rs `version_defaults`).
+    version_sndbuf = _version_defaults(stack, t.get("version")).get("sndbuf_bytes")
+    sndbuf_default = DEFAULTS["sndbuf"] if version_sndbuf is None else f"{version_sndbuf}B"
     sndbuf = by_sysctl.get("sndbuf_bytes") or ctx.unit(t, path, "sndbuf", units.parse_size_bytes, sndbuf_default,
                                                        limits.SOCKBUF)
     rcvbuf = by_sysctl.get("rcvbuf_bytes") or ctx.unit(t, path, "rcvbuf", units.parse_size_bytes, DEFAULTS["rcvbuf"],

@@ -31,6 +31,8 @@ FREEBSD_SYSCTLS = {
     "net.inet.tcp.tso": "0 or 1: TSO bursts of up to 64 KB (1, default) or single segments",
     "net.inet.tcp.sack.tso": "0 (default) or 1: hole retransmissions in SACK recovery may be TSO bursts",
     "net.inet.tcp.do_prr": "0 or 1 (default): PRR (tcp_do_prr_ack) or tcp_sack_partialack in SACK recovery",
+    "net.inet.tcp.sack.lrd": "0 or 1: lost-retransmission detection in SACK recovery (default: the stack version's, "
+                             "0 in 2023, 1 from 15.0-2024-10)",
     "net.inet.tcp.sendbuf_max": "largest send buffer autosizing may reach, bytes",
     "net.inet.tcp.sendspace": "initial send buffer, bytes (default 32768)",
     "net.inet.tcp.sendbuf_inc": "send-buffer autosizing step, bytes (default 8192; 0 turns autosizing off)",
@@ -158,8 +160,10 @@ def _freebsd(name: str, value: Any, role: str) -> dict[str, Any]:
     size = _int(1, INT_MAX)
     if name == "net.inet.tcp.initcwnd_segments":
         return {"iw_segments": _int(1, 10000)(value)} if role == "sender" else {}
-    if name in ("net.inet.tcp.tso", "net.inet.tcp.sack.tso", "net.inet.tcp.do_prr"):
-        knob = {"net.inet.tcp.tso": "tso", "net.inet.tcp.sack.tso": "sack_tso", "net.inet.tcp.do_prr": "do_prr"}[name]
+    switches = {"net.inet.tcp.tso": "tso", "net.inet.tcp.sack.tso": "sack_tso", "net.inet.tcp.sack.lrd": "sack_lrd",
+                "net.inet.tcp.do_prr": "do_prr"}
+    if name in switches:
+        knob = switches[name]
         return {f"freebsd.{knob}": bool(_int(0, 1)(value))} if role == "sender" else {}
     if name == "net.inet.tcp.sendbuf_max":
         return {"sndbuf_bytes": size(value)} if role == "sender" else {}

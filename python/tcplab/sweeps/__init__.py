@@ -42,6 +42,7 @@ class Plan:
     parts: list[Part]
     points: list[Point]
     out: Path
+    testbed: str | None = None  # the remote backend's LAB.toml
 
     @property
     def keys(self) -> list[str]:
@@ -65,7 +66,7 @@ class Outcome:
 
 def plan(spec: dict[str, Any], source: str, *, backend: str = "sim", duration: str | None = None,
          iterations: int | None = None, axes: list[str] | None = None, mode: str | None = None,
-         out: Path | None = None) -> Plan:
+         out: Path | None = None, testbed: str | None = None) -> Plan:
     """Resolve every run of the sweep. `axes` (--axis KEY=[...]) replace the spec's [sweep] with one
     part; `mode` and `iterations` override the spec's."""
     spec = copy.deepcopy(spec)
@@ -87,7 +88,7 @@ def plan(spec: dict[str, Any], source: str, *, backend: str = "sim", duration: s
     if out is None:
         digest = hashlib.sha256("\n".join(sorted({p.key for p in pts})).encode()).hexdigest()[:8]
         out = Path("results") / f"{name}-sweep-{digest}"
-    return Plan(name, source, backend, sweep_parts, pts, out)
+    return Plan(name, source, backend, sweep_parts, pts, out, str(Path(testbed).resolve()) if testbed else None)
 
 
 class SweepBusy(Exception):
@@ -178,7 +179,8 @@ def execute(pl: Plan, *, jobs: int = 1, executor: str = "local", address: str | 
                 _atomic_text(logs / f"{k}.log", f"run {k}: part {p.part}, point {p.index}, iteration {p.iteration}, "
                              f"seed {p.resolved.seed}\nparams: {json.dumps(p.params, sort_keys=True)}\n"
                              "status: done (by an earlier invocation, killed before it wrote this log)\n")
-        tasks = [{"key": k, "resolved": first[k].resolved, "backend": pl.backend, "labels": _labels(pl.name, first[k]),
+        tasks = [{"key": k, "resolved": first[k].resolved, "backend": pl.backend, "testbed": pl.testbed,
+                  "labels": _labels(pl.name, first[k]),
                   "report": report, "command": command} for k in keys if k not in finished]
         # Longest first (LPT scheduling), so a long run does not start last and leave a core idle
         # at the end; results do not depend on the order.

@@ -126,10 +126,10 @@ pub(super) fn flows(
             ));
         }
         if let Some(k) = &f.freebsd {
-            if k.version == stack::FreeBsdVersion::V15_2025 && !k.d43470 {
+            if k.version.includes_d43470() && !k.d43470 {
                 return Err(format!(
                     "flow {}: freebsd version 15.0-2025 includes review D43470; d43470 = false \
-                     applies to version 2023 only",
+                     applies to versions 2023 and 15.0-2024-10 only",
                     f.name
                 ));
             }

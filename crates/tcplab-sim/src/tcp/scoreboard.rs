@@ -292,6 +292,59 @@ impl Scoreboard {
         hole_bytes.saturating_sub(notlost)
     }
 
+    /// FreeBSD's lost-retransmission detection (TF_LRD), tcp_sack.c
+    /// tcp_sack_lost_retransmission() as read at fel1x-developer/freebsd-src @ 2d614aa2: once a
+    /// hole has been retransmitted entirely its `rxmit` is parked at snd_recover (tcp_output.c:
+    /// `if ((tp->t_flags & TF_LRD) && SEQ_GEQ(p->rxmit, p->end)) p->rxmit = SEQ_MAX(p->rxmit,
+    /// tp->snd_recover);`), so when `SEQ_GT(tp->snd_fack, tp->snd_recover)` and the first hole is
+    /// fully retransmitted (`SEQ_GEQ(temp->rxmit, temp->end) && SEQ_GEQ(tp->snd_fack,
+    /// temp->rxmit)`), data sent after the retransmission was SACKed first: the retransmission
+    /// is lost. Every fully retransmitted hole below snd_fack is then re-armed (`temp->rxmit =
+    /// temp->start`): here its segments stop counting as retransmitted and are to be sent again.
+    /// Returns whether the retransmission was judged lost.
+    pub fn fb_lost_retransmission(&mut self, snd_recover: u64) -> bool {
+        let Some(fack) = self.highest_sacked() else {
+            return false;
+        };
+        if fack <= snd_recover {
+            return false;
+        }
+        let first_hole = self.segs.iter().take_while(|s| !s.has(SACKED));
+        let (mut n, mut all_retx) = (0, true);
+        for s in first_hole {
+            n += 1;
+            all_retx &= s.has(RETRANS);
+        }
+        if n == 0 || !all_retx {
+            return false;
+        }
+        // Re-arm each hole (maximal run of unSACKed segments below snd_fack) sent again entirely.
+        let end = self.lower_bound(fack);
+        let mut i = 0;
+        while i < end {
+            if self.segs[i].has(SACKED) {
+                i += 1;
+                continue;
+            }
+            let j = (i..end).find(|&k| self.segs[k].has(SACKED)).unwrap_or(end);
+            if (i..j).all(|k| self.segs[k].has(RETRANS)) {
+                for k in i..j {
+                    let seg = &mut self.segs[k];
+                    seg.flags &= !RETRANS;
+                    self.retrans_bytes -= seg.len as u64;
+                    if !seg.has(LOST) {
+                        seg.flags |= LOST;
+                        self.lost_bytes += seg.len as u64;
+                    }
+                }
+            }
+            i = j;
+        }
+        self.lost_mark = self.lost_mark.max(fack);
+        self.high_rxt = self.segs.front().map_or(self.high_rxt, |s| s.seq);
+        true
+    }
+
     /// Mark the first outstanding segment lost (fast retransmit without SACK; RFC 6582 partial
     /// ACK). Returns whether it was newly marked.
     pub fn mark_head_lost(&mut self) -> bool {

@@ -263,12 +263,12 @@
     var el = document.getElementById("range");
     if (el) el.textContent = range ? range[0].toFixed(4) + " s – " + range[1].toFixed(4) + " s" : "whole run";
   }
-  function toggle(group, on) {
+  function toggle(group, on) { toggleQuiet(group, on); setRange(range); }
+  function toggleQuiet(group, on) {
     charts.forEach(function (c) {
       c.series.forEach(function (s, i) { if (s.group === group) c.g.setVisibility(i, on); });
       if (c.kind === "tseq" && c.group === group) c.box.style.display = on ? "" : "none";
     });
-    setRange(range);
   }
 
   function el(tag, attrs, text) {
@@ -291,6 +291,25 @@
       lab.appendChild(cb); lab.appendChild(el("span", { style: "color:" + groupColour[g] }, " " + g));
       bar.appendChild(lab);
     });
+    if (M.runs.length > 1) {   // a compare, peers or sweep page: one switch per run too
+      var runsBar = el("div", { id: "run-toggles" });
+      runsBar.appendChild(el("span", {}, "Runs: "));
+      M.runs.forEach(function (r, i) {
+        var mine = {};
+        M.panels.forEach(function (p) { p.series.forEach(function (s) { if (s.run === i) mine[s.group] = 1; }); });
+        M.tseq.forEach(function (q) { if (q.run === i) mine[q.group] = 1; });
+        var lab = el("label", { "class": "toggle" }), cb = el("input", { type: "checkbox", id: "run-" + i });
+        cb.checked = true;
+        cb.addEventListener("change", function () {
+          Object.keys(mine).forEach(function (g) { var t = document.getElementById("toggle-" + cssId(g)); if (t) t.checked = cb.checked; });
+          Object.keys(mine).forEach(function (g) { toggleQuiet(g, cb.checked); });
+          setRange(range);
+        });
+        lab.appendChild(cb); lab.appendChild(el("span", {}, " " + r.label));
+        runsBar.appendChild(lab);
+      });
+      root.appendChild(runsBar);
+    }
     var reset = el("button", { id: "reset-zoom" }, "whole run");
     reset.addEventListener("click", function () { setRange(null); });
     bar.appendChild(reset);

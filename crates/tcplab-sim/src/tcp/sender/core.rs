@@ -232,13 +232,14 @@ impl Conn {
 
     /// tcp_compute_pipe() with net.inet.tcp.newsack. Version 2023 (tcp_input.c @ 2bae602e):
     /// snd_max - snd_una + sack_bytes_rexmit - sacked_bytes, so holes not yet retransmitted count
-    /// as in flight. Version 15.0-2025 (nibanks/freebsd-src tcp_input.c @ 62d1e135,
+    /// as in flight. Versions 15.0-2024-10 (fel1x-developer/freebsd-src tcp_input.c @ 2d614aa2,
+    /// review D39299, no clamp) and 15.0-2025 (nibanks/freebsd-src tcp_input.c @ 62d1e135,
     /// tcp_compute_pipe(): `pipe = tp->snd_max - tp->snd_una + tp->sackhint.sack_bytes_rexmit -
     /// tp->sackhint.sacked_bytes - tp->sackhint.lost_bytes; ... return (imax(pipe, 0));`): holes
     /// judged lost by IsLost ([`Scoreboard::fb_lost_bytes`]) are not in flight.
     pub(super) fn fb_pipe(&self) -> u64 {
         let in_flight = self.snd_nxt - self.snd_una + self.sb.retrans_bytes;
-        if self.fb_version() == FreeBsdVersion::V15_2025 {
+        if self.fb_version().pipe_excludes_lost() {
             // t_maxseg is the MSS without options (1460 where segments carry 1448 and timestamps).
             let t_maxseg = self.mss + if self.timestamps { 12 } else { 0 };
             return in_flight
@@ -400,7 +401,7 @@ impl Conn {
         // 15.0-2025 (tcp_output.c @ 0714807e tcp_sndbuf_autoscale()): `sbused(&so->so_snd) <
         // V_tcp_autosndbuf_max` where the 2023 copy tests `so->so_snd.sb_hiwat <
         // V_tcp_autosndbuf_max`; the new size is min(hiwat + inc, max) in both.
-        let below_max = if self.fb_version() == FreeBsdVersion::V15_2025 {
+        let below_max = if self.fb_version().autosndbuf_tests_sbused() {
             sbused < self.sndbuf
         } else {
             hiwat < self.sndbuf

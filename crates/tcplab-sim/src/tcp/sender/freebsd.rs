@@ -13,7 +13,11 @@
 //! shared/stack-models.md; the diff itself was not available to read (docs/models.md). That is
 //! version "2023" (the default). Version "15.0-2025" follows D43470 as committed, read in
 //! nibanks/freebsd-src tcp_input.c @ 62d1e135 and tcp_output.c @ 0714807e; its branches below
-//! quote the lines they model.
+//! quote the lines they model. Version "15.0-2024-10" (T4's tree) is the pre-D43470 code of the
+//! newest stored copies before it (ihoro/freebsd-src tcp_input.c @ 48931b3e, fel1x-developer
+//! tcp_output.c @ b252a43e and tcp_sack.c @ 2d614aa2), or with `d43470 = true` the 2025 lines
+//! of D43470 (`FreeBsdRecovery::as_committed`); the rules that differ by version are methods of
+//! `FreeBsdVersion` naming their copy.
 
 use super::core::Conn;
 use super::recovery::freebsd_prr::{sack_partialack, FreeBsdPrr};
@@ -23,7 +27,7 @@ use super::{SenderEvent, State};
 use crate::cc::CcHooks;
 use crate::cc::{AckKind, CongSignal};
 use crate::packet::Packet;
-use crate::stack::{FreeBsdRecovery, FreeBsdVersion};
+use crate::stack::FreeBsdRecovery;
 use crate::time::Ns;
 
 /// The default stack's own state.
@@ -91,12 +95,43 @@ impl FreeBsdStack {
         let in_fr = matches!(c.state, State::Recovery { .. });
         // tcp_sack_output() retransmits every hole below the highest SACKed byte.
         let new_loss = in_fr && c.sb.mark_losses(1) > 0;
+        // tcp_input.c: `if ((sack_changed != SACK_NOCHANGE) && (tp->t_flags & TF_LRD))
+        // tcp_sack_lost_retransmission(tp, th);` right after tcp_sack_doack() (fel1x-developer
+        // tcp_input.c @ 2d614aa2; nibanks @ 62d1e135).
+        if self.k.lrd && newly_sacked > 0 {
+            self.lost_retransmission(c);
+        }
         if acked == 0 {
             self.dup_ack(c, p, newly_sacked, new_loss, now, out, next_id);
         } else {
             self.new_ack(c, p, acked, newly_sacked, new_loss, now, out, next_id);
         }
         c.note_completion(now);
+    }
+
+    /// tcp_sack.c tcp_sack_lost_retransmission() (fel1x-developer/freebsd-src @ 2d614aa2), after
+    /// the scoreboard has re-armed the holes ([`crate::tcp::scoreboard::Scoreboard::fb_lost_retransmission`]):
+    /// `tp->snd_cwnd = tp->snd_ssthresh; EXIT_RECOVERY(tp->t_flags); cc_cong_signal(tp, th,
+    /// CC_NDUPACK); tp->snd_cwnd = tcp_maxseg(tp); tp->sackhint.recover_fs = (tp->snd_max -
+    /// tp->snd_una) - tp->sackhint.recover_fs;` — a second reduction from the old ssthresh, and
+    /// cc_cong_signal() moves snd_recover to snd_max (tcp_input.c: `case CC_NDUPACK: if
+    /// (!IN_FASTRECOVERY(tp->t_flags)) { tp->snd_recover = tp->snd_max; ...}`). The PRR counters
+    /// go on; the episode is not counted as a new recovery (tcps_sack_lostrexmt is its counter).
+    fn lost_retransmission(&mut self, c: &mut Conn) {
+        let State::Recovery { recover } = c.state else {
+            return;
+        };
+        if !c.sb.fb_lost_retransmission(recover) {
+            return;
+        }
+        c.v.win.cwnd = c.v.win.ssthresh;
+        c.v.in_recovery = false;
+        c.v.flight = c.fb_pipe();
+        c.cc.cong_signal(&c.view(), &mut c.v.win, CongSignal::NDupAck);
+        c.v.in_recovery = true;
+        c.state = State::Recovery { recover: c.snd_nxt };
+        c.v.win.cwnd = c.mss;
+        self.prr.restart_after_lost_retransmission(c);
     }
 
     /// An ACK that does not advance snd_una: dupack counting, recovery entry, limited transmit.
@@ -157,7 +192,8 @@ impl FreeBsdStack {
         next_id: &mut u64,
     ) {
         let in_fr = matches!(c.state, State::Recovery { .. });
-        let v2025 = self.k.version == FreeBsdVersion::V15_2025;
+        // D43470 as committed (15.0-2025; 15.0-2024-10 with d43470 = true).
+        let committed = self.k.as_committed();
         let karn = c.sb.ack(p.ack);
         c.sb.clear_delivered();
         c.dupacks = 0;
@@ -165,8 +201,8 @@ impl FreeBsdStack {
             c.dupacks += 1;
             if !in_fr && c.state == State::Open && c.sb.sacked_bytes > 2 * c.mss {
                 self.enter_recovery(c, p.ack, now, out, next_id);
-                if v2025 {
-                    // 15.0-2025 (tcp_input.c @ 62d1e135): `enter_recovery` ends with `goto drop`
+                if committed {
+                    // D43470 as committed (tcp_input.c @ 62d1e135): `enter_recovery` ends with `goto drop`
                     // for SACK recovery, also when reached from this ACK-advancing path (2023:
                     // `goto resume_partialack`). process_ACK is skipped: no RTT sample, no
                     // cc_ack_received(), no sbcut/sowwakeup, snd_una stays; tcp_sack_doack() has
@@ -186,7 +222,7 @@ impl FreeBsdStack {
                 if self.k.prr && !p.sack_blocks().is_empty() {
                     c.rto_deadline = None;
                     self.prr.ack(c, self.k, acked + newly_sacked, new_loss);
-                    if v2025 {
+                    if committed {
                         // `tcp_do_prr_ack(...); tp->t_flags |= TF_ACKNOW; (void) tcp_output(tp);`
                         // (tcp_input.c @ 62d1e135): output before process_ACK moves snd_una,
                         // i.e. with pipe still counting this ACK's cumulatively acked bytes
@@ -197,9 +233,10 @@ impl FreeBsdStack {
                 } else {
                     sack_partialack(c, p.ack, acked, acked + newly_sacked);
                 }
-            } else if v2025 {
-                // 15.0-2025: cc_post_recovery() runs in process_ACK after `tp->snd_una =
-                // th->th_ack` (tcp_input.c @ 62d1e135); see process_ack.
+            } else if self.k.version.post_recovery_after_snd_una() {
+                // 15.0-2024-10 and 15.0-2025: cc_post_recovery() runs in process_ACK after
+                // `tp->snd_una = th->th_ack` (ihoro/freebsd-src tcp_input.c @ 48931b3e, before
+                // D43470; nibanks @ 62d1e135); see process_ack.
                 exited = true;
             } else {
                 // cc_post_recovery() sees pipe before snd_una moves.
@@ -230,7 +267,7 @@ impl FreeBsdStack {
         c.cc.ack_received(&c.view(), &mut c.v.win, AckKind::Ack);
         c.snd_una = p.ack;
         c.v.snd_nxt = c.snd_nxt;
-        if exited && self.k.version == FreeBsdVersion::V15_2025 {
+        if exited && self.k.version.post_recovery_after_snd_una() {
             // tcp_input.c @ 62d1e135 process_ACK: `tp->snd_una = th->th_ack; if
             // (IN_RECOVERY(tp->t_flags) && SEQ_GEQ(th->th_ack, tp->snd_recover)) {
             // cc_post_recovery(tp, th); }`: the module sees the pipe after the full ACK.
@@ -294,8 +331,9 @@ impl FreeBsdStack {
         // no-op for newreno and cubic.
         c.begin_recovery(c.fb_pipe());
         c.sb.mark_losses(1);
-        self.prr = if self.k.version == FreeBsdVersion::V15_2025 {
-            // 15.0-2025 also calls tcp_resend_sackholes() here (every hole's rxmit back to its
+        self.prr = if self.k.as_committed() {
+            // With D43470 as committed (the 2025 copy; whether the PRR start below came with
+            // D43470 itself or with a neighbouring commit is not established) it also calls tcp_resend_sackholes() here (every hole's rxmit back to its
             // start, sack_bytes_rexmit = 0: "When entering LR after RTO due to Duplicate ACKs").
             // The model enters fast recovery only from the open state, where no retransmission
             // is outstanding, so there is nothing to re-arm.
@@ -415,7 +453,7 @@ impl FreeBsdStack {
             }
             let wnd_room = c.snd_wnd.saturating_sub(off);
             let budget = match c.state {
-                State::Recovery { .. } if self.k.version == FreeBsdVersion::V15_2025 => {
+                State::Recovery { .. } if self.k.as_committed() => {
                     // tcp_output.c @ 0714807e tcp_default_output(): `if ((sack_bytes_rxmt == 0)
                     // || SEQ_LT(tp->snd_nxt, tp->snd_max)) { len = imin(sbavail(&so->so_snd),
                     // sendwin) - off; } else { len = imax(imin(sbavail(&so->so_snd), sendwin) -

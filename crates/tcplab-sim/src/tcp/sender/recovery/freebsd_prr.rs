@@ -1,11 +1,12 @@
 //! FreeBSD default-stack recovery: tcp_do_prr_ack() (RFC 6937 in bytes, cwnd in whole segments
 //! of allowance; before and after review D43470) and tcp_sack.c tcp_sack_partialack().
 //! Followed: tcp_input.c @ 2bae602e and F-Stack's vendored tcp_sack.c (see `super::super::freebsd`);
-//! version 15.0-2025: tcp_input.c @ 62d1e135 (nibanks/freebsd-src) for the PRR start and cwnd.
+//! D43470 as committed (15.0-2025, and 15.0-2024-10 with d43470): tcp_input.c @ 62d1e135
+//! (nibanks/freebsd-src) for the PRR start and cwnd.
 
 use super::super::core::Conn;
 use super::super::State;
-use crate::stack::{FreeBsdRecovery, FreeBsdVersion};
+use crate::stack::FreeBsdRecovery;
 
 /// FreeBSD's `sackhint` PRR fields, in bytes.
 #[derive(Clone, Debug, Default)]
@@ -41,6 +42,15 @@ impl FreeBsdPrr {
         }
     }
 
+    /// After a lost retransmission (tcp_sack.c tcp_sack_lost_retransmission(), fel1x-developer
+    /// @ 2d614aa2): `tp->sackhint.recover_fs = (tp->snd_max - tp->snd_una) -
+    /// tp->sackhint.recover_fs;` in the kernel's uint32_t (it wraps when fewer bytes are
+    /// outstanding than at entry); prr_delivered and prr_out go on.
+    pub(in crate::tcp::sender) fn restart_after_lost_retransmission(&mut self, c: &Conn) {
+        let outstanding = (c.snd_nxt - c.snd_una) as u32;
+        self.recover_fs = outstanding.wrapping_sub(self.recover_fs as u32) as u64;
+    }
+
     /// tcp_do_prr_ack(): RFC 6937 in bytes, then cwnd in whole segments of allowance.
     pub(in crate::tcp::sender) fn ack(
         &mut self,
@@ -61,6 +71,11 @@ impl FreeBsdPrr {
         let snd_cnt = if pipe >= ssthresh {
             // Proportional part: howmany(prr_delivered * ssthresh, recover_fs) - prr_out, plus
             // maxseg - 1 so that the division by maxseg below rounds up.
+            // `if (tp->sackhint.recover_fs == 0) tp->sackhint.recover_fs = imax(1, tp->snd_nxt -
+            // tp->snd_una);` (it can be 0 only after a lost-retransmission restart).
+            if self.recover_fs == 0 {
+                self.recover_fs = (c.snd_nxt - c.snd_una).max(1);
+            }
             let rfs = self.recover_fs as i64;
             (delivered * ssthresh + rfs - 1) / rfs - prr_out + mss - 1
         } else {
@@ -73,7 +88,7 @@ impl FreeBsdPrr {
             (ssthresh - pipe).min(limit)
         };
         let snd_cnt = (snd_cnt.max(0) / mss) as u64;
-        let cwnd = if k.version == FreeBsdVersion::V15_2025 {
+        let cwnd = if k.as_committed() {
             // tcp_do_prr_ack() @ 62d1e135 (SACK, fast recovery): `tp->snd_cwnd = pipe - del_data
             // + (snd_cnt * maxseg);` with pipe = tcp_compute_pipe() taken after tcp_sack_doack()
             // updated the scoreboard but before process_ACK moves snd_una (so it still counts
