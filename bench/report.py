@@ -2,9 +2,10 @@
 run's tables), page size, and time to first render in headless Chromium (navigation start to every
 chart drawn), each for the default trace and for per-ACK samples (trace.sample = "ack").
 
-    PYTHONPATH=python .venv/bin/python bench/report.py [--repeat 3] [--duration 200s] [--keep DIR]
+    PYTHONPATH=python .venv/bin/python bench/report.py [--repeat 3] [--duration 200s] [--keep DIR [--reuse]]
 
-Prints one line per case; numbers are of this machine, run by run.
+Prints one line per case (run_s: the simulation without report, null when reused); numbers are of
+this machine, run by run, and of its load at the time (`uptime` is printed first).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import argparse
 import json
 import shutil
 import statistics
+import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -37,13 +39,17 @@ def first_render_s(page_path: Path) -> tuple[float, float]:
     return wall, script_ms
 
 
-def case(name: str, sets: list[str], duration: str, repeat: int, keep: Path) -> dict:
+def case(name: str, sets: list[str], duration: str, repeat: int, keep: Path, reuse: bool) -> dict:
     out = keep / name
-    if out.exists():
-        shutil.rmtree(out)
-    t0 = time.monotonic()
-    run = tcplab.run("T1", set=sets, duration=duration, out=out, report=False)
-    run_s = time.monotonic() - t0
+    run_s = None
+    if reuse and (out / "summary.json").is_file():
+        run = tcplab.Run(out)
+    else:
+        if out.exists():
+            shutil.rmtree(out)
+        t0 = time.monotonic()
+        run = tcplab.run("T1", set=sets, duration=duration, out=out, report=False)
+        run_s = round(time.monotonic() - t0, 2)
     info = run.info
     flows = [{"name": f["flow"], "start_ns": int(round(f["start_s"] * 1e9))} for f in info["flows"]]
     meta = json.loads((out / "meta.json").read_text())
@@ -55,7 +61,7 @@ def case(name: str, sets: list[str], duration: str, repeat: int, keep: Path) -> 
     page = out / "report.html"
     render_s, script_ms = first_render_s(page)
     rows = sum(len(run.table(t)) for t in ("flows", "queues"))
-    return {"case": name, "run_s": round(run_s, 2), "samples": rows, "report_s_median": round(statistics.median(times), 2),
+    return {"case": name, "run_s": run_s, "samples": rows, "report_s_median": round(statistics.median(times), 2),
             "report_s_all": [round(t, 2) for t in times], "page_mb": round(page.stat().st_size / 1e6, 2),
             "first_render_s": round(render_s, 2), "script_ms": round(script_ms)}
 
@@ -66,12 +72,14 @@ def main() -> None:
     ap.add_argument("--duration", default="200s")
     ap.add_argument("--keep", type=Path, default=None, help="keep the runs here (default: a temporary folder)")
     ap.add_argument("--cases", default="default,per-ack")
+    ap.add_argument("--reuse", action="store_true", help="with --keep: report on the runs already there")
     a = ap.parse_args()
     keep = a.keep or Path(tempfile.mkdtemp(prefix="tcplab-bench-report-"))
     keep.mkdir(parents=True, exist_ok=True)
+    print("# " + subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip(), flush=True)
     sets = {"default": [], "per-ack": ["trace.sample=ack"]}
     for name in a.cases.split(","):
-        print(json.dumps(case(name, sets[name], a.duration, a.repeat, keep)), flush=True)
+        print(json.dumps(case(name, sets[name], a.duration, a.repeat, keep, a.reuse)), flush=True)
     if a.keep is None:
         shutil.rmtree(keep)
 

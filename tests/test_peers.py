@@ -68,12 +68,15 @@ def test_t1_peers_runs_all_six_combinations_and_writes_the_table(tmp_path: Path)
     proc = cli("peers", "T1", "--duration", "2s", "--out", str(tmp_path / "p"), "--no-report", cwd=tmp_path, check=True)
     out = tmp_path / "p"
     data = json.loads((out / "peers.json").read_text())
-    assert data["runs"] == ["freebsd-newreno", "freebsd-cubic", "freebsd-rack-newreno", "freebsd-rack-cubic",
-                            "linux-newreno", "linux-cubic"]
+    # The FreeBSD rows are the seed's kernel (T1: 15.0-CURRENT of 2025-01-30), both stacks.
+    assert data["runs"] == ["freebsd@15.0-2025-newreno", "freebsd@15.0-2025-cubic", "freebsd-rack@15.0-2025-newreno",
+                            "freebsd-rack@15.0-2025-cubic", "linux-newreno", "linux-cubic"]
     for run in data["runs"]:
         spec = (out / run / "spec.toml").read_text()
-        stack, cc = run.rsplit("-", 1)
+        row, cc = run.rsplit("-", 1)
+        stack, _, version = row.partition("@")
         assert f'stack = "{stack}"' in spec and f'cc = "{cc}"' in spec
+        assert (f'version = "{version}"' in spec) == bool(version)
     rows = {(r["stack"], r["cc"]): r for r in data["rows"]}
     for (stack, cc), r in rows.items():
         assert r["throughput_mbps"] > 0

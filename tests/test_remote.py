@@ -166,7 +166,7 @@ def test_journal_undoes_newest_first_and_keeps_what_failed(tmp_path):
     j.record("a", "three", ["x", "3"])
     calls = []
 
-    def run(host, words, _):
+    def run(host, words):
         calls.append((host, words[1]))
         return (words[1] != "1", "boom" if words[1] == "1" else "")
 
@@ -175,7 +175,7 @@ def test_journal_undoes_newest_first_and_keeps_what_failed(tmp_path):
     again = Journal.load(tmp_path / "rt0001.json")
     assert [e["done"] for e in again.entries] == [False, True, True]
     calls.clear()
-    assert again.undo(lambda h, w, _: (True, "")) == [] and not (tmp_path / "rt0001.json").exists()
+    assert again.undo(lambda h, w: (True, "")) == [] and not (tmp_path / "rt0001.json").exists()
 
 
 def test_linux_helpers():
@@ -244,6 +244,14 @@ def test_freebsd_plan_for_a_rack_sender_behind_dummynet(tmp_path):
 
 # ---------------------------------------------------------------------------------------------
 # As root: a lab of namespaces, each with its own sshd.
+
+
+def _comm(pid: str) -> str:
+    """A process's command name, "" if it has gone."""
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
 
 
 class NsLab:
@@ -400,6 +408,11 @@ class NsLab:
         if self.made_run_sshd:
             shutil.rmtree("/run/sshd", ignore_errors=True)
 
+    def comms(self, node: str) -> list[str]:
+        """Command names of the processes in a node's namespace."""
+        pids = subprocess.run(["ip", "netns", "pids", self.ns[node]], capture_output=True, text=True).stdout.split()
+        return sorted(c for c in map(_comm, pids) if c)
+
     def state(self) -> dict[str, object]:
         """What tcplab may change, per namespace: sysctls of net.ipv4, qdiscs, routes, txqueuelen,
         trace instances; and the processes other than sshd."""
@@ -409,9 +422,7 @@ class NsLab:
             qd = self.nse(n, "tc", "qdisc", "show").stdout
             routes = self.nse(n, "ip", "route", "show").stdout
             qlen = self.nse(n, "sh", "-c", "for d in /sys/class/net/*; do echo $d $(cat $d/tx_queue_len); done").stdout
-            pids = subprocess.run(["ip", "netns", "pids", self.ns[n]], capture_output=True, text=True).stdout.split()
-            comms = sorted(Path(f"/proc/{p}/comm").read_text().strip() for p in pids if Path(f"/proc/{p}/comm").exists())
-            out[n] = {"sysctls": sysctls, "qdiscs": qd, "routes": routes, "txqueuelen": qlen, "processes": comms}
+            out[n] = {"sysctls": sysctls, "qdiscs": qd, "routes": routes, "txqueuelen": qlen, "processes": self.comms(n)}
         inst = sorted(p.name for p in Path("/sys/kernel/tracing/instances").glob("tcplab-rt*")) \
             if Path("/sys/kernel/tracing/instances").is_dir() else []
         out["trace_instances"] = inst
@@ -489,14 +500,27 @@ def _same(now: dict, before: dict) -> None:
     assert not diffs, "\n".join(diffs)
 
 
+#: The runs that are interrupted skip the path check (the first test covers it): 4 s less each.
+NO_PATH_CHECK = "[checks]\npath = false"
+
+
+def _cleanup_after(proc: subprocess.Popen, lab: Path) -> None:
+    """Whatever a failed assertion left: the run killed, the lab restored from its journal."""
+    if proc.poll() is None:
+        proc.kill()
+        proc.communicate()
+    if list((lab.parent / ".tcplab-journal").glob("*.json")):
+        _tcplab("remote", "restore", str(lab))
+
+
 def _start_and_wait_for_traffic(spec: Path, lab: Path, out: Path, nslab: NsLab) -> subprocess.Popen:
     env = dict(os.environ, PYTHONPATH=str(ROOT / "python"))
     proc = subprocess.Popen([*TCPLAB, "run", str(spec), "--backend", "remote", "--testbed", str(lab), "--out", str(out),
                              "--no-intervals"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env)
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
-        if "iperf3" in nslab.state()["s1"]["processes"] and "htb" in nslab.nse("rt1", "tc", "qdisc", "show").stdout:
-            time.sleep(2)
+        if all("iperf3" in nslab.comms(n) for n in ("s1", "s2")):  # both clients sending
+            time.sleep(1)
             return proc
         if proc.poll() is not None:
             break
@@ -509,30 +533,61 @@ def test_sigterm_midway_restores_every_host(nslab, tmp_path):
     before = nslab.state()
     spec = tmp_path / "spec.toml"
     spec.write_text(SPEC.format(t="60s"))
-    lab = _lab_toml(nslab.tmp)
+    lab = _lab_toml(nslab.tmp, extra=NO_PATH_CHECK)
     proc = _start_and_wait_for_traffic(spec, lab, tmp_path / "run", nslab)
-    proc.send_signal(signal.SIGTERM)
-    _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 2 and err.strip().endswith("interrupted; nothing was kept"), err[-2000:]
-    _same(nslab.state(), before)
-    assert not (tmp_path / "run").exists() and not list((lab.parent / ".tcplab-journal").glob("*.json"))
+    try:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 2 and err.strip().endswith("interrupted; nothing was kept"), err[-2000:]
+        _same(nslab.state(), before)
+        assert not (tmp_path / "run").exists() and not list((lab.parent / ".tcplab-journal").glob("*.json"))
+    finally:
+        _cleanup_after(proc, lab)
 
 
 def test_sigkill_then_remote_restore(nslab, tmp_path):
     before = nslab.state()
     spec = tmp_path / "spec.toml"
     spec.write_text(SPEC.format(t="60s"))
-    lab = _lab_toml(nslab.tmp)
+    lab = _lab_toml(nslab.tmp, extra=NO_PATH_CHECK)
     proc = _start_and_wait_for_traffic(spec, lab, tmp_path / "run", nslab)
-    proc.kill()
-    proc.communicate(timeout=30)
-    left = nslab.state()
-    assert left != before and "htb" in left["rt1"]["qdiscs"], "a SIGKILLed run should have left its changes"
-    r = _tcplab("remote", "restore", str(lab))
-    assert r.returncode == 0 and "restored 1 run(s)" in r.stdout, r.stdout + r.stderr
-    _same(nslab.state(), before)
-    again = _tcplab("remote", "restore", str(lab))
-    assert again.returncode == 0 and "restored 0 run(s)" in again.stdout
+    try:
+        proc.kill()
+        proc.communicate(timeout=30)
+        left = nslab.state()
+        assert left != before and "htb" in left["rt1"]["qdiscs"], "a SIGKILLed run should have left its changes"
+        r = _tcplab("remote", "restore", str(lab))
+        assert r.returncode == 0 and "restored 1 run(s)" in r.stdout, r.stdout + r.stderr
+        _same(nslab.state(), before)
+        again = _tcplab("remote", "restore", str(lab))
+        assert again.returncode == 0 and "restored 0 run(s)" in again.stdout
+    finally:
+        _cleanup_after(proc, lab)
+
+
+def test_a_host_failing_midway_stops_the_run_with_every_host_restored(nslab, tmp_path):
+    before = nslab.state()
+    spec = tmp_path / "spec.toml"
+    spec.write_text(SPEC.format(t="8s"))
+    lab = _lab_toml(nslab.tmp, extra=NO_PATH_CHECK)
+    proc = _start_and_wait_for_traffic(spec, lab, tmp_path / "run", nslab)
+    try:
+        # s2's iperf3 client dies (as a crashing host's would): no report from s2, the run stops.
+        killed = []
+        deadline = time.monotonic() + 30
+        while not killed and time.monotonic() < deadline:
+            for pid in subprocess.run(["ip", "netns", "pids", nslab.ns["s2"]], capture_output=True, text=True).stdout.split():
+                if _comm(pid) == "iperf3":
+                    os.kill(int(pid), signal.SIGKILL)
+                    killed.append(pid)
+            time.sleep(0.1)
+        assert killed, "s2's client never ran"
+        _, err = proc.communicate(timeout=90)
+        assert proc.returncode == 2 and "error: remote backend: s2: iperf3 client s2 gave no JSON" in err, err[-2000:]
+        _same(nslab.state(), before)
+        assert not (tmp_path / "run").exists() and not list((lab.parent / ".tcplab-journal").glob("*.json"))
+    finally:
+        _cleanup_after(proc, lab)
 
 
 @pytest.mark.parametrize("case", ["unreachable", "no-iperf3", "no-tracepoint", "unknown-cc", "clock"])
@@ -565,3 +620,102 @@ def test_preflight_failures_are_one_line_each_and_change_nothing(nslab, tmp_path
     assert p.returncode == 2 and len(errors) == 1 and expect[1] in errors[0], p.stderr[-3000:]
     assert p.stderr.strip().endswith("nothing was changed on any host")
     _same(nslab.state(), before) and not (tmp_path / "run").exists()
+
+
+def test_plan_of_t2_behind_a_switch_with_the_receivers_netem(tmp_path):
+    # docs/remote.md's second walk-through: the switch shapes, tcplab adds r1's 40 ms with netem.
+    data, src = load_spec("T2")
+    exp = resolve(data, src)
+    p = tmp_path / "vms.toml"
+    p.write_text('[testbed]\ndelay = "tcplab"\nshaping = "testbed"\n'
+                 '[hosts.s1]\nssh = "root@192.168.1.21"\nos = "linux"\naddress = "192.168.10.21"\ninterface = "enp0s4"\n'
+                 '[hosts.r1]\nssh = "me@192.168.1.30"\nos = "linux"\naddress = "192.168.10.30"\ninterface = "enp3s0"\n'
+                 'interfaces = { sw = "enp3s0" }\nsudo = true\n')
+    lab = load_lab(p)
+    check_against(lab, exp)
+    plans = planmod.build(exp, lab)
+    assert plans["r1"].netem == {"enp3s0": "limit 1000 delay 40000us"} and not plans["r1"].shapers
+    assert linux.netem_root("enp3s0", "limit 1000 delay 40000us") == [
+        ["tc", "qdisc", "replace", "dev", "enp3s0", "root", "handle", "1:", "netem", "limit", "1000", "delay", "40000us"]]
+    assert not plans["s1"].netem and lab.machines["r1"].sudo
+    s = Ssh(lab, lab.machines["r1"], tmp_path)
+    assert s.argv(["sysctl", "-n", "net.ipv4.tcp_rmem"])[-1] == "sudo -n sysctl -n net.ipv4.tcp_rmem"
+
+
+class _Recorded:
+    """An ssh stand-in answering the pre-flight probe with a recorded output."""
+
+    def __init__(self, out: str):
+        self.out = out
+
+    def sh(self, script, *args, **kw):
+        return subprocess.CompletedProcess([], 0, self.out, "")
+
+
+# A FreeBSD 15 sender's probe output as freebsd.PROBE prints it (`sysctl -n` tables per cc.c and
+# tcp_subr.c, see above): typed, not captured from a host.
+BSD_PROBE = ("os=FreeBSD\nrelease=15.0-CURRENT\nmachine=amd64\nuid=0\niperf3=/usr/local/bin/iperf3\ntcpdump=/usr/sbin/tcpdump\n"
+             "ipfw=/sbin/ipfw\nping=/sbin/ping\n" + "".join("cc_line=" + x + "\n" for x in CC_AVAILABLE.splitlines())
+             + "".join("stack_line=" + x + "\n" for x in FUNCTIONS_AVAILABLE.splitlines()[:2])  # rack: not loaded
+             + "kld=siftr2\nkldfile=siftr\nkldfile=tcp_rack\n")
+
+
+def test_freebsd_preflight_against_a_recorded_probe(tmp_path):
+    from tcplab.backends.remote import preflight
+    from tcplab.backends.remote.host import RemoteHost
+
+    data, src = load_spec("T1")
+    data["senders"]["s1"]["stack"] = "freebsd-rack"
+    exp = resolve(data, src)
+    p = tmp_path / "bsd.toml"
+    p.write_text(_lab_toml(tmp_path).read_text().replace('[hosts.s1]\nssh = "lab-s1"\nos = "linux"',
+                                                         '[hosts.s1]\nssh = "lab-s1"\nos = "freebsd"'))
+    lab = load_lab(p)
+    plan = planmod.build(exp, lab)["s1"]
+    h = RemoteHost(lab.machines["s1"], _Recorded(BSD_PROBE), None, "rt0")
+    problems, facts = preflight._one(h, plan, exp, lab)
+    # rack is installed (tcp_rack.ko), siftr2 loaded, cubic available: nothing to report.
+    assert problems == [] and facts["kld"] == ["siftr2"] and facts["release"] == "15.0-CURRENT"
+    # Without tcp_rack.ko nor SIFTR, and asked for an algorithm the host lacks: one line each.
+    bare = BSD_PROBE.replace("kld=siftr2\nkldfile=siftr\nkldfile=tcp_rack\n", "")
+    plan.ccs.add("htcp")
+    problems, _ = preflight._one(RemoteHost(lab.machines["s1"], _Recorded(bare), None, "rt0"), plan, exp, lab)
+    assert [x.split(":")[0] for x in problems] == ["s1"] * 3, problems
+    assert "RACK stack is neither loaded nor installed" in problems[0] and "siftr" in problems[1]
+    assert "congestion control 'htcp' is not available (has: cubic, newreno): kldload cc_htcp" in problems[2]
+    # The machine is not what LAB.toml says.
+    problems, _ = preflight._one(RemoteHost(lab.machines["s1"], _Recorded(BSD_PROBE.replace("os=FreeBSD", "os=Linux")),
+                                            None, "rt0"), plan, exp, lab)
+    assert problems == ['s1: LAB.toml says os = "freebsd" but the machine runs Linux (fix hosts.s1.os or the ssh destination)']
+
+
+class _Scripted:
+    """An ssh stand-in: canned outputs by command, every command kept."""
+
+    def __init__(self, outputs: dict[str, str]):
+        self.outputs, self.calls = outputs, []
+
+    def run(self, words, **kw):
+        self.calls.append(list(words))
+        return subprocess.CompletedProcess(words, 0, self.outputs.get(" ".join(words[:2]), ""), "")
+
+
+def test_nic_settings_are_recorded_then_set(tmp_path):
+    from tcplab.backends.remote.host import RemoteHost
+
+    data, src = load_spec("T1")
+    data["hosts"]["r1"]["nic"] = {"gro": True, "rx_usecs": 50}
+    data["hosts"]["s1"] = {"nic": {"tso_max": "16KB"}}
+    exp = resolve(data, src)
+    lab = load_lab(_lab_toml(tmp_path))
+    plans = planmod.build(exp, lab)
+    assert plans["r1"].nic == {"gro": True, "rx_usecs": 50, "rx_frames": 0} and plans["s1"].nic == {"gso_max_size": 16000}
+    ssh = _Scripted({"ethtool -k": "Features for eth0:\ngeneric-receive-offload: off\nlarge-receive-offload: off [fixed]\n",
+                     "ethtool -c": "Coalesce parameters for eth0:\nrx-usecs: 3\nrx-frames: n/a\n"})
+    j = Journal.create(tmp_path / "j", "rt0002", "LAB.toml")
+    RemoteHost(lab.machines["r1"], ssh, j, "rt0002").nic("eth0", plans["r1"].nic)
+    assert [e["undo"] for e in j.entries] == [["ethtool", "-K", "eth0", "gro", "off"], ["ethtool", "-C", "eth0", "rx-usecs", "3"]]
+    assert ["ethtool", "-K", "eth0", "gro", "on"] in ssh.calls
+    assert ["ethtool", "-C", "eth0", "rx-usecs", "50", "rx-frames", "0"] in ssh.calls
+    # Each undo was recorded before its change was made.
+    assert ssh.calls.index(["ethtool", "-K", "eth0", "gro", "on"]) > ssh.calls.index(["ethtool", "-k", "eth0"])

@@ -206,7 +206,7 @@ def test_peers_and_sweep_pages_overlay_their_runs_on_the_same_charts(browser, tm
     peers = tcplab.peers("T1", duration="1s", out=tmp_path / "peers")
     page = open_page(browser, peers.path / "peers.html")
     names = page.evaluate("tcplab.chart('cwnd').series.map(s => s.name)")
-    for st, cc in [("freebsd", "newreno"), ("freebsd-rack", "cubic"), ("linux", "cubic")]:
+    for st, cc in [("freebsd@15.0-2025", "newreno"), ("freebsd-rack@15.0-2025", "cubic"), ("linux", "cubic")]:
         assert f"{st}/{cc} s1 cwnd" in names, names
     assert page.locator("#peers-table tbody tr").count() == 6
     page.screenshot(path=str(shots / "peers.png"), full_page=True)
@@ -219,3 +219,54 @@ def test_peers_and_sweep_pages_overlay_their_runs_on_the_same_charts(browser, tm
     assert "cc=newreno s1 cwnd" in names and "cc=cubic s1 cwnd" in names, names
     page.screenshot(path=str(shots / "sweep.png"), full_page=True)
     assert page.errors == []
+
+
+def test_step_series_lose_only_repeated_values():
+    y = np.array([1, 1, 1, 2, 2, 3, 3, 3], dtype=float)
+    assert S.changes(y).tolist() == [True, False, False, True, False, True, False, True]
+
+
+def _pcap(packets: list[tuple[float, bytes]]) -> bytes:
+    """A libpcap file of raw IPv4 packets (link type 101), microsecond timestamps."""
+    import struct
+
+    out = struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 101)
+    for t, pkt in packets:
+        out += struct.pack("<IIII", int(t), int(round((t % 1) * 1e6)), len(pkt), len(pkt)) + pkt
+    return out
+
+
+def _tcp(src: int, dst: int, sport: int, dport: int, seq: int, ack: int, flags: int, window: int, opts: bytes = b"",
+         payload: int = 0) -> bytes:
+    import struct
+
+    opts += b"\x01" * (-len(opts) % 4)
+    tcp = struct.pack("!HHIIBBHHH", sport, dport, seq, ack, (5 + len(opts) // 4) << 4, flags, window, 0, 0) + opts
+    total = 20 + len(tcp) + payload
+    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, total, 0, 0, 64, 6, 0, src.to_bytes(4, "big"), dst.to_bytes(4, "big"))
+    return ip + tcp + b"\0" * payload
+
+
+def test_a_capture_gives_the_acks_window_scaled_as_negotiated_and_sack_blocks_relative(tmp_path):
+    import struct
+
+    a, b = 0x0A000001, 0x0A000002
+    isn_a, isn_b = 1000, 5000
+    ws7 = b"\x03\x03\x07"
+    pkts = [
+        (1.0, _tcp(a, b, 40000, 5201, isn_a, 0, 0x02, 65535, b"\x02\x04\x05\xb4" + ws7)),           # SYN, wscale 7
+        (1.01, _tcp(b, a, 5201, 40000, isn_b, isn_a + 1, 0x12, 65535, b"\x02\x04\x05\xb4" + ws7)),  # SYN-ACK, wscale 7
+        (1.02, _tcp(a, b, 40000, 5201, isn_a + 1, isn_b + 1, 0x10, 512)),
+        (1.03, _tcp(a, b, 40000, 5201, isn_a + 1, isn_b + 1, 0x18, 512, payload=1000)),
+        (1.04, _tcp(a, b, 40000, 5201, isn_a + 1001, isn_b + 1, 0x18, 512, payload=1000)),
+        (1.05, _tcp(a, b, 40000, 5201, isn_a + 2001, isn_b + 1, 0x18, 512, payload=1000)),
+        # The receiver ACKs the first 1000 bytes and SACKs the third segment: [2000, 3000) relative.
+        (1.06, _tcp(b, a, 5201, 40000, isn_b + 1, isn_a + 1001, 0x10, 100,
+                    b"\x01\x01\x05\x0a" + struct.pack("!II", isn_a + 2001, isn_a + 3001))),
+    ]
+    (tmp_path / "c.pcap").write_bytes(_pcap(pkts))
+    lab = tcplab.import_logs([tmp_path / "c.pcap"], out=tmp_path / "run", report=False)
+    acks = lab.table("acks")
+    row = acks[acks["flow"] == "10.0.0.1:40000->10.0.0.2:5201"].iloc[-1]
+    assert (row["ack"], row["rwnd_bytes"]) == (1000, 100 << 7)  # RFC 7323: scaled by the receiver's shift
+    assert (row["sack1_start"], row["sack1_end"], row["sack2_start"]) == (2000, 3000, -1)

@@ -70,8 +70,13 @@ def test_freebsd_version_is_a_freebsd_knob_checked_against_the_stack_options():
     assert (f["freebsd"]["version"], f["sndbuf_bytes"]) == ("15.0-2025", 8 * 1024 * 1024)
     with pytest.raises(SpecError, match="senders.s1.version: '1999' is not one of the choices"):
         resolve(with_hosts({}, stack="freebsd", version="1999"), "t.toml")
-    with pytest.raises(SpecError, match="senders.s1.version: applies to the freebsd stack only"):
+    with pytest.raises(SpecError, match="senders.s1.version: applies to the freebsd and freebsd-rack stacks only"):
         resolve(with_hosts({}, version="2023"), "t.toml")
+    # The RACK stack has its own versions (rack.c of 2023 and 2025), not the 2024-10 tree's.
+    rack = lower(resolve(with_hosts({}, stack="freebsd-rack", version="15.0-2025"), "t.toml"))["flows"][0]
+    assert (rack["freebsd"]["version"], rack["sndbuf_bytes"]) == ("15.0-2025", 8 * 1024 * 1024)
+    with pytest.raises(SpecError, match="senders.s1.version: '15.0-2024-10' is not one of the choices"):
+        resolve(with_hosts({}, stack="freebsd-rack", version="15.0-2024-10"), "t.toml")
     with pytest.raises(SpecError, match="senders.s1.d43470: version '15.0-2025' includes review D43470"):
         resolve(with_hosts({}, stack="freebsd", version="15.0-2025", d43470=False), "t.toml")
     # T4's 2024-10 tree takes both d43470 values; its sendbuf_max default is that of its tcp_output.c

@@ -71,3 +71,12 @@ def test_lro_stretch_acks_slow_freebsds_abc_slow_start_but_not_linuxs(first, tmp
     for fb in ("s1", "s2"):
         assert first.loc[fb, "start_s"] > plain.loc[fb, "start_s"] + 0.1
     assert first.loc["s3", "start_s"] == pytest.approx(plain.loc["s3", "start_s"], abs=0.005)
+
+
+def test_lost_retransmission_detection_saves_the_base_but_not_d43470_from_the_timer(first):
+    # Both lose a fast retransmission to the full queue. net.inet.tcp.sack.lrd = 1 (the 2024-10
+    # tree): the base sends new data in recovery, whose SACKs above snd_recover reveal the loss
+    # (tcp_sack_lost_retransmission()); with D43470 no new data leaves in recovery, so only the
+    # RTO repairs it.
+    assert first.loc["s2", "ended_by"] == "full ack"
+    assert first.loc["s1", "ended_by"] == "rto"

@@ -24,8 +24,9 @@ pub enum Recovery {
     FreeBsd(FreeBsdRecovery),
     /// FreeBSD's RACK stack (tcp_stacks/rack.c): RACK-TLP loss detection, cwnd left as it is on
     /// entry while PRR (in bytes) gates what is sent, cwnd at least ssthresh at exit, and the
-    /// HPTS burst mitigation of unpaced connections.
-    FreeBsdRack,
+    /// HPTS burst mitigation of unpaced connections; of a given source version ("2023" or
+    /// "15.0-2025", docs/models.md).
+    FreeBsdRack(FreeBsdVersion),
 }
 
 /// The FreeBSD default stack's recovery knobs.
@@ -41,7 +42,8 @@ pub struct FreeBsdRecovery {
     pub sack_tso: bool,
     /// Which kernel's tcp_input.c / tcp_output.c recovery lines are followed.
     pub version: FreeBsdVersion,
-    /// Lost-retransmission detection (TF_LRD from net.inet.tcp.sack.lrd; 2023: net.inet.tcp.do_lrd).
+    /// Lost-retransmission detection (TF_LRD from net.inet.tcp.sack.lrd; 2023:
+    /// net.inet.tcp.do_lrd).
     pub lrd: bool,
 }
 
@@ -342,7 +344,7 @@ fn freebsd_rack() -> StackProfile {
         max_rto_ns: 4 * SEC,
         rto_slop_ns: 0,
         partial_sends: false,
-        recovery: Recovery::FreeBsdRack,
+        recovery: Recovery::FreeBsdRack(FreeBsdVersion::V2023),
         rack: true,
         tlp: true,
         ..freebsd()
@@ -364,7 +366,7 @@ pub fn resolve(f: &crate::config::FlowConfig) -> Option<StackProfile> {
     }
     let freebsd_stack = matches!(
         profile.recovery,
-        Recovery::FreeBsd(_) | Recovery::FreeBsdRack
+        Recovery::FreeBsd(_) | Recovery::FreeBsdRack(_)
     );
     if let (Some(k), true) = (&f.freebsd, freebsd_stack) {
         if let Recovery::FreeBsd(_) = profile.recovery {
@@ -377,6 +379,14 @@ pub fn resolve(f: &crate::config::FlowConfig) -> Option<StackProfile> {
                 version: k.version,
                 lrd: k.sack_lrd.unwrap_or(k.version.lrd_default()),
             });
+        }
+        if let (Recovery::FreeBsdRack(_), FreeBsdVersion::V15_2025) = (profile.recovery, k.version)
+        {
+            profile.recovery = Recovery::FreeBsdRack(FreeBsdVersion::V15_2025);
+            // rack.c @ 0c19274c (nibanks/freebsd-src) rack_init(): `rack->r_ctl.timer_slop =
+            // TICKS_2_USEC(tcp_rexmit_slop);` (TCPTV_CPU_VAR, 200 ms), added to every RTO by
+            // RACK_TCPT_RANGESET(tv, value, tvmin, tvmax, slop) before the bounds.
+            profile.rto_slop_ns = 200 * MS;
         }
         // tcp_output.c: without net.inet.tcp.tso every send is at most one segment.
         if !k.tso {
@@ -427,6 +437,9 @@ pub struct Knob {
     /// What it is.
     pub doc: &'static str,
 }
+
+/// The source versions of the RACK stack (rack.c of 2023 and of 2025).
+pub const RACK_VERSIONS: [FreeBsdVersion; 2] = [FreeBsdVersion::V2023, FreeBsdVersion::V15_2025];
 
 /// The defaults a stack's `version` sets (so that the spec reads them from here, never restating
 /// them): `sndbuf_bytes` is the version's net.inet.tcp.sendbuf_max, `sack_lrd` its LRD default.
@@ -536,7 +549,24 @@ pub fn options(name: &str) -> Option<Vec<Knob>> {
             );
             freebsd_common
         }
-        "freebsd-rack" => freebsd_common,
+        "freebsd-rack" => {
+            freebsd_common.insert(
+                0,
+                Knob {
+                    name: "version",
+                    default: KnobValue::Text(FreeBsdVersion::V2023.name()),
+                    allowed: RACK_VERSIONS
+                        .iter()
+                        .map(|v| KnobValue::Text(v.name()))
+                        .collect(),
+                    doc: "FreeBSD rack.c the RACK stack follows: 2023 (freebsd/freebsd-src \
+                          @ 01cb9895, sobomax/freebsd14_vendor @ 0f7ff342) or 15.0-2025 \
+                          (nibanks/freebsd-src @ 0c19274c: 200 ms RTO slop, burst slot from the \
+                          RTT in microseconds); docs/models.md",
+                },
+            );
+            freebsd_common
+        }
         _ => return None,
     })
 }

@@ -71,3 +71,73 @@ fn exit_raises_cwnd_to_ssthresh_plus_at_most_two_segments_of_prr_allowance() {
         "{cwnd_exit} vs ssthresh {ssthresh}"
     );
 }
+
+/// The one-loss run on a given rack.c version (None: the default, 2023).
+fn one_loss_version(version: Option<tcplab_sim::stack::FreeBsdVersion>) -> Simulation {
+    let mut f = flow("f", 0, 2, "newreno", AppConfig::Bytes { bytes: 30_000_000 });
+    f.stack = "freebsd-rack".into();
+    if let Some(v) = version {
+        f.freebsd = Some(tcplab_sim::config::FreeBsdKnobs {
+            d43470: false,
+            do_prr: true,
+            sack_tso: false,
+            tso: true,
+            sendbuf_inc_bytes: 8192,
+            version: v,
+            sack_lrd: None,
+        });
+    }
+    let mut cfg = pipe(100 * MBIT, 40 * MS, 1000, vec![f], 20 * SEC);
+    cfg.record_sends = true;
+    cfg.links[1].ab.drop_arrivals = vec![300];
+    run(&cfg)
+}
+
+/// (srtt_us, rto_us) of flow 0's samples once an RTT is known.
+fn rto_samples(sim: &Simulation) -> Vec<(i64, i64)> {
+    let r = &sim.rec.flows;
+    let (f, s, o) = (
+        r.column("flow").unwrap(),
+        r.column("srtt_us").unwrap(),
+        r.column("rto_us").unwrap(),
+    );
+    (0..f.len())
+        .filter(|&i| f[i] == 0 && s[i] > 0)
+        .map(|i| (s[i], o[i]))
+        .collect()
+}
+
+#[test]
+fn rack_2025_adds_the_200_ms_timer_slop_to_every_rto() {
+    // nibanks/freebsd-src rack.c @ 0c19274c rack_init(): `rack->r_ctl.timer_slop =
+    // TICKS_2_USEC(tcp_rexmit_slop);` (tcp_subr.c tcp_init(): `tcp_rexmit_slop = TCPTV_CPU_VAR;`,
+    // hz / 5 = 200 ms) and RACK_TCPT_RANGESET(tv, value, tvmin, tvmax, slop): `(tv) = (value) +
+    // slop;` then the bounds [rack_rto_min 30 ms, rack_rto_max 4 s]: RTO = max(30 ms, srtt + 4
+    // rttvar) + 200 ms, so never below srtt + 200 ms. The 2023 model (slop 0) stays near the RTT.
+    let new = rto_samples(&one_loss_version(Some(
+        tcplab_sim::stack::FreeBsdVersion::V15_2025,
+    )));
+    assert!(!new.is_empty());
+    assert!(new
+        .iter()
+        .all(|&(srtt, rto)| rto >= srtt + 200_000 && rto <= 4_000_000));
+    let old = rto_samples(&one_loss_version(None));
+    assert!(old.iter().any(|&(srtt, rto)| rto < srtt + 200_000));
+}
+
+#[test]
+fn rack_2025_refuses_the_2024_10_tree() {
+    let mut f = flow("f", 0, 2, "newreno", AppConfig::Bytes { bytes: 1_000_000 });
+    f.stack = "freebsd-rack".into();
+    f.freebsd = Some(tcplab_sim::config::FreeBsdKnobs {
+        d43470: false,
+        do_prr: true,
+        sack_tso: false,
+        tso: true,
+        sendbuf_inc_bytes: 8192,
+        version: tcplab_sim::stack::FreeBsdVersion::V15_2024_10,
+        sack_lrd: None,
+    });
+    let cfg = pipe(100 * MBIT, 40 * MS, 1000, vec![f], SEC);
+    assert!(Simulation::new(&cfg).is_err());
+}

@@ -142,7 +142,7 @@ def add_run(model: PageModel, tables: RunTables, eps: pd.DataFrame, label: str |
     def add(pid: str, name: str, group: str, t: Any, y: Any, decimals: int, flow: str | None, step: bool = True,
             axis: str = "y", dash: bool = False, edge: bool = False) -> None:
         focus = _focus(eps, flows, flow) if flow else focus_all
-        s = S.series(np.asarray(t), np.asarray(y), origin, decimals, budget, focus, model.blobs)
+        s = S.series(np.asarray(t), np.asarray(y), origin, decimals, budget, focus, model.blobs, step=step)
         s.update(name=pre + name, group=pre + group, run=run_i, step=step, axis=axis, dash=dash, edge=edge)
         model.panel(pid)["series"].append(s)
 

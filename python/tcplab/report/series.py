@@ -105,14 +105,27 @@ def encode_values(y: np.ndarray, decimals: int) -> list:
     return out.tolist()
 
 
+def changes(y: np.ndarray) -> np.ndarray:
+    """Mask of the samples a step chart needs: the first, each change of value, and the last
+    (a step holds its value until the next sample, so repeats draw nothing new)."""
+    keep = np.ones(len(y), dtype=bool)
+    if len(y) > 2:
+        keep[1:-1] = y[1:-1] != y[:-2]
+    return keep
+
+
 def series(t_ns: np.ndarray, y: np.ndarray, origin_ns: int, decimals: int, budget: int, focus: Focus,
-           blobs: dict[str, dict]) -> dict:
+           blobs: dict[str, dict], step: bool = False) -> dict:
     """One series for the page: its overview inline and, when the overview drops samples, its
-    detail level as a separate blob (parsed only when a panel is zoomed)."""
+    detail level as a separate blob (parsed only when a panel is zoomed). A `step` series first
+    loses its repeated values (losslessly), so the budget goes further."""
     t_ns = np.asarray(t_ns, dtype=np.int64)
     y = np.asarray(y, dtype=float)
     ok = ~np.isnan(y)
     t_ns, y = t_ns[ok], y[ok]
+    if step and len(y):
+        keep = changes(np.round(y, decimals) if decimals > 0 else np.round(y))
+        t_ns, y = t_ns[keep], y[keep]
     ov = m4_indices(t_ns, y, OVERVIEW_BUCKETS)
     out = {"ov": {"t": encode_times(t_ns[ov], origin_ns), "y": encode_values(y[ov], decimals)}, "detail": None,
            "res": "every sample", "n": int(len(t_ns))}

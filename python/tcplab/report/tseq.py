@@ -98,7 +98,7 @@ def add_tseq(model, tables, flow: dict[str, Any], focus: S.Focus, origin: int, r
     mf = by_time(fl[fl["flow"] == name]) if len(fl) else fl
 
     def line(label: str, t: np.ndarray, y: np.ndarray, f: S.Focus, dash: bool = False, edge: bool = False) -> None:
-        s = S.series(t, y, origin, 0, budget, f, model.blobs)
+        s = S.series(t, y, origin, 0, budget, f, model.blobs, step=True)
         s.update(name=label, step=True, dash=dash, edge=edge)
         g["lines"].append(s)
 

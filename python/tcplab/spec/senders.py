@@ -30,8 +30,6 @@ SENDER_KEYS = ("host", "to", "stack", "cc", "start", "time", "bytes", "write", "
 STACK_OPTIONS: dict[str, dict[str, dict[str, Any]]] = _native.stack_options()
 #: The FreeBSD default stack's sysctl knobs (net.inet.tcp.tso, .sack.tso, .sack.lrd, .do_prr, .sendbuf_inc).
 FREEBSD_KNOBS = {k: v["default"] for k, v in STACK_OPTIONS["freebsd"].items() if k not in ("d43470", "version")}
-#: FreeBSD source versions of the default stack (stack.rs `FreeBsdVersion`; docs/models.md).
-FREEBSD_VERSION = STACK_OPTIONS["freebsd"]["version"]
 #: Linux PRR versions (tcp_cwnd_reduction() before and after the mainline change; docs/models.md).
 PRR_VERSIONS = tuple(STACK_OPTIONS["linux"]["prr"]["allowed"])
 
@@ -139,9 +137,10 @@ def _stack_knobs(ctx: Ctx, t: dict[str, Any], path: str, stack: str, sack: bool,
         if stack != "linux":
             raise ctx.err(join(path, "prr"), f"applies to the linux stack only, not {stack!r}")
         prr = ctx.choice(t, path, "prr", STACK_OPTIONS["linux"]["prr"]["default"], PRR_VERSIONS)
-    for key in ("d43470", "version"):
-        if key in t and stack != "freebsd":
-            raise ctx.err(join(path, key), f"applies to the freebsd stack only, not {stack!r}")
+    if "d43470" in t and stack != "freebsd":
+        raise ctx.err(join(path, "d43470"), f"applies to the freebsd stack only, not {stack!r}")
+    if "version" in t and "version" not in STACK_OPTIONS.get(stack, {}):
+        raise ctx.err(join(path, "version"), f"applies to the freebsd and freebsd-rack stacks only, not {stack!r}")
     if not stack.startswith("freebsd"):
         return prr, None
     if not sack:
@@ -149,8 +148,9 @@ def _stack_knobs(ctx: Ctx, t: dict[str, Any], path: str, stack: str, sack: bool,
                       "recovery without SACK is not modelled")
     freebsd = {"d43470": ctx.boolean(t, path, "d43470", STACK_OPTIONS["freebsd"]["d43470"]["default"])
                if stack == "freebsd" else False}
+    versions = STACK_OPTIONS[stack]["version"]
+    freebsd["version"] = ctx.choice(t, path, "version", versions["default"], versions["allowed"])
     if stack == "freebsd":
-        freebsd["version"] = ctx.choice(t, path, "version", FREEBSD_VERSION["default"], FREEBSD_VERSION["allowed"])
         if freebsd["version"] == "15.0-2025" and not freebsd["d43470"]:
             raise ctx.err(join(path, "d43470"), f"version {freebsd['version']!r} includes review D43470; "
                           "d43470 = false applies to versions 2023 and 15.0-2024-10 only")
@@ -228,8 +228,8 @@ def _normalized(t: dict[str, Any], f: Flow, by_sysctl: dict[str, Any]) -> dict[s
         n["prr"] = f.prr or STACK_OPTIONS["linux"]["prr"]["default"]
     if f.stack == "freebsd":
         n["d43470"] = f.freebsd["d43470"]
-        if f.freebsd["version"] != FREEBSD_VERSION["default"]:
-            n["version"] = f.freebsd["version"]
+    if f.freebsd is not None and f.freebsd["version"] != STACK_OPTIONS[f.stack]["version"]["default"]:
+        n["version"] = f.freebsd["version"]
     return n
 
 

@@ -132,7 +132,15 @@ pub(super) fn flows(
             ));
         }
         if let Some(k) = &f.freebsd {
-            if k.version.includes_d43470() && !k.d43470 {
+            if f.stack == "freebsd-rack" && !stack::RACK_VERSIONS.contains(&k.version) {
+                return Err(format!(
+                    "flow {}: freebsd-rack version {} is not one of {:?}",
+                    f.name,
+                    k.version.name(),
+                    stack::RACK_VERSIONS.map(|v| v.name())
+                ));
+            }
+            if f.stack == "freebsd" && k.version.includes_d43470() && !k.d43470 {
                 return Err(format!(
                     "flow {}: freebsd version 15.0-2025 includes review D43470; d43470 = false \
                      applies to versions 2023 and 15.0-2024-10 only",

@@ -16,6 +16,7 @@ import re
 import secrets
 import shutil
 import signal
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -47,8 +48,8 @@ class Interrupted(KeyboardInterrupt):
     """SIGTERM arrived; raised in the main thread so the hosts are restored, as for Ctrl-C."""
 
 
-def _undo_runner(sshs: dict[str, Ssh]) -> Callable[[str, list[str], bool], tuple[bool, str]]:
-    def run(host: str, words: list[str], _sh: bool) -> tuple[bool, str]:
+def _undo_runner(sshs: dict[str, Ssh]) -> Callable[[str, list[str]], tuple[bool, str]]:
+    def run(host: str, words: list[str]) -> tuple[bool, str]:
         s = sshs.get(host)
         if s is None:
             return False, f"{host} is no longer in LAB.toml"
@@ -144,8 +145,10 @@ def run(exp: Experiment, directory: Path, progress: Callable[[int, int], None] |
         if main:
             signal.signal(signal.SIGTERM, old_term)
         if failed:
-            raise RemoteError("could not restore everything (run `tcplab remote restore LAB.toml` once the hosts are "
-                              "reachable): " + "; ".join(failed))
+            cause = sys.exc_info()[1]  # what stopped the run, if something did: said too
+            why = f"the run stopped ({type(cause).__name__}: {cause}) and " if cause is not None else ""
+            raise RemoteError(f"{why}could not restore everything (run `tcplab remote restore LAB.toml` once the "
+                              "hosts are reachable): " + "; ".join(failed))
 
 
 def _refuse(exp: Experiment) -> None:
@@ -185,6 +188,8 @@ def _configure_host(p: planmod.HostPlan, h: RemoteHost) -> None:
             h.netem_only(dev, words)
     for pipe in p.pipes:
         h.pipe(pipe)
+    if p.nic:
+        h.nic(h.m.interface or "", p.nic)
     for dst, cc, iw in p.routes:
         h.pin_route(dst, cc, iw)
     h.guard_processes()
@@ -314,9 +319,8 @@ def _start_traces(exp: Experiment, lab: Lab, plans: dict[str, planmod.HostPlan],
             h.start("trace", ["cat", f"{root}/instances/{inst}/trace_pipe"])
             out[n] = "tcp_probe"
         else:
-            kld = h.facts.get("kld", [])
-            kld = kld if isinstance(kld, list) else [kld]
-            module = "siftr2" if "siftr2" in kld or "siftr2" in (h.facts.get("kldfile") or []) else "siftr"
+            have = set(h.facts.get("kld", [])) | set(h.facts.get("kldfile", []))
+            module = "siftr2" if "siftr2" in have else "siftr"
             h.kld(module)
             port = SERVER_PORT_BASE + next(i for i, f in enumerate(exp.flows) if f.host == n) if len(p.cports) == 1 else 0
             for k, v in freebsd.siftr_sysctls(module, f"{h.workdir}/{module}.log", port).items():

@@ -109,6 +109,35 @@ class RemoteHost:
         self.journal.record(self.node, f"root qdisc of {dev} (was the default)", ["tc", "qdisc", "del", "dev", dev, "root"],
                             ignore="handle of zero")
 
+    def nic(self, dev: str, want: dict[str, Any]) -> None:
+        """The spec's NIC settings on `dev`, each old value recorded first (ethtool(8) -K/-C,
+        ip-link(8) gso_max_size; FreeBSD ifconfig(8) lro/-lro)."""
+        if self.os == "freebsd":
+            if "lro" in want:
+                opts = self.ssh.run(["ifconfig", dev], what=f"ifconfig {dev}").stdout
+                had = "LRO" in opts.split("options=", 1)[-1].split(">", 1)[0]
+                self.journal.record(self.node, f"LRO on {dev}", ["ifconfig", dev, "lro" if had else "-lro"])
+                self.ssh.run(["ifconfig", dev, "lro" if want["lro"] else "-lro"], what=f"ifconfig {dev} lro")
+            return
+        if "gro" in want:
+            old = linux.parse_ethtool_k(self.ssh.run(["ethtool", "-k", dev], what=f"ethtool -k {dev}").stdout)
+            was = old.get("generic-receive-offload", "off")
+            self.journal.record(self.node, f"GRO on {dev} (was {was})", ["ethtool", "-K", dev, "gro", was])
+            self.ssh.run(["ethtool", "-K", dev, "gro", "on" if want["gro"] else "off"], what=f"ethtool -K {dev} gro")
+        if want.get("rx_usecs") or want.get("rx_frames"):
+            old = linux.parse_ethtool_c(self.ssh.run(["ethtool", "-c", dev], what=f"ethtool -c {dev}").stdout)
+            undo = [w for k in ("rx-usecs", "rx-frames") if old.get(k, "n/a").isdigit() for w in (k, old[k])]
+            if undo:
+                self.journal.record(self.node, f"interrupt coalescing of {dev} ({' '.join(undo)})", ["ethtool", "-C", dev, *undo])
+            self.ssh.run(["ethtool", "-C", dev, "rx-usecs", str(want.get("rx_usecs", 0)), "rx-frames",
+                          str(want.get("rx_frames", 0))], what=f"ethtool -C {dev} (the driver must support it)")
+        if "gso_max_size" in want:
+            info = json.loads(self.ssh.run(["ip", "-d", "-j", "link", "show", "dev", dev], what=f"ip link show {dev}").stdout)
+            was = str(info[0].get("gso_max_size", 65536))
+            self.journal.record(self.node, f"gso_max_size of {dev} (was {was})",
+                                ["ip", "link", "set", "dev", dev, "gso_max_size", was])
+            self.ssh.run(["ip", "link", "set", "dev", dev, "gso_max_size", str(want["gso_max_size"])], what=f"gso_max_size of {dev}")
+
     def pin_route(self, dst: str, cc: str, initcwnd: int) -> None:
         rg = linux.parse_route_get(self.ssh.run(["ip", "-o", "route", "get", dst], what=f"ip route get {dst}").stdout)
         existing = self.ssh.run(["ip", "route", "show", "exact", f"{dst}/32"], what="ip route show").stdout

@@ -97,8 +97,29 @@ def netem_args(delay_ns: int, loss: float) -> str:
 
 
 def netem_root(dev: str, netem: str) -> list[list[str]]:
-    """netem alone at an unbuffered port (a host's NIC, as T2's receiver: limit 1000)."""
-    return [["tc", "qdisc", "replace", "dev", dev, "root", "handle", "1:", "netem", "limit", "1000", *netem.split()]]
+    """netem alone at an unbuffered port (a host's NIC, as T2's receiver: `limit` its packets held,
+    1000 unless [hosts.X.netem] says)."""
+    return [["tc", "qdisc", "replace", "dev", dev, "root", "handle", "1:", "netem", *netem.split()]]
+
+
+def parse_ethtool_k(text: str) -> dict[str, str]:
+    """`ethtool -k DEV` (feature: on|off [fixed]) -> feature -> on|off."""
+    out = {}
+    for line in text.splitlines():
+        k, sep, v = line.partition(":")
+        if sep and v.split():
+            out[k.strip()] = v.split()[0]
+    return out
+
+
+def parse_ethtool_c(text: str) -> dict[str, str]:
+    """`ethtool -c DEV`: rx-usecs, rx-frames (n/a where the driver has none)."""
+    out = {}
+    for line in text.splitlines():
+        k, sep, v = line.partition(":")
+        if sep and k.strip() in ("rx-usecs", "rx-frames") and v.split():
+            out[k.strip()] = v.split()[0]
+    return out
 
 
 def qdisc_is_default(tc_json: list[dict]) -> bool:

@@ -28,6 +28,7 @@ class HostPlan:
     ccs: set[str] = field(default_factory=set)                      # algorithms this host's senders use
     cports: list[int] = field(default_factory=list)                 # source ports of its flows (traces)
     sender: bool = False
+    nic: dict[str, Any] = field(default_factory=dict)               # gro, rx_usecs, rx_frames, lro, gso_max_size
 
 
 def _linux_buffers(p: HostPlan, f: Flow, role: str) -> None:
@@ -69,6 +70,30 @@ def _freebsd_buffers(p: HostPlan, f: Flow, role: str) -> None:
     p.sysctls_raise_only["kern.ipc.maxsockbuf"] = max(p.sysctls_raise_only.get("kern.ipc.maxsockbuf", 0), 2 * buf)
 
 
+def _nic(lab: Lab, f: Flow, snd: HostPlan, rcv: HostPlan) -> None:
+    """[hosts.X.nic]: the receiver's coalescing (Linux GRO and ethtool -C rx-usecs/rx-frames;
+    FreeBSD ifconfig lro) and the sender's largest TSO burst (Linux gso_max_size), on each host's
+    data interface. Set only when the spec asks: a host left as it is keeps its own settings,
+    which the provenance records."""
+    n = f.rx_nic
+    if n.active:
+        if lab.machines[f.to].interface is None:
+            raise LabError(lab.path, f"hosts.{f.to}.interface", f"is required: the spec sets {f.to}'s NIC (hosts.{f.to}.nic)")
+        if rcv.os == "linux":
+            rcv.nic["gro"] = n.coalesce == "gro"
+            rcv.nic["rx_usecs"] = n.rx_usecs_ns // 1000
+            rcv.nic["rx_frames"] = n.rx_frames
+        else:
+            rcv.nic["lro"] = n.coalesce == "lro"
+    if f.tso_max_bytes is not None:
+        if lab.machines[f.host].interface is None:
+            raise LabError(lab.path, f"hosts.{f.host}.interface", f"is required: the spec sets {f.host}'s TSO size (hosts.{f.host}.nic tso_max)")
+        if snd.os != "linux":
+            raise LabError(lab.path, f"hosts.{f.host}.os", "tso_max on a FreeBSD sender is the driver's (if_hw_tsomax), "
+                           "which tcplab cannot set: set it in the driver, or run this spec on the simulator")
+        snd.nic["gso_max_size"] = f.tso_max_bytes
+
+
 def _ports_to_configure(exp: Experiment, lab: Lab, plans: dict[str, HostPlan]) -> None:
     """Shaping and delay at each port's egress where LAB.toml says tcplab provides it."""
     for port in exp.ports:
@@ -95,7 +120,8 @@ def _ports_to_configure(exp: Experiment, lab: Lab, plans: dict[str, HostPlan]) -
                 if nt:
                     p.netem[dev] = nt
             else:
-                p.netem[dev] = nt or ""
+                limit = d.held_limit_packets or 1000  # [hosts.X.netem] limit, else T2's 1000
+                p.netem[dev] = f"limit {limit} {nt}" if nt else ""
         else:
             p.pipes.append(freebsd.Pipe(freebsd.PIPE_BASE + port.index, dev, port.rate_bps if shape else 0,
                                         round(d.delay_ns / 1e6) if delay else 0,
@@ -126,6 +152,7 @@ def build(exp: Experiment, lab: Lab) -> dict[str, HostPlan]:
             _freebsd_buffers(snd, f, "sender")
             snd.ccs.add(freebsd.kernel_cc(f.cc))
         (_linux_buffers if rcv.os == "linux" else _freebsd_buffers)(rcv, f, "receiver")
+        _nic(lab, f, snd, rcv)
     # The spec's own per-host sysctls, under the host's own names.
     for node, values in exp.host_sysctls.items():
         if node not in plans:
@@ -166,5 +193,5 @@ def describe(plans: dict[str, HostPlan]) -> dict[str, Any]:
                 "shapers": [{"port": s.port_label, "dev": s.dev, "rate_bps": s.rate_bps, "limit_packets": s.limit_packets,
                              "limit_bytes": s.limit_bytes, "netem": p.netem.get(s.dev)} for s in p.shapers],
                 "netem_only": {d: w for d, w in p.netem.items() if d not in {s.dev for s in p.shapers}},
-                "pipes": [vars(x) for x in p.pipes], "routes": p.routes, "klds": p.klds}
+                "pipes": [vars(x) for x in p.pipes], "routes": p.routes, "klds": p.klds, "nic": p.nic}
             for n, p in plans.items()}

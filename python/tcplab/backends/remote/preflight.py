@@ -18,6 +18,10 @@ from .ssh import RemoteError
 INSTALL = {"linux": "apt-get install {0} (Debian/Ubuntu) or dnf install {0}", "freebsd": "pkg install {0}"}
 
 
+#: Probe keys that may repeat (kept as lists in the facts); every other key is one value.
+LISTS = ("kld", "kldfile", "ccmod", "cc_line", "stack_line")
+
+
 class PreflightFailed(Exception):
     """Pre-flight found problems; `problems` holds one line each. `after_changes`: found by the
     path check, after configuration (the hosts are restored before the error is shown)."""
@@ -65,7 +69,7 @@ def _one(h: RemoteHost, p: HostPlan, exp: Experiment, lab: Lab) -> tuple[list[st
     want = {"linux": "Linux", "freebsd": "FreeBSD"}[h.os]
     if got_os != want:
         return [f"{n}: LAB.toml says os = \"{h.os}\" but the machine runs {got_os or 'something unknown'} "
-                "(fix hosts.{n}.os or the ssh destination)"], facts
+                f"(fix hosts.{n}.os or the ssh destination)"], facts
     problems = []
     if (facts.get("uid") or [""])[0] != "0":
         problems.append(f"{n}: commands run as uid {(facts.get('uid') or ['?'])[0]}, not root: log in as root or set "
@@ -106,7 +110,7 @@ def _one(h: RemoteHost, p: HostPlan, exp: Experiment, lab: Lab) -> tuple[list[st
             problems.append(f"{n}: congestion control {cc!r} is not available (has: {', '.join(sorted(avail)) or 'none'}): "
                             + ("load its module (modprobe tcp_" + cc + ")" if h.os == "linux" else f"kldload cc_{cc}")
                             + " or choose another cc in the spec")
-    facts_out = {k: (v[0] if len(v) == 1 else v) for k, v in facts.items()}
+    facts_out: dict[str, Any] = {k: (v if k in LISTS else v[0]) for k, v in facts.items()}
     return problems, facts_out
 
 

@@ -133,7 +133,7 @@
     if (c.sacks) {
       var sp = visibleSpan(c.sacks.t, g);
       if (sp[1] - sp[0] <= MAX_MARKS) {
-        ctx.strokeStyle = "rgba(150,0,200,0.8)"; ctx.lineWidth = 2; ctx.beginPath();
+        ctx.strokeStyle = "rgba(150,0,200,0.45)"; ctx.lineWidth = 1; ctx.beginPath();
         for (var k = sp[0]; k < sp[1]; k++) {
           var x = g.toDomXCoord(c.sacks.t[k]) + 2;
           ctx.moveTo(x, g.toDomYCoord(c.sacks.s[k])); ctx.lineTo(x, g.toDomYCoord(c.sacks.s[k] + c.sacks.e[k]));
@@ -177,6 +177,11 @@
     return o;
   }
   function bytesLabel(v) { var a = Math.abs(v); return a >= 1e9 ? +(v / 1e9).toPrecision(4) + " GB" : a >= 1e6 ? +(v / 1e6).toPrecision(4) + " MB" : +(v / 1e3).toPrecision(4) + " kB"; }
+  function timeLabel(v, gran, opts, g) {
+    // As many decimals as the window needs, so close ticks never read the same.
+    var r = g.xAxisRange(), d = Math.max(0, Math.min(6, Math.ceil(-Math.log10((r[1] - r[0]) / 8))));
+    return v.toFixed(d);
+  }
   function unitFormatter(unit) { return function (v) { return fmt(v) + " " + unit; }; }
   function make(c, div, labelsDiv, ylabel, unit, y2label, y2unit) {
     var hasY2 = c.series.some(function (s) { return s.axis === "y2"; });
@@ -185,7 +190,7 @@
       xlabel: "time (s)", ylabel: ylabel, legend: "always", labelsDiv: labelsDiv, labelsSeparateLines: false,
       connectSeparatedPoints: true, animatedZooms: false, series: seriesOptions(c.series), includeZero: c.kind !== "tseq",
       dateWindow: range || full, height: c.kind === "tseq" ? 360 : 220,
-      axes: { x: { valueFormatter: function (v) { return "t = " + v.toFixed(6) + " s"; } },
+      axes: { x: { valueFormatter: function (v) { return "t = " + v.toFixed(6) + " s"; }, axisLabelFormatter: timeLabel },
               y: { valueFormatter: unitFormatter(unit), axisLabelWidth: 70 } },
       underlayCallback: shade(c),
       drawCallback: function (g, initial) { if (!initial && !syncing) onUserRange(g); },
@@ -197,6 +202,10 @@
     if (c.kind === "tseq") {
       opts.highlightCallback = function (ev, x) { tseqReadout(c, x); };
       opts.unhighlightCallback = function () { c.readout.textContent = ""; };
+    }
+    if (c.series.some(function (s) { return s.edge; })) {
+      c.edgeNote = el("p", { "class": "note edge-note" }, "The receive window is far above this window's data: hover to read it.");
+      div.parentNode.insertBefore(c.edgeNote, div.nextSibling);
     }
     opts.valueRange = valueRange(c, range);
     c.g = new Dygraph(div, rows(c.series, range), opts);
@@ -244,7 +253,9 @@
       });
     }
     if (!isFinite(lo)) return null;
-    if (ehi > hi && ehi - lo <= 3 * (hi - lo)) hi = ehi;
+    c.edgeAbove = ehi > hi && ehi - lo > 3 * (hi - lo);
+    if (c.edgeNote) c.edgeNote.style.display = c.edgeAbove ? "" : "none";
+    if (!c.edgeAbove && ehi > hi) hi = ehi;
     if (c.kind !== "tseq") lo = Math.min(0, lo);
     var pad = Math.max(1e-9, (hi - lo) * 0.05);
     return [c.kind === "tseq" ? lo - pad : lo, hi + pad];

@@ -110,7 +110,7 @@ impl FreeBsdStack {
     }
 
     /// tcp_sack.c tcp_sack_lost_retransmission() (fel1x-developer/freebsd-src @ 2d614aa2), after
-    /// the scoreboard has re-armed the holes ([`crate::tcp::scoreboard::Scoreboard::fb_lost_retransmission`]):
+    /// the scoreboard has re-armed the holes (`Scoreboard::fb_lost_retransmission`):
     /// `tp->snd_cwnd = tp->snd_ssthresh; EXIT_RECOVERY(tp->t_flags); cc_cong_signal(tp, th,
     /// CC_NDUPACK); tp->snd_cwnd = tcp_maxseg(tp); tp->sackhint.recover_fs = (tp->snd_max -
     /// tp->snd_una) - tp->sackhint.recover_fs;` — a second reduction from the old ssthresh, and
@@ -202,12 +202,12 @@ impl FreeBsdStack {
             if !in_fr && c.state == State::Open && c.sb.sacked_bytes > 2 * c.mss {
                 self.enter_recovery(c, p.ack, now, out, next_id);
                 if committed {
-                    // D43470 as committed (tcp_input.c @ 62d1e135): `enter_recovery` ends with `goto drop`
-                    // for SACK recovery, also when reached from this ACK-advancing path (2023:
-                    // `goto resume_partialack`). process_ACK is skipped: no RTT sample, no
+                    // D43470 as committed (tcp_input.c @ 62d1e135): `enter_recovery` ends with
+                    // `goto drop` for SACK recovery, also when reached from this ACK-advancing path
+                    // (2023: `goto resume_partialack`). process_ACK is skipped: no RTT sample, no
                     // cc_ack_received(), no sbcut/sowwakeup, snd_una stays; tcp_sack_doack() has
-                    // already trimmed the scoreboard, so pipe counts the acked bytes until the
-                    // next ACK moves snd_una.
+                    // already trimmed the scoreboard, so pipe counts the acked bytes until the next
+                    // ACK moves snd_una.
                     return;
                 }
             }
@@ -333,8 +333,9 @@ impl FreeBsdStack {
         c.sb.mark_losses(1);
         self.prr = if self.k.as_committed() {
             // With D43470 as committed (the 2025 copy; whether the PRR start below came with
-            // D43470 itself or with a neighbouring commit is not established) it also calls tcp_resend_sackholes() here (every hole's rxmit back to its
-            // start, sack_bytes_rexmit = 0: "When entering LR after RTO due to Duplicate ACKs").
+            // D43470 itself or with a neighbouring commit is not established) it also calls
+            // tcp_resend_sackholes() here (every hole's rxmit back to its start,
+            // sack_bytes_rexmit = 0: "When entering LR after RTO due to Duplicate ACKs").
             // The model enters fast recovery only from the open state, where no retransmission
             // is outstanding, so there is nothing to re-arm.
             FreeBsdPrr::begin_2025(c, th_ack, self.snd_limited)

@@ -17,6 +17,7 @@ use super::{SenderEvent, State};
 #[cfg_attr(not(feature = "static-cc"), allow(unused_imports))]
 use crate::cc::CcHooks;
 use crate::packet::Packet;
+use crate::stack::FreeBsdVersion;
 use crate::time::Ns;
 
 /// rack_prr_addbackmax: at most this many segments of unused PRR allowance join cwnd at exit.
@@ -40,9 +41,18 @@ pub(super) struct RackStack {
     largest_cwnd: u64,
     /// When the RACK timer next lets a retransmission out beyond PRR's allowance.
     rr_next: Ns,
+    /// Which rack.c is followed.
+    version: FreeBsdVersion,
 }
 
 impl RackStack {
+    pub(super) fn new(version: FreeBsdVersion) -> Self {
+        RackStack {
+            version,
+            ..Self::default()
+        }
+    }
+
     pub(super) fn timer_deadline(&self, c: &Conn) -> Option<Ns> {
         let pace = c.pace_deadline(true);
         let rapid = self.rapid_recovery_deadline(c);
@@ -252,6 +262,10 @@ impl RackStack {
         } else {
             c.v.win.cwnd
         };
+        if self.version == FreeBsdVersion::V15_2025 {
+            let min_rtt_us = c.rtt.min_rtt_ns / crate::time::US;
+            return burst_slot_ms_2025(tot_len, cwnd, min_rtt_us, c.mss) * crate::time::MS;
+        }
         let min_rtt_ms = c.rtt.min_rtt_ns / crate::time::MS;
         burst_slot_ms(tot_len, cwnd, min_rtt_ms, c.mss) * crate::time::MS
     }
@@ -329,6 +343,27 @@ fn burst_slot_ms(tot_len: u64, cwnd: u64, min_rtt_ms: u64, mss: u64) -> u64 {
     slot - slot / SLOT_REDUCTION
 }
 
+/// rack_get_pacing_delay()'s old method at nibanks/freebsd-src rack.c @ 0c19274c: `if
+/// (rack->r_ctl.rc_rack_min_rtt) srtt = rack->r_ctl.rc_rack_min_rtt; else srtt = max(tp->t_srtt,
+/// 1); ... tr_perms = (cwnd * 1000) / srtt; if (tr_perms == 0) { tr_perms =
+/// ctf_fixed_maxseg(tp); } pacing_delay = len / tr_perms; ... reduce = (pacing_delay /
+/// rack_pacing_delay_reduction); if (reduce < pacing_delay) pacing_delay -= reduce; else
+/// pacing_delay = 0; ... pacing_delay *= USEC_IN_MSEC;` — the RTT in microseconds, the slot in
+/// whole ms. Without an RTT (srtt 1 us) tr_perms is cwnd x 1000 and the slot 0.
+fn burst_slot_ms_2025(tot_len: u64, cwnd: u64, min_rtt_us: u64, mss: u64) -> u64 {
+    let tr_perms = match cwnd * 1000 / min_rtt_us.max(1) {
+        0 => mss,
+        n => n,
+    };
+    let slot = tot_len / tr_perms;
+    let reduce = slot / SLOT_REDUCTION;
+    if reduce < slot {
+        slot - reduce
+    } else {
+        0
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::burst_slot_ms;
@@ -341,5 +376,17 @@ mod tests {
         assert_eq!(burst_slot_ms(200_000, 1_000_000, 40, 1448), 6); // 8 ms less 8/4
         assert_eq!(burst_slot_ms(2_896, 10, 40, 1448), 2); // tr_perms 0 -> one segment
         assert_eq!(burst_slot_ms(1_000_000, 1_000_000, 0, 1448), 0); // no RTT yet
+
+        // 2025: bytes per ms from the RTT in us (1_000_000 x 1000 / 40_200 = 24_875 B/ms).
+        assert_eq!(
+            super::burst_slot_ms_2025(24_874, 1_000_000, 40_200, 1448),
+            0
+        );
+        assert_eq!(
+            super::burst_slot_ms_2025(200_000, 1_000_000, 40_200, 1448),
+            6
+        ); // 8 ms - 2
+        assert_eq!(super::burst_slot_ms_2025(1_000_000, 1_000_000, 0, 1448), 0);
+        // srtt 1 us
     }
 }

@@ -169,7 +169,7 @@ impl Stack {
             Recovery::Rfc6675 => Stack::Rfc(rfc::RfcStack::default()),
             Recovery::LinuxPrr(v) => Stack::Linux(linux::LinuxStack::new(v)),
             Recovery::FreeBsd(k) => Stack::FreeBsd(freebsd::FreeBsdStack::new(k)),
-            Recovery::FreeBsdRack => Stack::FreeBsdRack(freebsd_rack::RackStack::default()),
+            Recovery::FreeBsdRack(v) => Stack::FreeBsdRack(freebsd_rack::RackStack::new(v)),
         }
     }
 }
