@@ -25,6 +25,9 @@ SUMMARY_FILE = "summary.parquet"
 TIME_SERIES = ("flows", "intervals", "queues", "ports", "events", "sends", "acks")
 RUN_COLUMNS = ["name", "backend", "seed", "spec_hash", "sweep", "sweep_part", "point", "iteration",
                "bottleneck_link", "bottleneck_rate_mbps", "utilisation", "goodput_mbps", "drops", "fairness_jain"]
+#: Columns a run has only when its bottleneck ran a queue discipline or measured latency (absent
+#: otherwise, so older runs' rows stay as they were; the views read files by column name).
+LATENCY_COLUMNS = ["aqm", "aqm_drops", "ecn_marks", "queue_delay_p50_ms", "queue_delay_p95_ms", "queue_delay_p99_ms"]
 FLOW_COLUMNS = ["flow", "from", "to", "stack", "cc", "start_s", "duration_s", "bytes_delivered", "throughput_mbps",
                 "completion_s", "retransmits", "recoveries", "rtos", "min_rtt_ms", "srtt_ms", "final_cwnd_bytes"]
 
@@ -45,13 +48,19 @@ def summary_rows(summary: dict[str, Any], spec_hash: str, labels: dict[str, Any]
            "bottleneck_link": b.get("link"), "bottleneck_rate_mbps": b.get("rate_mbps"),
            "utilisation": b.get("utilisation"), "goodput_mbps": b.get("goodput_mbps"), "drops": b.get("drops"),
            "fairness_jain": summary.get("fairness_jain")}
+    latency: dict[str, Any] = {}
+    if "aqm" in b or "queue_delay_ms" in b:
+        aqm, qd = b.get("aqm", {}), b.get("queue_delay_ms", {})
+        latency = {"aqm": aqm.get("kind", "drop-tail"), "aqm_drops": aqm.get("drops"), "ecn_marks": aqm.get("ecn_marks"),
+                   **{f"queue_delay_{k}_ms": qd.get(k) for k in ("p50", "p95", "p99")}}
+        run |= latency
     params = {param_column(k): _text(v) for k, v in (labels.get("params") or {}).items()}
     rows = [run | {c: f.get(c) for c in FLOW_COLUMNS} | params for f in summary["flows"]]
     types = {"seed": pa.int64(), "point": pa.int64(), "iteration": pa.int64(), "drops": pa.int64(),
              "bytes_delivered": pa.int64(), "retransmits": pa.int64(), "recoveries": pa.int64(), "rtos": pa.int64(),
-             "final_cwnd_bytes": pa.int64()}
+             "final_cwnd_bytes": pa.int64(), "aqm_drops": pa.int64(), "ecn_marks": pa.int64()}
     fields = []
-    for c in RUN_COLUMNS + FLOW_COLUMNS:
+    for c in RUN_COLUMNS + list(latency) + FLOW_COLUMNS:
         fields.append(pa.field(c, types.get(c, pa.float64() if c.endswith(("_s", "_mbps", "_ms", "utilisation",
                                                                             "fairness_jain")) else pa.string())))
     fields += [pa.field(c, pa.string()) for c in params]
@@ -112,7 +121,7 @@ def connect(root: str | Path = "results"):
         con.execute("CREATE VIEW runs AS SELECT NULL::VARCHAR AS run WHERE false")
     else:
         cols = [r[0] for r in con.execute("DESCRIBE flow_results").fetchall()]
-        keep = [c for c in cols if c in RUN_COLUMNS or c.startswith("p_")]
+        keep = [c for c in cols if c in RUN_COLUMNS or c in LATENCY_COLUMNS or c.startswith("p_")]
         con.execute("CREATE VIEW runs AS SELECT run, " + ", ".join(f"any_value({_ident(c)}) AS {_ident(c)}" for c in keep)
                     + ", count(*) AS flows, sum(throughput_mbps) AS throughput_mbps, sum(retransmits) AS retransmits"
                     " FROM flow_results GROUP BY run")

@@ -34,6 +34,9 @@ class Direction:
     buffer_bytes: int | None
     loss: float
     jitter_ns: int
+    #: Queue discipline instead of drop-tail, as (key, value) pairs of the simulator's
+    #: aqm::AqmConfig (spec/aqm.py); None = drop-tail.
+    aqm: tuple[tuple[str, Any], ...] | None = None
     held_limit_packets: int | None = None  # netem's limit: packets held, its delay included
 
 
@@ -135,6 +138,7 @@ class Flow:
     prr: str | None              # linux: PRR version, None = default
     sndbuf_initial_bytes: int | None
     freebsd: Mapping[str, Any] | None  # freebsd stacks: d43470 and the default stack's knobs
+    ecn: bool = False            # ECN negotiated (RFC 3168): asked for by the sender, accepted
     tso_max_bytes: int | None = None   # the sending host's NIC; None: the stack's (64 KB)
     receiver_os: str | None = None     # the receiving host's OS; None: the sender's stack's ACK rules
 
@@ -166,6 +170,7 @@ class Trace:
     interval_ns: int
     sends: bool
     pcap: bool
+    latency: bool = False
     acks: bool = False
 
 
@@ -201,6 +206,13 @@ class Experiment:
     @property
     def bottleneck(self) -> Port:
         return self.ports[self.bottleneck_port]
+
+    @property
+    def bottleneck_aqm_kind(self) -> str:
+        """The bottleneck's queue discipline: "drop-tail" or an aqm kind (codel, fq_codel, ...)."""
+        link = self.links[self.bottleneck_port // 2]
+        d = link.ab if self.bottleneck_port % 2 == 0 else link.ba
+        return dict(d.aqm)["kind"] if d.aqm is not None else "drop-tail"
 
     def node_index(self, name: str) -> int:
         return [n.name for n in self.nodes].index(name)

@@ -150,6 +150,11 @@ impl Simulation {
             d.set_item("cwnd_bytes", f.cwnd_bytes)?;
             d.set_item("srtt_ns", f.srtt_ns)?;
             d.set_item("min_rtt_ns", f.min_rtt_ns)?;
+            if let Some((ce, ece, reductions)) = f.ecn {
+                d.set_item("ce_segs_received", ce)?;
+                d.set_item("ece_acks", ece)?;
+                d.set_item("ecn_reductions", reductions)?;
+            }
             list.append(d)?;
         }
         Ok(list)
@@ -170,6 +175,21 @@ impl Simulation {
             d.set_item("drops", p.drops)?;
             d.set_item("losses", p.losses)?;
             d.set_item("max_queue_packets", p.max_queue_packets)?;
+            if let Some(h) = p.delay_hist.as_ref().filter(|h| h.n > 0) {
+                // Per-packet queueing delay at this (monitored) port: arrival to transmission.
+                let q = PyDict::new(py);
+                q.set_item("packets", h.n)?;
+                q.set_item("mean_ns", h.mean_ns())?;
+                q.set_item("p50_ns", h.quantile(0.50))?;
+                q.set_item("p95_ns", h.quantile(0.95))?;
+                q.set_item("p99_ns", h.quantile(0.99))?;
+                q.set_item("max_ns", h.max_ns)?;
+                d.set_item("queue_delay", q)?;
+            }
+            if let Some(a) = &p.aqm {
+                d.set_item("aqm_drops", a.stats().drops)?;
+                d.set_item("ecn_marks", a.stats().ecn_marks)?;
+            }
             list.append(d)?;
         }
         Ok(list)

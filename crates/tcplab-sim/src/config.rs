@@ -115,6 +115,9 @@ pub struct DirConfig {
     /// ListErrorModel): deterministic losses for tests and for scripted scenarios.
     #[serde(default)]
     pub drop_arrivals: Vec<u64>,
+    /// A queue discipline instead of drop-tail (see [`crate::aqm`]); None = drop-tail.
+    #[serde(default)]
+    pub aqm: Option<crate::aqm::AqmConfig>,
     /// netem's `limit`: packets held by the port at once, its propagation delay included (the
     /// delay is netem's; sch_netem.c netem_enqueue() drops when `sch->q.qlen >= sch->limit`).
     #[serde(default)]
@@ -212,6 +215,10 @@ pub struct FlowConfig {
     /// Initial size of an autotuned send buffer (Linux tcp_wmem[1]); default 16 KB.
     #[serde(default)]
     pub sndbuf_initial_bytes: Option<u64>,
+    /// ECN negotiated for this connection (RFC 3168): the sender asked (net.ipv4.tcp_ecn = 1,
+    /// net.inet.tcp.ecn.enable = 1, or a module that needs ECN: dctcp) and the receiver accepts.
+    #[serde(default)]
+    pub ecn: bool,
     /// Linux PRR version ("5.15" or "6.x"); only for the linux stack.
     #[serde(default, deserialize_with = "prr_version")]
     pub prr: Option<PrrVersion>,

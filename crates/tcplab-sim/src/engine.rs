@@ -24,6 +24,8 @@ pub enum Action {
     FlowInterval(u32),
     /// Port counters' interval boundary.
     PortInterval,
+    /// A port with a queue discipline finished sending a packet: take out the next one.
+    PortDequeue(u32),
 }
 
 #[derive(Debug, PartialEq, Eq)]

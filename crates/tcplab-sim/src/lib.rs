@@ -3,10 +3,12 @@
 //! Data flows one way: a resolved [`config::SimConfig`] builds a [`sim::Simulation`], which runs in
 //! integer-nanosecond time and streams [`trace`] records out in batches.
 
+pub mod aqm;
 pub mod cc;
 pub mod config;
 pub mod cpu;
 pub mod engine;
+pub mod hist;
 pub mod net;
 pub mod packet;
 pub mod rng;

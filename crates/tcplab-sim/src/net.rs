@@ -1,6 +1,7 @@
 //! The network: egress ports (drop-tail FIFO + serialiser + propagation pipe), shared switch
 //! buffers with their sharing policy, and static shortest-path routes.
 
+use crate::aqm::{self, Aqm};
 use crate::config::{BufferPolicy, DirConfig, LinkConfig, NodeKind};
 use crate::packet::Packet;
 use crate::rng::Rng;
@@ -60,6 +61,12 @@ pub struct Port {
     pub losses: u64,
     /// Largest FIFO length seen, packets.
     pub max_queue_packets: u64,
+    /// A queue discipline in place of the drop-tail FIFO (then `waiting` stays empty: packets
+    /// wait in the discipline and go onto the wire one at a time, see [`crate::aqm`]).
+    pub aqm: Option<Box<dyn Aqm>>,
+    /// Per-packet queueing delay (arrival at the port to the start of transmission), kept for
+    /// monitored ports.
+    pub delay_hist: Option<crate::hist::DelayHistogram>,
 }
 
 impl Port {
@@ -91,6 +98,8 @@ impl Port {
             drops: 0,
             losses: 0,
             max_queue_packets: 0,
+            aqm: None,
+            delay_hist: None,
         }
     }
 
@@ -133,9 +142,24 @@ impl Port {
         self.busy_until
     }
 
-    /// Packets waiting in the FIFO (call `advance` first).
+    /// Packets waiting in the FIFO or the discipline (call `advance` first).
     pub fn queue_packets(&self) -> u64 {
-        self.waiting.len() as u64
+        self.waiting.len() as u64 + self.aqm.as_ref().map_or(0, |a| a.len_packets())
+    }
+
+    /// Bytes waiting in the FIFO or the discipline (call `advance` first).
+    pub fn queued_bytes(&self) -> u64 {
+        self.queue_bytes + self.aqm.as_ref().map_or(0, |a| a.len_bytes())
+    }
+
+    /// When the wire is free again.
+    pub fn busy_until(&self) -> Ns {
+        self.busy_until
+    }
+
+    /// Whether the wire is free at `now` (for a port with a discipline: time to dequeue).
+    pub fn idle(&self, now: Ns) -> bool {
+        self.busy_until <= now
     }
 
     /// Admission at `now` (after `advance`): random loss first (netem and Dummynet drop on entry),
@@ -158,8 +182,8 @@ impl Port {
             self.drops += 1;
             return Err(Drop::Buffer);
         }
-        if self.busy_until <= now {
-            return Ok(()); // goes straight onto the wire
+        if self.busy_until <= now || self.aqm.is_some() {
+            return Ok(()); // straight onto the wire, or the discipline decides
         }
         let size = p.size_bytes as u64;
         let over_packets = self
@@ -190,6 +214,9 @@ impl Port {
     pub fn send(&mut self, p: Packet, now: Ns) -> (Option<Ns>, u64) {
         let size = p.size_bytes as u64;
         let start = self.busy_until.max(now);
+        if let (Some(h), None) = (self.delay_hist.as_mut(), self.aqm.as_ref()) {
+            h.add(start - now);
+        }
         let mut queued = 0;
         if start > now {
             self.waiting.push_back((start, p.size_bytes));
@@ -229,9 +256,9 @@ impl Port {
         (bytes, packets)
     }
 
-    /// Packets held anywhere in this port (FIFO, wire, pipe).
+    /// Packets held anywhere in this port (FIFO or discipline, wire, pipe).
     pub fn packets_held(&self) -> u64 {
-        self.pipe.len() as u64
+        self.pipe.len() as u64 + self.aqm.as_ref().map_or(0, |a| a.len_packets())
     }
 }
 
@@ -273,7 +300,7 @@ pub fn link_ports(
     pools: &[Option<u32>],
     rng: &Rng,
     idx: u32,
-) -> [Port; 2] {
+) -> Result<[Port; 2], String> {
     let pool_of = |n: u32| {
         if kinds[n as usize] == NodeKind::Switch {
             pools[n as usize]
@@ -281,10 +308,21 @@ pub fn link_ports(
             None
         }
     };
-    [
+    let mut ports = [
         Port::new(l.a, l.b, &l.ab, pool_of(l.a), rng.fork(2 * idx as u64 + 1)),
         Port::new(l.b, l.a, &l.ba, pool_of(l.b), rng.fork(2 * idx as u64 + 2)),
-    ]
+    ];
+    for (k, (port, d)) in ports.iter_mut().zip([&l.ab, &l.ba]).enumerate() {
+        if let Some(cfg) = &d.aqm {
+            // Its own stream (1 << 41 + port), apart from the links' and the flows'.
+            let stream = (1 << 41) + 2 * idx as u64 + k as u64;
+            port.aqm = Some(
+                aqm::build(cfg, d.rate_bps, rng.fork(stream))
+                    .map_err(|e| format!("link {idx}: {e}"))?,
+            );
+        }
+    }
+    Ok(ports)
 }
 
 /// Next-hop port for every (node, destination) by breadth-first search over the ports, ties

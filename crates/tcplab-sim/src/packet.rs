@@ -53,6 +53,12 @@ pub struct Packet {
     pub ts_val: Ns,
     /// TSecr: echoed timestamp (Ack).
     pub ts_ecr: Ns,
+    /// IP ECN field (RFC 3168 §5; codepoints in [`crate::aqm::ecn`]).
+    pub ecn: u8,
+    /// TCP ECE flag: the receiver echoes congestion experienced (Ack).
+    pub ece: bool,
+    /// TCP CWR flag: the sender has reduced its window (Data).
+    pub cwr: bool,
 }
 
 impl Packet {
@@ -73,6 +79,9 @@ impl Packet {
             nsack: 0,
             ts_val: 0,
             ts_ecr: 0,
+            ecn: 0,
+            ece: false,
+            cwr: false,
         }
     }
 

@@ -17,6 +17,7 @@ pub fn dir(rate_bps: u64, delay_ns: Ns, buffer_packets: Option<u64>) -> DirConfi
         loss: 0.0,
         jitter_ns: 0,
         drop_arrivals: vec![],
+        aqm: None,
         held_limit_packets: None,
     }
 }
@@ -53,6 +54,7 @@ pub fn flow(name: &str, src: u32, dst: u32, cc: &str, app: AppConfig) -> FlowCon
         prr: None,
         sndbuf_initial_bytes: None,
         freebsd: None,
+        ecn: false,
     }
 }
 

@@ -63,6 +63,9 @@ def summarize(resolved: Resolved, totals: dict[str, Any], run_dir: Path) -> dict
             # Spurious retransmissions as the receiver saw them (the simulator counts them).
             duplicates_received=st.get("dup_segs_received"), final_cwnd_bytes=st["cwnd_bytes"],
             srtt_ms=_r(st["srtt_ns"] / 1e6, 3), min_rtt_ms=_r(st["min_rtt_ns"] / 1e6, 3), mss_bytes=info.mss))
+        if "ece_acks" in st:  # the connection negotiated ECN
+            flows[-1]["ecn"] = {"ce_segments_received": st["ce_segs_received"], "ece_acks": st["ece_acks"],
+                                "window_reductions": st["ecn_reductions"]}
     # Measurement window: from the first start to the last time-limited application's end (or the
     # last completion), on the port counters' interval grid.
     # A real-kernel run reports when each client actually started; the simulator starts on time.
@@ -110,6 +113,16 @@ def summarize(resolved: Resolved, totals: dict[str, Any], run_dir: Path) -> dict
         "fairness_jain": _r(jain_index([s["throughput_mbps"] or 0.0 for s in time_flows])),
         "background": totals["udp"],
     }
+    qd = port_tot.get("queue_delay")
+    if qd and (resolved.trace.latency or resolved.bottleneck_aqm_kind != "drop-tail"):
+        # Per packet, arrival at the bottleneck to the start of its transmission (histogram
+        # buckets of 1.6%; tcplab-sim hist.rs).
+        out["bottleneck"]["queue_delay_ms"] = {
+            "packets": qd["packets"], "mean": _r(qd["mean_ns"] / 1e6, 3),
+            **{k: _r(qd[f"{k}_ns"] / 1e6, 3) for k in ("p50", "p95", "p99", "max")}}
+    if "ecn_marks" in port_tot:  # the bottleneck runs a queue discipline
+        out["bottleneck"]["aqm"] = {"kind": resolved.bottleneck_aqm_kind, "drops": port_tot["aqm_drops"],
+                                    "ecn_marks": port_tot["ecn_marks"]}
     if "events" in totals:
         out["simulator"] = {"events": totals["events"], "packets": totals["packets"], "end_s": _r(totals["end_ns"] / 1e9)}
     if "emulation" in totals:

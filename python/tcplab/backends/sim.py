@@ -22,7 +22,8 @@ STEP_NS = 1_000_000_000
 def _direction(d: Direction) -> dict[str, Any]:
     out = {"rate_bps": d.rate_bps, "delay_ns": d.delay_ns, "buffer_packets": d.buffer_packets,
            "buffer_bytes": d.buffer_bytes, "loss": d.loss, "jitter_ns": d.jitter_ns}
-    return out | ({"held_limit_packets": d.held_limit_packets} if d.held_limit_packets is not None else {})
+    return out | ({"held_limit_packets": d.held_limit_packets} if d.held_limit_packets is not None else {}) \
+        | ({"aqm": dict(d.aqm)} if d.aqm is not None else {})
 
 
 def _node(n: Node) -> dict[str, Any]:
@@ -49,7 +50,7 @@ def lower(exp: Experiment) -> dict[str, Any]:
         "sndbuf_bytes": f.sndbuf_bytes, "rcvbuf_bytes": f.rcvbuf_bytes, "rcv_scaling_ratio": f.rcv_scaling_ratio,
         "rx_nic": _rx_nic(f), "tso_max_bytes": f.tso_max_bytes, "receiver_os": f.receiver_os, "write_bytes": f.write_bytes, "app": f.app.as_dict(), "prr": f.prr,
         "sndbuf_initial_bytes": f.sndbuf_initial_bytes, "freebsd": dict(f.freebsd) if f.freebsd is not None else None,
-    } for f in exp.flows]
+    } | ({"ecn": True} if f.ecn else {}) for f in exp.flows]
     udp = [{"name": u.name, "src": index[u.frm], "dst": index[u.to], "rate_bps": u.rate_bps, "size_bytes": u.size_bytes,
             "start_ns": u.start_ns, "stop_ns": u.stop_ns} for u in exp.background]
     return {

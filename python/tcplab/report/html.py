@@ -157,6 +157,17 @@ def write(run_dir: Path, summary: dict[str, Any], meta: dict[str, Any], spec_tom
                                                 "goodput utilisation", "drops", "random losses", "max queue pkts", "Jain fairness"],
                            [[b["link"], b["rate_mbps"], b["window_s"], util, b["goodput_mbps"], gutil, b["drops"],
                              b["random_losses"], b["max_queue_packets"], summary["fairness_jain"]]], left=1)
+        if "aqm" in b or "queue_delay_ms" in b:
+            aqm, qd = b.get("aqm", {}), b.get("queue_delay_ms", {})
+            bott_html += _table("latency-table", ["queue discipline", "AQM drops", "ECN marks", "queue delay p50 ms",
+                                                  "p95 ms", "p99 ms", "max ms", "packets"],
+                                [[aqm.get("kind", "drop-tail"), aqm.get("drops"), aqm.get("ecn_marks"), qd.get("p50"),
+                                  qd.get("p95"), qd.get("p99"), qd.get("max"), qd.get("packets")]], left=1)
+        ecn_rows = [[f["flow"], f["ecn"]["ce_segments_received"], f["ecn"]["ece_acks"], f["ecn"]["window_reductions"]]
+                    for f in summary["flows"] if "ecn" in f]
+        if ecn_rows:
+            bott_html += _table("ecn-table", ["flow (ECN)", "CE segments received", "ECE ACKs", "window reductions"],
+                                ecn_rows, left=1)
     else:
         bott_html = "<p>No bottleneck link: the run was imported from logs, which do not describe the path.</p>"
     lines = interval_lines(intervals, flows)

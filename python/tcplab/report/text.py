@@ -65,6 +65,11 @@ def summary_table(summary: dict[str, Any]) -> Table:
         if b["goodput_utilisation"] is not None:
             parts.append(f"goodput {b['goodput_mbps']:.1f} Mbit/s ({100 * b['goodput_utilisation']:.1f}%)")
         parts.append(f"drops {b['drops']}")
+        if "aqm" in b:
+            parts.append(f"{b['aqm']['kind']}: {b['aqm']['drops']} AQM drops, {b['aqm']['ecn_marks']} ECN marks")
+        qd = b.get("queue_delay_ms")
+        if qd:
+            parts.append(f"queue delay p50/p95/p99 {qd['p50']:.2f}/{qd['p95']:.2f}/{qd['p99']:.2f} ms")
     imp = summary.get("import")
     if imp is not None:
         parts.append(f"imported from {len(imp['sources'])} log(s), {imp['bad_lines']} malformed line(s) skipped")

@@ -118,7 +118,7 @@ def set_key(spec: dict[str, Any], key: str, value: Any, source: str) -> None:
 # [trace], [measure], [peers]
 
 
-TRACE_KEYS = ("sample", "interval", "sends", "acks", "pcap")
+TRACE_KEYS = ("sample", "interval", "sends", "acks", "pcap", "latency")
 
 
 def _trace(ctx: Ctx, spec: dict[str, Any]) -> tuple[Trace, dict]:
@@ -137,7 +137,12 @@ def _trace(ctx: Ctx, spec: dict[str, Any]) -> tuple[Trace, dict]:
     acks = ctx.boolean(t, "trace", "acks", False)
     if acks:
         norm["acks"] = True
-    return Trace(sample, interval, sends, pcap, acks), norm
+    # latency: per-packet queueing delay percentiles at the bottleneck in summary.json (always
+    # there with a queue discipline).
+    latency = ctx.boolean(t, "trace", "latency", False)
+    if latency:
+        norm["latency"] = True
+    return Trace(sample, interval, sends, pcap, latency=latency, acks=acks), norm
 
 
 MEASURE_KEYS = ("cpu",)

@@ -201,11 +201,14 @@ def _sender(ctx: Ctx, name: str, t: dict[str, Any], hosts: set[str], sysctls: _S
     if rcvbuf * ratio >> 8 < mss:
         raise ctx.err(join(path, "rcvbuf"), f"must offer a window of at least one segment ({mss} bytes); "
                       f"receiver {to} offers {ratio}/256 of its buffer")
+    # ECN is used when the sender asks (tcp_ecn = 1, or dctcp: TCP_CONG_NEEDS_ECN) and the receiver
+    # accepts (tcp_ecn 1 or 2; 2 is both systems' default).
+    ecn = (by_sysctl.get("ecn_request", False) or cc == "dctcp") and by_sysctl.get("ecn_accept", True)
     flow = Flow(name=name, host=host, to=to, stack=stack, cc=cc, start_ns=start, app=app, mss=mss, timestamps=timestamps,
                 sack=sack, iw_segments=iw, sndbuf_bytes=sndbuf, rcvbuf_bytes=rcvbuf, rcv_scaling_ratio=ratio,
                 rx_nic=receiver.rx_nic, write_bytes=write, prr=prr,
                 sndbuf_initial_bytes=by_sysctl.get("sndbuf_initial_bytes"), freebsd=freebsd,
-                tso_max_bytes=sender_host.tso_max_bytes, receiver_os=receiver.os)
+                tso_max_bytes=sender_host.tso_max_bytes, receiver_os=receiver.os, ecn=ecn)
     return flow, _normalized(t, flow, by_sysctl)
 
 

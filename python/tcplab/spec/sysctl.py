@@ -21,6 +21,8 @@ LINUX_SYSCTLS = {
     "net.ipv4.tcp_congestion_control": "congestion control of connections this host opens",
     "net.ipv4.tcp_no_metrics_save": "0 or 1; simulated runs never share cached metrics, so both act as 1",
     "route.initcwnd": "initial congestion window, segments (ip route ... initcwnd N)",
+    "net.ipv4.tcp_ecn": "ECN (RFC 3168): 1 request and accept, 2 accept only (default), 0 off; "
+                        "dctcp requests it whatever this says",
     "net.ipv4.tcp_adv_win_scale": "receiver: share of the buffer offered as window, 1 - 2^-n for n > 0, "
                                   "2^n for n <= 0 (default 1: half; Linux 6.6+ measure it, docs/models.md)",
 }
@@ -41,6 +43,7 @@ FREEBSD_SYSCTLS = {
     "net.inet.tcp.hostcache.enable": "0 or 1; simulated runs never share cached metrics, so both act as 0",
     "net.inet.tcp.functions_default": "TCP stack: freebsd or rack; must agree with the sender's stack",
     "net.inet.tcp.cc.algorithm": "congestion control of connections this host opens",
+    "net.inet.tcp.ecn.enable": "ECN (RFC 3168): 1 request and accept, 2 accept only (default), 0 off",
 }
 
 #: net.inet.tcp.functions_default values and the sender stack each one names.
@@ -152,7 +155,15 @@ def _one(name: str, value: Any, stack_family: str, role: str) -> dict[str, Any]:
     elif name == "route.initcwnd":
         if role == "sender":
             out["iw_segments"] = _int(1, 10000)(value)
+    elif name == "net.ipv4.tcp_ecn":
+        out |= _ecn(_int(0, 2)(value), role)
     return out
+
+
+def _ecn(mode: int, role: str) -> dict[str, Any]:
+    """net.ipv4.tcp_ecn / net.inet.tcp.ecn.enable: a sender asks for ECN with 1; a receiver
+    accepts with 1 or 2 (Linux tcp_ecn_create_request(), FreeBSD tcp_ecn_syncache_respond())."""
+    return {"ecn_request": mode == 1} if role == "sender" else {"ecn_accept": mode in (1, 2)}
 
 
 def _freebsd(name: str, value: Any, role: str) -> dict[str, Any]:
@@ -185,4 +196,6 @@ def _freebsd(name: str, value: Any, role: str) -> dict[str, Any]:
         return {"stack_from_sysctl": FUNCTIONS[value]} if role == "sender" else {}
     if name == "net.inet.tcp.cc.algorithm":
         return {"cc": str(value)} if role == "sender" else {}
+    if name == "net.inet.tcp.ecn.enable":
+        return _ecn(_int(0, 2)(value), role)
     raise KeyError(name)

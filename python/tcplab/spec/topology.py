@@ -6,6 +6,7 @@ import dataclasses
 from typing import Any
 
 from ..model import BufferPolicy, Direction, Link, Node
+from . import aqm as aqm_spec
 from . import limits, units
 from .ctx import Ctx, join
 
@@ -15,7 +16,8 @@ KINDS = ("dumbbell", "pipe", "switch", "tri-point")
 #: interrupts); a simulator without it phase-locks equal-rate flows (see docs/models.md).
 ACCESS_JITTER = "1us"
 
-LINK_KEYS = ("rate", "delay", "rtt", "reverse_delay", "jitter", "buffer", "reverse_buffer", "loss", "reverse_loss")
+LINK_KEYS = ("rate", "delay", "rtt", "reverse_delay", "jitter", "buffer", "reverse_buffer", "loss", "reverse_loss", "aqm",
+             "reverse_aqm")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,8 +67,19 @@ def link(ctx: Ctx, t: dict[str, Any], path: str, defaults: dict[str, str], share
     loss = ctx.probability(t, path, "loss")
     rloss = ctx.probability(t, path, "reverse_loss")
     norm["loss"], norm["reverse_loss"] = loss, rloss
-    return (Direction(rate, delay, bufs[0][0], bufs[0][1], loss, jitter),
-            Direction(rate, rdelay, bufs[1][0], bufs[1][1], rloss, jitter), norm)
+    aqms = []
+    for key, buf in (("aqm", bufs[0]), ("reverse_aqm", bufs[1])):
+        if key not in t:
+            aqms.append(None)
+            continue
+        if shared:
+            raise ctx.err(join(path, key), "a queue discipline on a switch's shared buffer is not supported; "
+                                           "use a dumbbell or pipe topology")
+        resolved = aqm_spec.aqm(ctx, t[key], join(path, key), buf)
+        aqms.append(tuple(resolved.items()) if resolved is not None else None)
+        norm[key] = t[key]
+    return (Direction(rate, delay, bufs[0][0], bufs[0][1], loss, jitter, aqms[0]),
+            Direction(rate, rdelay, bufs[1][0], bufs[1][1], rloss, jitter, aqms[1]), norm)
 
 
 def _shape(ctx: Ctx, topo: dict[str, Any], kind: str) -> tuple[list[str], list[str], list[tuple[str, str]]]:
@@ -149,6 +162,9 @@ def topology(ctx: Ctx, spec: dict[str, Any]) -> Topology:
     hosts = set(senders + receivers)
     access_t = ctx.table(topo.get("access", {}), "topology.access")
     bott_t = ctx.table(topo.get("bottleneck", {}), "topology.bottleneck")
+    for key in ("aqm", "reverse_aqm"):
+        if key in access_t:
+            raise ctx.err(f"topology.access.{key}", "queue disciplines go on the bottleneck (topology.bottleneck.aqm)")
     access_ab, access_ba, norm["access"] = link(ctx, access_t, "topology.access",
                                                 {"rate": "10Gbit", "delay": "10us", "jitter": ACCESS_JITTER}, False)
     b_ab, b_ba, norm["bottleneck"] = link(ctx, bott_t, "topology.bottleneck", {"delay": "10us"}, shared)

@@ -9,7 +9,9 @@
 pub mod bbr;
 pub mod bic;
 pub mod cubic;
+pub mod dctcp;
 pub mod freebsd;
+pub mod freebsd_dctcp;
 pub mod freebsd_htcp;
 pub mod highspeed;
 pub mod htcp;
@@ -92,6 +94,10 @@ pub struct CcView {
     pub next_send_ns: Ns,
     /// A per-connection random value from the run's seeded generator (the kernel's prandom).
     pub random: u64,
+    /// Whether the ACK being processed carries ECE (RFC 3168; Linux FLAG_ECE).
+    pub ece: bool,
+    /// Bytes the ACK being processed newly acknowledged or SACKed (set before `in_ack_event`).
+    pub delivered_bytes_this_ack: u64,
 }
 
 /// A stored view and window, for calling hooks without a connection (the modules' tests, the CPU
@@ -188,6 +194,8 @@ impl CcVars {
                 delivered_mstamp_ns: 0,
                 next_send_ns: 0,
                 random: 0,
+                ece: false,
+                delivered_bytes_this_ack: 0,
             },
         }
     }
@@ -301,6 +309,7 @@ pub const ALGORITHMS: &[&str] = &[
     "scalable",
     "highspeed",
     "bbr",
+    "dctcp",
 ];
 
 /// Names a stack family offers: those the registry builds for it (`reno` is accepted too, as
@@ -375,6 +384,10 @@ pub fn build(name: &str, family: Family) -> Option<Cc> {
             make!(FreeBsdHtcp, freebsd_htcp::FreeBsdHtcp::default())
         }
         ("bbr", Family::Linux) => make!(Bbr, bbr::Bbr::default()),
+        ("dctcp", Family::Linux) => make!(Dctcp, dctcp::Dctcp::default()),
+        ("dctcp", Family::FreeBsd) => {
+            make!(FreeBsdDctcp, freebsd_dctcp::FreeBsdDctcp::default())
+        }
         _ => None,
     }
 }
@@ -418,6 +431,8 @@ pub mod dispatch {
         HighSpeed(highspeed::HighSpeed),
         FreeBsdHtcp(freebsd_htcp::FreeBsdHtcp),
         Bbr(bbr::Bbr),
+        Dctcp(dctcp::Dctcp),
+        FreeBsdDctcp(freebsd_dctcp::FreeBsdDctcp),
         Marked(Box<crate::cpu::MarkedCc>),
         External(Box<dyn CongestionControl>),
     }
@@ -440,6 +455,8 @@ pub mod dispatch {
                 StaticCc::HighSpeed($c) => $call,
                 StaticCc::FreeBsdHtcp($c) => $call,
                 StaticCc::Bbr($c) => $call,
+                StaticCc::Dctcp($c) => $call,
+                StaticCc::FreeBsdDctcp($c) => $call,
                 StaticCc::Marked($c) => $call,
                 StaticCc::External($c) => $call,
             }

@@ -56,7 +56,13 @@ pub(super) fn network(cfg: &SimConfig) -> Result<(Vec<Port>, Vec<Pool>), String>
                 return Err(format!("link {i} has loss {} outside [0, 1]", d.loss));
             }
         }
-        ports.extend(link_ports(l, &kinds, &pool_of, &rng, i as u32));
+        let pair = link_ports(l, &kinds, &pool_of, &rng, i as u32)?;
+        if pair.iter().any(|p| p.aqm.is_some() && p.pool.is_some()) {
+            return Err(format!(
+                "link {i}: a queue discipline on a port of a shared-buffer switch is not supported"
+            ));
+        }
+        ports.extend(pair);
     }
     for (i, p) in ports.iter().enumerate() {
         if let Some(pl) = p.pool {

@@ -3,6 +3,7 @@
 
 use crate::cc;
 
+mod aqm_port;
 mod build;
 
 /// Supplies a flow's algorithm from outside the registry (a user-written one), by flow index and
@@ -61,6 +62,9 @@ pub struct FlowStats {
     pub srtt_ns: Ns,
     /// Smallest RTT sample.
     pub min_rtt_ns: Ns,
+    /// ECN, when the connection negotiated it: (segments that arrived CE, ACKs with ECE,
+    /// window reductions for ECE).
+    pub ecn: Option<(u64, u64, u64)>,
 }
 
 /// Run `$call` (a call into a TCP endpoint), marked as the TCP path when the run measures CPU.
@@ -106,6 +110,7 @@ pub struct Simulation {
     monitor: Vec<u32>,
     next_id: u64,
     scratch: Vec<Packet>,
+    aqm_dropped: Vec<Packet>,
     flow_iv: Vec<(Ns, u64, u64)>,
     port_iv: Vec<(u64, u64, u64, u64)>,
     port_iv_start: Ns,
@@ -138,6 +143,10 @@ impl Simulation {
         let (senders, receivers) = build::flows(cfg, &routes, external, cpu.is_some())?;
         let udp = build::udp_sources(cfg)?;
         let monitor = build::monitored_ports(cfg)?;
+        let mut ports = ports;
+        for &m in &monitor {
+            ports[m as usize].delay_hist = Some(Default::default());
+        }
         let q = build::first_events(cfg, &udp);
         let nf = senders.len();
         Ok(Simulation {
@@ -163,6 +172,7 @@ impl Simulation {
             monitor,
             next_id: 0,
             scratch: Vec::with_capacity(64),
+            aqm_dropped: Vec::new(),
             flow_iv: vec![(0, 0, 0); nf],
             port_iv_start: 0,
             created: 0,
@@ -268,6 +278,7 @@ impl Simulation {
                 }
             }
             Action::FlowInterval(f) => self.flow_interval(f as usize),
+            Action::PortDequeue(pi) => self.aqm_dequeue(pi),
             Action::PortInterval => {
                 self.port_interval();
                 let next = self.now + self.interval_ns;
@@ -367,7 +378,7 @@ impl Simulation {
                 self.now as i64,
                 p as i64,
                 port.queue_packets() as i64,
-                port.queue_bytes as i64,
+                port.queued_bytes() as i64,
             ]);
         }
     }
@@ -524,6 +535,10 @@ impl Simulation {
             self.drop_packet(p);
             return;
         }
+        if port.aqm.is_some() {
+            self.aqm_enqueue(pi, p);
+            return;
+        }
         let (arrival, queued) = port.send(p, now);
         if let Some(pl) = pool {
             self.pools[pl as usize].used_bytes += queued;
@@ -625,6 +640,10 @@ impl Simulation {
                 cwnd_bytes: s.v.win.cwnd,
                 srtt_ns: s.rtt.srtt_ns,
                 min_rtt_ns: s.rtt.min_rtt_ns,
+                ecn: s
+                    .ecn
+                    .on
+                    .then_some((r.ce_segs, s.ecn.ece_acks, s.ecn.reductions)),
             })
             .collect()
     }

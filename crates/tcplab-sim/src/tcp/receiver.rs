@@ -104,6 +104,20 @@ impl RxNic {
     }
 }
 
+/// How a receiver echoes congestion marks (RFC 3168 §6.1.3 or DCTCP's exact echo).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EcnEcho {
+    /// ECN not negotiated.
+    Off,
+    /// RFC 3168: ECE on every ACK from a CE segment until a segment with CWR arrives; Linux
+    /// tcp_ecn_check_ce() also sends the next ACKs at once (tcp_enter_quickack_mode(sk, 2)).
+    Rfc3168,
+    /// DCTCP: ECE on an ACK iff the segments it acknowledges were CE; a change of CE state sends
+    /// the delayed ACK of the old state first, then one at once (Linux tcp_dctcp.c
+    /// dctcp_ece_ack_update(); FreeBSD cc_dctcp.c dctcp_ecnpkt_handler()).
+    Dctcp,
+}
+
 /// One TCP receiver.
 pub struct TcpReceiver {
     flow: u32,
@@ -135,6 +149,12 @@ pub struct TcpReceiver {
     /// Segments that brought nothing new (all below rcv_nxt or inside a held block): the
     /// spurious retransmissions a DSACK would report (RFC 2883).
     pub dup_segs: u64,
+    ecn: EcnEcho,
+    /// RFC 3168 TCP_ECN_DEMAND_CWR, or DCTCP's CE state: what the next ACK's ECE says.
+    ece: bool,
+    ack_now: bool,
+    /// Data segments that arrived CE-marked.
+    pub ce_segs: u64,
 }
 
 /// RFC 7323 §2.3: the smallest shift that lets the buffer fit in the 16-bit window field (max 14).
@@ -178,6 +198,42 @@ impl TcpReceiver {
                 ring: Vec::new(),
                 irq_at: None,
             },
+            ecn: match (f.ecn, f.cc.as_str()) {
+                (false, _) => EcnEcho::Off,
+                (true, "dctcp") => EcnEcho::Dctcp,
+                (true, _) => EcnEcho::Rfc3168,
+            },
+            ece: false,
+            ack_now: false,
+            ce_segs: 0,
+        }
+    }
+
+    /// The IP ECN field and CWR flag of an arriving segment, before TCP processes its data.
+    fn ecn_in(&mut self, p: &Packet, out: &mut Vec<Packet>, next_id: &mut u64) {
+        let ce = p.ecn == crate::aqm::ecn::CE;
+        self.ce_segs += ce as u64;
+        match self.ecn {
+            EcnEcho::Off => {}
+            EcnEcho::Rfc3168 => {
+                // tcp_ecn_accept_cwr() before tcp_ecn_check_ce(), as tcp_data_queue() runs them.
+                if p.cwr {
+                    self.ece = false;
+                }
+                if ce && !self.ece {
+                    self.ece = true;
+                    self.quickacks = self.quickacks.max(2);
+                }
+            }
+            EcnEcho::Dctcp => {
+                if ce != self.ece {
+                    if self.delack_deadline.is_some() {
+                        self.send_ack(out, next_id); // the delayed ACK, with the old state
+                    }
+                    self.ack_now = true;
+                }
+                self.ece = ce;
+            }
         }
     }
 
@@ -200,6 +256,9 @@ impl TcpReceiver {
     /// LRO (`RxNic::poll`).
     pub fn on_data(&mut self, p: &Packet, now: Ns, out: &mut Vec<Packet>, next_id: &mut u64) {
         let len = p.len as u64;
+        if self.ecn != EcnEcho::Off || p.ecn == crate::aqm::ecn::CE {
+            self.ecn_in(p, out, next_id);
+        }
         if !self.nic.moderated() {
             return self.receive(p.seq, len, p.ts_val, now, out, next_id);
         }
@@ -266,7 +325,13 @@ impl TcpReceiver {
             if quick {
                 self.quickacks -= 1;
             }
-            if quick || had_ooo || self.unacked_segs >= self.ack_every || len % self.mss != 0 {
+            let now_ack = std::mem::take(&mut self.ack_now);
+            if quick
+                || now_ack
+                || had_ooo
+                || self.unacked_segs >= self.ack_every
+                || len % self.mss != 0
+            {
                 // RFC 5681 §4.2: ACK at once when a segment fills (part of) a gap; every 2nd full
                 // segment (a GRO aggregate of two or more is one stretch ACK, as Linux's
                 // __tcp_ack_snd_check() ACKs more than one rcv_mss at once); a short segment (the
@@ -334,6 +399,7 @@ impl TcpReceiver {
         self.right_edge = self.right_edge.max(self.rcv_nxt + free);
         a.rwnd = self.right_edge - self.rcv_nxt;
         a.ts_ecr = self.ts_recent;
+        a.ece = self.ece && self.ecn != EcnEcho::Off;
         if self.sack {
             let max_blocks = if self.timestamps { 3 } else { MAX_SACK_BLOCKS };
             let n = self.recent_blocks.len().min(max_blocks);
@@ -344,6 +410,7 @@ impl TcpReceiver {
         self.last_ack_sent = self.rcv_nxt;
         self.unacked_segs = 0;
         self.delack_deadline = None;
+        self.ack_now = false;
         self.acks_sent += 1;
         out.push(a);
     }
@@ -384,6 +451,7 @@ mod tests {
             sndbuf_initial_bytes: None,
             prr: None,
             freebsd: None,
+            ecn: false,
         };
         TcpReceiver::new(0, &f, &crate::stack::profile("linux").unwrap())
     }

@@ -64,6 +64,8 @@ def _sysctls(resolved: Resolved, p: planmod.Plan) -> dict[str, dict[str, str]]:
         src, dst = p.node_ns[f.host], p.node_ns[f.to]
         out[src]["net.ipv4.tcp_wmem"] = f"4096 16384 {f.sndbuf_bytes}"
         out[dst]["net.ipv4.tcp_rmem"] = f"4096 131072 {f.rcvbuf_bytes}"
+        if f.ecn:  # RFC 3168 negotiation by the kernel itself (receivers accept by default, 2)
+            out[src]["net.ipv4.tcp_ecn"] = "1"
         scale = resolved.host_sysctls.get(f.to, {}).get("net.ipv4.tcp_adv_win_scale")
         if scale is not None:
             out[dst]["net.ipv4.tcp_adv_win_scale"] = str(scale)

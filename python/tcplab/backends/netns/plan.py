@@ -107,6 +107,10 @@ def _refuse(exp: Experiment) -> None:
                             "Linux TCP only (use the simulator for FreeBSD stacks)")
     if len(exp.links) > 250:
         raise PlanError("more than 250 links")
+    if any(d.aqm is not None for ln in exp.links for d in (ln.ab, ln.ba)):
+        raise PlanError("topology.bottleneck.aqm: the netns backend does not build queue disciplines yet "
+                        "(this kernel has no codel/fq_codel/pie qdisc and tcplab-linkem has no AQM); "
+                        "use the simulator")
 
 
 def _link_devices(plan: Plan, exp: Experiment, i: int, link: Link) -> None:

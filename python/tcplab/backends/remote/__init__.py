@@ -360,6 +360,9 @@ def _start_pcaps(exp: Experiment, lab: Lab, plans: dict[str, planmod.HostPlan], 
             out.append(n)
     if out:
         time.sleep(0.5)
+    for n in out:  # a capture that could not start says why, before any traffic
+        if not hosts[n].running(["pcap"]):
+            raise RemoteError(f"{n}: tcpdump did not start: {hosts[n].read('pcap.err').strip()[-300:]}")
     return out
 
 

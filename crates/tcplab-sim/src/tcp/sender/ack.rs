@@ -88,6 +88,7 @@ impl Conn {
             // Linux hands the module ca_rtt (ack_sample.rtt_us = rate->rtt_us, tcp_ack_update_rtt()),
             // falling back to the timestamp echo when only retransmitted data was acknowledged.
             self.v.snd_nxt = self.snd_nxt;
+            self.v.delivered_bytes_this_ack = a.acked + a.newly_sacked;
             let slow_path = a.acked == 0 || !p.sack_blocks().is_empty();
             self.cc
                 .in_ack_event(&self.view(), &mut self.v.win, slow_path);
@@ -168,7 +169,11 @@ impl Conn {
     /// The CC's per-ACK growth outside recovery (FreeBSD cc_ack_received, Linux cong_avoid),
     /// then the round bookkeeping.
     pub(super) fn cc_ack(&mut self, a: &AckIntake) {
-        if !matches!(self.state, State::Recovery { .. }) && !self.owns_cwnd {
+        let in_recovery = self.v.in_recovery;
+        if !matches!(self.state, State::Recovery { .. })
+            && !self.owns_cwnd
+            && self.ecn_allows_growth()
+        {
             if a.acked > 0 {
                 self.v.bytes_this_ack = a.acked;
                 self.cc
@@ -179,6 +184,7 @@ impl Conn {
                     .ack_received(&self.view(), &mut self.v.win, crate::cc::AckKind::DupAck);
             }
         }
+        self.v.in_recovery = in_recovery;
         if a.acked > 0 && self.snd_una >= self.round_end {
             self.round_end = self.snd_nxt;
             self.max_out = self.snd_nxt - self.snd_una;

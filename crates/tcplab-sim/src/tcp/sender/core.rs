@@ -97,6 +97,8 @@ pub struct Conn {
     /// Whether the CC asks the stack to pace (Linux SK_PACING_NEEDED: BBR).
     pub(super) cc_paces: bool,
     pub(super) rate: RateState,
+    /// ECN state (RFC 3168), inert when the connection did not negotiate ECN.
+    pub ecn: super::ecn::EcnState,
 }
 
 impl Conn {
@@ -164,6 +166,7 @@ impl Conn {
             owns_cwnd: cc.owns_cwnd(),
             cc_paces: cc.needs_pacing(),
             rate: RateState::default(),
+            ecn: super::ecn::EcnState::new(f.ecn),
             cc,
         }
     }
@@ -295,6 +298,8 @@ impl Conn {
             delivered_mstamp_ns: i.delivered_mstamp_ns,
             next_send_ns: i.next_send_ns,
             random: i.random,
+            ece: i.ece,
+            delivered_bytes_this_ack: i.delivered_bytes_this_ack,
         }
     }
 
@@ -462,6 +467,7 @@ impl Conn {
         p.retx = retx;
         p.size_bytes = header_bytes(self.timestamps, 0) + len as u32;
         p.ts_val = now;
+        self.ecn.mark_outgoing(&mut p);
         if matches!(self.state, State::Recovery { .. }) {
             // What the PRR components count as prr_out (Linux tcp_event_new_data_sent() /
             // tcp_retransmit_skb() in packets; FreeBSD sackhint.prr_out and rack.c
@@ -610,11 +616,15 @@ impl Conn {
     pub(super) fn begin_recovery(&mut self, flight: u64) -> u64 {
         let recover = self.snd_nxt;
         self.v.flight = flight;
-        self.cc.cong_signal(
-            &self.view(),
-            &mut self.v.win,
-            crate::cc::CongSignal::NDupAck,
-        );
+        // Linux tcp_enter_recovery(): no new ssthresh while a CWR reduction is under way
+        // (tcp_in_cwnd_reduction()); FreeBSD newreno: not when IN_CONGRECOVERY.
+        if !self.ecn.in_cwr(self.snd_una) {
+            self.cc.cong_signal(
+                &self.view(),
+                &mut self.v.win,
+                crate::cc::CongSignal::NDupAck,
+            );
+        }
         self.v.in_recovery = true;
         self.state = State::Recovery { recover };
         self.recoveries += 1;
@@ -712,6 +722,8 @@ pub struct CcInputs {
     pub delivered_mstamp_ns: Ns,
     pub next_send_ns: Ns,
     pub random: u64,
+    pub ece: bool,
+    pub delivered_bytes_this_ack: u64,
 }
 
 impl ConnCc {
@@ -739,6 +751,8 @@ impl ConnCc {
                 delivered_mstamp_ns: 0,
                 next_send_ns: 0,
                 random: 0,
+                ece: false,
+                delivered_bytes_this_ack: 0,
             },
         }
     }

@@ -264,7 +264,12 @@ impl FreeBsdStack {
         c.v.cwnd_limited = c.v.win.cwnd <= c.snd_wnd;
         c.v.bytes_this_ack = acked;
         c.v.after_rto = matches!(c.state, State::Loss { .. }) && c.sb.lost_bytes > 0;
-        c.cc.ack_received(&c.view(), &mut c.v.win, AckKind::Ack);
+        c.v.delivered_bytes_this_ack = acked;
+        let in_recovery = c.v.in_recovery;
+        if c.ecn_allows_growth() {
+            c.cc.ack_received(&c.view(), &mut c.v.win, AckKind::Ack);
+        }
+        c.v.in_recovery = in_recovery;
         c.snd_una = p.ack;
         c.v.snd_nxt = c.snd_nxt;
         if exited && self.k.version.post_recovery_after_snd_una() {

@@ -13,6 +13,7 @@ use crate::time::Ns;
 
 mod ack;
 mod core;
+pub mod ecn;
 mod freebsd;
 mod freebsd_rack;
 mod linux;
@@ -241,6 +242,7 @@ impl TcpSender {
 
     /// Process an ACK.
     pub fn on_ack(&mut self, p: &Packet, now: Ns, out: &mut Vec<Packet>, next_id: &mut u64) {
+        self.core.ecn_on_ack(p, now);
         let c = &mut self.core;
         each_stack!(&mut self.stack, s => s.on_ack(c, p, now, out, next_id))
     }

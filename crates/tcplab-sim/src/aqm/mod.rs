@@ -1,0 +1,306 @@
+//! Active queue management at a port: the queue disciplines a link direction can run instead of
+//! drop-tail (CoDel, FQ-CoDel, PIE, RED, a DCTCP step-marking threshold), behind one trait the
+//! port calls when a packet arrives and when its transmitter is free.
+//!
+//! Drop-tail ports never touch this module (their records stay what they were). A port with an
+//! AQM holds packets in the discipline and takes the next one out only when the wire is free, as a
+//! Linux qdisc does (`dequeue` runs from `qdisc_restart()` when the device can send), so a
+//! dequeue-time discipline (CoDel) sees the real sojourn time and the real backlog.
+
+pub mod codel;
+pub mod fq_codel;
+pub mod pie;
+pub mod red;
+pub mod step;
+
+use crate::packet::Packet;
+use crate::rng::Rng;
+use crate::time::Ns;
+use serde::Deserialize;
+
+pub use codel::CodelParams;
+
+/// IP ECN field codepoints (RFC 3168 §5).
+pub mod ecn {
+    /// Not ECN-capable transport.
+    pub const NOT_ECT: u8 = 0b00;
+    /// ECT(1).
+    pub const ECT1: u8 = 0b01;
+    /// ECT(0), what RFC 3168 senders set.
+    pub const ECT0: u8 = 0b10;
+    /// Congestion experienced.
+    pub const CE: u8 = 0b11;
+}
+
+/// Mark a packet CE if its transport is ECN-capable; false (the caller drops instead) if not.
+/// Linux include/net/inet_ecn.h INET_ECN_set_ce(): Not-ECT cannot be marked, CE stays CE.
+pub fn set_ce(p: &mut Packet) -> bool {
+    if p.ecn == ecn::NOT_ECT {
+        return false;
+    }
+    p.ecn = ecn::CE;
+    true
+}
+
+/// A packet held by a discipline, with the time it arrived (skb->tstamp / codel enqueue time).
+pub struct Queued {
+    /// When it entered the queue.
+    pub enqueue_ns: Ns,
+    /// The packet.
+    pub p: Packet,
+}
+
+/// What a discipline counted.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct AqmStats {
+    /// Packets the discipline dropped (early/AQM drops and its own limit).
+    pub drops: u64,
+    /// Packets it marked CE instead of dropping.
+    pub ecn_marks: u64,
+}
+
+/// One queue discipline. The port calls `enqueue` for each arriving packet and `dequeue` when its
+/// transmitter is free; packets either discipline drops go into `dropped` for the caller to count.
+pub trait Aqm {
+    /// A packet arrives at `now`; it is held, or pushed onto `dropped`.
+    fn enqueue(&mut self, p: Packet, now: Ns, dropped: &mut Vec<Packet>);
+    /// The wire is free at `now`: the next packet to send, if any (dropping some on the way).
+    fn dequeue(&mut self, now: Ns, dropped: &mut Vec<Packet>) -> Option<Packet>;
+    /// Packets held.
+    fn len_packets(&self) -> u64;
+    /// Bytes held.
+    fn len_bytes(&self) -> u64;
+    /// Counters.
+    fn stats(&self) -> AqmStats;
+    /// When the packet the last `dequeue` returned entered the queue.
+    fn last_enqueue_ns(&self) -> Ns;
+}
+
+/// A discipline as the resolved spec gives it (units already ns and bytes; defaults already
+/// filled in by the Python side, which cites where each comes from).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum AqmConfig {
+    /// CoDel (RFC 8289; Linux net/sched/sch_codel.c).
+    Codel {
+        /// Acceptable standing queue delay.
+        target_ns: Ns,
+        /// Sliding window over which the minimum delay is taken.
+        interval_ns: Ns,
+        /// Queue limit, packets.
+        limit_packets: u64,
+        /// Mark ECT packets instead of dropping them.
+        ecn: bool,
+        /// Mark CE above this sojourn time (Linux ce_threshold); None = off.
+        #[serde(default)]
+        ce_threshold_ns: Option<Ns>,
+    },
+    /// FQ-CoDel (RFC 8290; Linux net/sched/sch_fq_codel.c).
+    FqCodel {
+        /// Per-flow CoDel target.
+        target_ns: Ns,
+        /// Per-flow CoDel interval.
+        interval_ns: Ns,
+        /// Queue limit over all flows, packets.
+        limit_packets: u64,
+        /// Mark ECT packets instead of dropping them.
+        ecn: bool,
+        /// Hash buckets.
+        flows: u32,
+        /// DRR quantum, bytes.
+        quantum_bytes: u32,
+        /// Packets dropped at most per overflow from the fattest flow.
+        drop_batch: u32,
+        /// Mark CE above this sojourn time; None = off.
+        #[serde(default)]
+        ce_threshold_ns: Option<Ns>,
+    },
+    /// PIE (RFC 8033; Linux net/sched/sch_pie.c).
+    Pie {
+        /// Target queue delay.
+        target_ns: Ns,
+        /// Drop-probability update period.
+        tupdate_ns: Ns,
+        /// Queue limit, packets.
+        limit_packets: u64,
+        /// Integral gain in 1/16 units (Linux `alpha`, default 2 = 0.125).
+        alpha: u32,
+        /// Proportional gain in 1/16 units (Linux `beta`, default 20 = 1.25).
+        beta: u32,
+        /// Mark ECT packets while the probability is at most 10%.
+        ecn: bool,
+        /// Scale the probability by packet size.
+        bytemode: bool,
+    },
+    /// RED (Floyd & Jacobson 1993; Linux net/sched/sch_red.c, include/net/red.h).
+    Red {
+        /// Queue limit, bytes.
+        limit_bytes: u64,
+        /// Average queue below which nothing is marked, bytes.
+        min_bytes: u64,
+        /// Average queue above which everything is marked, bytes.
+        max_bytes: u64,
+        /// Marking probability at max (max_P).
+        probability: f64,
+        /// EWMA weight exponent: W = 2^-wlog (tc computes it from burst, see the Python side).
+        wlog: u32,
+        /// Average packet size, bytes (for the idle-time decay).
+        avpkt_bytes: u64,
+        /// Mark ECT packets instead of dropping them.
+        ecn: bool,
+        /// Drop (not mark) above max even with ECN (TC_RED_HARDDROP).
+        harddrop: bool,
+        /// Adaptive RED: adjust max_P every 500 ms (Floyd, Gummadi, Shenker 2001).
+        adaptive: bool,
+    },
+    /// Step marking: CE on arrival when the queue holds more than a threshold (the DCTCP switch,
+    /// Alizadeh et al., SIGCOMM 2010, §3.1).
+    Step {
+        /// Marking threshold K, bytes waiting.
+        threshold_bytes: u64,
+        /// Queue limit, packets.
+        limit_packets: u64,
+    },
+}
+
+/// Build a discipline for a port whose wire runs at `rate_bps`.
+pub fn build(cfg: &AqmConfig, rate_bps: u64, rng: Rng) -> Result<Box<dyn Aqm>, String> {
+    Ok(match cfg {
+        AqmConfig::Codel {
+            target_ns,
+            interval_ns,
+            limit_packets,
+            ecn,
+            ce_threshold_ns,
+        } => Box::new(codel::Codel::new(
+            CodelParams::new(*target_ns, *interval_ns, *ecn, *ce_threshold_ns)?,
+            *limit_packets,
+        )),
+        AqmConfig::FqCodel {
+            target_ns,
+            interval_ns,
+            limit_packets,
+            ecn,
+            flows,
+            quantum_bytes,
+            drop_batch,
+            ce_threshold_ns,
+        } => {
+            if *flows == 0 || *quantum_bytes == 0 || *drop_batch == 0 {
+                return Err("fq_codel flows, quantum and drop_batch must be positive".into());
+            }
+            Box::new(fq_codel::FqCodel::new(
+                CodelParams::new(*target_ns, *interval_ns, *ecn, *ce_threshold_ns)?,
+                *limit_packets,
+                *flows,
+                *quantum_bytes,
+                *drop_batch,
+                rng.next_u64_of(),
+            ))
+        }
+        AqmConfig::Pie {
+            target_ns,
+            tupdate_ns,
+            limit_packets,
+            alpha,
+            beta,
+            ecn,
+            bytemode,
+        } => {
+            if *tupdate_ns == 0 {
+                return Err("pie tupdate must be positive".into());
+            }
+            Box::new(pie::Pie::new(
+                *target_ns,
+                *tupdate_ns,
+                *limit_packets,
+                *alpha,
+                *beta,
+                *ecn,
+                *bytemode,
+                rng,
+            ))
+        }
+        AqmConfig::Red {
+            limit_bytes,
+            min_bytes,
+            max_bytes,
+            probability,
+            wlog,
+            avpkt_bytes,
+            ecn,
+            harddrop,
+            adaptive,
+        } => {
+            if min_bytes >= max_bytes || !(*probability > 0.0 && *probability <= 1.0) {
+                return Err("red needs min < max and 0 < probability <= 1".into());
+            }
+            Box::new(red::Red::new(
+                red::RedParams {
+                    limit_bytes: *limit_bytes,
+                    min_bytes: *min_bytes,
+                    max_bytes: *max_bytes,
+                    probability: *probability,
+                    wlog: *wlog,
+                    avpkt_bytes: *avpkt_bytes,
+                    ecn: *ecn,
+                    harddrop: *harddrop,
+                    adaptive: *adaptive,
+                },
+                rate_bps,
+                rng,
+            ))
+        }
+        AqmConfig::Step {
+            threshold_bytes,
+            limit_packets,
+        } => Box::new(step::Step::new(*threshold_bytes, *limit_packets)),
+    })
+}
+
+/// A first-in first-out packet queue with byte and packet counts (what CoDel, PIE, RED and step
+/// hold; FQ-CoDel holds one per flow).
+#[derive(Default)]
+pub struct Fifo {
+    q: std::collections::VecDeque<Queued>,
+    bytes: u64,
+    /// Enqueue time of the packet last taken out.
+    pub last_popped_enqueue_ns: Ns,
+}
+
+impl Fifo {
+    /// Append.
+    pub fn push(&mut self, p: Packet, now: Ns) {
+        self.bytes += p.size_bytes as u64;
+        self.q.push_back(Queued { enqueue_ns: now, p });
+    }
+    /// Take the head.
+    pub fn pop(&mut self) -> Option<Queued> {
+        let x = self.q.pop_front()?;
+        self.bytes -= x.p.size_bytes as u64;
+        self.last_popped_enqueue_ns = x.enqueue_ns;
+        Some(x)
+    }
+    /// Packets held.
+    pub fn len(&self) -> u64 {
+        self.q.len() as u64
+    }
+    /// Whether empty.
+    pub fn is_empty(&self) -> bool {
+        self.q.is_empty()
+    }
+    /// Bytes held.
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+}
+
+impl Rng {
+    /// One draw, consuming the generator (a seed for a component that hashes with it).
+    fn next_u64_of(mut self) -> u64 {
+        self.next_u64()
+    }
+}
+
+#[cfg(test)]
+mod tests;

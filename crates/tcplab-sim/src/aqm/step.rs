@@ -1,0 +1,62 @@
+//! Step marking: the DCTCP switch of Alizadeh et al., "Data Center TCP (DCTCP)", SIGCOMM 2010,
+//! §3.1: "mark the arriving packet with CE if the queue occupancy is greater than K upon its
+//! arrival". Occupancy is the bytes waiting (the packet on the wire not counted). Packets that
+//! are not ECN-capable are not marked and not dropped early: they see a drop-tail queue.
+
+use super::{set_ce, Aqm, AqmStats, Fifo};
+use crate::packet::Packet;
+use crate::time::Ns;
+
+/// The step-marking queue.
+pub struct Step {
+    threshold_bytes: u64,
+    limit_packets: u64,
+    q: Fifo,
+    st: AqmStats,
+}
+
+impl Step {
+    /// Marking threshold K (bytes) and a drop-tail limit (packets).
+    pub fn new(threshold_bytes: u64, limit_packets: u64) -> Self {
+        Step {
+            threshold_bytes,
+            limit_packets,
+            q: Fifo::default(),
+            st: AqmStats::default(),
+        }
+    }
+}
+
+impl Aqm for Step {
+    fn enqueue(&mut self, mut p: Packet, now: Ns, dropped: &mut Vec<Packet>) {
+        if self.q.len() >= self.limit_packets {
+            self.st.drops += 1;
+            dropped.push(p);
+            return;
+        }
+        if self.q.bytes() > self.threshold_bytes && set_ce(&mut p) {
+            self.st.ecn_marks += 1;
+        }
+        self.q.push(p, now);
+    }
+
+    fn dequeue(&mut self, _now: Ns, _dropped: &mut Vec<Packet>) -> Option<Packet> {
+        self.q.pop().map(|x| x.p)
+    }
+
+    fn len_packets(&self) -> u64 {
+        self.q.len()
+    }
+
+    fn len_bytes(&self) -> u64 {
+        self.q.bytes()
+    }
+
+    fn stats(&self) -> AqmStats {
+        self.st
+    }
+
+    fn last_enqueue_ns(&self) -> Ns {
+        self.q.last_popped_enqueue_ns
+    }
+}
