@@ -378,6 +378,7 @@ mod tests {
             jitter_ns: 0,
             drop_arrivals: vec![],
             held_limit_packets,
+            aqm: None,
         }
     }
 
