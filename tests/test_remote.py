@@ -734,3 +734,14 @@ def test_nic_settings_are_recorded_then_set(tmp_path):
     assert ["ethtool", "-C", "eth0", "rx-usecs", "50", "rx-frames", "0"] in ssh.calls
     # Each undo was recorded before its change was made.
     assert ssh.calls.index(["ethtool", "-K", "eth0", "gro", "on"]) > ssh.calls.index(["ethtool", "-k", "eth0"])
+
+
+def test_ecn_is_set_per_sender_and_a_shaped_aqm_is_refused(tmp_path):
+    exp = _exp()
+    lab = load_lab(_lab_toml(tmp_path))
+    assert planmod.build(exp, lab)["s1"].sysctls["net.ipv4.tcp_ecn"] == "2"  # no ECN asked: accept only
+    p = tmp_path / "aqm.toml"
+    p.write_text(SPEC.format(t="4s").replace('buffer = "100p"', 'buffer = "100p"\naqm = { kind = "codel" }'))
+    data, src = load_spec(str(p))
+    with pytest.raises(LabError, match=r"testbed.shaping: port rt1->rt2 has a queue discipline \(codel"):
+        planmod.build(resolve(data, src), lab)
