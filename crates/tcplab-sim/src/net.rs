@@ -425,6 +425,7 @@ mod tests {
             jitter_ns: 0,
             drop_arrivals: vec![],
             held_limit_packets,
+            aqm: None,
         }
     }
 
@@ -492,15 +493,27 @@ mod tests {
         // q < B - q, i.e. q < 62500: 1500 x 41 = 61500 < 62500 admits the 42nd, then
         // 63000 >= 62000 refuses: 42 packets (the steady state alpha B / (1 + alpha) rounded up
         // to a packet).
-        assert_eq!(fill(pool(BufferPolicy::Dynamic { alpha: 1.0 }), 1), vec![42]);
+        assert_eq!(
+            fill(pool(BufferPolicy::Dynamic { alpha: 1.0 }), 1),
+            vec![42]
+        );
         // Two congested queues, alpha 1: each below B - q1 - q2; alpha B / (1 + 2 alpha) =
         // 41667 bytes: the 28th packet of each is admitted at q = 27 x 1500 = 40500 < 125000 -
         // 81000 = 44000 (and the second's at 40500 < 42500), the 29th at 42000 >= 41000 is not.
-        assert_eq!(fill(pool(BufferPolicy::Dynamic { alpha: 1.0 }), 2), vec![28, 28]);
+        assert_eq!(
+            fill(pool(BufferPolicy::Dynamic { alpha: 1.0 }), 2),
+            vec![28, 28]
+        );
         // alpha 2: one queue q < 2 (B - q), q < 83333: 56 packets (55 x 1500 = 82500 < 85000).
-        assert_eq!(fill(pool(BufferPolicy::Dynamic { alpha: 2.0 }), 1), vec![56]);
+        assert_eq!(
+            fill(pool(BufferPolicy::Dynamic { alpha: 2.0 }), 1),
+            vec![56]
+        );
         // Static partition over 5 ports: 25000 bytes each, 16 packets (24000; 17 = 25500).
         assert_eq!(fill(pool(BufferPolicy::Static { ports: 5 }), 1), vec![16]);
-        assert_eq!(fill(pool(BufferPolicy::Static { ports: 5 }), 2), vec![16, 16]);
+        assert_eq!(
+            fill(pool(BufferPolicy::Static { ports: 5 }), 2),
+            vec![16, 16]
+        );
     }
 }

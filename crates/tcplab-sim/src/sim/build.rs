@@ -72,10 +72,16 @@ pub(super) fn network(cfg: &SimConfig) -> Result<(Vec<Port>, Vec<Pool>), String>
     for node in &cfg.nodes {
         match node.buffer_policy {
             BufferPolicy::Dynamic { alpha } if !(alpha > 0.0 && alpha.is_finite()) => {
-                return Err(format!("switch {}: alpha {alpha} must be positive", node.name));
+                return Err(format!(
+                    "switch {}: alpha {alpha} must be positive",
+                    node.name
+                ));
             }
             BufferPolicy::Static { ports: 0 } => {
-                return Err(format!("switch {}: a static partition needs ports >= 1", node.name));
+                return Err(format!(
+                    "switch {}: a static partition needs ports >= 1",
+                    node.name
+                ));
             }
             _ => {}
         }
