@@ -232,7 +232,8 @@ def _finished_run() -> Path:
 DAMAGES = ["delete", "truncate", "flip", "empty", "json-garbage"]
 COMMANDS = [["show", "R"], ["recovery", "R"], ["compare", "R", "R"], ["export", "R", "--to", "siftr2", "--to", "tcp_probe",
             "--to", "iperf3-json", "--out", "results/exp"], ["query", "SELECT * FROM flow_results", "--root", "results"],
-            ["ls", "results"]]
+            ["ls", "results"], ["plot", "R", "--what", "tseq", "--flow", "s1", "--out", "results/p.png"],
+            ["compare", "R", "R", "R", "--out", "results/cmp"]]
 
 
 @FUZZ

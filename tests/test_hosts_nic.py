@@ -58,6 +58,8 @@ def test_bad_host_and_switch_settings_fail_in_one_line_naming_the_key():
         "t.toml: hosts.r1.os: 'windows' is not one of the choices (allowed: linux, freebsd)")
     assert err(spec(hosts={"r1": {"os": "linux", "sysctl": {"net.inet.tcp.hostcache.enable": 0}}})).startswith(
         't.toml: hosts.r1.sysctl."net.inet.tcp.hostcache.enable": is a freebsd name but hosts.r1.os = \'linux\'')
+    assert err(spec(hosts={"s1": {"os": "freebsd"}})).startswith(
+        "t.toml: hosts.s1.os: is 'freebsd' but its sender s1 runs the linux stack")
     assert err(spec(hosts={"r1": {"netem": {"limit": 0}}})).startswith(
         "t.toml: hosts.r1.netem.limit: must be an integer from 1 to 10000000")
     assert err(spec(hosts={"r1": {"netem": {"delay": "40ms"}}})).startswith(

@@ -58,3 +58,20 @@ def test_every_bound_is_accepted_by_the_simulator_and_one_past_it_is_refused(pat
     if past is not None:
         with pytest.raises(SpecError, match=rf"bounds.toml: {'.'.join(path)}: .*must be"):
             resolve(_with(path, past), "bounds.toml")
+
+
+def test_a_dumbbell_of_ten_thousand_pairs_builds_and_runs_and_one_more_is_refused():
+    # The last pair's flow crosses the whole routing table: s10000 -> rt1 -> rt2 -> r10000.
+    spec = copy.deepcopy(BASE)
+    spec["topology"]["pairs"] = 10_000
+    spec["senders"]["s10000"] = {"to": "r10000", "cc": "cubic", "time": "3s"}
+    r = resolve(spec, "bounds.toml")
+    assert len(r.nodes) == 20_002
+    sim = _native.Simulation(json.dumps(lower(r)), {})
+    sim.run_until(50_000_000)  # 50 ms: handshake-free start, first data and ACKs back (RTT ~20 ms)
+    sim.check_invariants()
+    last = next(f for f in sim.flow_stats() if f["flow"] == "s10000")
+    assert last["bytes_delivered"] > 0
+    spec["topology"]["pairs"] = 10_001
+    with pytest.raises(SpecError, match=r"bounds.toml: topology.pairs: must be an integer from 1 to 10000"):
+        resolve(spec, "bounds.toml")

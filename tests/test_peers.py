@@ -36,7 +36,7 @@ def test_peers_matrix_defaults_to_three_stacks_by_two_ccs_and_needs_linux():
         peers_matrix({"peers": {"cc": ["vegass"]}}, "t.toml")
     # A Linux-only module cannot be a peer row on the FreeBSD stacks; FreeBSD's htcp can.
     with pytest.raises(SpecError, match=r"peers.cc: 'vegas' is not modelled for every stack.*allowed: newreno, "
-                                        r"cubic, cubic-rfc9438, htcp, reno"):
+                                        r"cubic, cubic-rfc9438, htcp, dctcp, reno"):
         peers_matrix({"peers": {"cc": ["vegas"]}}, "t.toml")
     assert ("freebsd", "htcp") in peers_matrix({"peers": {"cc": ["htcp"]}}, "t.toml")
     assert ("linux", "vegas") in peers_matrix({"peers": {"stacks": ["linux"], "cc": ["vegas"]}}, "t.toml")

@@ -70,7 +70,7 @@ def _lab_toml(tmp: Path, aliases: dict[str, str] | None = None, extra: str = "")
         if n.startswith("rt"):
             lines.append("interfaces = " + _ifaces(n))
         else:
-            lines += [f'address = "{ADDR[n]}"', 'interface = "eth0"']
+            lines += [f'address = "{ADDR[n]}"', f'interface = "{HOST_IF[n]}"']
     p = tmp / f"lab-{secrets.token_hex(2)}.toml"
     p.write_text("\n".join(lines) + "\n")
     return p
@@ -79,6 +79,7 @@ def _lab_toml(tmp: Path, aliases: dict[str, str] | None = None, extra: str = "")
 # Data plane of the lab: link i is 10.200.i.0/24 (a end .1, b end .2), as an Emulab dumbbell.
 LINKS = [("s1", "rt1"), ("s2", "rt1"), ("rt1", "rt2"), ("r1", "rt2"), ("r2", "rt2")]
 ADDR = {"s1": "10.200.0.1", "s2": "10.200.1.1", "r1": "10.200.3.1", "r2": "10.200.4.1"}
+HOST_IF = {"s1": "eth0", "s2": "eth1", "r1": "eth3", "r2": "eth4"}  # link i's ends are eth<i>
 
 
 def _ifaces(router: str) -> str:
@@ -166,7 +167,7 @@ def test_journal_undoes_newest_first_and_keeps_what_failed(tmp_path):
     j.record("a", "three", ["x", "3"])
     calls = []
 
-    def run(host, words, _):
+    def run(host, words):
         calls.append((host, words[1]))
         return (words[1] != "1", "boom" if words[1] == "1" else "")
 
@@ -175,7 +176,7 @@ def test_journal_undoes_newest_first_and_keeps_what_failed(tmp_path):
     again = Journal.load(tmp_path / "rt0001.json")
     assert [e["done"] for e in again.entries] == [False, True, True]
     calls.clear()
-    assert again.undo(lambda h, w, _: (True, "")) == [] and not (tmp_path / "rt0001.json").exists()
+    assert again.undo(lambda h, w: (True, "")) == [] and not (tmp_path / "rt0001.json").exists()
 
 
 def test_linux_helpers():
@@ -244,6 +245,13 @@ def test_freebsd_plan_for_a_rack_sender_behind_dummynet(tmp_path):
 
 # ---------------------------------------------------------------------------------------------
 # As root: a lab of namespaces, each with its own sshd.
+
+
+def _no_instances(run_id: str) -> None:
+    """No tracefs instance of run `run_id` is left (the kernel's, shared by every lab here)."""
+    root = Path("/sys/kernel/tracing/instances")
+    left = sorted(p.name for p in root.glob(f"tcplab-{run_id}-*")) if root.is_dir() else []
+    assert not left, left
 
 
 def _comm(pid: str) -> str:
@@ -415,7 +423,8 @@ class NsLab:
 
     def state(self) -> dict[str, object]:
         """What tcplab may change, per namespace: sysctls of net.ipv4, qdiscs, routes, txqueuelen,
-        trace instances; and the processes other than sshd."""
+        and the processes in its namespaces. (tracefs instances are the kernel's, shared with
+        whatever else runs on this machine: `_no_instances` checks a run's own.)"""
         out: dict[str, object] = {}
         for n in NODES:
             sysctls = self.nse(n, "sysctl", "-a", "-r", r"^net\.ipv4\.(tcp_|ip_forward)").stdout
@@ -423,9 +432,6 @@ class NsLab:
             routes = self.nse(n, "ip", "route", "show").stdout
             qlen = self.nse(n, "sh", "-c", "for d in /sys/class/net/*; do echo $d $(cat $d/tx_queue_len); done").stdout
             out[n] = {"sysctls": sysctls, "qdiscs": qd, "routes": routes, "txqueuelen": qlen, "processes": self.comms(n)}
-        inst = sorted(p.name for p in Path("/sys/kernel/tracing/instances").glob("tcplab-rt*")) \
-            if Path("/sys/kernel/tracing/instances").is_dir() else []
-        out["trace_instances"] = inst
         return out
 
 
@@ -448,7 +454,7 @@ def _tcplab(*args: str, timeout: float = 240) -> subprocess.CompletedProcess:
 def test_t1_over_ssh_cubic_and_reno_then_everything_restored(nslab, tmp_path):
     before = nslab.state()
     spec = tmp_path / "spec.toml"
-    spec.write_text(SPEC.format(t="4s"))
+    spec.write_text(SPEC.format(t="4s") + "pcap = true\n")  # [trace]: tcpdump -s 100 on each sender
     lab = _lab_toml(nslab.tmp)
     out = tmp_path / "remote-run"
     p = _tcplab("run", str(spec), "--backend", "remote", "--testbed", str(lab), "--out", str(out), "--no-intervals")
@@ -458,6 +464,7 @@ def test_t1_over_ssh_cubic_and_reno_then_everything_restored(nslab, tmp_path):
     s = json.loads((out / "summary.json").read_text())
     assert s["backend"] == "remote" and [f["cc"] for f in s["flows"]] == ["cubic", "reno"]
     tb = s["testbed"]
+    _no_instances(tb["run_id"])
     # The path as the spec says: 20.2 ms (linkem's 20 ms and the veths'), 50 Mbit/s at rt1's htb.
     for r in tb["rtt_check"]:
         assert abs(r["error_ms"]) < 1.0, r
@@ -477,7 +484,10 @@ def test_t1_over_ssh_cubic_and_reno_then_everything_restored(nslab, tmp_path):
         assert len(mine) > 100 and mine["cwnd_bytes"].max() > 10 * 1448, name  # tcp_probe over ssh
         assert 0 <= mine["t_ns"].min() < 1_000_000_000, name  # placed on the run's axis by the marker
     assert len(read_table(out, "queues")) > 5 and (out / "report.html").read_text().count('id="testbed"') == 1
-    prov = json.loads((out / "remote" / "provenance.json").read_text())
+    for sender in ("s1", "s2"):  # a pcap header, then records of at most 100 bytes captured
+        pcap = (out / "remote" / f"{sender}.pcap").read_bytes()
+        assert pcap[:4] in (b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\xc3\xd4") and len(pcap) > 10_000, sender
+        prov = json.loads((out / "remote" / "provenance.json").read_text())
     assert "== qdisc eth2" in prov["rt1"]["report"] and "htb" in prov["rt1"]["report"] and "Linux" in prov["s1"]["report"]
     # The simulator's run of the same spec, compared with the lab's.
     sim = tmp_path / "sim-run"
@@ -505,12 +515,14 @@ NO_PATH_CHECK = "[checks]\npath = false"
 
 
 def _cleanup_after(proc: subprocess.Popen, lab: Path) -> None:
-    """Whatever a failed assertion left: the run killed, the lab restored from its journal."""
+    """Whatever a failed assertion left: the run killed, the lab restored from its journal; and
+    (after the lab is as before) no trace instance of the run."""
     if proc.poll() is None:
         proc.kill()
         proc.communicate()
     if list((lab.parent / ".tcplab-journal").glob("*.json")):
         _tcplab("remote", "restore", str(lab))
+    _no_instances(proc.run_id)  # type: ignore[attr-defined]
 
 
 def _start_and_wait_for_traffic(spec: Path, lab: Path, out: Path, nslab: NsLab) -> subprocess.Popen:
@@ -520,6 +532,9 @@ def _start_and_wait_for_traffic(spec: Path, lab: Path, out: Path, nslab: NsLab) 
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
         if all("iperf3" in nslab.comms(n) for n in ("s1", "s2")):  # both clients sending
+            journals = list((lab.parent / ".tcplab-journal").glob("rt*.json"))
+            assert len(journals) == 1, journals  # this run's, which names its trace instances
+            proc.run_id = journals[0].stem  # type: ignore[attr-defined]
             time.sleep(1)
             return proc
         if proc.poll() is not None:
@@ -719,3 +734,14 @@ def test_nic_settings_are_recorded_then_set(tmp_path):
     assert ["ethtool", "-C", "eth0", "rx-usecs", "50", "rx-frames", "0"] in ssh.calls
     # Each undo was recorded before its change was made.
     assert ssh.calls.index(["ethtool", "-K", "eth0", "gro", "on"]) > ssh.calls.index(["ethtool", "-k", "eth0"])
+
+
+def test_ecn_is_set_per_sender_and_a_shaped_aqm_is_refused(tmp_path):
+    exp = _exp()
+    lab = load_lab(_lab_toml(tmp_path))
+    assert planmod.build(exp, lab)["s1"].sysctls["net.ipv4.tcp_ecn"] == "2"  # no ECN asked: accept only
+    p = tmp_path / "aqm.toml"
+    p.write_text(SPEC.format(t="4s").replace('buffer = "100p"', 'buffer = "100p"\naqm = { kind = "codel" }'))
+    data, src = load_spec(str(p))
+    with pytest.raises(LabError, match=r"testbed.shaping: port rt1->rt2 has a queue discipline \(codel"):
+        planmod.build(resolve(data, src), lab)

@@ -7,6 +7,7 @@ iperf3 commands). Nothing here is a backend's format. Routing is computed here, 
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass, field
 from functools import cached_property
 from types import MappingProxyType
@@ -218,33 +219,49 @@ class Experiment:
         return [n.name for n in self.nodes].index(name)
 
     @cached_property
-    def _next_hop(self) -> dict[tuple[str, str], Port]:
-        """Routing, computed once: for every (node, destination), the port a packet leaves by.
-        Every topology here is a tree, so the path is unique (breadth-first from each node)."""
-        out_ports: dict[str, list[Port]] = {n.name: [] for n in self.nodes}
+    def _out_ports(self) -> dict[str, list[Port]]:
+        out: dict[str, list[Port]] = {n.name: [] for n in self.nodes}
         for p in self.ports:
-            out_ports[p.frm].append(p)
-        table: dict[tuple[str, str], Port] = {}
-        for src in out_ports:
-            first: dict[str, Port] = {}
-            frontier = [(src, None)]
-            seen = {src}
-            while frontier:
-                node, via = frontier.pop(0)
-                for p in out_ports[node]:
-                    if p.to not in seen:
-                        seen.add(p.to)
-                        first[p.to] = via or p
-                        frontier.append((p.to, via or p))
-            for dst, p in first.items():
-                table[(src, dst)] = p
-        return table
+            out[p.frm].append(p)
+        return out
+
+    @cached_property
+    def _first_hops_of(self) -> dict[str, dict[str, Port]]:
+        return {}
+
+    def _first_hops(self, src: str) -> dict[str, Port]:
+        """For every node reachable from `src`, the port a packet to it leaves `src` by
+        (breadth-first; every topology here is a tree, so the path is unique). Computed once per
+        node that routes, so a thousand-pair dumbbell costs two searches, not two thousand."""
+        if src in self._first_hops_of:
+            return self._first_hops_of[src]
+        out_ports = self._out_ports
+        first: dict[str, Port] = {}
+        frontier: deque[tuple[str, Port | None]] = deque([(src, None)])
+        seen = {src}
+        while frontier:
+            node, via = frontier.popleft()
+            for p in out_ports[node]:
+                if p.to not in seen:
+                    seen.add(p.to)
+                    first[p.to] = via or p
+                    frontier.append((p.to, via or p))
+        self._first_hops_of[src] = first
+        return first
+
+    def _next_hop(self, node: str, dst: str) -> Port:
+        mine = self._out_ports[node]
+        if len(mine) == 1:
+            return mine[0]  # a host: everything leaves by its one link
+        return self._first_hops(node)[dst]
 
     def route(self, src: str, dst: str) -> tuple[Port, ...]:
         """The ports a packet from `src` to `dst` leaves by, in order."""
         hops, node = [], src
         while node != dst:
-            p = self._next_hop[(node, dst)]
+            if len(hops) > len(self.nodes):
+                raise KeyError((src, dst))  # no path: a host's link leads away from dst
+            p = self._next_hop(node, dst)
             hops.append(p)
             node = p.to
         return tuple(hops)

@@ -325,15 +325,62 @@ pub fn link_ports(
     Ok(ports)
 }
 
+/// Next-hop ports, by static shortest path. A node with one egress port (a host) sends
+/// everything through it and keeps no row, so memory grows with (routers x nodes), not nodes^2:
+/// a thousand-pair dumbbell holds two rows of 2 002 entries.
+pub struct Routes {
+    /// The node's only egress port, or `u32::MAX` when it has several (or none).
+    only: Vec<u32>,
+    /// Per node with several ports: next-hop port per destination, `u32::MAX` where none.
+    rows: Vec<Vec<u32>>,
+}
+
+impl Routes {
+    /// The port `node` sends a packet for `dst` through (`u32::MAX`: no route).
+    #[inline]
+    pub fn next_hop(&self, node: u32, dst: u32) -> u32 {
+        match self.only[node as usize] {
+            u32::MAX => self.rows[node as usize]
+                .get(dst as usize)
+                .copied()
+                .unwrap_or(u32::MAX),
+            pi => pi,
+        }
+    }
+
+    /// Whether packets from `src` reach `dst` (following next hops; a loop or a dead end is no).
+    pub fn connects(&self, src: u32, dst: u32, ports: &[Port]) -> bool {
+        let mut node = src;
+        for _ in 0..=ports.len() {
+            if node == dst {
+                return true;
+            }
+            let pi = self.next_hop(node, dst);
+            if pi == u32::MAX {
+                return false;
+            }
+            node = ports[pi as usize].to;
+        }
+        false
+    }
+}
+
 /// Next-hop port for every (node, destination) by breadth-first search over the ports, ties
-/// broken by port order so routes are deterministic. `u32::MAX` where no route exists.
-pub fn routes(n_nodes: usize, ports: &[Port]) -> Vec<Vec<u32>> {
+/// broken by port order so routes are deterministic.
+pub fn routes(n_nodes: usize, ports: &[Port]) -> Routes {
     let mut out_ports: Vec<Vec<u32>> = vec![Vec::new(); n_nodes];
     for (i, p) in ports.iter().enumerate() {
         out_ports[p.from as usize].push(i as u32);
     }
-    let mut table = vec![vec![u32::MAX; n_nodes]; n_nodes];
-    for (src, row) in table.iter_mut().enumerate() {
+    let only: Vec<u32> = out_ports
+        .iter()
+        .map(|o| if o.len() == 1 { o[0] } else { u32::MAX })
+        .collect();
+    let mut rows = vec![Vec::new(); n_nodes];
+    for (src, row) in rows.iter_mut().enumerate() {
+        if only[src] != u32::MAX {
+            continue;
+        }
         // BFS from src; remember the first port used to reach each node.
         let mut first = vec![u32::MAX; n_nodes];
         let mut seen = vec![false; n_nodes];
@@ -359,7 +406,7 @@ pub fn routes(n_nodes: usize, ports: &[Port]) -> Vec<Vec<u32>> {
         }
         *row = first;
     }
-    table
+    Routes { only, rows }
 }
 
 #[cfg(test)]
@@ -446,15 +493,27 @@ mod tests {
         // q < B - q, i.e. q < 62500: 1500 x 41 = 61500 < 62500 admits the 42nd, then
         // 63000 >= 62000 refuses: 42 packets (the steady state alpha B / (1 + alpha) rounded up
         // to a packet).
-        assert_eq!(fill(pool(BufferPolicy::Dynamic { alpha: 1.0 }), 1), vec![42]);
+        assert_eq!(
+            fill(pool(BufferPolicy::Dynamic { alpha: 1.0 }), 1),
+            vec![42]
+        );
         // Two congested queues, alpha 1: each below B - q1 - q2; alpha B / (1 + 2 alpha) =
         // 41667 bytes: the 28th packet of each is admitted at q = 27 x 1500 = 40500 < 125000 -
         // 81000 = 44000 (and the second's at 40500 < 42500), the 29th at 42000 >= 41000 is not.
-        assert_eq!(fill(pool(BufferPolicy::Dynamic { alpha: 1.0 }), 2), vec![28, 28]);
+        assert_eq!(
+            fill(pool(BufferPolicy::Dynamic { alpha: 1.0 }), 2),
+            vec![28, 28]
+        );
         // alpha 2: one queue q < 2 (B - q), q < 83333: 56 packets (55 x 1500 = 82500 < 85000).
-        assert_eq!(fill(pool(BufferPolicy::Dynamic { alpha: 2.0 }), 1), vec![56]);
+        assert_eq!(
+            fill(pool(BufferPolicy::Dynamic { alpha: 2.0 }), 1),
+            vec![56]
+        );
         // Static partition over 5 ports: 25000 bytes each, 16 packets (24000; 17 = 25500).
         assert_eq!(fill(pool(BufferPolicy::Static { ports: 5 }), 1), vec![16]);
-        assert_eq!(fill(pool(BufferPolicy::Static { ports: 5 }), 2), vec![16, 16]);
+        assert_eq!(
+            fill(pool(BufferPolicy::Static { ports: 5 }), 2),
+            vec![16, 16]
+        );
     }
 }

@@ -159,7 +159,11 @@ fn tso_setting_decides_whether_the_initial_window_leaves_as_one_chunk() {
 /// one round of slow start send all 30 before the loss is seen, so segments 21-29 are SACKed and
 /// nothing is sent beyond the recovery point.
 fn tail_loss(d43470: bool) -> Simulation {
-    let f = freebsd_flow(30 * 1448, d43470, true);
+    tail_loss_version(FreeBsdVersion::V2023, d43470)
+}
+
+fn tail_loss_version(version: FreeBsdVersion, d43470: bool) -> Simulation {
+    let f = freebsd_version_flow(30 * 1448, version, d43470);
     let mut cfg = pipe(100 * MBIT, 40 * MS, 1000, vec![f], 5 * SEC);
     cfg.record_sends = true;
     cfg.links[1].ab.drop_arrivals = vec![20, 30];
@@ -608,4 +612,35 @@ fn v2024_10_base_detects_the_lost_retransmission_without_the_timer() {
     let mut cfg = pipe(100 * MBIT, 40 * MS, 1000, vec![off], 20 * SEC);
     cfg.links[1].ab.drop_arrivals = vec![300, arrival];
     assert_eq!(run(&cfg).flow_stats()[0].rtos, 1, "sack.lrd = 0: the timer");
+}
+
+#[test]
+fn later_versions_partial_ack_without_sack_blocks_and_the_rescue_as_in_2023() {
+    // The 2024-10 base keeps tcp_sack_partialack() (fel1x-developer tcp_sack.c @ 2d614aa2:
+    // `tp->snd_cwnd = (tp->sackhint.sack_bytes_rexmit + (tp->snd_nxt - tp->snd_recover) +
+    // num_segs * maxseg); if (tp->snd_cwnd > tp->snd_ssthresh) tp->snd_cwnd = tp->snd_ssthresh;`
+    // and the rescue hole `[max(th_ack, min(snd_max, snd_recover) - maxseg), ...)` when
+    // `th_ack < snd_recover && TAILQ_EMPTY(&tp->snd_holes) && delivered_data > 0`): with nothing
+    // sent beyond snd_recover it is the 2023 arithmetic — cwnd 2 x 1448 when the rescue of the
+    // last segment leaves, no RTO. With D43470 as committed the partial ACK without SACK blocks
+    // takes the same tcp_sack_partialack() (tcp_input.c @ 62d1e135: `} else {
+    // tcp_sack_partialack(tp, th, &maxseg); }`), and tcp_output.c @ 0714807e budgets the rescue
+    // hole `imax(sendwin - tcp_compute_pipe(tp), 0)` = 2 x 1448 - 1448: the one segment still
+    // outstanding, not IsLost (nothing is SACKed above it), so the rescue leaves too.
+    let mut cases = vec![(FreeBsdVersion::V15_2024_10, false)];
+    cases.extend(COMMITTED);
+    for (version, d43470) in cases {
+        let sim = tail_loss_version(version, d43470);
+        let st = sim.flow_stats();
+        assert_eq!(
+            (st[0].recoveries, st[0].rtos, st[0].retrans_segs),
+            (1, 0, 2)
+        );
+        let retx: Vec<_> = sends(&sim).into_iter().filter(|s| s.3 == 1).collect();
+        assert_eq!(
+            retx.iter().map(|s| (s.1, s.2)).collect::<Vec<_>>(),
+            vec![(19 * MSS, MSS), (29 * MSS, MSS)]
+        );
+        assert_eq!(cwnd_after(&sim, retx[1].0), 2 * MSS, "{version:?}");
+    }
 }

@@ -1,5 +1,6 @@
-"""Charts of a run as PNG and SVG: throughput and cwnd vs time, cwnd in the first second, and
-the bottleneck queue."""
+"""Static charts (matplotlib, PNG/SVG/PDF) for papers: any panel of the interactive report or a
+flow's time-sequence graph for a window (`tcplab plot`), and two runs' cwnd overlaid (`tcplab
+compare --out`)."""
 
 from __future__ import annotations
 
@@ -36,26 +37,6 @@ def _save(fig, out: Path, stem: str) -> list[str]:
     return [f"{stem}.png", f"{stem}.svg"]
 
 
-def throughput(intervals: pd.DataFrame, flows: list[dict[str, Any]], out: Path) -> list[str]:
-    """Per-flow and summed bitrate per interval (bytes delivered to the application)."""
-    fig, ax = plt.subplots(figsize=(9, 4))
-    total: dict[float, float] = {}
-    for f in flows:
-        mine = intervals[intervals["flow"] == f["name"]]
-        if not len(mine):
-            continue
-        t = mine["t_end_ns"] / 1e9
-        mbps = mine["bytes"] * 8 / ((mine["t_end_ns"] - mine["t_start_ns"]) / 1e9) / 1e6
-        ax.step(t, mbps, where="pre", label=f["name"], linewidth=1)
-        for te, v in zip(t.round(6), mbps):
-            total[te] = total.get(te, 0.0) + v
-    if len(flows) > 1 and total:
-        ts = sorted(total)
-        ax.step(ts, [total[x] for x in ts], where="pre", label="sum", color="black", linewidth=1.2)
-    _finish(ax, "time (s)", "throughput (Mbit/s)", "Throughput per interval", "lower right")
-    return _save(fig, out, "throughput")
-
-
 def envelope(df: pd.DataFrame, column: str, buckets: int = 4000) -> pd.DataFrame:
     """At most 2 * buckets rows that keep each bucket's minimum and maximum of `column` in time
     order: a chart ~1000 pixels wide shows the same line, spikes and drops included, from a
@@ -71,57 +52,6 @@ def envelope(df: pd.DataFrame, column: str, buckets: int = 4000) -> pd.DataFrame
             chunk = values[a:b]
             keep += sorted({a + int(chunk.argmin()), a + int(chunk.argmax())})
     return df.iloc[keep]
-
-
-def cwnd(samples: pd.DataFrame, flows: list[dict[str, Any]], out: Path, first_second: bool = False) -> list[str]:
-    """cwnd vs time per flow, for the whole run or each flow's first second."""
-    fig, ax = plt.subplots(figsize=(9, 4))
-    for f in flows:
-        mine = samples[samples["flow"] == f["name"]]
-        if first_second:
-            mine = mine[mine["t_ns"] <= f["start_ns"] + 1_000_000_000]
-            t = (mine["t_ns"] - f["start_ns"]) / 1e3 / 1e3
-        else:
-            mine = envelope(mine, "cwnd_bytes")
-            t = mine["t_ns"] / 1e9
-        ax.plot(t, mine["cwnd_bytes"] / 1e3, label=f["name"], linewidth=0.8, drawstyle="steps-post")
-    _finish(ax, "time since flow start (ms)" if first_second else "time (s)", "cwnd (kB)",
-            "cwnd in each flow's first second" if first_second else "cwnd", "upper right")
-    return _save(fig, out, "cwnd_first_second" if first_second else "cwnd")
-
-
-def queue(queues: pd.DataFrame, out: Path) -> list[str]:
-    """Bottleneck queue length in packets."""
-    fig, ax = plt.subplots(figsize=(9, 3))
-    for port, rows in queues.groupby("port", sort=True):
-        rows = envelope(rows, "queue_packets")
-        ax.plot(rows["t_ns"] / 1e9, rows["queue_packets"], label=str(port), linewidth=0.6)
-    _finish(ax, "time (s)", "queue (packets)", "Bottleneck queue", "upper right")
-    return _save(fig, out, "queue")
-
-
-def recovery_zoom(samples: pd.DataFrame, sends: pd.DataFrame | None, episode: dict, mss: int, out: Path, stem: str) -> list[str]:
-    """cwnd and ssthresh around one loss-recovery episode, with each send's size (in MSS) on a
-    second axis: TSO bursts stand above 1, fractional sends below."""
-    t0 = episode["start_s"]
-    dur = episode["duration_s"] if episode["duration_s"] == episode["duration_s"] and episode["duration_s"] else 0.2
-    lo, hi = t0 - max(0.05, dur), t0 + 2 * dur
-    flow = episode["flow"]
-    mine = samples[(samples["flow"] == flow) & (samples["t_ns"] >= lo * 1e9) & (samples["t_ns"] <= hi * 1e9)]
-    fig, ax = plt.subplots(figsize=(9, 3.5))
-    ax.plot(mine["t_ns"] / 1e9, mine["cwnd_bytes"] / 1e3, drawstyle="steps-post", label="cwnd", linewidth=1)
-    ss = mine["ssthresh_bytes"].where(mine["ssthresh_bytes"] >= 0)
-    ax.plot(mine["t_ns"] / 1e9, ss / 1e3, drawstyle="steps-post", label="ssthresh", linewidth=1, linestyle="--")
-    ax.axvspan(t0, t0 + dur, color="orange", alpha=0.15, label=episode["kind"])
-    if sends is not None and len(sends):
-        sm = sends[(sends["flow"] == flow) & (sends["t_ns"] >= lo * 1e9) & (sends["t_ns"] <= hi * 1e9)]
-        ax2 = ax.twinx()
-        ax2.scatter(sm["t_ns"] / 1e9, sm["bytes"] / mss, s=4, color="grey", label="send size")
-        ax2.axhline(1.0, color="grey", linewidth=0.5)
-        ax2.set_ylabel("send size (MSS)")
-        ax2.set_ylim(bottom=0)
-    _finish(ax, "time (s)", "kB", f"{flow}: first loss-recovery episode ({episode['kind']})", "upper right")
-    return _save(fig, out, stem)
 
 
 def cwnd_overlay(samples_a: pd.DataFrame, samples_b: pd.DataFrame, flow: str, labels: tuple[str, str], out: Path,

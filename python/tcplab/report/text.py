@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
+if TYPE_CHECKING:  # annotations only: `tcplab run` starts without importing pandas
+    import pandas as pd
 from rich.table import Table
 
 from ..model import port_label

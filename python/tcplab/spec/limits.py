@@ -66,6 +66,10 @@ SHARED_BUFFER_PORTS = Limit(1, 1024, "1 .. 1024")
 #: Tracing: the flow-state sample period (or "ack") and the interval table's period.
 SAMPLE = Limit(1000, DAY_NS, "1us .. 1day, or \"ack\"")
 INTERVAL = Limit(10**6, DAY_NS, "1ms .. 1day")
+#: Sender/receiver pairs of a dumbbell, senders of a switch. The simulator's memory per flow is
+#: constant (hosts keep no routing row; bench/README.md states a flow's cost); tests/test_limits.py
+#: builds and runs the largest.
+FLOWS = Limit(1, 10_000, "1 .. 10000")
 
 #: Below these a value is legal but probably a typo: the CLI warns (and summary.json keeps it).
 WARN_RATE_BELOW_BPS = 1000
@@ -75,7 +79,8 @@ BY_KEY: dict[str, Limit] = {
     "rate": RATE, "delay / rtt / reverse_delay": DELAY, "jitter": JITTER,
     "senders.*.time, duration": TIME, "start, stop": START, "bytes": TRANSFER, "write": WRITE,
     "sndbuf, rcvbuf": SOCKBUF, "buffer (size)": BUFFER_BYTES, "buffer (packets)": BUFFER_PACKETS,
-    "trace.sample": SAMPLE, "trace.interval": INTERVAL, "hosts.*.nic.rx_usecs": RX_USECS,
+    "trace.sample": SAMPLE, "trace.interval": INTERVAL, "topology.pairs, topology.senders": FLOWS,
+    "hosts.*.nic.rx_usecs": RX_USECS,
     "hosts.*.nic.rx_frames": RX_FRAMES, "hosts.*.nic.tso_max": TSO_MAX, "hosts.*.netem.limit": NETEM_LIMIT,
     "topology.shared_buffer_ports": SHARED_BUFFER_PORTS,
 }

@@ -190,6 +190,8 @@ def _sender(ctx: Ctx, name: str, t: dict[str, Any], hosts: set[str], sysctls: _S
     mss = mtu - 40 - (12 if timestamps else 0)
     prr, freebsd = _stack_knobs(ctx, t, path, stack, sack, by_sysctl)
     receiver, sender_host = host_cfg.get(to, Host()), host_cfg.get(host, Host())
+    if sender_host.os is not None and sender_host.os != sysctl.family(stack):
+        raise ctx.err(f"hosts.{host}.os", f"is {sender_host.os!r} but its sender {name} runs the {stack} stack")
     try:
         ratio = sysctl.receiver_scaling_ratio(sysctls.hosts.get(to, {}),
                                               _sysctl_params(ctx, f"hosts.{to}.sysctl", sysctls.hosts.get(to, {}), stack,

@@ -87,14 +87,14 @@ def _shape(ctx: Ctx, topo: dict[str, Any], kind: str) -> tuple[list[str], list[s
     common = ["kind", "access", "bottleneck"]
     if kind == "dumbbell":
         ctx.keys(topo, "topology", common + ["pairs"])
-        pairs = ctx.integer(topo, "topology", "pairs", 2, 1, 64)
+        pairs = ctx.integer(topo, "topology", "pairs", 2, limits.FLOWS.lo, limits.FLOWS.hi)
         return [f"s{i}" for i in range(1, pairs + 1)], [f"r{i}" for i in range(1, pairs + 1)], \
             [("rt1", "router"), ("rt2", "router")]
     if kind == "pipe":
         ctx.keys(topo, "topology", common)
         return ["s1"], ["r1"], [("rt1", "router")]
     ctx.keys(topo, "topology", common + ["shared_buffer", "senders"] + list(POLICY_KEYS))
-    n = 2 if kind == "tri-point" else ctx.integer(topo, "topology", "senders", 1, 1, 64)
+    n = 2 if kind == "tri-point" else ctx.integer(topo, "topology", "senders", 1, limits.FLOWS.lo, limits.FLOWS.hi)
     if kind == "tri-point" and "senders" in topo:
         raise ctx.err("topology.senders", "tri-point has exactly two senders; use kind = 'switch' for other counts")
     return [f"s{i}" for i in range(1, n + 1)], ["r1"], [("sw", "switch")]

@@ -5,7 +5,7 @@
 use crate::cc;
 use crate::config::{BufferPolicy, NodeKind, SimConfig};
 use crate::engine::{Action, EventQueue};
-use crate::net::{link_ports, Pool, Port};
+use crate::net::{link_ports, Pool, Port, Routes};
 use crate::rng::Rng;
 use crate::stack;
 use crate::tcp::receiver::TcpReceiver;
@@ -72,10 +72,16 @@ pub(super) fn network(cfg: &SimConfig) -> Result<(Vec<Port>, Vec<Pool>), String>
     for node in &cfg.nodes {
         match node.buffer_policy {
             BufferPolicy::Dynamic { alpha } if !(alpha > 0.0 && alpha.is_finite()) => {
-                return Err(format!("switch {}: alpha {alpha} must be positive", node.name));
+                return Err(format!(
+                    "switch {}: alpha {alpha} must be positive",
+                    node.name
+                ));
             }
             BufferPolicy::Static { ports: 0 } => {
-                return Err(format!("switch {}: a static partition needs ports >= 1", node.name));
+                return Err(format!(
+                    "switch {}: a static partition needs ports >= 1",
+                    node.name
+                ));
             }
             _ => {}
         }
@@ -86,7 +92,8 @@ pub(super) fn network(cfg: &SimConfig) -> Result<(Vec<Port>, Vec<Pool>), String>
 /// The flows' senders and receivers.
 pub(super) fn flows(
     cfg: &SimConfig,
-    routes: &[Vec<u32>],
+    routes: &Routes,
+    ports: &[Port],
     external: &mut ExternalCc<'_>,
     measure_cpu: bool,
 ) -> Result<(Vec<TcpSender>, Vec<TcpReceiver>), String> {
@@ -96,9 +103,7 @@ pub(super) fn flows(
     for (i, f) in cfg.flows.iter().enumerate() {
         check_node(cfg, f.src, "a flow")?;
         check_node(cfg, f.dst, "a flow")?;
-        if routes[f.src as usize][f.dst as usize] == u32::MAX
-            || routes[f.dst as usize][f.src as usize] == u32::MAX
-        {
+        if !routes.connects(f.src, f.dst, ports) || !routes.connects(f.dst, f.src, ports) {
             return Err(format!("flow {} has no path between its hosts", f.name));
         }
         let profile = stack::resolve(f).ok_or_else(|| {

@@ -12,7 +12,7 @@ pub type ExternalCc<'a> = dyn FnMut(usize, &str) -> Option<Box<dyn cc::Congestio
 use crate::config::{AppConfig, FlowConfig, SimConfig};
 use crate::cpu::{in_tcp, CpuMeter};
 use crate::engine::{Action, EventQueue};
-use crate::net::{routes, Pool, Port};
+use crate::net::{routes, Pool, Port, Routes};
 use crate::packet::{Kind, Packet};
 use crate::tcp::receiver::TcpReceiver;
 use crate::tcp::sender::{SenderEvent, TcpSender};
@@ -92,7 +92,7 @@ pub struct Simulation {
     /// All egress ports: link i has ports 2i (a -> b) and 2i + 1 (b -> a).
     pub ports: Vec<Port>,
     pools: Vec<Pool>,
-    routes: Vec<Vec<u32>>,
+    routes: Routes,
     flow_cfg: Vec<FlowConfig>,
     /// TCP senders, one per flow.
     pub senders: Vec<TcpSender>,
@@ -142,7 +142,7 @@ impl Simulation {
         let (ports, pools) = build::network(cfg)?;
         let routes = routes(n, &ports);
         let cpu = cfg.measure_cpu.then(CpuMeter::default);
-        let (senders, receivers) = build::flows(cfg, &routes, external, cpu.is_some())?;
+        let (senders, receivers) = build::flows(cfg, &routes, &ports, external, cpu.is_some())?;
         let udp = build::udp_sources(cfg)?;
         let monitor = build::monitored_ports(cfg)?;
         let mut ports = ports;
@@ -211,20 +211,25 @@ impl Simulation {
 
     fn run_events_until(&mut self, t: Ns) {
         let t = t.min(self.stop_ns);
-        while let Some(et) = self.q.peek_time() {
+        while let Some((et, action)) = self.q.peek() {
             if et > t {
                 break;
             }
-            let (et, action) = self.q.pop().expect("peeked");
             self.now = et;
-            self.handle(action);
+            if let Action::PipeArrive(pi) = action {
+                // The pipe's next packet re-arms the event in the same heap step.
+                self.pipe_arrive(pi);
+            } else {
+                self.q.pop();
+                self.handle(action);
+            }
         }
         self.now = self.now.max(t);
     }
 
     fn handle(&mut self, a: Action) {
         match a {
-            Action::PipeArrive(p) => self.pipe_arrive(p),
+            Action::PipeArrive(_) => unreachable!("run_events_until handles arrivals"),
             Action::FlowStart(f) => {
                 let fi = f as usize;
                 let mut out = std::mem::take(&mut self.scratch);
@@ -407,7 +412,7 @@ impl Simulation {
     /// The sender's host egress port (towards its receiver).
     fn host_port(&self, fi: usize) -> usize {
         let f = &self.flow_cfg[fi];
-        self.routes[f.src as usize][f.dst as usize] as usize
+        self.routes.next_hop(f.src, f.dst) as usize
     }
 
     fn set_nic_backlog(&mut self, fi: usize) {
@@ -519,7 +524,7 @@ impl Simulation {
     }
 
     fn forward(&mut self, node: u32, p: Packet) {
-        let pi = self.routes[node as usize][p.dst as usize];
+        let pi = self.routes.next_hop(node, p.dst);
         debug_assert_ne!(pi, u32::MAX, "no route from {node} to {}", p.dst);
         let now = self.now;
         let pool = self.ports[pi as usize].pool;
@@ -566,12 +571,11 @@ impl Simulation {
         }
     }
 
+    /// The packet at the head of port `pi`'s pipe arrives (its event is the queue's next).
     fn pipe_arrive(&mut self, pi: u32) {
         let port = &mut self.ports[pi as usize];
         let (_, p) = port.pipe.pop_front().expect("a packet was in the pipe");
-        if let Some(&(t, _)) = port.pipe.front() {
-            self.q.push(t, Action::PipeArrive(pi));
-        }
+        self.q.pop_and_repeat(port.pipe.front().map(|&(t, _)| t));
         let node = port.to;
         if p.dst == node {
             self.deliver(node, p);

@@ -65,7 +65,10 @@ impl RxNic {
             // tcp_gro_receive(): options must be byte-equal (so the same TSval), the segment no
             // longer than the MSS, the aggregate not closed by a short one and under gro_max_size.
             Coalesce::Gro => {
-                !a.closed && tick_a == tick_f && f.len <= mss && hdr + a.end - a.seq + f.len < GRO_MAX_BYTES
+                !a.closed
+                    && tick_a == tick_f
+                    && f.len <= mss
+                    && hdr + a.end - a.seq + f.len < GRO_MAX_BYTES
             }
             // tcp_lro_condense(): TSval may not go backwards (TSTMP_GT(le->tsval, tsval)
             // flushes), the payload stays under lro_length_lim; no MSS rule.
@@ -483,7 +486,12 @@ mod tests {
         assert_eq!(r.dup_segs, 0);
     }
 
-    fn with_nic(mut r: TcpReceiver, coalesce: Coalesce, rx_usecs_ns: Ns, rx_frames: u32) -> TcpReceiver {
+    fn with_nic(
+        mut r: TcpReceiver,
+        coalesce: Coalesce,
+        rx_usecs_ns: Ns,
+        rx_frames: u32,
+    ) -> TcpReceiver {
         r.nic.cfg = RxNicConfig {
             coalesce,
             rx_usecs_ns,
@@ -579,7 +587,11 @@ mod tests {
         for c in [Coalesce::Gro, Coalesce::Lro] {
             let mut r = with_nic(linux_receiver(1 << 20), c, 10_000_000, 0);
             let acks = train(&mut r, 100, 1_000, |_| 0);
-            assert_eq!(acks.iter().map(|a| a.ack / 1448).collect::<Vec<_>>(), vec![45, 90, 100], "{c:?}");
+            assert_eq!(
+                acks.iter().map(|a| a.ack / 1448).collect::<Vec<_>>(),
+                vec![45, 90, 100],
+                "{c:?}"
+            );
         }
     }
 
@@ -590,14 +602,32 @@ mod tests {
         // going backwards: one aggregate of 20.
         let ts = |i: u64| if i < 8 { 7_000_000 } else { 8_000_000 };
         let mut r = with_nic(linux_receiver(1 << 20), Coalesce::Gro, 1_000_000, 0);
-        assert_eq!(train(&mut r, 20, 1_000, ts).iter().map(|a| a.ack / 1448).collect::<Vec<_>>(), vec![8, 20]);
+        assert_eq!(
+            train(&mut r, 20, 1_000, ts)
+                .iter()
+                .map(|a| a.ack / 1448)
+                .collect::<Vec<_>>(),
+            vec![8, 20]
+        );
         let mut r = with_nic(linux_receiver(1 << 20), Coalesce::Lro, 1_000_000, 0);
-        assert_eq!(train(&mut r, 20, 1_000, ts).iter().map(|a| a.ack / 1448).collect::<Vec<_>>(), vec![20]);
+        assert_eq!(
+            train(&mut r, 20, 1_000, ts)
+                .iter()
+                .map(|a| a.ack / 1448)
+                .collect::<Vec<_>>(),
+            vec![20]
+        );
         // A TSval going backwards (a retransmission's is newer, so only reordering does this)
         // ends an LRO aggregate.
         let back = |i: u64| if i < 8 { 8_000_000 } else { 7_000_000 };
         let mut r = with_nic(linux_receiver(1 << 20), Coalesce::Lro, 1_000_000, 0);
-        assert_eq!(train(&mut r, 20, 1_000, back).iter().map(|a| a.ack / 1448).collect::<Vec<_>>(), vec![8, 20]);
+        assert_eq!(
+            train(&mut r, 20, 1_000, back)
+                .iter()
+                .map(|a| a.ack / 1448)
+                .collect::<Vec<_>>(),
+            vec![8, 20]
+        );
     }
 
     #[test]
@@ -613,7 +643,10 @@ mod tests {
         r.on_data(&data(2448), 2_000, &mut out, &mut id);
         r.on_data(&data(3896), 3_000, &mut out, &mut id);
         r.on_timer(100_000, &mut out, &mut id);
-        assert_eq!(out.iter().map(|a| a.ack).collect::<Vec<_>>(), vec![2448, 5344]);
+        assert_eq!(
+            out.iter().map(|a| a.ack).collect::<Vec<_>>(),
+            vec![2448, 5344]
+        );
     }
 
     #[test]

@@ -16,6 +16,7 @@ import re
 import secrets
 import shutil
 import signal
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -47,8 +48,8 @@ class Interrupted(KeyboardInterrupt):
     """SIGTERM arrived; raised in the main thread so the hosts are restored, as for Ctrl-C."""
 
 
-def _undo_runner(sshs: dict[str, Ssh]) -> Callable[[str, list[str], bool], tuple[bool, str]]:
-    def run(host: str, words: list[str], _sh: bool) -> tuple[bool, str]:
+def _undo_runner(sshs: dict[str, Ssh]) -> Callable[[str, list[str]], tuple[bool, str]]:
+    def run(host: str, words: list[str]) -> tuple[bool, str]:
         s = sshs.get(host)
         if s is None:
             return False, f"{host} is no longer in LAB.toml"
@@ -144,8 +145,10 @@ def run(exp: Experiment, directory: Path, progress: Callable[[int, int], None] |
         if main:
             signal.signal(signal.SIGTERM, old_term)
         if failed:
-            raise RemoteError("could not restore everything (run `tcplab remote restore LAB.toml` once the hosts are "
-                              "reachable): " + "; ".join(failed))
+            cause = sys.exc_info()[1]  # what stopped the run, if something did: said too
+            why = f"the run stopped ({type(cause).__name__}: {cause}) and " if cause is not None else ""
+            raise RemoteError(f"{why}could not restore everything (run `tcplab remote restore LAB.toml` once the "
+                              "hosts are reachable): " + "; ".join(failed))
 
 
 def _refuse(exp: Experiment) -> None:
@@ -357,6 +360,9 @@ def _start_pcaps(exp: Experiment, lab: Lab, plans: dict[str, planmod.HostPlan], 
             out.append(n)
     if out:
         time.sleep(0.5)
+    for n in out:  # a capture that could not start says why, before any traffic
+        if not hosts[n].running(["pcap"]):
+            raise RemoteError(f"{n}: tcpdump did not start: {hosts[n].read('pcap.err').strip()[-300:]}")
     return out
 
 

@@ -48,11 +48,14 @@ class RemoteHost:
         return pid
 
     def running(self, names: list[str]) -> set[str]:
-        """Which of the named processes still run (by PID, `kill -0`)."""
+        """Which of the named processes still run (by PID)."""
         pids = [str(self.procs[n]) for n in names if n in self.procs]
         if not pids:
             return set()
-        out = self.ssh.sh('for p in "$@"; do kill -0 "$p" 2>/dev/null && echo "$p"; done; true', *pids,
+        # A zombie is not running: an orphan waits for init to reap it, which some containers'
+        # init does late (ps(1) state Z, on Linux and FreeBSD alike).
+        out = self.ssh.sh('for p in "$@"; do s=$(ps -o stat= -p "$p" 2>/dev/null) || continue; '
+                          'case "$s" in Z*) ;; *) echo "$p";; esac; done; true', *pids,
                           what="check processes", timeout=20).stdout.split()
         alive = set(out)
         return {n for n in names if str(self.procs.get(n)) in alive}

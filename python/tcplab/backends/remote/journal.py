@@ -37,12 +37,12 @@ class Journal:
         data = json.loads(path.read_text())
         return cls(path, data["run_id"], data["lab"], data.get("control_dir", ""), data["entries"])
 
-    def record(self, host: str, what: str, undo: list[str], *, sh: bool = False, ignore: str | None = None) -> None:
-        """Before a change on `host`: the argument list that undoes it (`sh`: a script run as
-        sh -c with no arguments substituted; `ignore`: an error text that means already undone)."""
+    def record(self, host: str, what: str, undo: list[str], *, ignore: str | None = None) -> None:
+        """Before a change on `host`: the argument list that undoes it (`ignore`: an error text
+        that means it is already undone)."""
         with self._lock:  # hosts are configured in parallel
-            self.entries.append({"host": host, "what": what, "undo": [str(w) for w in undo], "sh": sh,
-                                 "ignore": ignore, "done": False})
+            self.entries.append({"host": host, "what": what, "undo": [str(w) for w in undo], "ignore": ignore,
+                                 "done": False})
             self._write()
 
     def _write(self) -> None:
@@ -52,15 +52,15 @@ class Journal:
                                    "written": time.time(), "entries": self.entries}, indent=1))
         tmp.replace(self.path)
 
-    def undo(self, run: Callable[[str, list[str], bool], tuple[bool, str]]) -> list[str]:
-        """Run every pending undo, newest first, with `run(host, words, is_script) -> (ok, error)`.
+    def undo(self, run: Callable[[str, list[str]], tuple[bool, str]]) -> list[str]:
+        """Run every pending undo, newest first, with `run(host, words) -> (ok, error)`.
         Returns one line per undo that failed (kept in the journal); removes the journal when
         everything is undone."""
         failed = []
         for e in reversed(self.entries):
             if e["done"]:
                 continue
-            ok, err = run(e["host"], e["undo"], e["sh"])
+            ok, err = run(e["host"], e["undo"])
             if ok or (e.get("ignore") and e["ignore"] in err):
                 e["done"] = True
                 self._write()

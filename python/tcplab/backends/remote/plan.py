@@ -36,6 +36,8 @@ def _linux_buffers(p: HostPlan, f: Flow, role: str) -> None:
         p.sysctls["net.ipv4.tcp_wmem"] = f"4096 {f.sndbuf_initial_bytes or 16384} {f.sndbuf_bytes}"
         p.sysctls["net.ipv4.tcp_sack"] = "1" if f.sack else "0"
         p.sysctls["net.ipv4.tcp_timestamps"] = "1" if f.timestamps else "0"
+        # ip-sysctl.rst tcp_ecn: 1 requests ECN on outgoing connections, 2 only accepts it.
+        p.sysctls["net.ipv4.tcp_ecn"] = "1" if f.ecn else "2"
     else:
         p.sysctls["net.ipv4.tcp_rmem"] = f"4096 131072 {f.rcvbuf_bytes}"
     p.sysctls["net.ipv4.tcp_no_metrics_save"] = "1"
@@ -48,6 +50,8 @@ def _freebsd_buffers(p: HostPlan, f: Flow, role: str) -> None:
         p.sysctls["net.inet.tcp.initcwnd_segments"] = str(f.iw_segments)
         p.sysctls["net.inet.tcp.sack.enable"] = "1" if f.sack else "0"
         p.sysctls["net.inet.tcp.rfc1323"] = str(freebsd.rfc1323(f.timestamps))
+        # tcp(4) ecn.enable: 1 requests ECN on outgoing connections, 2 only accepts it.
+        p.sysctls["net.inet.tcp.ecn.enable"] = "1" if f.ecn else "2"
         knobs = f.freebsd or {}
         if f.stack == "freebsd":
             if "tso" in knobs:
@@ -103,6 +107,11 @@ def _ports_to_configure(exp: Experiment, lab: Lab, plans: dict[str, HostPlan]) -
         delay = lab.delay == "tcplab" and (d.delay_ns >= 1_000_000 or d.loss > 0)
         if not (shape or delay):
             continue
+        if shape and d.aqm is not None:
+            raise LabError(lab.path, "testbed.shaping", f"port {port.label} has a queue discipline "
+                           f"({dict(d.aqm).get('kind')}, topology aqm) and the remote backend builds drop-tail "
+                           "fifos only: configure the AQM on the router yourself and set testbed.shaping = \"testbed\", "
+                           "or run the spec on the simulator")
         m = lab.machines.get(port.frm)
         key = f"hosts.{port.frm}"
         if m is None:
