@@ -15,10 +15,10 @@ CASES = {
     "zero buffer": (('buffer = "60p"', 'buffer = "0p"'), "topology.bottleneck.buffer: buffer '0p' must be larger than zero"),
     "missing host": (('to = "r1"', 'to = "r9"'), "senders.s1.to: 'r9' is not another host of this topology (allowed: r1, r2, s2)"),
     "unknown cc": (('cc = "cubic"', 'cc = "vegass"'), "senders.s1.cc: 'vegass' is not one of the choices (allowed: newreno, cubic, "
-                   "cubic-rfc9438, bic, htcp, vegas, westwood, yeah, scalable, highspeed, bbr, reno)"),
+                   "cubic-rfc9438, bic, htcp, vegas, westwood, yeah, scalable, highspeed, bbr, dctcp, reno)"),
     "linux cc on freebsd": (('cc = "cubic"', 'cc = "vegas"\nstack = "freebsd"'),
                             "senders.s1.cc: 'vegas' is not modelled for the freebsd stack, which offers "
-                            "(allowed: newreno, cubic, cubic-rfc9438, htcp, reno)"),
+                            "(allowed: newreno, cubic, cubic-rfc9438, htcp, dctcp, reno)"),
 }
 
 
@@ -40,7 +40,7 @@ def test_bad_spec_fails_with_one_line_and_exit_2_and_no_folder(tmp_path: Path, c
 
 
 def test_unknown_preset_lists_the_presets(tmp_path: Path):
-    proc = tcplab("run", "T9", cwd=tmp_path)
+    proc = tcplab("run", "T99", cwd=tmp_path)
     assert proc.returncode == 2
     assert "no such spec file or preset" in proc.stderr and "t1-dumbbell-wan" in proc.stderr
 

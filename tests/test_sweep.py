@@ -158,7 +158,9 @@ def test_sweep_killed_midway_and_rerun_equals_an_uninterrupted_sweep(tmp_path):
 
 @pytest.mark.slow
 def test_ctrl_c_stops_cleanly_and_says_how_to_resume(tmp_path):
-    spec = _spec(tmp_path, BASE.format(name="intr", time="20s") + '[sweep]\n"senders.s1.cc" = ["newreno", "cubic"]\n')
+    # 600 simulated seconds take a few seconds of wall time: long enough that both runs are still
+    # under way when the signal comes (a 20 s run had finished within the half second below).
+    spec = _spec(tmp_path, BASE.format(name="intr", time="600s") + '[sweep]\n"senders.s1.cc" = ["newreno", "cubic"]\n')
     out = tmp_path / "s"
     proc = subprocess.Popen([sys.executable, "-m", "tcplab.cli", "sweep", str(spec), "--jobs", "2", "--out", str(out)],
                             cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
