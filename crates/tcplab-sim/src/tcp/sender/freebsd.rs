@@ -194,7 +194,14 @@ impl FreeBsdStack {
         let in_fr = matches!(c.state, State::Recovery { .. });
         // D43470 as committed (15.0-2025; 15.0-2024-10 with d43470 = true).
         let committed = self.k.as_committed();
+        // tcp_sack.c tcp_sack_doack() (fel1x-developer/freebsd-src @ 2d614aa2) treats [snd_una,
+        // th_ack) as a SACK block and adds to delivered_data only the hole bytes it covers
+        // (`delivered_data += (cur->end - cur->start)`), then `sacked_bytes += delivered_data -
+        // left_edge_delta`: bytes SACKed earlier and now cumulatively acked are not delivered
+        // again (RFC 6937 DeliveredData = change in snd.una + change in SACKed bytes).
+        let sacked_before = c.sb.sacked_bytes;
         let karn = c.sb.ack(p.ack);
+        let delivered = (acked + newly_sacked).saturating_sub(sacked_before - c.sb.sacked_bytes);
         c.sb.clear_delivered();
         c.dupacks = 0;
         if newly_sacked > 0 {
@@ -221,7 +228,7 @@ impl FreeBsdStack {
                 // PRR on, and its cap at ssthresh is a byte budget, not whole segments.
                 if self.k.prr && !p.sack_blocks().is_empty() {
                     c.rto_deadline = None;
-                    self.prr.ack(c, self.k, acked + newly_sacked, new_loss);
+                    self.prr.ack(c, self.k, delivered, new_loss);
                     if committed {
                         // `tcp_do_prr_ack(...); tp->t_flags |= TF_ACKNOW; (void) tcp_output(tp);`
                         // (tcp_input.c @ 62d1e135): output before process_ACK moves snd_una,
@@ -231,7 +238,7 @@ impl FreeBsdStack {
                         self.output(c, now, out, next_id);
                     }
                 } else {
-                    sack_partialack(c, p.ack, acked, acked + newly_sacked);
+                    sack_partialack(c, p.ack, acked, delivered);
                 }
             } else if self.k.version.post_recovery_after_snd_una() {
                 // 15.0-2024-10 and 15.0-2025: cc_post_recovery() runs in process_ACK after
