@@ -644,3 +644,136 @@ fn later_versions_partial_ack_without_sack_blocks_and_the_rescue_as_in_2023() {
         assert_eq!(cwnd_after(&sim, retx[1].0), 2 * MSS, "{version:?}");
     }
 }
+
+/// ACKs of flow 0 as the sender received them (the record needs `record_acks`):
+/// (t_ns, ack, first SACK block's start or -1).
+fn acks(sim: &Simulation) -> Vec<(i64, i64, i64)> {
+    let a = &sim.rec.acks;
+    let (t, f, k, s) = (
+        a.column("t_ns").unwrap(),
+        a.column("flow").unwrap(),
+        a.column("ack").unwrap(),
+        a.column("sack1_start").unwrap(),
+    );
+    (0..t.len())
+        .filter(|&i| f[i] == 0)
+        .map(|i| (t[i], k[i], s[i]))
+        .collect()
+}
+
+/// The single-loss flow with a second drop ten segments later (arrivals 300 and 310), ACKs
+/// recorded: one window, two holes, so the first hole's retransmission is acked by a partial
+/// ACK (up to the second hole) that carries SACK blocks.
+fn two_losses_version(version: FreeBsdVersion, d43470: bool) -> Simulation {
+    let f = freebsd_version_flow(30_000_000, version, d43470);
+    let mut cfg = pipe(100 * MBIT, 40 * MS, 1000, vec![f], 20 * SEC);
+    cfg.record_sends = true;
+    cfg.record_acks = true;
+    cfg.links[1].ab.drop_arrivals = vec![300, 310];
+    run(&cfg)
+}
+
+#[test]
+fn a_partial_ack_with_sack_blocks_takes_tcp_do_prr_ack_in_every_version() {
+    // Drops at arrivals 300 and 310 (segments at 299 and 309 maxseg; every segment before the
+    // recovery is a full 1448). The ACK of the first hole's retransmission moves snd_una to the
+    // second hole and SACKs everything above it: `V_tcp_do_prr && to.to_flags & TOF_SACK`, so
+    // resume_partialack (2023: freebsd/freebsd-src tcp_input.c @ 2bae602e; 2024-10 base:
+    // ihoro/freebsd-src tcp_input.c @ 48931b3e; D43470: nibanks/freebsd-src tcp_input.c @
+    // 62d1e135) calls tcp_do_prr_ack(), then tcp_output(). By hand, per version:
+    // - del_data = sackhint.delivered_data from tcp_sack_doack() (fel1x-developer tcp_sack.c @
+    //   2d614aa2): [snd_una, th_ack) is treated as a SACK block and only the hole bytes it
+    //   covers count (`delivered_data += (cur->end - cur->start)`), so 1 maxseg, not the 10
+    //   segments th_ack - snd_una (9 of them were SACKed before); `sacked_bytes +=
+    //   delivered_data - left_edge_delta` leaves sacked_bytes = what is SACKed above th_ack.
+    // - prr_delivered: the entry's (2023 and base: maxseg; D43470: `imin(snd_max - th_ack,
+    //   (snd_limited + 1) * maxseg)` = 3 maxseg), plus one maxseg per SACKed segment after the
+    //   entry's three (everything sent before the entry reaches the receiver before the
+    //   retransmission, one FIFO path), plus del_data. recover_fs = snd_nxt - snd_una at entry.
+    // - prr_out: every byte sent from the entry to this ACK (the sends record).
+    // - pipe = tcp_compute_pipe() with snd_una not yet moved: snd_max - snd_una +
+    //   sack_bytes_rexmit (the second hole's retransmission) - sacked_bytes, and since D39299
+    //   (every version after 2023) - lost_bytes (the second hole, IsLost).
+    // - snd_cnt: pipe >= ssthresh: `howmany(prr_delivered * ssthresh, recover_fs) - prr_out +
+    //   maxseg - 1`; else `imin(ssthresh - pipe, imax(prr_delivered - prr_out, del_data) +
+    //   maxseg)` (not SACK_NEWLOSS: the ACK only removes a hole); `imax(snd_cnt, 0) / maxseg`.
+    // - cwnd: 2023 and base `snd_nxt - snd_recover + sack_bytes_rexmit + snd_cnt * maxseg`;
+    //   D43470 `pipe - del_data + snd_cnt * maxseg`; then `imax(maxseg, snd_cwnd)`.
+    // - bytes sent: before D43470 new data gets `snd_cwnd - (snd_nxt - snd_recover) -
+    //   sack_bytes_rxmt` = snd_cnt * maxseg (tcp_output.c, F-Stack @ 831d8a29); with D43470
+    //   (tcp_output.c @ 0714807e) `imax(imin(sbavail, sendwin) - imax(tcp_compute_pipe(tp),
+    //   off), 0)` with off = snd_nxt - snd_una >= the bytes outstanding (sbavail is at least
+    //   that), both before and after process_ACK moves snd_una; no hole is left to resend.
+    let m = MSS;
+    let mut cases = vec![
+        (FreeBsdVersion::V2023, false),
+        (FreeBsdVersion::V15_2024_10, false),
+    ];
+    cases.extend(COMMITTED);
+    for (version, d43470) in cases {
+        let sim = two_losses_version(version, d43470);
+        let st = sim.flow_stats();
+        assert_eq!((st[0].recoveries, st[0].rtos), (1, 0), "{version:?}");
+        let (t0, _, ss) = events(&sim, 0, RECOVERY_START)[0];
+        assert_eq!(ss, freebsd_newreno_ssthresh(cwnd_before(&sim, t0)));
+        let s = sends(&sim);
+        assert!(s.iter().filter(|x| x.0 < t0).all(|x| x.2 % m == 0));
+        let (una0, hole2) = (299 * m, 309 * m);
+        let recover = s
+            .iter()
+            .filter(|x| x.0 < t0)
+            .map(|x| x.1 + x.2)
+            .max()
+            .unwrap();
+        let fs = recover - una0;
+        let (tp, th_ack, sack1) = acks(&sim).into_iter().find(|a| a.1 > una0).unwrap();
+        assert_eq!(
+            (th_ack, sack1 > th_ack),
+            (hole2, true),
+            "{version:?}: partial, SACK"
+        );
+        let before_tp: Vec<_> = s.iter().filter(|x| x.0 < tp).collect();
+        let rexmit: i64 = before_tp
+            .iter()
+            .filter(|x| x.0 >= t0 && x.3 == 1 && x.1 == hole2)
+            .map(|x| x.2)
+            .sum();
+        assert_eq!(rexmit, m, "the second hole was resent before this ACK");
+        let del_data = m;
+        let entry_delivered = if d43470 { 3 * m } else { m };
+        let prr_delivered = entry_delivered + (fs - m - m - 3 * m) + del_data;
+        let prr_out: i64 = before_tp.iter().filter(|x| x.0 >= t0).map(|x| x.2).sum();
+        let snd_max = before_tp.iter().map(|x| x.1 + x.2).max().unwrap();
+        let sacked = recover - (hole2 + m);
+        let lost = if version == FreeBsdVersion::V2023 {
+            0
+        } else {
+            m
+        };
+        let pipe = snd_max - una0 + rexmit - sacked - lost;
+        let snd_cnt = if pipe >= ss {
+            (prr_delivered * ss + fs - 1) / fs - prr_out + m - 1
+        } else {
+            (ss - pipe).min((prr_delivered - prr_out).max(del_data) + m)
+        }
+        .max(0)
+            / m;
+        let (cwnd, sent) = if d43470 {
+            let cwnd = (pipe - del_data + snd_cnt * m).max(m);
+            let off = snd_max - hole2; // the smaller off, after snd_una moves
+            (cwnd, (cwnd - pipe.max(off)).max(0))
+        } else {
+            (
+                (snd_max - recover + rexmit + snd_cnt * m).max(m),
+                snd_cnt * m,
+            )
+        };
+        let (_, cwnd_p, _) = samples(&sim, 0).into_iter().find(|x| x.0 >= tp).unwrap();
+        let sent_p: i64 = s.iter().filter(|x| x.0 == tp).map(|x| x.2).sum();
+        assert_eq!(
+            (cwnd_p, sent_p),
+            (cwnd, sent),
+            "{version:?} d43470={d43470}: cwnd and bytes sent after tcp_do_prr_ack()"
+        );
+    }
+}

@@ -92,8 +92,9 @@ impl FreeBsdPrr {
             // tcp_do_prr_ack() @ 62d1e135 (SACK, fast recovery): `tp->snd_cwnd = pipe - del_data
             // + (snd_cnt * maxseg);` with pipe = tcp_compute_pipe() taken after tcp_sack_doack()
             // updated the scoreboard but before process_ACK moves snd_una (so it still counts
-            // this ACK's cumulatively acked bytes, which del_data also holds). tcp_output() then
-            // budgets cwnd - pipe = snd_cnt * maxseg - del_data bytes.
+            // this ACK's cumulatively acked bytes; del_data holds of them only the hole bytes,
+            // not what was SACKed before). tcp_output() then budgets cwnd - pipe = snd_cnt *
+            // maxseg - del_data bytes.
             (pipe - del_data as i64 + (snd_cnt * c.mss) as i64).max(0) as u64
         } else if k.d43470 {
             // cwnd = pipe - del_data + sndcnt * maxseg: what stays in flight after this ACK plus
