@@ -17,6 +17,17 @@ pub enum Drop {
     Random,
 }
 
+/// A packet on its way through a port: when it reaches the far end, its handle, its size.
+#[derive(Clone, Copy, Debug)]
+pub struct InPipe {
+    /// Arrival time at the port's far end.
+    pub arrival_ns: Ns,
+    /// Handle in the simulation's packet slab.
+    pub packet: u32,
+    /// Size on the wire, IP bytes.
+    pub size_bytes: u32,
+}
+
 /// The egress side of one link direction.
 ///
 /// A FIFO with a constant-rate server knows when each packet will start and finish its
@@ -50,8 +61,9 @@ pub struct Port {
     pub queue_bytes: u64,
     /// When the server is free again.
     busy_until: Ns,
-    /// Every admitted packet with its arrival time at `to`, in FIFO order.
-    pub pipe: VecDeque<(Ns, Packet)>,
+    /// Every admitted packet (its handle in the simulation's [`crate::packet::Slab`]) with its
+    /// arrival time at `to`, in FIFO order.
+    pub pipe: VecDeque<InPipe>,
     rng: Rng,
     sched_bytes: u64,
     sched_packets: u64,
@@ -204,22 +216,23 @@ impl Port {
     fn packets_in_flight(&self, now: Ns) -> u64 {
         // The pipe is in arrival order; packets due at `now` whose arrival event has not run yet
         // have left netem already.
-        let arrived = self.pipe.iter().take_while(|(t, _)| *t <= now).count();
+        let arrived = self.pipe.iter().take_while(|e| e.arrival_ns <= now).count();
         (self.pipe.len() - arrived) as u64
     }
 
-    /// Send an admitted packet: it waits its turn, is serialised, propagates. Returns its arrival
-    /// time at the far end if the pipe was empty (the caller schedules that event), and the bytes
-    /// it adds to the FIFO (0 if it went straight onto the wire).
-    pub fn send(&mut self, p: Packet, now: Ns) -> (Option<Ns>, u64) {
-        let size = p.size_bytes as u64;
+    /// Send an admitted packet (handle `packet` in the slab, `size_bytes` on the wire): it waits
+    /// its turn, is serialised, propagates. Returns its arrival time at the far end if the pipe
+    /// was empty (the caller schedules that event), and the bytes it adds to the FIFO (0 if it
+    /// went straight onto the wire).
+    pub fn send(&mut self, packet: u32, size_bytes: u32, now: Ns) -> (Option<Ns>, u64) {
+        let size = size_bytes as u64;
         let start = self.busy_until.max(now);
         if let (Some(h), None) = (self.delay_hist.as_mut(), self.aqm.as_ref()) {
             h.add(start - now);
         }
         let mut queued = 0;
         if start > now {
-            self.waiting.push_back((start, p.size_bytes));
+            self.waiting.push_back((start, size_bytes));
             self.queue_bytes += size;
             self.max_queue_packets = self.max_queue_packets.max(self.waiting.len() as u64);
             queued = size;
@@ -234,23 +247,27 @@ impl Port {
             // "On Traffic Phase Effects in Packet-Switched Gateways", 1992; ns-2's overhead_).
             // FIFO order is kept, so the rate is unchanged.
             arrival += self.rng.below(self.jitter_ns + 1);
-            if let Some(&(last, _)) = self.pipe.back() {
-                arrival = arrival.max(last);
+            if let Some(last) = self.pipe.back() {
+                arrival = arrival.max(last.arrival_ns);
             }
         }
         let was_empty = self.pipe.is_empty();
-        self.pipe.push_back((arrival, p));
+        self.pipe.push_back(InPipe {
+            arrival_ns: arrival,
+            packet,
+            size_bytes,
+        });
         (was_empty.then_some(arrival), queued)
     }
 
     /// Bytes and packets fully serialised by `now` (to within the jitter, if any).
     pub fn transmitted(&self, now: Ns) -> (u64, u64) {
         let (mut bytes, mut packets) = (self.sched_bytes, self.sched_packets);
-        for (arrival, p) in self.pipe.iter().rev() {
-            if arrival - self.delay_ns <= now {
+        for e in self.pipe.iter().rev() {
+            if e.arrival_ns - self.delay_ns <= now {
                 break;
             }
-            bytes -= p.size_bytes as u64;
+            bytes -= e.size_bytes as u64;
             packets -= 1;
         }
         (bytes, packets)
@@ -445,7 +462,7 @@ mod tests {
         for i in 0..1500 {
             let now = i * 10_000;
             if port.admit(&packet(64), now, None).is_ok() {
-                port.send(packet(64), now);
+                port.send(0, 64, now);
                 admitted += 1;
             }
         }

@@ -13,7 +13,7 @@ use crate::config::{AppConfig, FlowConfig, SimConfig};
 use crate::cpu::{in_tcp, CpuMeter};
 use crate::engine::{Action, EventQueue};
 use crate::net::{routes, Pool, Port, Routes};
-use crate::packet::{Kind, Packet};
+use crate::packet::{Kind, Packet, Slab};
 use crate::tcp::receiver::TcpReceiver;
 use crate::tcp::sender::{SenderEvent, TcpSender};
 use crate::time::Ns;
@@ -92,6 +92,8 @@ pub struct Simulation {
     /// All egress ports: link i has ports 2i (a -> b) and 2i + 1 (b -> a).
     pub ports: Vec<Port>,
     pools: Vec<Pool>,
+    /// The packets in the network; ports' pipes hold their handles.
+    slab: Slab,
     routes: Routes,
     flow_cfg: Vec<FlowConfig>,
     /// TCP senders, one per flow.
@@ -159,6 +161,7 @@ impl Simulation {
             port_iv: vec![(0, 0, 0, 0); ports.len()],
             ports,
             pools,
+            slab: Slab::default(),
             routes,
             flow_cfg: cfg.flows.clone(),
             senders,
@@ -523,7 +526,15 @@ impl Simulation {
         }
     }
 
+    /// A packet enters the network at `node`.
     fn forward(&mut self, node: u32, p: Packet) {
+        let h = self.slab.insert(p);
+        self.forward_stored(node, h);
+    }
+
+    /// Route the packet stored under handle `h` from `node` into its next port.
+    fn forward_stored(&mut self, node: u32, h: u32) {
+        let p = self.slab.get(h);
         let pi = self.routes.next_hop(node, p.dst);
         debug_assert_ne!(pi, u32::MAX, "no route from {node} to {}", p.dst);
         let now = self.now;
@@ -535,18 +546,22 @@ impl Simulation {
             }
         }
         let port = &mut self.ports[pi as usize];
+        let p = self.slab.get(h);
+        let size_bytes = p.size_bytes;
         if port
-            .admit(&p, now, pool.map(|pl| &self.pools[pl as usize]))
+            .admit(p, now, pool.map(|pl| &self.pools[pl as usize]))
             .is_err()
         {
+            let p = self.slab.take(h);
             self.drop_packet(p);
             return;
         }
         if port.aqm.is_some() {
+            let p = self.slab.take(h);
             self.aqm_enqueue(pi, p);
             return;
         }
-        let (arrival, queued) = port.send(p, now);
+        let (arrival, queued) = port.send(h, size_bytes, now);
         if let Some(pl) = pool {
             self.pools[pl as usize].used_bytes += queued;
         }
@@ -574,13 +589,14 @@ impl Simulation {
     /// The packet at the head of port `pi`'s pipe arrives (its event is the queue's next).
     fn pipe_arrive(&mut self, pi: u32) {
         let port = &mut self.ports[pi as usize];
-        let (_, p) = port.pipe.pop_front().expect("a packet was in the pipe");
-        self.q.pop_and_repeat(port.pipe.front().map(|&(t, _)| t));
+        let head = port.pipe.pop_front().expect("a packet was in the pipe");
+        self.q.pop_and_repeat(port.pipe.front().map(|e| e.arrival_ns));
         let node = port.to;
-        if p.dst == node {
+        if self.slab.get(head.packet).dst == node {
+            let p = self.slab.take(head.packet);
             self.deliver(node, p);
         } else {
-            self.forward(node, p);
+            self.forward_stored(node, head.packet);
         }
     }
 
