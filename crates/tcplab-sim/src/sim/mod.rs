@@ -521,22 +521,24 @@ impl Simulation {
     /// Send the packets an endpoint on `node` produced.
     fn flush(&mut self, node: u32, out: &mut Vec<Packet>) {
         self.created += out.len() as u64;
-        for p in out.drain(..) {
-            self.forward(node, p);
+        for p in out.iter() {
+            let h = self.slab.insert(p);
+            self.forward_stored(node, h, p.dst, p.size_bytes);
         }
+        out.clear();
     }
 
     /// A packet enters the network at `node`.
     fn forward(&mut self, node: u32, p: Packet) {
-        let h = self.slab.insert(p);
-        self.forward_stored(node, h);
+        let h = self.slab.insert(&p);
+        self.forward_stored(node, h, p.dst, p.size_bytes);
     }
 
-    /// Route the packet stored under handle `h` from `node` into its next port.
-    fn forward_stored(&mut self, node: u32, h: u32) {
-        let p = self.slab.get(h);
-        let pi = self.routes.next_hop(node, p.dst);
-        debug_assert_ne!(pi, u32::MAX, "no route from {node} to {}", p.dst);
+    /// Route the packet stored under handle `h` (for node `dst`, `size_bytes` long) from `node`
+    /// into its next port.
+    fn forward_stored(&mut self, node: u32, h: u32, dst: u32, size_bytes: u32) {
+        let pi = self.routes.next_hop(node, dst);
+        debug_assert_ne!(pi, u32::MAX, "no route from {node} to {dst}");
         let now = self.now;
         let pool = self.ports[pi as usize].pool;
         match pool {
@@ -546,10 +548,8 @@ impl Simulation {
             }
         }
         let port = &mut self.ports[pi as usize];
-        let p = self.slab.get(h);
-        let size_bytes = p.size_bytes;
         if port
-            .admit(p, now, pool.map(|pl| &self.pools[pl as usize]))
+            .admit(size_bytes, now, pool.map(|pl| &self.pools[pl as usize]))
             .is_err()
         {
             let p = self.slab.take(h);
@@ -561,7 +561,7 @@ impl Simulation {
             self.aqm_enqueue(pi, p);
             return;
         }
-        let (arrival, queued) = port.send(h, size_bytes, now);
+        let (arrival, queued) = port.send(h, size_bytes, dst, now);
         if let Some(pl) = pool {
             self.pools[pl as usize].used_bytes += queued;
         }
@@ -589,14 +589,19 @@ impl Simulation {
     /// The packet at the head of port `pi`'s pipe arrives (its event is the queue's next).
     fn pipe_arrive(&mut self, pi: u32) {
         let port = &mut self.ports[pi as usize];
-        let head = port.pipe.pop_front().expect("a packet was in the pipe");
+        let (head, freed) = port.pop_arrived(self.now);
         self.q.pop_and_repeat(port.pipe.front().map(|e| e.arrival_ns));
         let node = port.to;
-        if self.slab.get(head.packet).dst == node {
+        if freed > 0 {
+            if let Some(pl) = port.pool {
+                self.pools[pl as usize].used_bytes -= freed;
+            }
+        }
+        if head.dst == node {
             let p = self.slab.take(head.packet);
             self.deliver(node, p);
         } else {
-            self.forward_stored(node, head.packet);
+            self.forward_stored(node, head.packet, head.dst, head.size_bytes);
         }
     }
 
