@@ -7,10 +7,6 @@
 
 use crate::{set_ce, Aqm, AqmStats, Fifo, Ns, Packet, Queued, MS};
 
-/// The queue's MTU for the "backlog at most one MTU" test: an MTU-sized IP packet (Linux uses
-/// psched_mtu() = dev->mtu + hard_header_len, 1514 on Ethernet, counted in L2 bytes).
-pub const MTU_BYTES: u64 = 1500;
-
 /// REC_INV_SQRT_BITS = 16 (u16 rec_inv_sqrt) so REC_INV_SQRT_SHIFT = 32 - 16.
 const REC_INV_SQRT_SHIFT: u32 = 16;
 
@@ -102,7 +98,7 @@ pub fn control_law(t: Ns, interval_ns: Ns, rec_inv_sqrt: u16) -> Ns {
 }
 
 /// codel_should_drop().
-fn should_drop<P>(
+fn should_drop<P: Packet>(
     x: Option<&Queued<P>>,
     v: &mut CodelVars,
     prm: &CodelParams,
@@ -114,7 +110,7 @@ fn should_drop<P>(
         return false;
     };
     v.ldelay = now - x.enqueue_ns;
-    if v.ldelay < prm.target_ns || backlog <= MTU_BYTES {
+    if v.ldelay < prm.target_ns || backlog <= P::MTU_BYTES {
         // went below: stay below for at least an interval
         v.first_above_time = 0;
         return false;

@@ -26,6 +26,10 @@ pub const MS: Ns = 1_000_000;
 
 /// What a discipline needs to know about a packet.
 pub trait Packet {
+    /// The queue's MTU in the units of `size_bytes` (Linux's psched_mtu(): dev->mtu +
+    /// hard_header_len, 1514 for Ethernet frames), for CoDel's "backlog at most one MTU" test and
+    /// PIE's byte-mode and burst tests.
+    const MTU_BYTES: u64;
     /// Bytes it occupies in the queue and on the wire (backlog, quantum, byte limits).
     fn size_bytes(&self) -> u64;
     /// Its IP ECN field (an [`ecn`] codepoint; NOT_ECT for anything that is not IP).

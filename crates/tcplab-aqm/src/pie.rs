@@ -14,7 +14,6 @@ const MAX_PROB: u64 = u64::MAX >> 8;
 const PSCHED_SHIFT: u32 = 6;
 const PSCHED_TICKS_PER_SEC: u64 = 1_000_000_000 >> PSCHED_SHIFT;
 const DTIME_INVALID: u64 = u64::MAX;
-const MTU_BYTES: u64 = crate::codel::MTU_BYTES;
 
 fn ticks(ns: Ns) -> u64 {
     ns >> PSCHED_SHIFT
@@ -163,11 +162,11 @@ impl<P: Packet, R: Random> Pie<P, R> {
         if self.qdelay < self.target / 2 && self.prob < MAX_PROB / 5 {
             return false;
         }
-        if backlog < 2 * MTU_BYTES {
+        if backlog < 2 * P::MTU_BYTES {
             return false;
         }
-        let local_prob = if self.bytemode && packet_size <= MTU_BYTES {
-            packet_size * (self.prob / MTU_BYTES)
+        let local_prob = if self.bytemode && packet_size <= P::MTU_BYTES {
+            packet_size * (self.prob / P::MTU_BYTES)
         } else {
             self.prob
         };

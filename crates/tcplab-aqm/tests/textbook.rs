@@ -18,6 +18,7 @@ struct Pkt {
 }
 
 impl tcplab_aqm::Packet for Pkt {
+    const MTU_BYTES: u64 = 1500;
     fn size_bytes(&self) -> u64 {
         self.size
     }

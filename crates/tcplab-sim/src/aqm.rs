@@ -11,6 +11,8 @@ pub use tcplab_aqm::{codel, ecn, fq_codel, pie, red, step, Aqm, AqmConfig, AqmSt
 pub type PortAqm = Box<dyn Aqm<Packet>>;
 
 impl tcplab_aqm::Packet for Packet {
+    /// The simulator counts IP bytes (no Ethernet header): an MTU-sized IP packet.
+    const MTU_BYTES: u64 = 1500;
     fn size_bytes(&self) -> u64 {
         self.size_bytes as u64
     }
