@@ -369,7 +369,7 @@ def compare(
 ) -> None:
     """Runs side by side, each against the first: per-flow throughput and difference,
     retransmissions, recovery episodes, cwnd-trajectory distance; with --out, an overlay page."""
-    from .report.text import compare_table
+    from .report.text import bottleneck_rows, bottleneck_table, compare_table
 
     if len(runs) < 2:
         _fail(f"compare needs at least two results folders, got {len(runs)}")
@@ -385,6 +385,7 @@ def compare(
         mine = [x for x in rows if x.get("vs", labels[i]) == labels[i]]
         if mine:
             out_console.print(compare_table(mine, f"{infos[0]['name']}: {runs[0]} vs {r}", (labels[0], labels[i])))
+    out_console.print(bottleneck_table(bottleneck_rows(labels, infos)))
     if out:
         out_console.print(f"compare: {out / 'compare.html'}")
 

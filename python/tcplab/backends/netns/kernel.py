@@ -7,7 +7,6 @@ provenance and shown by `tcplab doctor`.
 from __future__ import annotations
 
 import os
-import secrets
 import socket
 import subprocess
 from functools import lru_cache
@@ -39,12 +38,20 @@ def _run(args: list[str]) -> subprocess.CompletedProcess:
 
 def probe_qdiscs() -> dict[str, str]:
     """Each qdisc of QDISC_PROBES -> "yes" or why not (tc's message). Needs root; creates the
-    namespace `tlq<hex>` with one veth pair, and deletes it whatever happens."""
-    ns = "tlq" + secrets.token_hex(3)
+    namespace `tlXXXX-qdisc` with one veth pair, registered first like a run's (so `tcplab netns
+    cleanup` finds it after a kill) and deleted whatever happens."""
+    from types import SimpleNamespace
+
+    from . import host
+    from .plan import new_run_id
+
+    run_id = new_run_id()
+    ns = f"{run_id}-qdisc"
+    host.register(SimpleNamespace(run_id=run_id, namespaces=[ns]))
     out: dict[str, str] = {}
-    if _run(["ip", "netns", "add", ns]).returncode != 0:
-        return {k: "not tried (could not create a namespace)" for k in QDISC_PROBES}
     try:
+        if _run(["ip", "netns", "add", ns]).returncode != 0:
+            return {k: "not tried (could not create a namespace)" for k in QDISC_PROBES}
         made = _run(["ip", "-n", ns, "link", "add", "name", "q0", "type", "veth", "peer", "name", "q1"])
         if made.returncode != 0:
             return {k: f"not tried (veth: {made.stderr.strip()})" for k in QDISC_PROBES}
@@ -53,7 +60,7 @@ def probe_qdiscs() -> dict[str, str]:
             out[kind] = "yes" if r.returncode == 0 else (r.stderr.strip().splitlines() or ["failed"])[0]
             _run(["ip", "netns", "exec", ns, "tc", "qdisc", "del", "dev", "q0", "root"])
     finally:
-        _run(["ip", "netns", "delete", ns])
+        host.teardown(run_id, [ns])
     return out
 
 
