@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tcplab.backends.netns import _linkem_aqm_args, kernel, plan as planmod
 from tcplab.spec import load_spec, resolve
 from tcplab.spec.aqm import tc_red_eval_ewma
@@ -113,6 +115,28 @@ def test_this_kernels_features_are_probed_and_cleaned_up():
     # The scratch namespace is gone.
     left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     assert "-qdisc" not in left, left
+    # `tcplab doctor` says the same, and where each missing discipline runs instead.
+    p = subprocess.run([*TCPLAB, "doctor"], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert p.returncode == 0, p.stderr
+    for q, v in feat["qdiscs"].items():
+        line = next(x for x in p.stdout.splitlines() if x.startswith(f"qdisc {q} "))
+        assert ("yes" in line) == (v == "yes"), line
+        if q == "codel" and v != "yes":
+            assert line.endswith("-> runs in tcplab-linkem"), line
+
+
+def test_a_congestion_control_the_kernel_lacks_is_named_in_one_line():
+    _require_root()
+    from tcplab.backends.netns import host
+
+    if kernel.cc_loadable("dctcp"):  # a kernel with tcp_dctcp: the preflight accepts it
+        assert "dctcp" in host.preflight({"dctcp"})["tcp_available_congestion_control"]
+    else:  # this machine's: one line naming the module and the way out
+        with pytest.raises(host.HostError) as e:
+            host.preflight({"dctcp"})
+        msg = str(e.value)
+        assert "\n" not in msg and msg.startswith("congestion control 'dctcp': this kernel has no tcp_dctcp"), msg
+        assert msg.endswith("Run it on the simulator (the default backend)"), msg
 
 
 def _kernel_run(tmp_path: Path, aqm: str, name: str) -> dict:

@@ -26,6 +26,13 @@ QDISC_PROBES: dict[str, list[str]] = {
     "pfifo": ["pfifo"],
     "bfifo": ["bfifo"],
 }
+#: What the backend does where the kernel lacks a qdisc.
+WITHOUT = {
+    "codel": "runs in tcplab-linkem", "fq_codel": "runs in tcplab-linkem", "pie": "runs in tcplab-linkem",
+    "red": "runs in tcplab-linkem", "netem": "delay and loss run in tcplab-linkem",
+    "fq": "TCP paces itself where it needs to (tcp_output.c tcp_needs_internal_pacing())",
+    "dualpi2": "not available on either backend (tcplab has no DualPI2 model)",
+}
 #: Congestion controls tried (with the spec's own added by the caller).
 CC_PROBES = ("reno", "cubic", "bbr", "dctcp", "vegas", "westwood", "htcp", "illinois", "bic", "hybla", "scalable",
              "highspeed", "yeah", "lp", "nv", "cdg", "veno", "prague")
