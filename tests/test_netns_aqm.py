@@ -198,3 +198,18 @@ def test_kernel_codel_with_ecn_holds_target_and_marks_where_drop_tail_bloats(tmp
     tail_sampled = _sampled_queue_delay_ms(tail["_dir"])
     assert tail["bottleneck"]["drops"] > 0 and tail_sampled[len(tail_sampled) // 2] > 50.0, tail_sampled
     assert "aqm" not in tail["bottleneck"]
+    # The same spec on the simulator, and `tcplab compare` shows both bottlenecks side by side.
+    spec = tmp_path / "codel.toml"
+    sim = tmp_path / "sim"
+    p = subprocess.run([*TCPLAB, "run", str(spec), "--out", str(sim), "--no-report", "--no-intervals"],
+                       capture_output=True, text=True, timeout=180, cwd=ROOT)
+    assert p.returncode == 0, p.stderr[-2000:]
+    cmp = tmp_path / "cmp"
+    p = subprocess.run([*TCPLAB, "compare", str(sim), codel["_dir"], "--out", str(cmp)], capture_output=True, text=True,
+                       timeout=180, cwd=ROOT)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert "tcplab-linkem codel" in p.stdout and "simulator" in p.stdout, p.stdout
+    rows = json.loads((cmp / "compare.json").read_text())["bottleneck"]
+    assert [(r["run"], r["where"]) for r in rows] == [("A (sim)", "simulator"), ("B (netns)", "tcplab-linkem codel")]
+    assert rows[1]["ecn_marks"] == b["aqm"]["ecn_marks"] and rows[1]["queue_delay_p50_ms"] == b["queue_delay_ms"]["p50"]
+    assert 'id="bottleneck-table"' in (cmp / "compare.html").read_text()
