@@ -1,7 +1,10 @@
-//! The event queue: a heap ordered by (time, insertion sequence), so ties break the same way
-//! every run. Components keep at most a few pending events each, so the heap stays small.
+//! The event queue: a binary heap ordered by (time, insertion sequence), so ties break the same
+//! way every run. Components keep at most a few pending events each, so the heap stays small.
 
 use crate::time::Ns;
+use std::cmp::Ordering;
+use std::collections::binary_heap::PeekMut;
+use std::collections::BinaryHeap;
 
 /// What happens at an event, and to which component (index into the simulation's tables).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -26,118 +29,76 @@ pub enum Action {
     PortDequeue(u32),
 }
 
-/// A deterministic future-event list: a 4-ary min-heap of keys `(time << 64) | insertion
-/// sequence`, unique, so one integer comparison orders by time and then by insertion, and the
-/// pop order is the keys' order whatever the heap's shape. Keys and actions sit in separate
-/// arrays: a node's four children's keys are one 64-byte cache line, and a re-armed top sinks
-/// through half the levels of a binary heap (T1's queue holds ~20 events; its pipes re-arm the
-/// top for nearly every event, and the binary heap's sift-down was ~9% of T1's time).
+#[derive(Debug, PartialEq, Eq)]
+struct Event {
+    /// (time << 64) | insertion sequence: one integer comparison orders by time, then by
+    /// insertion, which makes tie-breaking deterministic.
+    key: u128,
+    action: Action,
+}
+
+impl Ord for Event {
+    fn cmp(&self, other: &Self) -> Ordering {
+        // BinaryHeap is a max-heap: reverse so the earliest (then first inserted) pops first.
+        other.key.cmp(&self.key)
+    }
+}
+
+impl PartialOrd for Event {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+/// A deterministic future-event list.
 #[derive(Default)]
 pub struct EventQueue {
-    keys: Vec<u128>,
-    actions: Vec<Action>,
+    heap: BinaryHeap<Event>,
     seq: u64,
     /// Events processed so far.
     pub processed: u64,
 }
 
-/// Children per heap node.
-const ARITY: usize = 4;
-
 impl EventQueue {
-    fn key(&mut self, t: Ns) -> u128 {
-        self.seq += 1;
-        ((t as u128) << 64) | self.seq as u128
-    }
-
     /// Schedule `action` at time `t`.
     pub fn push(&mut self, t: Ns, action: Action) {
-        let key = self.key(t);
-        self.keys.push(key);
-        self.actions.push(action);
-        self.sift_up(self.keys.len() - 1);
+        self.seq += 1;
+        self.heap.push(Event {
+            key: ((t as u128) << 64) | self.seq as u128,
+            action,
+        });
     }
 
     /// The next event without removing it.
-    #[inline]
     pub fn peek(&self) -> Option<(Ns, Action)> {
-        self.keys.first().map(|&k| ((k >> 64) as Ns, self.actions[0]))
+        self.heap.peek().map(|e| ((e.key >> 64) as Ns, e.action))
     }
 
     /// Remove and return the next event.
     pub fn pop(&mut self) -> Option<(Ns, Action)> {
-        let top = self.peek()?;
-        self.processed += 1;
-        let (key, action) = (self.keys.pop().expect("non-empty"), self.actions.pop().expect("non-empty"));
-        if !self.keys.is_empty() {
-            self.keys[0] = key;
-            self.actions[0] = action;
-            self.sift_down(0);
-        }
-        Some(top)
+        self.heap.pop().map(|e| {
+            self.processed += 1;
+            ((e.key >> 64) as Ns, e.action)
+        })
     }
 
     /// Remove the next event and, if `then` is given, schedule the same action at that time:
     /// exactly `pop` followed by `push(then, action)`, in one sift of the heap instead of two (a
     /// port's pipe re-arms its arrival event this way for every packet).
-    #[inline]
     pub fn pop_and_repeat(&mut self, then: Option<Ns>) {
-        if self.keys.is_empty() {
+        let Some(mut top) = self.heap.peek_mut() else {
             return;
-        }
+        };
+        self.processed += 1;
         match then {
             Some(t) => {
-                self.processed += 1;
-                self.keys[0] = self.key(t);
-                self.sift_down(0);
+                self.seq += 1;
+                top.key = ((t as u128) << 64) | self.seq as u128;
             }
             None => {
-                self.pop();
+                PeekMut::pop(top);
             }
         }
-    }
-
-    fn sift_up(&mut self, mut pos: usize) {
-        let (key, action) = (self.keys[pos], self.actions[pos]);
-        while pos > 0 {
-            let parent = (pos - 1) / ARITY;
-            if self.keys[parent] <= key {
-                break;
-            }
-            self.keys[pos] = self.keys[parent];
-            self.actions[pos] = self.actions[parent];
-            pos = parent;
-        }
-        self.keys[pos] = key;
-        self.actions[pos] = action;
-    }
-
-    fn sift_down(&mut self, mut pos: usize) {
-        let len = self.keys.len();
-        let (key, action) = (self.keys[pos], self.actions[pos]);
-        loop {
-            let first = ARITY * pos + 1;
-            if first >= len {
-                break;
-            }
-            let mut best = first;
-            let mut best_key = self.keys[first];
-            for c in first + 1..(first + ARITY).min(len) {
-                let k = self.keys[c];
-                if k < best_key {
-                    best = c;
-                    best_key = k;
-                }
-            }
-            if key <= best_key {
-                break;
-            }
-            self.keys[pos] = best_key;
-            self.actions[pos] = self.actions[best];
-            pos = best;
-        }
-        self.keys[pos] = key;
-        self.actions[pos] = action;
     }
 }
 
