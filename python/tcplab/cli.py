@@ -17,7 +17,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, Ti
 from rich.table import Table
 
 from . import Run, __version__, api
-from .report.text import interval_lines, peers_table, summary_table
+from .report.text import interval_lines, latency_table, peers_table, summary_table
 from .spec import SpecError, resolve
 from .spec.schema import find_preset, preset_names
 
@@ -245,6 +245,8 @@ def _print_run(path: Path, with_intervals: bool) -> None:
         for line in interval_lines(r.intervals, flows):
             out_console.print(line, markup=False)
     out_console.print(summary_table(info))
+    if (lat := latency_table(info)) is not None:
+        out_console.print(lat)
 
 
 def _print_iterations(summaries: list[dict], seeds: list[int]) -> None:

@@ -162,6 +162,29 @@ class Background:
 
 
 @dataclass(frozen=True)
+class Probe:
+    """A latency probe: ping from `frm` to `to` every `interval_ns` (ping -i), ICMP echo
+    messages of `size_bytes` (header included: ping -s 56 is 64), IP packets of size + 20."""
+
+    name: str
+    frm: str
+    to: str
+    interval_ns: int
+    size_bytes: int
+    start_ns: int
+    stop_ns: int
+
+    @property
+    def ip_bytes(self) -> int:
+        return self.size_bytes + 20
+
+    @property
+    def count(self) -> int:
+        """Requests sent: one at start + k * interval for every such time before stop."""
+        return max(0, -(-(self.stop_ns - self.start_ns) // self.interval_ns))
+
+
+@dataclass(frozen=True)
 class Trace:
     """What is recorded: flow state every `sample_ns` (0: every ACK), the iperf3-style table every
     `interval_ns`, every send (`sends`), a capture at the bottleneck on the kernel (`pcap`), every
@@ -194,6 +217,7 @@ class Experiment:
     host_sysctls: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: MappingProxyType({}))
     spec: dict[str, Any] = field(default_factory=dict, compare=False)
     warnings: tuple[str, ...] = ()
+    probes: tuple[Probe, ...] = ()
 
     @cached_property
     def ports(self) -> tuple[Port, ...]:

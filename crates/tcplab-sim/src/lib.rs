@@ -18,4 +18,5 @@ pub mod tcp;
 pub mod time;
 /// The record schema lives in tcplab-trace, shared with the log importers.
 pub use tcplab_trace::records as trace;
+pub mod probe;
 pub mod udp;

@@ -11,6 +11,7 @@ from typing import Any
 from ..contract import RECOVERY_START, RTO
 from ..spec import Resolved
 from ..store import read_table
+from .latency import probe_rows
 
 
 def jain_index(xs: list[float]) -> float | None:
@@ -129,6 +130,8 @@ def summarize(resolved: Resolved, totals: dict[str, Any], run_dir: Path) -> dict
     if "ecn_marks" in port_tot:  # the bottleneck runs a queue discipline
         out["bottleneck"]["aqm"] = {"kind": resolved.bottleneck_aqm_kind, "drops": port_tot["aqm_drops"],
                                     "ecn_marks": port_tot["ecn_marks"]}
+    if resolved.probes:
+        out["probes"] = probe_rows(resolved.probes, totals["probes"], read_table(run_dir, "probes"))
     if "events" in totals:
         out["simulator"] = {"events": totals["events"], "packets": totals["packets"], "end_s": _r(totals["end_ns"] / 1e9)}
     if "emulation" in totals:

@@ -53,11 +53,14 @@ def lower(exp: Experiment) -> dict[str, Any]:
     } | ({"ecn": True} if f.ecn else {}) for f in exp.flows]
     udp = [{"name": u.name, "src": index[u.frm], "dst": index[u.to], "rate_bps": u.rate_bps, "size_bytes": u.size_bytes,
             "start_ns": u.start_ns, "stop_ns": u.stop_ns} for u in exp.background]
+    probes = [{"name": p.name, "src": index[p.frm], "dst": index[p.to], "interval_ns": p.interval_ns,
+               "size_bytes": p.ip_bytes, "start_ns": p.start_ns, "stop_ns": p.stop_ns} for p in exp.probes]
     return {
         "seed": exp.seed, "stop_ns": exp.stop_ns, "sample_interval_ns": exp.trace.sample_ns,
         "interval_ns": exp.trace.interval_ns, "record_sends": exp.trace.sends,
         "record_acks": exp.trace.acks, "measure_cpu": exp.measure_cpu,
         "nodes": nodes, "links": links, "flows": flows, "udp": udp,
+        **({"probes": probes} if probes else {}),
         "monitor": [{"link": exp.bottleneck_port // 2, "dir": "ab"}],
     }
 
@@ -68,7 +71,7 @@ def run(exp: Experiment, directory: Path, progress: Callable[[int, int], None] |
     `progress(now_ns, stop_ns)` is called after each step.
     """
     sim = _native.Simulation(json.dumps(lower(exp)), user_cc.instances(exp.flows))
-    writer = TableWriter(directory, [f.name for f in exp.flows], [p.label for p in exp.ports])
+    writer = TableWriter(directory, [f.name for f in exp.flows], [p.label for p in exp.ports], [p.name for p in exp.probes])
     stop = sim.stop_ns
     try:
         while sim.now_ns < stop and not sim.flows_done():
@@ -91,5 +94,6 @@ def run(exp: Experiment, directory: Path, progress: Callable[[int, int], None] |
         "flows": sim.flow_stats(),
         "ports": sim.port_stats(),
         "udp": sim.udp_stats(),
+        "probes": sim.probe_stats(),
         "cpu": sim.cpu_report(),
     }

@@ -91,6 +91,8 @@ impl FqCodel {
             Kind::Data => 0u64,
             Kind::Ack => 1,
             Kind::Udp => 2,
+            // A probe's request and reply leave by opposite ports, as a flow's data and ACKs.
+            Kind::Echo | Kind::EchoReply => 3,
         };
         let mut h = (p.flow as u64) << 2 | kind;
         // splitmix64 finaliser keyed by the seed (Linux: jhash with a random perturbation)
