@@ -115,7 +115,7 @@ def summarize(resolved: Resolved, totals: dict[str, Any], run_dir: Path) -> dict
         "background": totals["udp"],
     }
     qd = port_tot.get("queue_delay")
-    latency = resolved.trace.latency or resolved.bottleneck_aqm_kind != "drop-tail"
+    latency = resolved.trace.latency or resolved.bottleneck_aqm_kind != "drop-tail" or bool(resolved.probes)
     for row, st in zip(flows, totals["flows"]):
         if latency and st.get("rtt"):
             # The sender's RTT samples (its estimator's, timestamps included) as percentiles.
