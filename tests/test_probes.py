@@ -185,3 +185,26 @@ def test_probes_must_be_an_array_of_tables():
     spec["probes"] = [{"from": "s2", "to": "r2"}, {"from": "s1", "to": "r1"}]
     names = [p.name for p in resolve(spec, "exp.toml").probes]
     assert names == ["ping0", "ping1"]
+
+
+@pytest.mark.parametrize("key,at", [("interval", "1ms"), ("interval", "1day"), ("size", "24B"), ("size", "1480B")])
+def test_every_probe_bound_runs_in_the_simulator(key, at):
+    import json
+
+    spec = copy.deepcopy(BASE)
+    spec["probes"] = [{"from": "s2", "to": "r2", key: at.replace("1day", "86400s")}]
+    sim = _native.Simulation(json.dumps(simb.lower(resolve(spec, "bounds.toml"))), {})
+    sim.run_until(30_000_000)
+    (st,) = sim.probe_stats()
+    assert st["sent"] == (31 if at == "1ms" else 1) and st["answered"] >= 1  # at 0, 1, .., 30 ms
+
+
+def test_the_remote_backend_refuses_probes_in_one_line(tmp_path):
+    from test_remote import _lab_toml
+
+    from tcplab.backends.remote.lab import LabError, check_against, load_lab
+
+    spec = copy.deepcopy(BASE)
+    spec["senders"]["s2"] = {"to": "r2", "time": "1s"}
+    with pytest.raises(LabError, match=r"^exp.toml: probes: the remote backend does not run latency probes yet"):
+        check_against(load_lab(_lab_toml(tmp_path)), resolve(spec, "exp.toml"))

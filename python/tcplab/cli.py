@@ -395,7 +395,7 @@ def compare(
 @_reads_results
 def plot(
     rundir: Annotated[Path, typer.Argument(help="A results folder (simulated, kernel or imported run).")],
-    what: Annotated[Optional[list[str]], typer.Option(help="throughput, cwnd, flight, srtt, queue or tseq (repeatable; default all).")] = None,
+    what: Annotated[Optional[list[str]], typer.Option(help="throughput, cwnd, flight, srtt, probes, queue or tseq (repeatable; default all).")] = None,
     flow: Annotated[Optional[str], typer.Option(help="Only this flow (e.g. s1).")] = None,
     from_: Annotated[Optional[float], typer.Option("--from", help="Window start, seconds from the first flow's start (as in the report).")] = None,
     to: Annotated[Optional[float], typer.Option(help="Window end, seconds.")] = None,
@@ -410,7 +410,7 @@ def plot(
     except FileNotFoundError as e:
         _fail(str(e))
     try:
-        paths = plot_run(rundir, list(what or WHAT), flow, from_, to, out or rundir / "plots")
+        paths = plot_run(rundir, list(what or WHAT), flow, from_, to, out or rundir / "plots", explicit=bool(what))
     except PlotError as e:
         _fail(str(e))
     for p in paths:
