@@ -208,3 +208,23 @@ def test_the_remote_backend_refuses_probes_in_one_line(tmp_path):
     spec["senders"]["s2"] = {"to": "r2", "time": "1s"}
     with pytest.raises(LabError, match=r"^exp.toml: probes: the remote backend does not run latency probes yet"):
         check_against(load_lab(_lab_toml(tmp_path)), resolve(spec, "exp.toml"))
+
+
+def test_every_queue_with_a_discipline_is_monitored_and_reported(tmp_path):
+    spec = copy.deepcopy(BASE)
+    spec["topology"]["bottleneck"] |= {"aqm": "codel", "reverse_aqm": "fq_codel"}
+    exp = resolve(spec, "t.toml", duration="2s")
+    assert [p.label for p in exp.monitored_ports] == ["rt1->rt2", "rt2->rt1"]
+    totals = simb.run(exp, tmp_path)
+    summary = summarize(exp, totals, tmp_path)
+    qs = {q["port"]: q for q in summary["queues"]}
+    assert [(q["port"], q["aqm"]) for q in summary["queues"]] == [("rt1->rt2", "codel"), ("rt2->rt1", "fq_codel")]
+    assert qs["rt1->rt2"]["queue_delay_ms"] == summary["bottleneck"]["queue_delay_ms"]
+    # One delay sample per packet that started its transmission: the port's packets sent, less
+    # the one on the wire at the end, if any.
+    ports = {p["port"]: p for p in totals["ports"]}
+    for q in summary["queues"]:
+        port = next(p for p in exp.ports if p.label == q["port"])
+        assert 0 <= q["queue_delay_ms"]["packets"] - ports[port.index]["tx_packets"] <= 1
+    sampled = read_table(tmp_path, "queues")
+    assert set(sampled["port"]) == {"rt1->rt2", "rt2->rt1"}

@@ -235,9 +235,19 @@ class Experiment:
     @property
     def bottleneck_aqm_kind(self) -> str:
         """The bottleneck's queue discipline: "drop-tail" or an aqm kind (codel, fq_codel, ...)."""
-        link = self.links[self.bottleneck_port // 2]
-        d = link.ab if self.bottleneck_port % 2 == 0 else link.ba
+        return self.aqm_kind(self.bottleneck)
+
+    def aqm_kind(self, port: Port) -> str:
+        """A port's queue discipline: "drop-tail" or an aqm kind."""
+        d = self._direction(port)
         return dict(d.aqm)["kind"] if d.aqm is not None else "drop-tail"
+
+    @property
+    def monitored_ports(self) -> tuple[Port, ...]:
+        """The ports whose queue is sampled and whose per-packet queueing delay is measured: the
+        bottleneck, then every other port with a queue discipline."""
+        return (self.bottleneck,) + tuple(p for p in self.ports if p.index != self.bottleneck_port
+                                          and self._direction(p).aqm is not None)
 
     def node_index(self, name: str) -> int:
         return [n.name for n in self.nodes].index(name)

@@ -124,9 +124,14 @@ def summarize(resolved: Resolved, totals: dict[str, Any], run_dir: Path) -> dict
     if qd and latency:
         # Per packet, arrival at the bottleneck to the start of its transmission (histogram
         # buckets of 1.6%; tcplab-sim hist.rs).
-        out["bottleneck"]["queue_delay_ms"] = {
-            "packets": qd["packets"], "mean": _r(qd["mean_ns"] / 1e6, 3),
-            **{k: _r(qd[f"{k}_ns"] / 1e6, 3) for k in ("p50", "p95", "p99", "max")}}
+        out["bottleneck"]["queue_delay_ms"] = _queue_delay_ms(qd)
+    if latency:
+        # Every monitored queue (the bottleneck, then the other ports with a discipline).
+        by_index = {p["port"]: p for p in totals["ports"]}
+        queues = [{"port": p.label, "aqm": resolved.aqm_kind(p), "queue_delay_ms": _queue_delay_ms(qd_p)}
+                  for p in resolved.monitored_ports if (qd_p := by_index.get(p.index, {}).get("queue_delay"))]
+        if queues:
+            out["queues"] = queues
     if "ecn_marks" in port_tot:  # the bottleneck runs a queue discipline
         out["bottleneck"]["aqm"] = {"kind": resolved.bottleneck_aqm_kind, "drops": port_tot["aqm_drops"],
                                     "ecn_marks": port_tot["ecn_marks"]}
@@ -141,6 +146,11 @@ def summarize(resolved: Resolved, totals: dict[str, Any], run_dir: Path) -> dict
     if resolved.warnings:
         out["warnings"] = resolved.warnings
     return out
+
+
+def _queue_delay_ms(qd: dict[str, Any]) -> dict[str, Any]:
+    return {"packets": qd["packets"], "mean": _r(qd["mean_ns"] / 1e6, 3),
+            **{k: _r(qd[f"{k}_ns"] / 1e6, 3) for k in ("p50", "p95", "p99", "max")}}
 
 
 def cpu_cost(cpu: dict[str, Any], summary: dict[str, Any]) -> dict[str, Any]:

@@ -40,7 +40,8 @@ def _rx_nic(f: Flow) -> dict[str, Any]:
 
 def lower(exp: Experiment) -> dict[str, Any]:
     """The simulator's config (tcplab-sim config.rs `SimConfig`) for `exp`: nodes and links by
-    index, each flow's stack configuration, the bottleneck port to monitor."""
+    index, each flow's stack configuration, the ports to monitor (the bottleneck, then every other
+    port with a queue discipline)."""
     index = {n.name: i for i, n in enumerate(exp.nodes)}
     nodes = [_node(n) for n in exp.nodes]
     links = [{"a": index[ln.a], "b": index[ln.b], "ab": _direction(ln.ab), "ba": _direction(ln.ba)} for ln in exp.links]
@@ -61,7 +62,7 @@ def lower(exp: Experiment) -> dict[str, Any]:
         "record_acks": exp.trace.acks, "measure_cpu": exp.measure_cpu,
         "nodes": nodes, "links": links, "flows": flows, "udp": udp,
         **({"probes": probes} if probes else {}),
-        "monitor": [{"link": exp.bottleneck_port // 2, "dir": "ab"}],
+        "monitor": [{"link": p.link, "dir": "ab" if p.index % 2 == 0 else "ba"} for p in exp.monitored_ports],
     }
 
 

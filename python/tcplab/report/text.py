@@ -83,9 +83,9 @@ def summary_table(summary: dict[str, Any]) -> Table:
     return t
 
 
-def latency_rows(summary: dict[str, Any], queue: bool = True) -> list[list[str]]:
-    """Latency under load, one row per probe, flow and queue that measured it: what, path,
-    samples, p50/p95/p99/max ms, lost (probes). Shared by the terminal and report.html."""
+def latency_rows(summary: dict[str, Any], skip_port: str | None = None) -> list[list[str]]:
+    """Latency under load, one row per probe, flow and queue (but `skip_port`'s) that measured it:
+    what, path, samples, p50/p95/p99/max ms, lost (probes). Shared by the terminal and report.html."""
     def ms(d: dict[str, Any], k: str) -> str:
         return "-" if d.get(k) is None else f"{d[k]:.2f}"
 
@@ -100,9 +100,14 @@ def latency_rows(summary: dict[str, Any], queue: bool = True) -> list[list[str]]
             rows.append([f"{f['flow']} (TCP RTT)", port_label(f["from"], f["to"]), str(r["samples"]),
                          *(ms(r, k) for k in ("p50", "p95", "p99")), "-", ""])
     b = summary.get("bottleneck") or {}
-    if queue and b.get("queue_delay_ms"):
-        q = b["queue_delay_ms"]
-        rows.append([f"{b.get('aqm', {}).get('kind', 'drop-tail')} (queue delay)", b["link"], str(q["packets"]),
+    # Every monitored queue; runs written before `queues` existed have the bottleneck's only.
+    queues = summary.get("queues") or ([{"port": b["link"], "aqm": b.get("aqm", {}).get("kind", "drop-tail"),
+                                         "queue_delay_ms": b["queue_delay_ms"]}] if b.get("queue_delay_ms") else [])
+    for qu in queues:
+        if qu["port"] == skip_port:
+            continue
+        q = qu["queue_delay_ms"]
+        rows.append([f"{qu['aqm']} (queue delay)", qu["port"], str(q["packets"]),
                      *(ms(q, k) for k in ("p50", "p95", "p99", "max")), ""])
     return rows
 
