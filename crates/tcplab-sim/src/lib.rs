@@ -11,6 +11,7 @@ pub mod engine;
 pub mod hist;
 pub mod net;
 pub mod packet;
+pub mod probe;
 pub mod rng;
 pub mod sim;
 pub mod stack;
@@ -18,5 +19,4 @@ pub mod tcp;
 pub mod time;
 /// The record schema lives in tcplab-trace, shared with the log importers.
 pub use tcplab_trace::records as trace;
-pub mod probe;
 pub mod udp;

@@ -192,8 +192,15 @@ fn check_case(seed: u64) {
     for p in &sim.probes {
         // Every request sent had its fate recorded once: a row each, answered or lost.
         assert!(p.sent > 0, "case {seed}: the probe sent nothing");
-        assert_eq!(p.answered + p.lost, p.sent, "case {seed}: probe requests unresolved");
-        assert_eq!(probe_rows, p.sent, "case {seed}: one probes row per request");
+        assert_eq!(
+            p.answered + p.lost,
+            p.sent,
+            "case {seed}: probe requests unresolved"
+        );
+        assert_eq!(
+            probe_rows, p.sent,
+            "case {seed}: one probes row per request"
+        );
     }
     assert!(
         sim.flows_done(),

@@ -1,6 +1,7 @@
 //! Building a simulation from its resolved config: the network (ports, shared-buffer pools),
 //! the flows' endpoints (each with its stack resolved once, see [`crate::stack::resolve`]), the
-//! UDP sources, the latency probes, the monitored ports and the first events; every check of the config happens here.
+//! UDP sources, the latency probes, the monitored ports and the first events; every check of the
+//! config happens here.
 
 use crate::cc;
 use crate::config::{BufferPolicy, NodeKind, SimConfig};
@@ -232,7 +233,11 @@ pub(super) fn monitored_ports(cfg: &SimConfig) -> Result<Vec<u32>, String> {
 }
 
 /// The events a run begins with: flow and UDP starts, the first sample and interval.
-pub(super) fn first_events(cfg: &SimConfig, udp: &[UdpSource], probes: &[ProbeSource]) -> EventQueue {
+pub(super) fn first_events(
+    cfg: &SimConfig,
+    udp: &[UdpSource],
+    probes: &[ProbeSource],
+) -> EventQueue {
     let mut q = EventQueue::default();
     for (i, f) in cfg.flows.iter().enumerate() {
         q.push(f.start_ns, Action::FlowStart(i as u32));

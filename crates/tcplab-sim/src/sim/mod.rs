@@ -663,9 +663,15 @@ impl Simulation {
                 u.received_bytes += p.size_bytes as u64;
             }
             Kind::Echo => {
-                // The pinged node answers at once (icmp_echo() in the kernel's receive path).
+                // The pinged node answers at once (Linux: icmp_echo() in net/ipv4/icmp.c, in the
+                // receive softirq; its microseconds are not modelled).
                 self.next_id += 1;
-                let mut reply = Packet::new(self.next_id, Kind::EchoReply, p.flow, self.probes[fi].cfg.src);
+                let mut reply = Packet::new(
+                    self.next_id,
+                    Kind::EchoReply,
+                    p.flow,
+                    self.probes[fi].cfg.src,
+                );
                 reply.size_bytes = p.size_bytes;
                 reply.seq = p.seq;
                 reply.ts_val = p.ts_val;
