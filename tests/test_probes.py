@@ -122,6 +122,13 @@ def test_fq_codel_keeps_the_sparse_probe_near_the_base_rtt(tmp_path):
     assert summary["bottleneck"]["queue_delay_ms"]["p50"] < 10
     tail = out["drop-tail"][0]
     assert np.median(tail) > base_ms + 30 > np.median(rtt) + 25
+    # `tcplab compare` puts both runs' latency rows in one table, each led by its run's label.
+    from tcplab.report.text import latency_rows, latency_table
+
+    t = latency_table(out["drop-tail"][1], ["A", "B"], [summary])
+    rows_a, rows_b = latency_rows(out["drop-tail"][1]), latency_rows(summary)
+    assert t.row_count == len(rows_a) + len(rows_b) and rows_b[0][0] == "ping0 (ping RTT)"
+    assert list(t.columns[0].cells) == ["A"] * len(rows_a) + ["B"] * len(rows_b)
 
 
 def test_lost_requests_and_replies_are_counted(tmp_path):

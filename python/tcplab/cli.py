@@ -387,6 +387,10 @@ def compare(
         mine = [x for x in rows if x.get("vs", labels[i]) == labels[i]]
         if mine:
             out_console.print(compare_table(mine, f"{infos[0]['name']}: {runs[0]} vs {r}", (labels[0], labels[i])))
+    from .report.text import latency_table
+
+    if (lat := latency_table(infos[0], labels, infos[1:])) is not None:
+        out_console.print(lat)
     if out:
         out_console.print(f"compare: {out / 'compare.html'}")
 

@@ -10,6 +10,7 @@ from typing import Any
 from ..analysis.recovery import episodes
 from . import interactive
 from .html import _CSS, _table
+from .text import LATENCY_COLUMNS, latency_rows
 from .panels import PageModel, RunTables, add_run
 
 
@@ -44,6 +45,9 @@ def write(out_dir: Path, runs: list[tuple[str, Path, dict[str, Any]]], diffs: di
     model = overlay_model(runs)
     table = _table("compare-table", ["run", "backend", "flow", "stack", "cc", "Mbit/s", f"vs {runs[0][0]}", "retransmits",
                                      "recoveries", "RTOs", "srtt ms", "cwnd |diff| vs first"], flow_rows(runs, diffs), left=5)
+    lat = [[label, *r] for label, _, info in runs for r in latency_rows(info)]
+    if lat:  # probes' and flows' RTT and queueing delay percentiles, run by run
+        table += _table("compare-latency-table", ["run", "latency under load", *LATENCY_COLUMNS[1:]], lat, left=3)
     listing = "".join(f"<li><b>{html.escape(label)}</b>: <code>{html.escape(str(path))}</code> "
                       f"({html.escape(info['name'])}, backend {html.escape(str(info.get('backend') or '-'))})</li>"
                       for label, path, info in runs)

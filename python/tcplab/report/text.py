@@ -115,14 +115,17 @@ def latency_rows(summary: dict[str, Any], skip_port: str | None = None) -> list[
 LATENCY_COLUMNS = ["", "path", "samples", "p50 ms", "p95 ms", "p99 ms", "max ms", "lost"]
 
 
-def latency_table(summary: dict[str, Any]) -> Table | None:
-    """Probes' RTT, flows' RTT and queueing delay percentiles; None when nothing measured them."""
-    rows = latency_rows(summary)
+def latency_table(summary: dict[str, Any], labels: list[str] | None = None,
+                  others: list[dict[str, Any]] = ()) -> Table | None:
+    """Probes' RTT, flows' RTT and queueing delay percentiles; None when nothing measured them.
+    With `others` (compare), every run's rows, each led by its label from `labels`."""
+    runs = [summary, *others]
+    rows = [[*([labels[i]] if labels else []), *r] for i, s in enumerate(runs) for r in latency_rows(s)]
     if not rows:
         return None
     t = Table(title="latency under load")
-    for col in LATENCY_COLUMNS:
-        t.add_column(col, justify="left" if col in ("", "path") else "right")
+    for col in (["run"] if labels else []) + LATENCY_COLUMNS:
+        t.add_column(col, justify="left" if col in ("run", "", "path") else "right")
     for r in rows:
         t.add_row(*r)
     return t
