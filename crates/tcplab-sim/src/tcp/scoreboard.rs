@@ -83,9 +83,13 @@ pub struct Scoreboard {
     /// RACK's time-ordered queue (Linux `tp->tsorted_sent_queue`): (send time, end) of every
     /// tracked segment that is neither SACKed nor lost-and-not-yet-retransmitted.
     rack_q: BTreeSet<(Ns, u64)>,
-    /// Original transmissions below this sequence number are tracked in `rack_q`; those above
-    /// were sent after the RACK segment and cannot be marked yet.
-    rack_horizon: u64,
+    /// Segments popped by cumulative ACKs so far: `segs[i]` is segment number `popped + i`.
+    popped: u64,
+    /// Number of the first segment RACK has not looked at: original transmissions before it
+    /// are tracked in `rack_q`; those from it on were sent after the RACK segment. (A number,
+    /// not a sequence number, so that finding it costs no search of the window; a split
+    /// before it only makes it point one segment early, which is harmless.)
+    rack_next: u64,
     /// Bytes SACKed.
     pub sacked_bytes: u64,
     /// Bytes marked lost and not SACKed.
@@ -147,6 +151,7 @@ impl Scoreboard {
                 break;
             }
             let s = self.segs.pop_front().expect("front exists");
+            self.popped += 1;
             if let Some(k) = s.rack_key() {
                 self.rack_q.remove(&k);
             }
@@ -598,11 +603,11 @@ impl Scoreboard {
     }
 
     /// Put into RACK's queue the original transmissions sent before the RACK segment `rack`
-    /// that are not in it yet. Originals leave in sequence order, so they are taken from the
-    /// horizon up to the first one sent at or after `rack`; each segment is looked at once
+    /// that are not in it yet. Originals leave in sequence order, so they are taken from
+    /// `rack_next` up to the first one sent at or after `rack`; each segment is looked at once
     /// (retransmissions joined the queue when they were sent).
     fn rack_track_up_to(&mut self, rack: (Ns, u64)) {
-        let mut i = self.lower_bound(self.rack_horizon);
+        let mut i = (self.rack_next.saturating_sub(self.popped) as usize).min(self.segs.len());
         while let Some(seg) = self.segs.get_mut(i) {
             if seg.has(TRACKED) {
                 i += 1;
@@ -617,10 +622,7 @@ impl Scoreboard {
             }
             i += 1;
         }
-        let stop = self.segs.get(i).map(|s| s.seq);
-        if let Some(h) = stop.or(self.segs.back().map(Seg::end)) {
-            self.rack_horizon = self.rack_horizon.max(h);
-        }
+        self.rack_next = self.popped + i as u64;
     }
 
     /// After segment `i` changed: move it in RACK's queue from its key `before` to its new one.
