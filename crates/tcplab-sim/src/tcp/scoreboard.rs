@@ -83,6 +83,8 @@ pub struct Scoreboard {
     /// RACK's time-ordered queue (Linux `tp->tsorted_sent_queue`): (send time, end) of every
     /// tracked segment that is neither SACKed nor lost-and-not-yet-retransmitted.
     rack_q: BTreeSet<(Ns, u64)>,
+    /// Every segment starting in [.0, .1) is SACKed (what `rescue_candidate` last crossed).
+    sacked_run: (u64, u64),
     /// Segments popped by cumulative ACKs so far: `segs[i]` is segment number `popped + i`.
     popped: u64,
     /// Number of the first segment RACK has not looked at: original transmissions before it
@@ -475,13 +477,28 @@ impl Scoreboard {
 
     /// RFC 6675 NextSeg() rule 4 (rescue retransmission): the highest unSACKed segment below the
     /// highest SACKed byte, if any, and not already retransmitted.
-    pub fn rescue_candidate(&self) -> Option<(u64, u32)> {
+    ///
+    /// The walk down from the highest SACKed byte remembers the run of SACKed segments it
+    /// crossed (`sacked_run`; a segment once SACKed stays so), and jumps over it next time, so
+    /// a long SACKed run at the top is crossed once, not on every call.
+    pub fn rescue_candidate(&mut self) -> Option<(u64, u32)> {
         let (_, top) = self.sacked_ranges.last()?;
-        let i = self.lower_bound(top);
-        self.segs
-            .range(..i)
-            .rev()
-            .find(|s| !s.has(SACKED))
+        let (low, high) = self.sacked_run;
+        let mut i = self.lower_bound(top);
+        let found = loop {
+            let Some(s) = i.checked_sub(1).map(|j| &self.segs[j]) else {
+                break None;
+            };
+            if low <= s.seq && s.seq < high {
+                i = self.lower_bound(low); // every segment starting in [low, high) is SACKed
+            } else if s.has(SACKED) {
+                i -= 1;
+            } else {
+                break Some(s);
+            }
+        };
+        self.sacked_run = (found.map_or(0, Seg::end), top);
+        found
             .filter(|s| !s.has(RETRANS))
             .map(|s| (s.seq, s.len))
     }
@@ -862,6 +879,18 @@ mod rack_queue_tests {
         (newly, wait)
     }
 
+    /// The previous rescue_candidate(): walk down from the highest SACKed byte every time.
+    fn rescue_candidate_linear(b: &Scoreboard) -> Option<(u64, u32)> {
+        let (_, top) = b.sacked_ranges.last()?;
+        let i = b.lower_bound(top);
+        b.segs
+            .range(..i)
+            .rev()
+            .find(|s| !s.has(SACKED))
+            .filter(|s| !s.has(RETRANS))
+            .map(|s| (s.seq, s.len))
+    }
+
     /// Everything a decision depends on, without the queue's own bookkeeping flag.
     fn state(b: &Scoreboard) -> (Vec<(u64, u32, Ns, u16, u8)>, [u64; 5]) {
         let segs = b.segs.iter();
@@ -913,7 +942,7 @@ mod rack_queue_tests {
     }
 
     #[test]
-    fn rack_queue_marks_exactly_what_the_linear_walk_marks() {
+    fn rack_queue_and_rescue_walk_decide_exactly_as_the_linear_walks() {
         let mut calls_that_marked = 0;
         for seed in 1..=60 {
             let mut rng = Rng::new(seed);
@@ -921,6 +950,8 @@ mod rack_queue_tests {
             for step in 0..400 {
                 random_step(&mut b, &mut rng, &mut now, &mut snd_nxt);
                 b.check().unwrap_or_else(|e| panic!("seed {seed} step {step}: {e}"));
+                let want = rescue_candidate_linear(&b);
+                assert_eq!(b.rescue_candidate(), want, "seed {seed} step {step}");
                 // RACK from a random outstanding or just-acked segment's send time and end.
                 let Some(i) = (!b.segs.is_empty()).then(|| rng.below(b.segs.len() as u64)) else {
                     continue;
