@@ -199,6 +199,7 @@ fn forward(mut rx: ring::RxRing, tx: ring::Tx, mut pipe: Pipe, realtime: bool) -
     if realtime && !set_realtime() {
         eprintln!("tcplab-linkem: could not get SCHED_FIFO; running at normal priority");
     }
+    pipe.start_clock(ring::realtime_ns());
     let sampling = pipe.discipline().is_some();
     let mut next_sample_ns = 0;
     let mut batch: Vec<(u64, Vec<u8>)> = Vec::with_capacity(BATCH);
