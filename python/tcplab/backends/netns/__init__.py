@@ -187,8 +187,31 @@ def _linkem_queue_rows(p: planmod.Plan, label: str, linkem_stats: list[dict[str,
     the run's clock."""
     st = _linkem_port(p, label, linkem_stats)
     samples = ((st or {}).get("discipline") or {}).get("queue_samples", [])
-    return [{"t_ns": t - t0_real_ns, "port": label, "queue_packets": n, "queue_bytes": b}
-            for t, n, b in samples if t >= t0_real_ns]
+    return [{"t_ns": x[0] - t0_real_ns, "port": label, "queue_packets": x[1], "queue_bytes": x[2]}
+            for x in samples if x[0] >= t0_real_ns]
+
+
+def _linkem_port_drops(p: planmod.Plan, rows: list[dict[str, Any]], linkem_stats: list[dict[str, Any]],
+                       t0_real_ns: int) -> None:
+    """The per-interval drops of ports whose discipline linkem runs (the sampler reads htb's
+    counters, which these ports do not have): the discipline's drop count at each interval's
+    ends, from linkem's 100 ms samples (the final total after the last)."""
+    import bisect
+
+    for label in p.aqm_where:
+        disc = (_linkem_port(p, label, linkem_stats) or {}).get("discipline")
+        if not disc:
+            continue
+        times = [x[0] - t0_real_ns for x in disc["queue_samples"]]
+        cum = [x[3] for x in disc["queue_samples"]]
+
+        def drops_by(t_ns: int) -> int:
+            i = bisect.bisect_right(times, t_ns)
+            return disc["drops"] if i == len(times) else (cum[i - 1] if i else 0)
+
+        for r in rows:
+            if r["port"] == label:
+                r["drops"] = drops_by(r["t_end_ns"]) - drops_by(r["t_start_ns"])
 
 
 def _stop_linkems(items: list[tuple[planmod.Linkem, subprocess.Popen, Path]]) -> list[dict[str, Any]]:
@@ -427,6 +450,7 @@ def _run(resolved: Resolved, directory: Path, progress: Callable[[int, int], Non
     rtt_after = {f.name: _ping_rtt_ms(p.node_ns[f.host], p.host_addr[f.to]) for f in resolved.flows}
     linkem_stats = _stop_linkems(live.linkems)
     live.sampler.queues += _linkem_queue_rows(p, resolved.bottleneck.label, linkem_stats, live.t0_real)
+    _linkem_port_drops(p, live.sampler.ports, linkem_stats, live.t0_real)
     cpu = _cpu_share(cpu_before, _cpu_jiffies())
     # Every kernel counter that moved in each sender's namespace (TcpExt and Tcp: HyStart's
     # TCPHystartTrainDetect/DelayDetect and their cwnds, SACK recoveries, undo, TLP, ...).
