@@ -100,6 +100,27 @@ def test_a_discipline_the_kernel_has_is_its_qdisc_under_htb_with_linuxs_paramete
     assert p.aqm_where == {"rt1->rt2": "tcplab-linkem step"}
 
 
+def test_linkems_samples_give_the_ports_drops_and_queue_on_the_runs_clock():
+    from tcplab.backends.netns import _linkem_port_drops, _linkem_queue_rows
+
+    p = planmod.build(_t8('{"kind": "codel"}'), "tl00ae", qdiscs=set())
+    t0 = 1_000_000_000_000
+    # linkem's samples: (CLOCK_REALTIME ns, frames, bytes, drops so far, marks so far); 25 drops in all.
+    samples = [[t0 - 50_000_000, 0, 0, 0, 0], [t0 + 50_000_000, 3, 4542, 0, 0], [t0 + 950_000_000, 40, 60560, 7, 0],
+               [t0 + 1_950_000_000, 12, 18168, 20, 0]]
+    stats = [{"link": "rt1<->rt2", "ab": {"discipline": {"drops": 25, "ecn_marks": 0, "queue_samples": samples}},
+              "ba": {"discipline": None}}]
+    rows = [{"port": "rt1->rt2", "t_start_ns": 0, "t_end_ns": 1_000_000_000, "drops": 0},
+            {"port": "rt1->rt2", "t_start_ns": 1_000_000_000, "t_end_ns": 2_000_000_000, "drops": 0},
+            {"port": "rt2->rt1", "t_start_ns": 0, "t_end_ns": 1_000_000_000, "drops": 3}]
+    _linkem_port_drops(p, rows, stats, t0)
+    # Drops by 1 s: 7 (the sample at 0.95 s); by 2 s: after the last sample, the final 25.
+    assert [r["drops"] for r in rows] == [7, 18, 3]
+    q = _linkem_queue_rows(p, "rt1->rt2", stats, t0)
+    assert [(r["t_ns"], r["queue_packets"], r["queue_bytes"]) for r in q] == [
+        (50_000_000, 3, 4542), (950_000_000, 40, 60560), (1_950_000_000, 12, 18168)]
+
+
 def _require_root():
     assert os.geteuid() == 0, "the netns tests need root (CI runs as root); run them with sudo"
 
@@ -179,6 +200,9 @@ def test_kernel_codel_with_ecn_holds_target_and_marks_where_drop_tail_bloats(tmp
         subprocess.run([*TCPLAB, "netns", "cleanup"], capture_output=True, cwd=ROOT)
     b = codel["bottleneck"]
     assert codel["emulation"]["queue_disciplines"] == {"rt1->rt2": "tcplab-linkem codel"}
+    # The kernel's features are in the run's provenance.
+    meta = json.loads((Path(codel["_dir"]) / "meta.json").read_text())
+    assert set(meta["kernel"]["kernel_features"]["qdiscs"]) == set(kernel.QDISC_PROBES)
     # ECN: the kernel negotiated it (tcp_ecn = 1 in each sender's namespace), CoDel marked instead
     # of dropping, nothing was lost, and the senders' kernels saw the marks echoed.
     for ns, vals in codel["emulation"]["sysctls"].items():
