@@ -235,3 +235,24 @@ def test_every_queue_with_a_discipline_is_monitored_and_reported(tmp_path):
         assert 0 <= q["queue_delay_ms"]["packets"] - ports[port.index]["tx_packets"] <= 1
     sampled = read_table(tmp_path, "queues")
     assert set(sampled["port"]) == {"rt1->rt2", "rt2->rt1"}
+
+
+def test_a_sweep_catalogs_and_charts_the_probes_rtt_per_discipline(tmp_path):
+    import tcplab
+
+    spec = copy.deepcopy(BASE)
+    spec["senders"]["s1"] |= {"start": "0s", "time": "4s"}
+    spec["probes"] = [{"from": "s2", "to": "r2", "interval": "50ms", "start": "2s"}]
+    spec["sweep"] = {"aqm": {"topology.bottleneck.aqm": ["drop-tail", "fq_codel"]}}
+    runs = tcplab.sweep(spec, jobs=1, out=tmp_path / "sw").set_index("p_topology_bottleneck_aqm")
+    assert set(runs.index) == {"drop-tail", "fq_codel"} and (runs["probe"] == "ping0").all()
+    assert runs.loc["fq_codel", "probe_rtt_p99_ms"] < base_rtt_ns(64) / 1e6 + 2.5 < runs.loc["drop-tail", "probe_rtt_p50_ms"]
+    assert (runs["probe_loss_pct"] == 0).all()
+    # Every request is in the probes view; the catalog's percentiles are those of its rows.
+    rows = tcplab.query("SELECT run, rtt_ns FROM probes", tmp_path / "sw" / "runs")
+    for run, row in runs.set_index("run").iterrows():
+        mine = rows[rows["run"] == run]["rtt_ns"].to_numpy()
+        assert len(mine) == 40  # 2 s at 50 ms
+        assert row["probe_rtt_p99_ms"] == round(np.percentile(mine, 99, method="inverted_cdf") / 1e6, 3)
+    page = (tmp_path / "sw" / "sweep.html").read_text()
+    assert 'data-chart="sweep_aqm_probe_rtt_p99_ms"' in page and "probe RTT p99 (ms) (mean" in page
