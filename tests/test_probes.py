@@ -206,15 +206,23 @@ def test_every_probe_bound_runs_in_the_simulator(key, at):
     assert st["sent"] == (31 if at == "1ms" else 1) and st["answered"] >= 1  # at 0, 1, .., 30 ms
 
 
-def test_the_remote_backend_refuses_probes_in_one_line(tmp_path):
+def test_the_remote_backend_needs_a_linux_machine_with_an_address_at_each_probe_end(tmp_path):
     from test_remote import _lab_toml
 
     from tcplab.backends.remote.lab import LabError, check_against, load_lab
 
     spec = copy.deepcopy(BASE)
-    spec["senders"]["s2"] = {"to": "r2", "time": "1s"}
-    with pytest.raises(LabError, match=r"^exp.toml: probes: the remote backend does not run latency probes yet"):
+    spec["senders"] = {"s1": {"to": "r1", "time": "1s"}}
+    check_against(load_lab(_lab_toml(tmp_path)), resolve(spec, "exp.toml"))  # s2 -> r2: both have addresses
+    spec["probes"] = [{"from": "rt1", "to": "r2"}]
+    with pytest.raises(LabError, match=r"hosts.rt1.address: is required for a node that sends or receives"):
         check_against(load_lab(_lab_toml(tmp_path)), resolve(spec, "exp.toml"))
+    spec["probes"] = [{"from": "s2", "to": "r2"}]
+    text = _lab_toml(tmp_path).read_text().replace('[hosts.s2]\nssh = "lab-s2"\nos = "linux"',
+                                                   '[hosts.s2]\nssh = "lab-s2"\nos = "freebsd"')
+    (tmp_path / "bsd.toml").write_text(text)
+    with pytest.raises(LabError, match=r"hosts.s2.os: is 'freebsd' but probe 'ping0' pings from it, which needs a linux"):
+        check_against(load_lab(tmp_path / "bsd.toml"), resolve(spec, "exp.toml"))
 
 
 def test_every_queue_with_a_discipline_is_monitored_and_reported(tmp_path):
