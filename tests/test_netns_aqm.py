@@ -229,11 +229,14 @@ def _sampled_queue_delay_ms(run_dir: str) -> list[float]:
 
 def test_kernel_codel_with_ecn_holds_target_and_marks_where_drop_tail_bloats(tmp_path):
     _require_root()
+    from test_netns import _assert_clean
+
     try:
         codel = _kernel_run(tmp_path, '{ kind = "codel", ecn = true }', "codel")
         tail = _kernel_run(tmp_path, '"drop-tail"', "tail")
     finally:
         subprocess.run([*TCPLAB, "netns", "cleanup"], capture_output=True, cwd=ROOT)
+    _assert_clean()  # no namespace, veth, linkem, iperf3 or trace instance left behind
     b = codel["bottleneck"]
     assert codel["emulation"]["queue_disciplines"] == {"rt1->rt2": "tcplab-linkem codel"}
     # The kernel's features are in the run's provenance.
