@@ -170,6 +170,9 @@ def load_lab(path: str | Path) -> Lab:
 def check_against(lab: Lab, exp: Any) -> None:
     """Every node the run needs is in LAB.toml, with what its role needs."""
     f = lab.path
+    if exp.probes:
+        raise LabError(exp.source, "probes", "the remote backend does not run latency probes yet: run the spec "
+                       "on the simulator or with --backend netns, or remove [[probes]]")
     flows = exp.flows
     hosts = {f_.host for f_ in flows} | {f_.to for f_ in flows} | {b.frm for b in exp.background} | {b.to for b in exp.background}
     for n in sorted(hosts):
