@@ -272,6 +272,6 @@ def test_the_resolved_spec_with_probes_runs_again_as_it_is():
     exp = resolve(spec, "a.toml")
     again = resolve(exp.spec, "b.toml")
     assert again.probes == exp.probes and again.spec == exp.spec
-    assert exp.spec["probes"][0] == {"name": "ping0", "from": "s2", "to": "r2", "interval": "200ms", "size": 100,
+    assert exp.spec["probes"][0] == {"name": "ping0", "from": "s2", "to": "r2", "interval": "200ms", "size": "100B",
                                      "start": "0s", "stop": "10000000000ns"}
     assert [p.count for p in exp.probes] == [50, 45]  # 10 s at 200 ms; 9 s
