@@ -17,7 +17,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, Ti
 from rich.table import Table
 
 from . import Run, __version__, api
-from .report.text import interval_lines, peers_table, summary_table
+from .report.text import interval_lines, latency_table, peers_table, summary_table
 from .spec import SpecError, resolve
 from .spec.schema import find_preset, preset_names
 
@@ -245,6 +245,8 @@ def _print_run(path: Path, with_intervals: bool) -> None:
         for line in interval_lines(r.intervals, flows):
             out_console.print(line, markup=False)
     out_console.print(summary_table(info))
+    if (lat := latency_table(info)) is not None:
+        out_console.print(lat)
 
 
 def _print_iterations(summaries: list[dict], seeds: list[int]) -> None:
@@ -369,7 +371,7 @@ def compare(
 ) -> None:
     """Runs side by side, each against the first: per-flow throughput and difference,
     retransmissions, recovery episodes, cwnd-trajectory distance; with --out, an overlay page."""
-    from .report.text import compare_table
+    from .report.text import bottleneck_rows, bottleneck_table, compare_table
 
     if len(runs) < 2:
         _fail(f"compare needs at least two results folders, got {len(runs)}")
@@ -385,6 +387,12 @@ def compare(
         mine = [x for x in rows if x.get("vs", labels[i]) == labels[i]]
         if mine:
             out_console.print(compare_table(mine, f"{infos[0]['name']}: {runs[0]} vs {r}", (labels[0], labels[i])))
+    out_console.print(bottleneck_table(bottleneck_rows(labels, infos)))
+    from .report.text import latency_table
+
+    # Probes' and flows' RTT, and queues other than the bottleneck's (in the table above).
+    if (lat := latency_table(infos[0], labels, infos[1:], skip_bottleneck=True)) is not None:
+        out_console.print(lat)
     if out:
         out_console.print(f"compare: {out / 'compare.html'}")
 
@@ -393,7 +401,7 @@ def compare(
 @_reads_results
 def plot(
     rundir: Annotated[Path, typer.Argument(help="A results folder (simulated, kernel or imported run).")],
-    what: Annotated[Optional[list[str]], typer.Option(help="throughput, cwnd, flight, srtt, queue or tseq (repeatable; default all).")] = None,
+    what: Annotated[Optional[list[str]], typer.Option(help="throughput, cwnd, flight, srtt, probes, queue or tseq (repeatable; default all).")] = None,
     flow: Annotated[Optional[str], typer.Option(help="Only this flow (e.g. s1).")] = None,
     from_: Annotated[Optional[float], typer.Option("--from", help="Window start, seconds from the first flow's start (as in the report).")] = None,
     to: Annotated[Optional[float], typer.Option(help="Window end, seconds.")] = None,
@@ -408,7 +416,7 @@ def plot(
     except FileNotFoundError as e:
         _fail(str(e))
     try:
-        paths = plot_run(rundir, list(what or WHAT), flow, from_, to, out or rundir / "plots")
+        paths = plot_run(rundir, list(what or WHAT), flow, from_, to, out or rundir / "plots", explicit=bool(what))
     except PlotError as e:
         _fail(str(e))
     for p in paths:
@@ -714,6 +722,40 @@ def remote_restore(
         for line in failed:
             err_console.print(f"error: {line}", markup=False, soft_wrap=True)
         raise typer.Exit(1)
+
+
+@app.command()
+def doctor() -> None:
+    """What this machine offers the kernel backend: root, tools, the tcp_probe tracepoint, which
+    queue disciplines the kernel has (tried in a scratch namespace; the others run in
+    tcplab-linkem), which congestion controls are available or load on demand, ECN."""
+    import os
+    import shutil
+
+    from .backends.netns import host, kernel
+
+    out_console.print(f"kernel {os.uname().release}")
+    if os.geteuid() != 0:
+        _fail("tcplab doctor probes qdiscs in a scratch namespace and loads CC modules: run it as root")
+    missing = [t for t in host.TOOLS if shutil.which(t) is None]
+    out_console.print(f"tools: {'all of ' + ', '.join(host.TOOLS) if not missing else 'MISSING ' + ', '.join(missing)}")
+    try:
+        host.tracefs()
+        out_console.print("tcp:tcp_probe tracepoint: yes")
+    except host.HostError as e:
+        out_console.print(f"tcp:tcp_probe tracepoint: no ({e})")
+    feat = kernel.features(load_ccs=True)
+    for q, v in feat["qdiscs"].items():
+        where = "" if v == "yes" else f"  -> {kernel.WITHOUT[q]}" if q in kernel.WITHOUT else ""
+        out_console.print(f"qdisc {q:9} {v if v == 'yes' else 'no: ' + v}{where}", markup=False)
+    out_console.print("qdisc step      no Linux qdisc  -> runs in tcplab-linkem", markup=False)
+    cc = feat["congestion_control"]
+    out_console.print(f"congestion control available: {' '.join(cc['available'])}; loads on demand: "
+                      f"{' '.join(x for x in cc['loadable'] if x not in cc['available']) or 'none'}; "
+                      f"missing: {' '.join(cc['missing']) or 'none'}", markup=False)
+    if "dctcp" in cc["missing"]:
+        out_console.print("dctcp: this kernel has no tcp_dctcp; DCTCP runs on the simulator only here")
+    out_console.print(f"ECN (net.ipv4.tcp_ecn, set per namespace): {'yes' if feat['tcp_ecn_sysctl'] else 'no'}")
 
 
 @app.command()

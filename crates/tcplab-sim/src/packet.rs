@@ -20,6 +20,11 @@ pub enum Kind {
     Ack,
     /// UDP datagram of a background constant-bit-rate source.
     Udp,
+    /// ICMP echo request of a latency probe (RFC 792; ping): `flow` is the probe's index, `seq`
+    /// its icmp_seq, `ts_val` its send time (iputils ping carries it in the payload).
+    Echo,
+    /// ICMP echo reply: the request's `flow`, `seq` and `ts_val`, sent back at once.
+    EchoReply,
 }
 
 /// One packet. Sequence numbers are 64-bit byte offsets from the start of the flow (no wrap).
@@ -29,7 +34,7 @@ pub struct Packet {
     pub id: u64,
     /// What it is.
     pub kind: Kind,
-    /// Flow (TCP) or source (UDP) index.
+    /// Flow (TCP), source (UDP) or probe (Echo, EchoReply) index.
     pub flow: u32,
     /// Destination node.
     pub dst: u32,

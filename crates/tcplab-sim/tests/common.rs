@@ -98,6 +98,7 @@ pub fn pipe(
         ],
         flows,
         udp: vec![],
+        probes: vec![],
         monitor: vec![PortRef {
             link: 1,
             dir: "ab".into(),
@@ -248,6 +249,7 @@ pub fn dumbbell(
         links,
         flows,
         udp: vec![],
+        probes: vec![],
         monitor: vec![PortRef {
             link: 0,
             dir: "ab".into(),

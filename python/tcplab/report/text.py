@@ -83,6 +83,56 @@ def summary_table(summary: dict[str, Any]) -> Table:
     return t
 
 
+def latency_rows(summary: dict[str, Any], skip_port: str | None = None) -> list[list[str]]:
+    """Latency under load, one row per probe, flow and queue (but `skip_port`'s) that measured it:
+    what, path, samples, p50/p95/p99/max ms, lost (probes). Shared by the terminal and report.html."""
+    def ms(d: dict[str, Any], k: str) -> str:
+        return "-" if d.get(k) is None else f"{d[k]:.2f}"
+
+    rows = []
+    for p in summary.get("probes", []):
+        r = p["rtt_ms"] or {}
+        rows.append([f"{p['probe']} (ping RTT)", port_label(p["from"], p["to"]), str(p["answered"]),
+                     *(ms(r, k) for k in ("p50", "p95", "p99", "max")), f"{p['lost']} ({p['loss_pct'] or 0:g}%)"])
+    for f in summary["flows"]:
+        if "rtt_ms" in f:
+            r = f["rtt_ms"]
+            rows.append([f"{f['flow']} (TCP RTT)", port_label(f["from"], f["to"]), str(r["samples"]),
+                         *(ms(r, k) for k in ("p50", "p95", "p99")), "-", ""])
+    b = summary.get("bottleneck") or {}
+    # Every monitored queue; runs written before `queues` existed have the bottleneck's only.
+    queues = summary.get("queues") or ([{"port": b["link"], "aqm": b.get("aqm", {}).get("kind", "drop-tail"),
+                                         "queue_delay_ms": b["queue_delay_ms"]}] if b.get("queue_delay_ms") else [])
+    for qu in queues:
+        if qu["port"] == skip_port:
+            continue
+        q = qu["queue_delay_ms"]
+        rows.append([f"{qu['aqm']} (queue delay)", qu["port"], str(q["packets"]),
+                     *(ms(q, k) for k in ("p50", "p95", "p99", "max")), ""])
+    return rows
+
+
+LATENCY_COLUMNS = ["", "path", "samples", "p50 ms", "p95 ms", "p99 ms", "max ms", "lost"]
+
+
+def latency_table(summary: dict[str, Any], labels: list[str] | None = None, others: list[dict[str, Any]] = (),
+                  skip_bottleneck: bool = False) -> Table | None:
+    """Probes' RTT, flows' RTT and queueing delay percentiles; None when nothing measured them.
+    With `others` (compare), every run's rows, each led by its label from `labels`;
+    `skip_bottleneck`: without the bottleneck's queue (shown by bottleneck_table)."""
+    runs = [summary, *others]
+    rows = [[*([labels[i]] if labels else []), *r] for i, s in enumerate(runs)
+            for r in latency_rows(s, skip_port=(s.get("bottleneck") or {}).get("link") if skip_bottleneck else None)]
+    if not rows:
+        return None
+    t = Table(title="latency under load")
+    for col in (["run"] if labels else []) + LATENCY_COLUMNS:
+        t.add_column(col, justify="left" if col in ("run", "", "path") else "right")
+    for r in rows:
+        t.add_row(*r)
+    return t
+
+
 def _kb(v: Any) -> str:
     return "-" if v is None or v != v else f"{v / 1000:.1f}"
 
@@ -137,6 +187,40 @@ def compare_table(rows: list[dict[str, Any]], title: str, labels: tuple[str, str
                   str(r["b_retransmits"]), str(r["a_episodes"]), str(r["b_episodes"]),
                   "-" if r["cwnd_relative_diff"] is None else f"{r['cwnd_relative_diff'] * 100:.1f}%")
     return t
+
+
+def bottleneck_rows(labels: list[str], infos: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each run's bottleneck as `tcplab compare` shows it: where its queue discipline ran
+    (simulator, kernel qdisc, tcplab-linkem), utilisation, drops, ECN marks, queue delay."""
+    rows = []
+    for label, info in zip(labels, infos):
+        b = info.get("bottleneck", {})
+        aqm, qd = b.get("aqm", {}), b.get("queue_delay_ms", {})
+        where = (info.get("emulation", {}).get("queue_disciplines") or {}).get(b.get("link", ""))
+        rows.append({"run": label, "discipline": aqm.get("kind", "drop-tail"),
+                     "where": where or ("simulator" if info.get("backend", "sim") == "sim" else "kernel fifo"),
+                     "utilisation": b.get("utilisation"), "drops": b.get("drops"), "ecn_marks": aqm.get("ecn_marks"),
+                     "max_queue_packets": b.get("max_queue_packets"),
+                     **{f"queue_delay_{k}_ms": qd.get(k) for k in ("p50", "p95", "p99")}})
+    return rows
+
+
+def bottleneck_table(rows: list[dict[str, Any]]) -> Table:
+    """`tcplab compare`: the runs' bottlenecks side by side."""
+    t = Table(title="bottleneck")
+    cols = ("run", "discipline", "where", "util", "drops", "ECN marks", "max queue pkts", "qdelay p50 ms", "p95 ms",
+            "p99 ms")
+    for col in cols:
+        t.add_column(col, justify="left" if col in ("run", "discipline", "where") else "right")
+    for r in rows:
+        t.add_row(r["run"], r["discipline"], r["where"], "-" if r["utilisation"] is None else f"{r['utilisation']:.3f}",
+                  *("-" if r[k] is None else str(r[k]) for k in ("drops", "ecn_marks", "max_queue_packets")),
+                  *(_num3(r[f"queue_delay_{k}_ms"]) for k in ("p50", "p95", "p99")))
+    return t
+
+
+def _num3(x: float | None) -> str:
+    return "-" if x is None else f"{x:.2f}"
 
 
 def _num(x: float | None) -> str:
