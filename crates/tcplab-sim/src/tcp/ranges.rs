@@ -4,8 +4,10 @@
 //! Both ends of TCP see ranges arrive mostly at the right end (new SACK blocks, new out-of-order
 //! segments) and leave at the left end (the cumulative ACK), so a `VecDeque` of disjoint,
 //! non-adjacent `[start, end)` pairs keeps every operation cheap where the traffic is, and
-//! binary search finds the rest. Linux keeps its out-of-order queue as an rbtree
-//! (net/ipv4/tcp_input.c tcp_data_queue_ofo(), `tp->out_of_order_queue`) for the same reason.
+//! binary search finds the rest. Linux keeps its out-of-order queue as an rbtree and tries the
+//! last segment first for the common append (torvalds/linux @ 35e02583 net/ipv4/tcp_input.c
+//! tcp_data_queue_ofo(): `tp->out_of_order_queue`, `tp->ooo_last_skb`); `count_before` does
+//! the same with the last two ranges.
 
 use std::collections::VecDeque;
 
