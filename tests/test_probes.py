@@ -206,15 +206,23 @@ def test_every_probe_bound_runs_in_the_simulator(key, at):
     assert st["sent"] == (31 if at == "1ms" else 1) and st["answered"] >= 1  # at 0, 1, .., 30 ms
 
 
-def test_the_remote_backend_refuses_probes_in_one_line(tmp_path):
+def test_the_remote_backend_needs_a_linux_machine_with_an_address_at_each_probe_end(tmp_path):
     from test_remote import _lab_toml
 
     from tcplab.backends.remote.lab import LabError, check_against, load_lab
 
     spec = copy.deepcopy(BASE)
-    spec["senders"]["s2"] = {"to": "r2", "time": "1s"}
-    with pytest.raises(LabError, match=r"^exp.toml: probes: the remote backend does not run latency probes yet"):
+    spec["senders"] = {"s1": {"to": "r1", "time": "1s"}}
+    check_against(load_lab(_lab_toml(tmp_path)), resolve(spec, "exp.toml"))  # s2 -> r2: both have addresses
+    spec["probes"] = [{"from": "rt1", "to": "r2"}]
+    with pytest.raises(LabError, match=r"hosts.rt1.address: is required for a node that sends or receives"):
         check_against(load_lab(_lab_toml(tmp_path)), resolve(spec, "exp.toml"))
+    spec["probes"] = [{"from": "s2", "to": "r2"}]
+    text = _lab_toml(tmp_path).read_text().replace('[hosts.s2]\nssh = "lab-s2"\nos = "linux"',
+                                                   '[hosts.s2]\nssh = "lab-s2"\nos = "freebsd"')
+    (tmp_path / "bsd.toml").write_text(text)
+    with pytest.raises(LabError, match=r"hosts.s2.os: is 'freebsd' but probe 'ping0' pings from it, which needs a linux"):
+        check_against(load_lab(tmp_path / "bsd.toml"), resolve(spec, "exp.toml"))
 
 
 def test_every_queue_with_a_discipline_is_monitored_and_reported(tmp_path):
@@ -235,3 +243,35 @@ def test_every_queue_with_a_discipline_is_monitored_and_reported(tmp_path):
         assert 0 <= q["queue_delay_ms"]["packets"] - ports[port.index]["tx_packets"] <= 1
     sampled = read_table(tmp_path, "queues")
     assert set(sampled["port"]) == {"rt1->rt2", "rt2->rt1"}
+
+
+def test_a_sweep_catalogs_and_charts_the_probes_rtt_per_discipline(tmp_path):
+    import tcplab
+
+    spec = copy.deepcopy(BASE)
+    spec["senders"]["s1"] |= {"start": "0s", "time": "4s"}
+    spec["probes"] = [{"from": "s2", "to": "r2", "interval": "50ms", "start": "2s"}]
+    spec["sweep"] = {"aqm": {"topology.bottleneck.aqm": ["drop-tail", "fq_codel"]}}
+    runs = tcplab.sweep(spec, jobs=1, out=tmp_path / "sw").set_index("p_topology_bottleneck_aqm")
+    assert set(runs.index) == {"drop-tail", "fq_codel"} and (runs["probe"] == "ping0").all()
+    assert runs.loc["fq_codel", "probe_rtt_p99_ms"] < base_rtt_ns(64) / 1e6 + 2.5 < runs.loc["drop-tail", "probe_rtt_p50_ms"]
+    assert (runs["probe_loss_pct"] == 0).all()
+    # Every request is in the probes view; the catalog's percentiles are those of its rows.
+    rows = tcplab.query("SELECT run, rtt_ns FROM probes", tmp_path / "sw" / "runs")
+    for run, row in runs.set_index("run").iterrows():
+        mine = rows[rows["run"] == run]["rtt_ns"].to_numpy()
+        assert len(mine) == 40  # 2 s at 50 ms
+        assert row["probe_rtt_p99_ms"] == round(np.percentile(mine, 99, method="inverted_cdf") / 1e6, 3)
+    page = (tmp_path / "sw" / "sweep.html").read_text()
+    assert 'data-chart="sweep_aqm_probe_rtt_p99_ms"' in page and "probe RTT p99 (ms) (mean" in page
+
+
+def test_the_resolved_spec_with_probes_runs_again_as_it_is():
+    spec = copy.deepcopy(BASE)
+    spec["probes"] = [{"from": "s2", "to": "r2", "size": 100}, {"name": "r", "from": "rt1", "to": "r1", "start": "1s"}]
+    exp = resolve(spec, "a.toml")
+    again = resolve(exp.spec, "b.toml")
+    assert again.probes == exp.probes and again.spec == exp.spec
+    assert exp.spec["probes"][0] == {"name": "ping0", "from": "s2", "to": "r2", "interval": "200ms", "size": "100B",
+                                     "start": "0s", "stop": "10000000000ns"}
+    assert [p.count for p in exp.probes] == [50, 45]  # 10 s at 200 ms; 9 s

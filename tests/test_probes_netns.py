@@ -35,8 +35,8 @@ rtt min/avg/max/mdev = 0.810/45.100/121.000/50.000 ms
 
 def test_ping_output_becomes_the_probes_table():
     pr = Probe("ping0", "s2", "r2", 100_000_000, 64, 0, 10**9)
-    assert ping.command(pr, "10.0.0.2", 10) == ["ping", "-n", "-D", "-i", "0.1", "-s", "56", "-c", "10", "-W", "2",
-                                                "10.0.0.2"]
+    assert ping.command(pr, "10.0.0.1", "10.0.0.2", 10) == ["ping", "-n", "-D", "-i", "0.1", "-s", "56", "-c", "10",
+                                                            "-W", "2", "-I", "10.0.0.1", "10.0.0.2"]
     assert ping.count(pr, 10 * 10**9) == 10 and ping.count(pr, 450_000_000) == 5  # at 0, .., 400 ms
     res = ping.parse(PING_OUT)
     assert res.sent == 5 and sorted(res.replies) == [1, 2, 4, 5]
@@ -74,6 +74,11 @@ start = "1s"
 from = "s2"
 to = "r2"
 interval = "50ms"
+[[probes]]
+name = "router"
+from = "rt1"
+to = "r1"
+interval = "100ms"
 """
 
 
@@ -91,8 +96,9 @@ def test_kernel_ping_sees_the_base_rtt_idle_and_the_queue_under_load(tmp_path):
         assert p.returncode == 0, p.stderr[-3000:]
         assert "ping RTT" in p.stdout
         s = json.loads((out / "summary.json").read_text())
-        (pr,) = s["probes"]
-        t = read_table(out, "probes")
+        pr, router = s["probes"]
+        everything = read_table(out, "probes")
+        t = everything[everything["probe"] == "ping0"]
         # 4 s (the sender's end) at 50 ms: 80 requests, each with a row; ping's own count agrees.
         assert pr["sent"] == 80 == len(t) and list(t["seq"]) == list(range(1, 81))
         assert pr["answered"] + pr["lost"] == 80 and pr["lost"] == int((t["rtt_ns"] < 0).sum())
@@ -104,6 +110,10 @@ def test_kernel_ping_sees_the_base_rtt_idle_and_the_queue_under_load(tmp_path):
         loaded = t[(t["t_ns"] > 2e9) & (t["t_ns"] < 4e9) & (t["rtt_ns"] >= 0)]["rtt_ns"].to_numpy() / 1e6
         assert np.percentile(loaded, 95, method="inverted_cdf") > base_ms + 20, loaded
         assert np.max(loaded) < base_ms + 100 * 1514 * 8 / 20e6 * 1e3 + 5, loaded
+        # A router pings from its own address (-I): its replies are routed back to it.
+        r = everything[(everything["probe"] == "router") & (everything["t_ns"] < 0.9e9)]
+        assert router["sent"] == 40 and len(r) == 9 and (r["rtt_ns"] >= 0).all(), router
+        assert abs(np.median(r["rtt_ns"]) / 1e6 - 2 * (10 + 0.05)) < 1.0, r
     finally:
         subprocess.run([*TCPLAB, "netns", "cleanup"], capture_output=True, cwd=ROOT)  # runs whose owner died
     # Nothing of this run is left (other runs may be under way on a shared machine: only ours).

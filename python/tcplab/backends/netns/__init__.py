@@ -525,7 +525,8 @@ def _launch_and_wait(resolved: Resolved, p: planmod.Plan, procs: _Procs, live: _
     for pr in resolved.probes:
         n = ping.count(pr, resolved.stop_ns)
         if n:
-            launches.append((pr.start_ns, pr.name, in_ns(p.node_ns[pr.frm], ping.command(pr, p.host_addr[pr.to], n)), "ping"))
+            words = ping.command(pr, p.host_addr[pr.frm], p.host_addr[pr.to], n)
+            launches.append((pr.start_ns, pr.name, in_ns(p.node_ns[pr.frm], words), "ping"))
     launches.sort(key=lambda x: x[0])
     end_ns = max(f.start_ns + (f.app.duration_ns or 0) for f in flows)
     deadline_ns = max(resolved.stop_ns, end_ns) + 60_000_000_000

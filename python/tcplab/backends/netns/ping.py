@@ -25,11 +25,12 @@ _REPLY = re.compile(r"^\[(\d+\.\d+)\] \d+ bytes from [^:]+: icmp_seq=(\d+) .*tim
 _TOTALS = re.compile(r"^(\d+) packets transmitted, (\d+) received")
 
 
-def command(p: Probe, dst_addr: str, count: int) -> list[str]:
+def command(p: Probe, src_addr: str, dst_addr: str, count: int) -> list[str]:
     """ping for probe `p`: -n numeric, -D timestamps, -i interval, -s payload (the ICMP message
-    less its 8-byte header), -c requests, -W the linger for the last replies."""
+    less its 8-byte header), -c requests, -W the linger for the last replies, -I the node's own
+    address (a router's other interfaces' addresses are not routed back to it)."""
     return ["ping", "-n", "-D", "-i", f"{p.interval_ns / 1e9:g}", "-s", str(p.size_bytes - 8), "-c", str(count),
-            "-W", str(LINGER_S), dst_addr]
+            "-W", str(LINGER_S), "-I", src_addr, dst_addr]
 
 
 def count(p: Probe, run_stop_ns: int) -> int:
