@@ -121,6 +121,20 @@ def test_linkems_samples_give_the_ports_drops_and_queue_on_the_runs_clock():
         (50_000_000, 3, 4542), (950_000_000, 40, 60560), (1_950_000_000, 12, 18168)]
 
 
+def test_a_kernel_aqms_counters_are_read_from_tc(monkeypatch):
+    # `tc -s -j qdisc show` as iproute2 prints htb with a codel child (codel_print_xstats()).
+    from tcplab.backends.netns import host
+
+    out = json.dumps([
+        {"kind": "htb", "handle": "1:", "root": True, "bytes": 9000, "packets": 6, "drops": 0, "qlen": 0, "backlog": 0},
+        {"kind": "codel", "handle": "10:", "parent": "1:1", "bytes": 9000, "packets": 6, "drops": 4, "qlen": 3,
+         "backlog": 4542, "count": 2, "lastcount": 1, "ldelay": 5000, "drop_next": 0, "maxpacket": 1514,
+         "ecn_mark": 11, "drop_overlimit": 0, "ce_mark": 2}])
+    monkeypatch.setattr(host, "run", lambda args, **_: subprocess.CompletedProcess(args, 0, out, ""))
+    assert host.qdisc_stats("ns", "dev") == {"bytes": 9000, "packets": 6, "drops": 4, "backlog_packets": 3,
+                                             "backlog_bytes": 4542, "ecn_marks": 13}
+
+
 def _require_root():
     assert os.geteuid() == 0, "the netns tests need root (CI runs as root); run them with sudo"
 
