@@ -182,7 +182,8 @@ def _linkem_port(p: planmod.Plan, label: str, linkem_stats: list[dict[str, Any]]
     return None
 
 
-def _linkem_queue_rows(p: planmod.Plan, label: str, linkem_stats: list[dict[str, Any]], t0_real_ns: int) -> list[dict[str, Any]]:
+def _linkem_queue_rows(p: planmod.Plan, label: str, linkem_stats: list[dict[str, Any]],
+                       t0_real_ns: int) -> list[dict[str, Any]]:
     """The bottleneck's queue samples as linkem took them (CLOCK_REALTIME, every 100 ms), on
     the run's clock."""
     st = _linkem_port(p, label, linkem_stats)
