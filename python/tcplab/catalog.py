@@ -23,6 +23,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from . import arrowbuf
+
 SUMMARY_FILE = "summary.parquet"
 TIME_SERIES = ("flows", "intervals", "queues", "ports", "events", "sends", "acks", "probes")
 RUN_COLUMNS = ["name", "backend", "seed", "spec_hash", "sweep", "sweep_part", "point", "iteration",
@@ -80,7 +82,7 @@ def summary_rows(summary: dict[str, Any], spec_hash: str, labels: dict[str, Any]
                                                                             "fairness_jain")) else pa.string())))
     fields += [pa.field(c, pa.string()) for c in params]
     schema = pa.schema(fields)
-    return pa.Table.from_pylist(rows, schema=schema)
+    return arrowbuf.table(rows, schema)
 
 
 def _flow_rtt(f: dict[str, Any], cols: list[str]) -> dict[str, Any]:
