@@ -275,3 +275,16 @@ def test_the_resolved_spec_with_probes_runs_again_as_it_is():
     assert exp.spec["probes"][0] == {"name": "ping0", "from": "s2", "to": "r2", "interval": "200ms", "size": "100B",
                                      "start": "0s", "stop": "10000000000ns"}
     assert [p.count for p in exp.probes] == [50, 45]  # 10 s at 200 ms; 9 s
+
+
+def test_iterations_compare_the_probes_rtt_percentiles():
+    from tcplab.report.ministat import iterations_report
+
+    def summary(p50: float, p99: float) -> dict:
+        flow = {"flow": "s1", "kind": "time", "bytes_written": 1, "throughput_mbps": 9.0, "completion_s": None}
+        return {"flows": [flow], "probes": [{"probe": "ping0", "rtt_ms": {"p50": p50, "p99": p99}}]}
+
+    text = iterations_report([summary(20.0, 40.0), summary(22.0, 44.0), summary(24.0, 48.0)])
+    p50 = text.split("probe RTT p50 (ms), 3 iterations:")[1].split("probe RTT p99")[0]
+    assert "x ping0" in p50 and p50.split("\n")[-3].split()[:6] == ["x", "3", "20", "24", "22", "22"], p50
+    assert "probe RTT p99 (ms), 3 iterations:" in text
