@@ -3,6 +3,11 @@
 //! pipe is kept as counters so it costs O(1): pipe = outstanding - sacked - lost + retransmitted,
 //! which equals RFC 6675 SetPipe() (each unSACKed octet counts once unless lost, and once more if
 //! retransmitted) and Linux's `tcp_packets_in_flight()` (packets_out - left_out + retrans_out).
+//!
+//! No per-ACK operation walks the window: SACKed ranges are a `RangeSet` searched in O(log n),
+//! RACK's candidates are kept in send-time order (Linux's `tsorted_sent_queue`) so its loss
+//! detection costs the segments it marks, and the searches that repeat (HighRxt's, the rescue
+//! segment's) start where they last stopped. Each is tested against the linear walk it replaced.
 
 use crate::tcp::ranges::RangeSet;
 use crate::tcp::rate::RateTx;
