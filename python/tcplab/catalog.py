@@ -3,7 +3,9 @@
 
 Views (each with a `run` column, the run folder relative to the root):
   runs          one row per run: name, backend, seed, sweep labels and p_* parameters, bottleneck
-                utilisation, goodput, drops, Jain fairness, summed throughput and retransmits
+                utilisation, goodput, drops, Jain fairness, summed throughput and retransmits; where
+                measured, the bottleneck's discipline and queue delay percentiles and the first
+                probe's RTT percentiles and loss
   flow_results  one row per flow of every run (the summary table of `tcplab show`)
   flows, intervals, queues, ports, events, sends, acks, probes
                 the runs' time series, where recorded
