@@ -29,7 +29,8 @@ RUN_COLUMNS = ["name", "backend", "seed", "spec_hash", "sweep", "sweep_part", "p
 #: otherwise, so older runs' rows stay as they were; the views read files by column name).
 LATENCY_COLUMNS = ["aqm", "aqm_drops", "ecn_marks", "queue_delay_p50_ms", "queue_delay_p95_ms", "queue_delay_p99_ms"]
 FLOW_COLUMNS = ["flow", "from", "to", "stack", "cc", "start_s", "duration_s", "bytes_delivered", "throughput_mbps",
-                "completion_s", "retransmits", "recoveries", "rtos", "min_rtt_ms", "srtt_ms", "final_cwnd_bytes"]
+                "completion_s", "fct_s", "connect_ms", "retransmits", "syn_retransmits", "recoveries", "rtos",
+                "min_rtt_ms", "srtt_ms", "final_cwnd_bytes"]
 
 
 def param_column(key: str) -> str:
@@ -58,7 +59,8 @@ def summary_rows(summary: dict[str, Any], spec_hash: str, labels: dict[str, Any]
     rows = [run | {c: f.get(c) for c in FLOW_COLUMNS} | params for f in summary["flows"]]
     types = {"seed": pa.int64(), "point": pa.int64(), "iteration": pa.int64(), "drops": pa.int64(),
              "bytes_delivered": pa.int64(), "retransmits": pa.int64(), "recoveries": pa.int64(), "rtos": pa.int64(),
-             "final_cwnd_bytes": pa.int64(), "aqm_drops": pa.int64(), "ecn_marks": pa.int64()}
+             "final_cwnd_bytes": pa.int64(), "aqm_drops": pa.int64(), "ecn_marks": pa.int64(),
+             "syn_retransmits": pa.int64()}
     fields = []
     for c in RUN_COLUMNS + list(latency) + FLOW_COLUMNS:
         fields.append(pa.field(c, types.get(c, pa.float64() if c.endswith(("_s", "_mbps", "_ms", "utilisation",

@@ -88,8 +88,9 @@ impl FqCodel {
     /// travel opposite ways (different ports), so (kind, flow) identifies the 5-tuple here.
     fn classify(&self, p: &Packet) -> usize {
         let kind = match p.kind {
-            Kind::Data => 0u64,
-            Kind::Ack => 1,
+            // The handshake's packets share the 5-tuple of their direction.
+            Kind::Data | Kind::Syn | Kind::HandshakeAck => 0u64,
+            Kind::Ack | Kind::SynAck => 1,
             Kind::Udp => 2,
         };
         let mut h = (p.flow as u64) << 2 | kind;
