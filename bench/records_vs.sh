@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Refactor check: every preset's records, this checkout against an older commit REV, side by side.
 # Builds REV's native module in a temporary git worktree (as bench/t1_vs.sh does), runs the same
-# fixed-seed jobs with both builds (T1 peers 60 s, T2/T3 30 s, T4, T6, T5 and T7 sweeps shortened)
+# fixed-seed jobs with both builds (T1 peers 60 s, T2/T3 30 s, T4, T6, T5, T7, T8 and T9 sweeps shortened)
 # and compares every table (flows, intervals, queues, ports, events, sends) and summary.json with
 # bench/records_diff.py. Exit 0 when all are identical, 1 otherwise.
 # Usage: bench/records_vs.sh REV [--quick]     (--quick: 5 s runs, for use while refactoring)
@@ -29,6 +29,8 @@ jobs=(
     "run T6 --no-report --seed 3"
     "sweep T5 --duration $(long 10s) -j 2 --no-report"
     "sweep T7 --duration $(long 3s) -j 2 --no-report"
+    "sweep T8 --duration $(long 10s) -j 2 --no-report"
+    "sweep T9 --duration 1s -j 2 --no-report"
 )
 status=0
 for i in "${!jobs[@]}"; do

@@ -1,7 +1,8 @@
 //! tcplab-linkem: the project's userspace link emulator (for kernels without netem). It bridges
 //! two interfaces at L2 like a Dummynet box, each direction through a [`pipe::Pipe`] (delay,
-//! optional rate and slot limit, Bernoulli loss), and on SIGTERM/SIGINT writes its counters —
-//! the emulation self-check — as JSON.
+//! optional rate and slot limit, Bernoulli loss, or a queue discipline from crates/tcplab-aqm
+//! for kernels without codel/fq_codel/pie/red), and on SIGTERM/SIGINT writes its counters — the
+//! emulation self-check, and the discipline's drops, marks and sojourn times — as JSON.
 //!
 //! Departure time = the kernel's arrival stamp + delay, so pick-up lag does not add to the delay;
 //! one real-time thread per direction; modest sendmmsg batches (shared/netns-notes.md).
@@ -9,11 +10,12 @@
 //! A library so that the Python package can carry it inside its native module (`python -m
 //! tcplab.linkem`, what the netns backend starts); `src/main.rs` is the same as a binary.
 
+mod frame;
+mod hist;
 mod pipe;
 mod ring;
 
 use pipe::{Pipe, PipeConfig, Verdict};
-use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -29,10 +31,15 @@ extern "C" fn on_signal(_: libc::c_int) {
 const BATCH: usize = 16;
 /// Lateness histogram bucket upper bounds, us.
 const LATE_BUCKETS_US: [u64; 8] = [10, 50, 100, 250, 500, 1000, 2000, 5000];
+/// How often a direction with a queue discipline samples its queue, ns.
+const QUEUE_SAMPLE_NS: u64 = 100_000_000;
 
 const USAGE: &str = "usage: tcplab-linkem --a IFACE --b IFACE [--delay-ab-us N] [--delay-ba-us N] \
 [--rate-ab-bps N] [--rate-ba-bps N] [--limit-ab N] [--limit-ba N] [--loss-ab P] [--loss-ba P] \
-[--seed N] [--ring-frames N] [--stats FILE] [--no-rt]";
+[--aqm-ab JSON] [--aqm-ba JSON] [--seed N] [--ring-frames N] [--stats FILE] [--no-rt]
+  --aqm-ab/--aqm-ba: a queue discipline in the resolved spec's form, e.g.
+  '{\"kind\":\"codel\",\"target_ns\":5000000,\"interval_ns\":100000000,\"limit_packets\":1000,\"ecn\":true}'
+  (kinds codel, fq_codel, pie, red, step; needs --rate-ab-bps / --rate-ba-bps)";
 
 #[derive(Default)]
 struct Args {
@@ -83,6 +90,8 @@ fn parse_args(args: Vec<String>) -> Result<Args, String> {
             "--limit-ba" => a.ba.limit_frames = num(&v)? as usize,
             "--loss-ab" => a.ab.loss = prob(&v)?,
             "--loss-ba" => a.ba.loss = prob(&v)?,
+            "--aqm-ab" => a.ab.aqm = Some(aqm(&flag, &v)?),
+            "--aqm-ba" => a.ba.aqm = Some(aqm(&flag, &v)?),
             "--seed" => a.seed = num(&v)?,
             "--ring-frames" => a.ring_frames = num(&v)?.clamp(64, 1 << 20) as usize,
             "--stats" => a.stats = Some(v),
@@ -92,7 +101,16 @@ fn parse_args(args: Vec<String>) -> Result<Args, String> {
     if a.a.is_empty() || a.b.is_empty() {
         return Err(format!("--a and --b are required\n{USAGE}"));
     }
+    for (d, cfg) in [("ab", &a.ab), ("ba", &a.ba)] {
+        if cfg.aqm.is_some() && cfg.rate_bps == 0 {
+            return Err(format!("--aqm-{d} needs --rate-{d}-bps (the wire the discipline drains into)"));
+        }
+    }
     Ok(a)
+}
+
+fn aqm(flag: &str, v: &str) -> Result<tcplab_aqm::AqmConfig, String> {
+    serde_json::from_str(v).map_err(|e| format!("{flag}: {e}"))
 }
 
 /// Counters of one direction.
@@ -107,6 +125,10 @@ struct DirStats {
     late_hist: [u64; LATE_BUCKETS_US.len() + 1],
     late_max_ns: u64,
     late_sum_ns: u64,
+    /// (CLOCK_REALTIME ns, frames, bytes) of the discipline's queue every QUEUE_SAMPLE_NS.
+    queue_samples: Vec<(u64, u64, u64)>,
+    /// The discipline's section of the JSON, filled when the thread ends.
+    discipline: Option<String>,
 }
 
 impl DirStats {
@@ -119,6 +141,19 @@ impl DirStats {
         self.late_hist[i] += 1;
         self.late_max_ns = self.late_max_ns.max(late_ns);
         self.late_sum_ns += late_ns;
+    }
+
+    /// The discipline's counters, sojourn percentiles (us) and queue samples as JSON.
+    fn discipline_json(pipe: &Pipe, samples: &[(u64, u64, u64)]) -> Option<String> {
+        let (st, h, max_q) = pipe.discipline()?;
+        let us = |ns: u64| ns as f64 / 1000.0;
+        let samples: Vec<String> = samples.iter().map(|(t, p, b)| format!("[{t}, {p}, {b}]")).collect();
+        Some(format!(
+            "{{\"drops\": {}, \"ecn_marks\": {}, \"max_queue_frames\": {}, \"sojourn_us\": {{\"frames\": {}, \
+             \"mean\": {:.3}, \"p50\": {:.3}, \"p95\": {:.3}, \"p99\": {:.3}, \"max\": {:.3}}}, \"queue_samples\": [{}]}}",
+            st.drops, st.ecn_marks, max_q, h.len(), h.mean_ns() / 1000.0, us(h.quantile(0.5)), us(h.quantile(0.95)),
+            us(h.quantile(0.99)), us(h.max_ns()), samples.join(", ")
+        ))
     }
 
     fn json(&self, cfg: &PipeConfig) -> String {
@@ -140,10 +175,11 @@ impl DirStats {
         format!(
             "{{\"delay_us\": {}, \"rate_bps\": {}, \"limit_frames\": {}, \"loss\": {}, \"frames_in\": {}, \
              \"bytes_in\": {}, \"frames_out\": {}, \"lost\": {}, \"queue_drops\": {}, \"ring_drops\": {}, \
-             \"late_mean_us\": {:.3}, \"late_max_us\": {:.3}, \"late_hist\": {{{}}}}}",
+             \"late_mean_us\": {:.3}, \"late_max_us\": {:.3}, \"late_hist\": {{{}}}, \"discipline\": {}}}",
             cfg.delay_ns / 1000, cfg.rate_bps, cfg.limit_frames, cfg.loss, self.frames_in, self.bytes_in,
             self.frames_out, self.lost, self.queue_drops, self.ring_drops, mean_late_us,
-            self.late_max_ns as f64 / 1000.0, buckets.join(", ")
+            self.late_max_ns as f64 / 1000.0, buckets.join(", "),
+            self.discipline.as_deref().unwrap_or("null")
         )
     }
 }
@@ -163,32 +199,40 @@ fn forward(mut rx: ring::RxRing, tx: ring::Tx, mut pipe: Pipe, realtime: bool) -
     if realtime && !set_realtime() {
         eprintln!("tcplab-linkem: could not get SCHED_FIFO; running at normal priority");
     }
-    let mut line: VecDeque<(u64, Vec<u8>)> = VecDeque::new();
+    let sampling = pipe.discipline().is_some();
+    let mut next_sample_ns = 0;
     let mut batch: Vec<(u64, Vec<u8>)> = Vec::with_capacity(BATCH);
     while !STOP.load(Ordering::Relaxed) {
         while let Some(f) = rx.try_take() {
             st.frames_in += 1;
             st.bytes_in += f.data.len() as u64;
-            match pipe.admit(f.arrival_ns, f.data.len()) {
-                Verdict::Depart(t) => line.push_back((t, f.data)),
+            match pipe.admit(f.arrival_ns, f.data) {
+                Verdict::Accepted => {}
                 Verdict::Lost => st.lost += 1,
                 Verdict::QueueFull => st.queue_drops += 1,
             }
         }
+        // The ring is drained, so every frame that arrived before now has been admitted: the
+        // wire may take frames up to now (one still in the kernel on its way to the ring would
+        // have joined the tail; it cannot change which frame is at the head).
         let now = ring::realtime_ns();
-        while line.front().is_some_and(|(t, _)| *t <= now) {
-            batch.push(line.pop_front().unwrap());
-            if batch.len() == BATCH || !line.front().is_some_and(|(t, _)| *t <= now) {
-                let slices: Vec<&[u8]> = batch.iter().map(|(_, d)| d.as_slice()).collect();
-                st.frames_out += tx.send_batch(&slices) as u64;
-                let sent_at = ring::realtime_ns();
-                for (due, _) in batch.drain(..) {
-                    st.record_late(sent_at.saturating_sub(due));
-                }
+        pipe.transmit(now, true);
+        if sampling && now >= next_sample_ns {
+            let (frames, bytes) = pipe.queue_now();
+            st.queue_samples.push((now, frames, bytes));
+            next_sample_ns = now + QUEUE_SAMPLE_NS;
+        }
+        while let Some(x) = pipe.pop_due(now) {
+            batch.push(x);
+            if batch.len() == BATCH {
+                send(&tx, &mut batch, &mut st);
             }
         }
-        let wait = match line.front() {
-            Some((t, _)) => t.saturating_sub(ring::realtime_ns()).min(10_000_000),
+        if !batch.is_empty() {
+            send(&tx, &mut batch, &mut st);
+        }
+        let wait = match pipe.next_event_ns() {
+            Some(t) => t.saturating_sub(ring::realtime_ns()).min(10_000_000),
             None => 10_000_000,
         };
         if wait > 0 {
@@ -196,7 +240,18 @@ fn forward(mut rx: ring::RxRing, tx: ring::Tx, mut pipe: Pipe, realtime: bool) -
         }
     }
     st.ring_drops = rx.stats().1;
+    st.discipline = DirStats::discipline_json(&pipe, &st.queue_samples);
     st
+}
+
+/// Send a batch with one sendmmsg and record each frame's lateness.
+fn send(tx: &ring::Tx, batch: &mut Vec<(u64, Vec<u8>)>, st: &mut DirStats) {
+    let slices: Vec<&[u8]> = batch.iter().map(|(_, d)| d.as_slice()).collect();
+    st.frames_out += tx.send_batch(&slices) as u64;
+    let sent_at = ring::realtime_ns();
+    for (due, _) in batch.drain(..) {
+        st.record_late(sent_at.saturating_sub(due));
+    }
 }
 
 fn write_atomic(path: &str, text: &str) -> std::io::Result<()> {
@@ -234,13 +289,20 @@ pub fn run(args: Vec<String>) -> i32 {
         }
     };
     let started = Arc::new(std::time::Instant::now());
-    let (ab, ba, rt) = (args.ab.clone(), args.ba.clone(), args.realtime);
+    let rt = args.realtime;
     let (seed_ab, seed_ba) = (
         args.seed.wrapping_mul(2),
         args.seed.wrapping_mul(2).wrapping_add(1),
     );
-    let t_ab = std::thread::spawn(move || forward(rx_a, tx_b, Pipe::new(ab, seed_ab), rt));
-    let t_ba = std::thread::spawn(move || forward(rx_b, tx_a, Pipe::new(ba, seed_ba), rt));
+    let (pipe_ab, pipe_ba) = match (Pipe::new(args.ab.clone(), seed_ab), Pipe::new(args.ba.clone(), seed_ba)) {
+        (Ok(x), Ok(y)) => (x, y),
+        (Err(e), _) | (_, Err(e)) => {
+            eprintln!("tcplab-linkem: {e}");
+            return 2;
+        }
+    };
+    let t_ab = std::thread::spawn(move || forward(rx_a, tx_b, pipe_ab, rt));
+    let t_ba = std::thread::spawn(move || forward(rx_b, tx_a, pipe_ba, rt));
     println!("ready");
     use std::io::Write;
     let _ = std::io::stdout().flush();

@@ -1,7 +1,7 @@
 //! The network: egress ports (drop-tail FIFO + serialiser + propagation pipe), shared switch
 //! buffers with their sharing policy, and static shortest-path routes.
 
-use crate::aqm::{self, Aqm};
+use crate::aqm;
 use crate::config::{BufferPolicy, DirConfig, LinkConfig, NodeKind};
 use crate::packet::Packet;
 use crate::rng::Rng;
@@ -63,7 +63,7 @@ pub struct Port {
     pub max_queue_packets: u64,
     /// A queue discipline in place of the drop-tail FIFO (then `waiting` stays empty: packets
     /// wait in the discipline and go onto the wire one at a time, see [`crate::aqm`]).
-    pub aqm: Option<Box<dyn Aqm>>,
+    pub aqm: Option<aqm::PortAqm>,
     /// Per-packet queueing delay (arrival at the port to the start of transmission), kept for
     /// monitored ports.
     pub delay_hist: Option<crate::hist::DelayHistogram>,

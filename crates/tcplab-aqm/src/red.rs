@@ -8,10 +8,7 @@
 //! idle-time decay is computed exactly, qavg * (1 - W)^(idle / avpkt's transmission time), where
 //! Linux looks it up in tc's quantised Stab table (tc_red_eval_idle_damping()).
 
-use super::{set_ce, Aqm, AqmStats, Fifo};
-use crate::packet::Packet;
-use crate::rng::Rng;
-use crate::time::{tx_time_ns, Ns, MS};
+use crate::{set_ce, tx_time_ns, Aqm, AqmStats, Fifo, Ns, Packet, Random, MS};
 
 /// RED_ONE_PERCENT: DIV_ROUND_CLOSEST(1 << 32, 100).
 const ONE_PERCENT: u32 = (((1u64 << 32) + 50) / 100) as u32;
@@ -42,7 +39,7 @@ pub struct RedParams {
 }
 
 /// The RED qdisc.
-pub struct Red {
+pub struct Red<P, R> {
     p: RedParams,
     qth_min: u64,
     qth_max: u64,
@@ -58,14 +55,14 @@ pub struct Red {
     idle_since: Option<Ns>,
     avpkt_tx_ns: Ns,
     next_adapt_ns: Ns,
-    q: Fifo,
+    q: Fifo<P>,
     st: AqmStats,
-    rng: Rng,
+    rng: R,
 }
 
-impl Red {
+impl<P: Packet, R: Random> Red<P, R> {
     /// red_set_parms() and red_set_vars().
-    pub fn new(p: RedParams, rate_bps: u64, rng: Rng) -> Self {
+    pub fn new(p: RedParams, rate_bps: u64, rng: R) -> Self {
         let delta = (p.max_bytes - p.min_bytes).max(1);
         let max_p = (p.probability * 4_294_967_296.0).min(u32::MAX as f64) as u32;
         let mut r = Red {
@@ -158,8 +155,8 @@ impl Red {
     }
 }
 
-impl Aqm for Red {
-    fn enqueue(&mut self, mut p: Packet, now: Ns, dropped: &mut Vec<Packet>) {
+impl<P: Packet, R: Random> Aqm<P> for Red<P, R> {
+    fn enqueue(&mut self, mut p: P, now: Ns, dropped: &mut Vec<P>) {
         self.adapt(now);
         // red_calc_qavg() on the child's backlog before this packet.
         if let Some(s) = self.idle_since.take() {
@@ -183,7 +180,7 @@ impl Aqm for Red {
         if marked {
             self.st.ecn_marks += 1;
         }
-        if drop || self.q.bytes() + p.size_bytes as u64 > self.p.limit_bytes {
+        if drop || self.q.bytes() + p.size_bytes() > self.p.limit_bytes {
             self.st.drops += 1;
             dropped.push(p);
             return;
@@ -191,7 +188,7 @@ impl Aqm for Red {
         self.q.push(p, now);
     }
 
-    fn dequeue(&mut self, now: Ns, _dropped: &mut Vec<Packet>) -> Option<Packet> {
+    fn dequeue(&mut self, now: Ns, _dropped: &mut Vec<P>) -> Option<P> {
         self.adapt(now);
         match self.q.pop() {
             Some(x) => Some(x.p),

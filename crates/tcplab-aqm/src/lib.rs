@@ -1,11 +1,13 @@
-//! Active queue management at a port: the queue disciplines a link direction can run instead of
-//! drop-tail (CoDel, FQ-CoDel, PIE, RED, a DCTCP step-marking threshold), behind one trait the
-//! port calls when a packet arrives and when its transmitter is free.
+//! Active queue management: the queue disciplines a link direction can run instead of drop-tail
+//! (CoDel, FQ-CoDel, PIE, RED, a DCTCP step-marking threshold), behind one trait the port calls
+//! when a packet arrives and when its transmitter is free. One implementation, used by both
+//! backends: the simulator (crates/tcplab-sim, its Packet) and the link emulator
+//! (crates/tcplab-linkem, Ethernet frames whose IP header it reads and rewrites).
 //!
-//! Drop-tail ports never touch this module (their records stay what they were). A port with an
-//! AQM holds packets in the discipline and takes the next one out only when the wire is free, as a
-//! Linux qdisc does (`dequeue` runs from `qdisc_restart()` when the device can send), so a
-//! dequeue-time discipline (CoDel) sees the real sojourn time and the real backlog.
+//! A port with an AQM holds packets in the discipline and takes the next one out only when the
+//! wire is free, as a Linux qdisc does (`dequeue` runs from `qdisc_restart()` when the device can
+//! send), so a dequeue-time discipline (CoDel) sees the real sojourn time and the real backlog.
+//! Time is in ns on whatever clock the caller uses (simulated time, or the kernel's frame stamps).
 
 pub mod codel;
 pub mod fq_codel;
@@ -13,12 +15,41 @@ pub mod pie;
 pub mod red;
 pub mod step;
 
-use crate::packet::Packet;
-use crate::rng::Rng;
-use crate::time::Ns;
 use serde::Deserialize;
 
 pub use codel::CodelParams;
+
+/// Time, ns.
+pub type Ns = u64;
+/// One millisecond, ns.
+pub const MS: Ns = 1_000_000;
+
+/// What a discipline needs to know about a packet.
+pub trait Packet {
+    /// The queue's MTU in the units of `size_bytes` (Linux's psched_mtu(): dev->mtu +
+    /// hard_header_len, 1514 for Ethernet frames), for CoDel's "backlog at most one MTU" test and
+    /// PIE's byte-mode and burst tests.
+    const MTU_BYTES: u64;
+    /// Bytes it occupies in the queue and on the wire (backlog, quantum, byte limits).
+    fn size_bytes(&self) -> u64;
+    /// Its IP ECN field (an [`ecn`] codepoint; NOT_ECT for anything that is not IP).
+    fn ecn(&self) -> u8;
+    /// Rewrite its IP ECN field.
+    fn set_ecn(&mut self, ecn: u8);
+    /// An unkeyed identifier of its 5-tuple (FQ-CoDel keys and buckets it).
+    fn flow_key(&self) -> u64;
+}
+
+/// The random bits PIE and RED draw (the caller's seeded generator, so runs repeat).
+pub trait Random {
+    /// The next 64 random bits.
+    fn next_u64(&mut self) -> u64;
+}
+
+/// Time to serialise `bytes` at `rate_bps`, rounded up to whole ns.
+pub fn tx_time_ns(bytes: u64, rate_bps: u64) -> Ns {
+    (bytes as u128 * 8 * 1_000_000_000).div_ceil(rate_bps as u128) as Ns
+}
 
 /// IP ECN field codepoints (RFC 3168 §5).
 pub mod ecn {
@@ -34,20 +65,23 @@ pub mod ecn {
 
 /// Mark a packet CE if its transport is ECN-capable; false (the caller drops instead) if not.
 /// Linux include/net/inet_ecn.h INET_ECN_set_ce(): Not-ECT cannot be marked, CE stays CE.
-pub fn set_ce(p: &mut Packet) -> bool {
-    if p.ecn == ecn::NOT_ECT {
-        return false;
+pub fn set_ce<P: Packet>(p: &mut P) -> bool {
+    match p.ecn() {
+        ecn::NOT_ECT => false,
+        ecn::CE => true,
+        _ => {
+            p.set_ecn(ecn::CE);
+            true
+        }
     }
-    p.ecn = ecn::CE;
-    true
 }
 
 /// A packet held by a discipline, with the time it arrived (skb->tstamp / codel enqueue time).
-pub struct Queued {
+pub struct Queued<P> {
     /// When it entered the queue.
     pub enqueue_ns: Ns,
     /// The packet.
-    pub p: Packet,
+    pub p: P,
 }
 
 /// What a discipline counted.
@@ -61,11 +95,11 @@ pub struct AqmStats {
 
 /// One queue discipline. The port calls `enqueue` for each arriving packet and `dequeue` when its
 /// transmitter is free; packets either discipline drops go into `dropped` for the caller to count.
-pub trait Aqm {
+pub trait Aqm<P> {
     /// A packet arrives at `now`; it is held, or pushed onto `dropped`.
-    fn enqueue(&mut self, p: Packet, now: Ns, dropped: &mut Vec<Packet>);
+    fn enqueue(&mut self, p: P, now: Ns, dropped: &mut Vec<P>);
     /// The wire is free at `now`: the next packet to send, if any (dropping some on the way).
-    fn dequeue(&mut self, now: Ns, dropped: &mut Vec<Packet>) -> Option<Packet>;
+    fn dequeue(&mut self, now: Ns, dropped: &mut Vec<P>) -> Option<P>;
     /// Packets held.
     fn len_packets(&self) -> u64;
     /// Bytes held.
@@ -163,8 +197,12 @@ pub enum AqmConfig {
     },
 }
 
-/// Build a discipline for a port whose wire runs at `rate_bps`.
-pub fn build(cfg: &AqmConfig, rate_bps: u64, rng: Rng) -> Result<Box<dyn Aqm>, String> {
+/// Build a discipline for a port whose wire runs at `rate_bps`, drawing from `rng`.
+pub fn build<P, R>(cfg: &AqmConfig, rate_bps: u64, mut rng: R) -> Result<Box<dyn Aqm<P> + Send>, String>
+where
+    P: Packet + Send + 'static,
+    R: Random + Send + 'static,
+{
     Ok(match cfg {
         AqmConfig::Codel {
             target_ns,
@@ -195,7 +233,7 @@ pub fn build(cfg: &AqmConfig, rate_bps: u64, rng: Rng) -> Result<Box<dyn Aqm>, S
                 *flows,
                 *quantum_bytes,
                 *drop_batch,
-                rng.next_u64_of(),
+                rng.next_u64(),
             ))
         }
         AqmConfig::Pie {
@@ -260,24 +298,33 @@ pub fn build(cfg: &AqmConfig, rate_bps: u64, rng: Rng) -> Result<Box<dyn Aqm>, S
 
 /// A first-in first-out packet queue with byte and packet counts (what CoDel, PIE, RED and step
 /// hold; FQ-CoDel holds one per flow).
-#[derive(Default)]
-pub struct Fifo {
-    q: std::collections::VecDeque<Queued>,
+pub struct Fifo<P> {
+    q: std::collections::VecDeque<Queued<P>>,
     bytes: u64,
     /// Enqueue time of the packet last taken out.
     pub last_popped_enqueue_ns: Ns,
 }
 
-impl Fifo {
+impl<P> Default for Fifo<P> {
+    fn default() -> Self {
+        Fifo {
+            q: std::collections::VecDeque::new(),
+            bytes: 0,
+            last_popped_enqueue_ns: 0,
+        }
+    }
+}
+
+impl<P: Packet> Fifo<P> {
     /// Append.
-    pub fn push(&mut self, p: Packet, now: Ns) {
-        self.bytes += p.size_bytes as u64;
+    pub fn push(&mut self, p: P, now: Ns) {
+        self.bytes += p.size_bytes();
         self.q.push_back(Queued { enqueue_ns: now, p });
     }
     /// Take the head.
-    pub fn pop(&mut self) -> Option<Queued> {
+    pub fn pop(&mut self) -> Option<Queued<P>> {
         let x = self.q.pop_front()?;
-        self.bytes -= x.p.size_bytes as u64;
+        self.bytes -= x.p.size_bytes();
         self.last_popped_enqueue_ns = x.enqueue_ns;
         Some(x)
     }
@@ -294,13 +341,3 @@ impl Fifo {
         self.bytes
     }
 }
-
-impl Rng {
-    /// One draw, consuming the generator (a seed for a component that hashes with it).
-    fn next_u64_of(mut self) -> u64 {
-        self.next_u64()
-    }
-}
-
-#[cfg(test)]
-mod tests;

@@ -5,13 +5,7 @@
 //! Time is in ns here; Linux keeps codel_time_t in 1024 ns units (CODEL_SHIFT 10), a rounding
 //! this model does not copy. The 1/sqrt(count) is Linux's 16-bit fixed-point Newton iteration.
 
-use super::{set_ce, Aqm, AqmStats, Fifo, Queued};
-use crate::packet::Packet;
-use crate::time::{Ns, MS};
-
-/// The queue's MTU for the "backlog at most one MTU" test: an MTU-sized IP packet (Linux uses
-/// psched_mtu() = dev->mtu + hard_header_len, 1514 on Ethernet, counted in L2 bytes).
-pub const MTU_BYTES: u64 = 1500;
+use crate::{set_ce, Aqm, AqmStats, Fifo, Ns, Packet, Queued, MS};
 
 /// REC_INV_SQRT_BITS = 16 (u16 rec_inv_sqrt) so REC_INV_SQRT_SHIFT = 32 - 16.
 const REC_INV_SQRT_SHIFT: u32 = 16;
@@ -80,9 +74,9 @@ pub struct CodelVars {
 
 /// Where codel_dequeue() takes packets from: one FIFO (sch_codel) or one flow of FQ-CoDel. The
 /// backlog it tests is the qdisc's whole backlog after the packet is taken out.
-pub trait Source {
+pub trait Source<P> {
     /// Take the next packet of this queue.
-    fn pop(&mut self) -> Option<Queued>;
+    fn pop(&mut self) -> Option<Queued<P>>;
     /// The qdisc's backlog, bytes.
     fn backlog_bytes(&self) -> u64;
 }
@@ -104,8 +98,8 @@ pub fn control_law(t: Ns, interval_ns: Ns, rec_inv_sqrt: u16) -> Ns {
 }
 
 /// codel_should_drop().
-fn should_drop(
-    x: Option<&Queued>,
+fn should_drop<P: Packet>(
+    x: Option<&Queued<P>>,
     v: &mut CodelVars,
     prm: &CodelParams,
     backlog: u64,
@@ -116,7 +110,7 @@ fn should_drop(
         return false;
     };
     v.ldelay = now - x.enqueue_ns;
-    if v.ldelay < prm.target_ns || backlog <= MTU_BYTES {
+    if v.ldelay < prm.target_ns || backlog <= P::MTU_BYTES {
         // went below: stay below for at least an interval
         v.first_above_time = 0;
         return false;
@@ -130,14 +124,14 @@ fn should_drop(
 }
 
 /// codel_dequeue(): the next packet to send from `src`, dropping (or marking) as CoDel decides.
-pub fn dequeue(
-    src: &mut dyn Source,
+pub fn dequeue<P: Packet>(
+    src: &mut dyn Source<P>,
     prm: &CodelParams,
     v: &mut CodelVars,
     st: &mut AqmStats,
     now: Ns,
-    dropped: &mut Vec<Packet>,
-) -> Option<Packet> {
+    dropped: &mut Vec<P>,
+) -> Option<P> {
     let mut x = src.pop();
     if x.is_none() {
         v.dropping = false;
@@ -197,12 +191,12 @@ pub fn dequeue(
 }
 
 /// The `end:` label: ce_threshold marking of the packet being sent.
-fn finish(
-    x: Option<Queued>,
+fn finish<P: Packet>(
+    x: Option<Queued<P>>,
     prm: &CodelParams,
     v: &CodelVars,
     st: &mut AqmStats,
-) -> Option<Packet> {
+) -> Option<P> {
     let mut x = x?;
     if let Some(th) = prm.ce_threshold_ns {
         if v.ldelay > th && set_ce(&mut x.p) {
@@ -213,15 +207,15 @@ fn finish(
 }
 
 /// The single-queue CoDel qdisc (sch_codel.c): tail drop at `limit`, CoDel at dequeue.
-pub struct Codel {
+pub struct Codel<P> {
     prm: CodelParams,
     v: CodelVars,
     st: AqmStats,
-    q: Fifo,
+    q: Fifo<P>,
     limit_packets: u64,
 }
 
-impl Codel {
+impl<P: Packet> Codel<P> {
     /// A CoDel queue.
     pub fn new(prm: CodelParams, limit_packets: u64) -> Self {
         Codel {
@@ -239,8 +233,8 @@ impl Codel {
     }
 }
 
-impl Source for Fifo {
-    fn pop(&mut self) -> Option<Queued> {
+impl<P: Packet> Source<P> for Fifo<P> {
+    fn pop(&mut self) -> Option<Queued<P>> {
         Fifo::pop(self)
     }
     fn backlog_bytes(&self) -> u64 {
@@ -248,8 +242,8 @@ impl Source for Fifo {
     }
 }
 
-impl Aqm for Codel {
-    fn enqueue(&mut self, p: Packet, now: Ns, dropped: &mut Vec<Packet>) {
+impl<P: Packet> Aqm<P> for Codel<P> {
+    fn enqueue(&mut self, p: P, now: Ns, dropped: &mut Vec<P>) {
         // codel_qdisc_enqueue(): if (likely(qdisc_qlen(sch) < sch->limit)) enqueue, else drop.
         if self.q.len() < self.limit_packets {
             self.q.push(p, now);
@@ -259,7 +253,7 @@ impl Aqm for Codel {
         }
     }
 
-    fn dequeue(&mut self, now: Ns, dropped: &mut Vec<Packet>) -> Option<Packet> {
+    fn dequeue(&mut self, now: Ns, dropped: &mut Vec<P>) -> Option<P> {
         dequeue(&mut self.q, &self.prm, &mut self.v, &mut self.st, now, dropped)
     }
 

@@ -3,19 +3,17 @@
 //! arrival". Occupancy is the bytes waiting (the packet on the wire not counted). Packets that
 //! are not ECN-capable are not marked and not dropped early: they see a drop-tail queue.
 
-use super::{set_ce, Aqm, AqmStats, Fifo};
-use crate::packet::Packet;
-use crate::time::Ns;
+use crate::{set_ce, Aqm, AqmStats, Fifo, Ns, Packet};
 
 /// The step-marking queue.
-pub struct Step {
+pub struct Step<P> {
     threshold_bytes: u64,
     limit_packets: u64,
-    q: Fifo,
+    q: Fifo<P>,
     st: AqmStats,
 }
 
-impl Step {
+impl<P: Packet> Step<P> {
     /// Marking threshold K (bytes) and a drop-tail limit (packets).
     pub fn new(threshold_bytes: u64, limit_packets: u64) -> Self {
         Step {
@@ -27,8 +25,8 @@ impl Step {
     }
 }
 
-impl Aqm for Step {
-    fn enqueue(&mut self, mut p: Packet, now: Ns, dropped: &mut Vec<Packet>) {
+impl<P: Packet> Aqm<P> for Step<P> {
+    fn enqueue(&mut self, mut p: P, now: Ns, dropped: &mut Vec<P>) {
         if self.q.len() >= self.limit_packets {
             self.st.drops += 1;
             dropped.push(p);
@@ -40,7 +38,7 @@ impl Aqm for Step {
         self.q.push(p, now);
     }
 
-    fn dequeue(&mut self, _now: Ns, _dropped: &mut Vec<Packet>) -> Option<Packet> {
+    fn dequeue(&mut self, _now: Ns, _dropped: &mut Vec<P>) -> Option<P> {
         self.q.pop().map(|x| x.p)
     }
 

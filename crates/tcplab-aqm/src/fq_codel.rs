@@ -8,26 +8,34 @@
 //! Not modelled: memory_limit (32 MB by default; the packet limit binds first in these runs) and
 //! the per-boot hash perturbation (a seed-derived key instead, so runs are reproducible).
 
-use super::codel::{self, CodelParams, CodelVars, Source};
-use super::{Aqm, AqmStats, Fifo, Queued};
-use crate::packet::{Kind, Packet};
-use crate::time::Ns;
+use crate::codel::{self, CodelParams, CodelVars, Source};
+use crate::{Aqm, AqmStats, Fifo, Ns, Packet, Queued};
 use std::collections::VecDeque;
 
-#[derive(Default)]
-struct Flow {
-    q: Fifo,
+struct Flow<P> {
+    q: Fifo<P>,
     deficit: i64,
     cvars: CodelVars,
     /// On new_flows or old_flows.
     listed: bool,
 }
 
+impl<P> Default for Flow<P> {
+    fn default() -> Self {
+        Flow {
+            q: Fifo::default(),
+            deficit: 0,
+            cvars: CodelVars::default(),
+            listed: false,
+        }
+    }
+}
+
 /// The FQ-CoDel qdisc.
-pub struct FqCodel {
+pub struct FqCodel<P> {
     prm: CodelParams,
     st: AqmStats,
-    flows: Vec<Flow>,
+    flows: Vec<Flow<P>>,
     new_flows: VecDeque<u32>,
     old_flows: VecDeque<u32>,
     quantum: i64,
@@ -40,17 +48,17 @@ pub struct FqCodel {
 }
 
 /// One flow's queue seen through the qdisc's totals, for codel_dequeue().
-struct FlowSource<'a> {
-    q: &'a mut Fifo,
+struct FlowSource<'a, P> {
+    q: &'a mut Fifo<P>,
     qlen: &'a mut u64,
     backlog: &'a mut u64,
 }
 
-impl Source for FlowSource<'_> {
-    fn pop(&mut self) -> Option<Queued> {
+impl<P: Packet> Source<P> for FlowSource<'_, P> {
+    fn pop(&mut self) -> Option<Queued<P>> {
         let x = self.q.pop()?;
         *self.qlen -= 1;
-        *self.backlog -= x.p.size_bytes as u64;
+        *self.backlog -= x.p.size_bytes();
         Some(x)
     }
     fn backlog_bytes(&self) -> u64 {
@@ -58,7 +66,7 @@ impl Source for FlowSource<'_> {
     }
 }
 
-impl FqCodel {
+impl<P: Packet> FqCodel<P> {
     /// An FQ-CoDel qdisc.
     pub fn new(
         prm: CodelParams,
@@ -84,16 +92,9 @@ impl FqCodel {
         }
     }
 
-    /// fq_codel_classify(): the bucket of a packet's 5-tuple. A TCP flow's data and its ACKs
-    /// travel opposite ways (different ports), so (kind, flow) identifies the 5-tuple here.
-    fn classify(&self, p: &Packet) -> usize {
-        let kind = match p.kind {
-            // The handshake's packets share the 5-tuple of their direction.
-            Kind::Data | Kind::Syn | Kind::HandshakeAck => 0u64,
-            Kind::Ack | Kind::SynAck => 1,
-            Kind::Udp => 2,
-        };
-        let mut h = (p.flow as u64) << 2 | kind;
+    /// fq_codel_classify(): the bucket of a packet's 5-tuple (its [`Packet::flow_key`]).
+    fn classify(&self, p: &P) -> usize {
+        let mut h = p.flow_key();
         // splitmix64 finaliser keyed by the seed (Linux: jhash with a random perturbation)
         h ^= self.hash_key;
         h = (h ^ (h >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -104,7 +105,7 @@ impl FqCodel {
 
     /// fq_codel_drop(): drop from the head of the fattest flow until it has lost half its
     /// backlog or `drop_batch` packets.
-    fn drop_fattest(&mut self, dropped: &mut Vec<Packet>) {
+    fn drop_fattest(&mut self, dropped: &mut Vec<P>) {
         let (idx, maxbacklog) = self
             .flows
             .iter()
@@ -116,9 +117,9 @@ impl FqCodel {
         let mut len = 0;
         let mut i = 0;
         while let Some(x) = f.q.pop() {
-            len += x.p.size_bytes as u64;
+            len += x.p.size_bytes();
             self.qlen -= 1;
-            self.backlog -= x.p.size_bytes as u64;
+            self.backlog -= x.p.size_bytes();
             self.st.drops += 1;
             dropped.push(x.p);
             i += 1;
@@ -129,10 +130,10 @@ impl FqCodel {
     }
 }
 
-impl Aqm for FqCodel {
-    fn enqueue(&mut self, p: Packet, now: Ns, dropped: &mut Vec<Packet>) {
+impl<P: Packet> Aqm<P> for FqCodel<P> {
+    fn enqueue(&mut self, p: P, now: Ns, dropped: &mut Vec<P>) {
         let idx = self.classify(&p);
-        let size = p.size_bytes as u64;
+        let size = p.size_bytes();
         let f = &mut self.flows[idx];
         f.q.push(p, now);
         self.backlog += size;
@@ -149,7 +150,7 @@ impl Aqm for FqCodel {
         self.drop_fattest(dropped);
     }
 
-    fn dequeue(&mut self, now: Ns, dropped: &mut Vec<Packet>) -> Option<Packet> {
+    fn dequeue(&mut self, now: Ns, dropped: &mut Vec<P>) -> Option<P> {
         loop {
             let from_new = !self.new_flows.is_empty();
             let head = if from_new {
@@ -173,7 +174,7 @@ impl Aqm for FqCodel {
             let got = codel::dequeue(&mut src, &self.prm, &mut f.cvars, &mut self.st, now, dropped);
             match got {
                 Some(p) => {
-                    f.deficit -= p.size_bytes as i64;
+                    f.deficit -= p.size_bytes() as i64;
                     self.last_enqueue_ns = f.q.last_popped_enqueue_ns;
                     return Some(p);
                 }

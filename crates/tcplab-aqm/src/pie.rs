@@ -8,23 +8,19 @@
 //! the probability only changes there and the backlog only at enqueue/dequeue, so running the
 //! ticks that fell due before each enqueue or dequeue gives the same result as a real timer.
 
-use super::{set_ce, Aqm, AqmStats, Fifo};
-use crate::packet::Packet;
-use crate::rng::Rng;
-use crate::time::{Ns, MS};
+use crate::{set_ce, Aqm, AqmStats, Fifo, Ns, Packet, Random, MS};
 
 const MAX_PROB: u64 = u64::MAX >> 8;
 const PSCHED_SHIFT: u32 = 6;
 const PSCHED_TICKS_PER_SEC: u64 = 1_000_000_000 >> PSCHED_SHIFT;
 const DTIME_INVALID: u64 = u64::MAX;
-const MTU_BYTES: u64 = super::codel::MTU_BYTES;
 
 fn ticks(ns: Ns) -> u64 {
     ns >> PSCHED_SHIFT
 }
 
 /// The PIE qdisc.
-pub struct Pie {
+pub struct Pie<P, R> {
     target: u64,
     tupdate_ns: Ns,
     limit_packets: u64,
@@ -41,12 +37,12 @@ pub struct Pie {
     pub prob: u64,
     accu_prob: u64,
     next_tick_ns: Ns,
-    q: Fifo,
+    q: Fifo<P>,
     st: AqmStats,
-    rng: Rng,
+    rng: R,
 }
 
-impl Pie {
+impl<P: Packet, R: Random> Pie<P, R> {
     /// A PIE queue.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
@@ -57,7 +53,7 @@ impl Pie {
         beta: u32,
         ecn: bool,
         bytemode: bool,
-        rng: Rng,
+        rng: R,
     ) -> Self {
         let mut p = Pie {
             target: ticks(target_ns),
@@ -166,11 +162,11 @@ impl Pie {
         if self.qdelay < self.target / 2 && self.prob < MAX_PROB / 5 {
             return false;
         }
-        if backlog < 2 * MTU_BYTES {
+        if backlog < 2 * P::MTU_BYTES {
             return false;
         }
-        let local_prob = if self.bytemode && packet_size <= MTU_BYTES {
-            packet_size * (self.prob / MTU_BYTES)
+        let local_prob = if self.bytemode && packet_size <= P::MTU_BYTES {
+            packet_size * (self.prob / P::MTU_BYTES)
         } else {
             self.prob
         };
@@ -193,12 +189,12 @@ impl Pie {
     }
 }
 
-impl Aqm for Pie {
-    fn enqueue(&mut self, mut p: Packet, now: Ns, dropped: &mut Vec<Packet>) {
+impl<P: Packet, R: Random> Aqm<P> for Pie<P, R> {
+    fn enqueue(&mut self, mut p: P, now: Ns, dropped: &mut Vec<P>) {
         self.run_timer(now);
         let enqueue = if self.q.len() >= self.limit_packets {
             false
-        } else if !self.drop_early(self.q.bytes(), p.size_bytes as u64) {
+        } else if !self.drop_early(self.q.bytes(), p.size_bytes()) {
             true
         } else if self.ecn && self.prob <= MAX_PROB / 10 && set_ce(&mut p) {
             // ECN-capable: mark while the probability is at most 10%, else drop.
@@ -216,7 +212,7 @@ impl Aqm for Pie {
         }
     }
 
-    fn dequeue(&mut self, now: Ns, _dropped: &mut Vec<Packet>) -> Option<Packet> {
+    fn dequeue(&mut self, now: Ns, _dropped: &mut Vec<P>) -> Option<P> {
         self.run_timer(now);
         let x = self.q.pop()?;
         // pie_process_dequeue() with sojourn-time delay.
