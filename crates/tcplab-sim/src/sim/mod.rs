@@ -258,8 +258,10 @@ impl Simulation {
                 self.flush(self.flow_cfg[fi].src, &mut out);
                 self.scratch = out;
                 self.after_sender(fi);
-                if self.senders[fi].started {
-                    self.begin_intervals(fi);
+                self.flow_iv[fi] = (self.now, 0, 0);
+                if self.interval_ns > 0 {
+                    let end = self.interval_end(fi, self.now);
+                    self.q.push(end, Action::FlowInterval(f));
                 }
             }
             Action::SenderTimer(f) => {
@@ -311,26 +313,15 @@ impl Simulation {
         }
     }
 
-    /// The application of flow `fi` starts on its established connection: its intervals begin.
-    fn begin_intervals(&mut self, fi: usize) {
-        self.flow_iv[fi] = (self.now, 0, 0);
-        if self.interval_ns > 0 {
-            let end = self.interval_end(fi, self.now);
-            self.q.push(end, Action::FlowInterval(fi as u32));
-        }
-    }
-
-    /// End of the interval that contains `t` for flow `fi`: intervals lie on a grid from the
-    /// flow's start time (iperf3 `-i`) and the last one ends with a time-limited application,
-    /// whose clock starts when its connection is set up (iperf3's TEST_START comes after the data
-    /// connection; so after a handshake the first interval is short by the connect time and the
-    /// last one is that long).
+    /// End of the interval that contains `t` for flow `fi`: intervals start at the flow's start
+    /// (iperf3 `-i`; with a handshake the first one holds it) and the last one ends with a
+    /// time-limited application.
     fn interval_end(&self, fi: usize, t: Ns) -> Ns {
         let f = &self.flow_cfg[fi];
         let k = (t - f.start_ns) / self.interval_ns + 1;
         let end = f.start_ns + k * self.interval_ns;
         match f.app {
-            AppConfig::Time { duration_ns } => end.min(self.senders[fi].start_ns + duration_ns),
+            AppConfig::Time { duration_ns } => end.min(f.start_ns + duration_ns),
             AppConfig::Bytes { .. } => end,
         }
     }
@@ -343,7 +334,7 @@ impl Simulation {
         self.push_interval(fi);
         let f = &self.flow_cfg[fi];
         let more = match f.app {
-            AppConfig::Time { duration_ns } => self.now < self.senders[fi].start_ns + duration_ns,
+            AppConfig::Time { duration_ns } => self.now < f.start_ns + duration_ns,
             AppConfig::Bytes { .. } => true,
         };
         if more {
@@ -501,9 +492,6 @@ impl Simulation {
                 ]);
                 if e == SenderEvent::Complete {
                     self.push_interval(fi);
-                }
-                if e == SenderEvent::Connected {
-                    self.begin_intervals(fi);
                 }
             }
             // A sample at the exact instant of the state change, so charts show it sharply.
@@ -690,7 +678,9 @@ impl Simulation {
                 recoveries: s.recoveries,
                 rtos: s.rto_count,
                 dup_segs_received: r.dup_segs,
-                completion_ns: s.completed_at.map(|t| t - s.start_ns),
+                completion_ns: s
+                    .completed_at
+                    .map(|t| t - s.hs.established_ns.unwrap_or(f.start_ns)),
                 fct_ns: s.completed_at.map(|t| t - f.start_ns),
                 connect_ns: s.hs.established_ns.map(|t| t - f.start_ns),
                 syn_retrans: s.hs.syn_retrans as u64,

@@ -382,11 +382,11 @@ impl Conn {
         (self.pace_next > self.v.now && paced && self.has_sendable()).then_some(self.pace_next)
     }
 
-    /// The application starts on an established connection: the CC module's conn_init. After a
-    /// handshake the application's clock (its `-t` duration, iperf3's intervals) starts here.
+    /// The application starts writing on the established connection: the CC module's conn_init.
+    /// Its clock (a `-t` duration, the intervals) runs from the flow's start time, the connect()
+    /// call, so a handshake falls inside its first interval (docs/models.md, "Connection setup").
     pub(super) fn start(&mut self, now: Ns) {
         self.started = true;
-        self.start_ns = now;
         self.v.now = now;
         self.v.snd_nxt = self.snd_nxt;
         self.cc.conn_init(&self.view(), &mut self.v.win);
