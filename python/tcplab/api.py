@@ -160,7 +160,10 @@ def compare(run_a: str | Path, run_b: str | Path, *more: str | Path, out: str | 
 
         rd = RunDir(Path(out), force=True)
         try:
+            from .report.text import bottleneck_rows
+
             write_json(rd.tmp / "compare.json", {"runs": [str(p) for p in paths], "labels": labels, "rows": rows,
+                                                 "bottleneck": bottleneck_rows(labels, infos),
                                                  **({"a": str(paths[0]), "b": str(paths[1])} if not more else {})})
             if not more:
                 for r in rows:

@@ -369,7 +369,7 @@ def compare(
 ) -> None:
     """Runs side by side, each against the first: per-flow throughput and difference,
     retransmissions, recovery episodes, cwnd-trajectory distance; with --out, an overlay page."""
-    from .report.text import compare_table
+    from .report.text import bottleneck_rows, bottleneck_table, compare_table
 
     if len(runs) < 2:
         _fail(f"compare needs at least two results folders, got {len(runs)}")
@@ -385,6 +385,7 @@ def compare(
         mine = [x for x in rows if x.get("vs", labels[i]) == labels[i]]
         if mine:
             out_console.print(compare_table(mine, f"{infos[0]['name']}: {runs[0]} vs {r}", (labels[0], labels[i])))
+    out_console.print(bottleneck_table(bottleneck_rows(labels, infos)))
     if out:
         out_console.print(f"compare: {out / 'compare.html'}")
 
@@ -714,6 +715,40 @@ def remote_restore(
         for line in failed:
             err_console.print(f"error: {line}", markup=False, soft_wrap=True)
         raise typer.Exit(1)
+
+
+@app.command()
+def doctor() -> None:
+    """What this machine offers the kernel backend: root, tools, the tcp_probe tracepoint, which
+    queue disciplines the kernel has (tried in a scratch namespace; the others run in
+    tcplab-linkem), which congestion controls are available or load on demand, ECN."""
+    import os
+    import shutil
+
+    from .backends.netns import host, kernel
+
+    out_console.print(f"kernel {os.uname().release}")
+    if os.geteuid() != 0:
+        _fail("tcplab doctor probes qdiscs in a scratch namespace and loads CC modules: run it as root")
+    missing = [t for t in host.TOOLS if shutil.which(t) is None]
+    out_console.print(f"tools: {'all of ' + ', '.join(host.TOOLS) if not missing else 'MISSING ' + ', '.join(missing)}")
+    try:
+        host.tracefs()
+        out_console.print("tcp:tcp_probe tracepoint: yes")
+    except host.HostError as e:
+        out_console.print(f"tcp:tcp_probe tracepoint: no ({e})")
+    feat = kernel.features(load_ccs=True)
+    for q, v in feat["qdiscs"].items():
+        where = "" if v == "yes" else f"  -> {kernel.WITHOUT[q]}" if q in kernel.WITHOUT else ""
+        out_console.print(f"qdisc {q:9} {v if v == 'yes' else 'no: ' + v}{where}", markup=False)
+    out_console.print("qdisc step      no Linux qdisc  -> runs in tcplab-linkem", markup=False)
+    cc = feat["congestion_control"]
+    out_console.print(f"congestion control available: {' '.join(cc['available'])}; loads on demand: "
+                      f"{' '.join(x for x in cc['loadable'] if x not in cc['available']) or 'none'}; "
+                      f"missing: {' '.join(cc['missing']) or 'none'}", markup=False)
+    if "dctcp" in cc["missing"]:
+        out_console.print("dctcp: this kernel has no tcp_dctcp; DCTCP runs on the simulator only here")
+    out_console.print(f"ECN (net.ipv4.tcp_ecn, set per namespace): {'yes' if feat['tcp_ecn_sysctl'] else 'no'}")
 
 
 @app.command()

@@ -36,7 +36,7 @@ class Direction:
     loss: float
     jitter_ns: int
     #: Queue discipline instead of drop-tail, as (key, value) pairs of the simulator's
-    #: aqm::AqmConfig (spec/aqm.py); None = drop-tail.
+    #: tcplab_aqm::AqmConfig (spec/aqm.py); None = drop-tail.
     aqm: tuple[tuple[str, Any], ...] | None = None
     held_limit_packets: int | None = None  # netem's limit: packets held, its delay included
 

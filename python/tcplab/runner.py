@@ -83,6 +83,8 @@ def _into(directory: Path, resolved: Resolved, progress: Progress | None, report
     }
     if labels:
         meta["sweep"] = labels
+    if "host" in totals.get("emulation", {}):  # a kernel run: its kernel, qdiscs, congestion controls
+        meta["kernel"] = totals["emulation"]["host"]
     if report:
         make_report(directory, [{"name": f.name, "start_ns": f.start_ns} for f in resolved.flows], summary, meta)
     meta["wall_s"] = round(time.monotonic() - wall0, 3)

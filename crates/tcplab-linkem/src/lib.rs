@@ -125,8 +125,9 @@ struct DirStats {
     late_hist: [u64; LATE_BUCKETS_US.len() + 1],
     late_max_ns: u64,
     late_sum_ns: u64,
-    /// (CLOCK_REALTIME ns, frames, bytes) of the discipline's queue every QUEUE_SAMPLE_NS.
-    queue_samples: Vec<(u64, u64, u64)>,
+    /// (CLOCK_REALTIME ns, frames, bytes queued, drops and marks so far) of the discipline
+    /// every QUEUE_SAMPLE_NS.
+    queue_samples: Vec<(u64, u64, u64, u64, u64)>,
     /// The discipline's section of the JSON, filled when the thread ends.
     discipline: Option<String>,
 }
@@ -144,10 +145,13 @@ impl DirStats {
     }
 
     /// The discipline's counters, sojourn percentiles (us) and queue samples as JSON.
-    fn discipline_json(pipe: &Pipe, samples: &[(u64, u64, u64)]) -> Option<String> {
+    fn discipline_json(pipe: &Pipe, samples: &[(u64, u64, u64, u64, u64)]) -> Option<String> {
         let (st, h, max_q) = pipe.discipline()?;
         let us = |ns: u64| ns as f64 / 1000.0;
-        let samples: Vec<String> = samples.iter().map(|(t, p, b)| format!("[{t}, {p}, {b}]")).collect();
+        let samples: Vec<String> = samples
+            .iter()
+            .map(|(t, p, b, d, m)| format!("[{t}, {p}, {b}, {d}, {m}]"))
+            .collect();
         Some(format!(
             "{{\"drops\": {}, \"ecn_marks\": {}, \"max_queue_frames\": {}, \"sojourn_us\": {{\"frames\": {}, \
              \"mean\": {:.3}, \"p50\": {:.3}, \"p95\": {:.3}, \"p99\": {:.3}, \"max\": {:.3}}}, \"queue_samples\": [{}]}}",
@@ -199,6 +203,7 @@ fn forward(mut rx: ring::RxRing, tx: ring::Tx, mut pipe: Pipe, realtime: bool) -
     if realtime && !set_realtime() {
         eprintln!("tcplab-linkem: could not get SCHED_FIFO; running at normal priority");
     }
+    pipe.start_clock(ring::realtime_ns());
     let sampling = pipe.discipline().is_some();
     let mut next_sample_ns = 0;
     let mut batch: Vec<(u64, Vec<u8>)> = Vec::with_capacity(BATCH);
@@ -219,7 +224,8 @@ fn forward(mut rx: ring::RxRing, tx: ring::Tx, mut pipe: Pipe, realtime: bool) -
         pipe.transmit(now, true);
         if sampling && now >= next_sample_ns {
             let (frames, bytes) = pipe.queue_now();
-            st.queue_samples.push((now, frames, bytes));
+            let (drops, marks) = pipe.discipline().map_or((0, 0), |(s, _, _)| (s.drops, s.ecn_marks));
+            st.queue_samples.push((now, frames, bytes, drops, marks));
             next_sample_ns = now + QUEUE_SAMPLE_NS;
         }
         while let Some(x) = pipe.pop_due(now) {

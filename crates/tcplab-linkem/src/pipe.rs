@@ -66,10 +66,12 @@ impl tcplab_aqm::Random for Rng {
     }
 }
 
-/// The queue discipline of a direction and its transmitter.
+/// The queue discipline of a direction and its transmitter. Its times count from the pipe's
+/// epoch (when the emulator started), as a qdisc's from its creation: PIE's first probability
+/// update comes 500 ms after it (pie_init()), ARED's first adaptation too.
 struct Egress {
     aqm: Box<dyn Aqm<Frame> + Send>,
-    /// When the wire finishes the frame it is sending (the next dequeue), ns.
+    /// When the wire finishes the frame it is sending (the next dequeue), ns since the epoch.
     wire_free_ns: u64,
     dropped: Vec<Frame>,
     /// Arrival to start of transmission, per frame sent.
@@ -86,6 +88,8 @@ pub(crate) struct Pipe {
     /// FIFO mode: departure-from-queue times of frames still in the rate queue.
     in_queue: VecDeque<u64>,
     egress: Option<Egress>,
+    /// The discipline's time zero on the arrival clock, ns.
+    epoch_ns: u64,
     /// Frames on the wire or propagating, with the time each leaves the emulator.
     line: VecDeque<(u64, Vec<u8>)>,
 }
@@ -116,8 +120,15 @@ impl Pipe {
             busy_until_ns: 0,
             in_queue: VecDeque::new(),
             egress,
+            epoch_ns: 0,
             line: VecDeque::new(),
         })
+    }
+
+    /// Start the discipline's clock at `epoch_ns` on the arrival clock (CLOCK_REALTIME in the
+    /// emulator; the disciplines' timers count from their creation, not from 1970).
+    pub(crate) fn start_clock(&mut self, epoch_ns: u64) {
+        self.epoch_ns = epoch_ns;
     }
 
     /// A frame of `data` arrived at `arrival_ns`. Arrivals must be given in order.
@@ -150,20 +161,25 @@ impl Pipe {
     /// Discipline mode: the transmitter runs up to the arrival (frames it would have started
     /// before), then the frame enters the discipline, then the wire takes it if it is free.
     fn enqueue(&mut self, arrival_ns: u64, frame: Frame) {
-        self.transmit(arrival_ns, false);
+        let t = arrival_ns.saturating_sub(self.epoch_ns);
+        self.transmit_since_epoch(t, false);
         let e = self.egress.as_mut().expect("discipline mode");
-        if e.aqm.len_packets() == 0 && e.wire_free_ns < arrival_ns {
-            e.wire_free_ns = arrival_ns; // the wire was idle
+        if e.aqm.len_packets() == 0 && e.wire_free_ns < t {
+            e.wire_free_ns = t; // the wire was idle
         }
-        e.aqm.enqueue(frame, arrival_ns, &mut e.dropped);
+        e.aqm.enqueue(frame, t, &mut e.dropped);
         e.max_queue_frames = e.max_queue_frames.max(e.aqm.len_packets());
         e.dropped.clear(); // counted by the discipline (stats().drops)
-        self.transmit(arrival_ns, true);
+        self.transmit_since_epoch(t, true);
     }
 
     /// Dequeue every frame whose transmission starts before `now_ns` (at it too if
     /// `inclusive`), each at the instant the wire became free, onto the delay line.
     pub(crate) fn transmit(&mut self, now_ns: u64, inclusive: bool) {
+        self.transmit_since_epoch(now_ns.saturating_sub(self.epoch_ns), inclusive);
+    }
+
+    fn transmit_since_epoch(&mut self, now_ns: u64, inclusive: bool) {
         let Some(e) = self.egress.as_mut() else {
             return;
         };
@@ -176,7 +192,7 @@ impl Pipe {
             };
             e.sojourn.add(t.saturating_sub(e.aqm.last_enqueue_ns()));
             e.wire_free_ns = t + tx_time_ns(f.data.len() as u64, self.cfg.rate_bps);
-            self.line.push_back((e.wire_free_ns + self.cfg.delay_ns, f.data));
+            self.line.push_back((self.epoch_ns + e.wire_free_ns + self.cfg.delay_ns, f.data));
         }
     }
 
@@ -196,7 +212,7 @@ impl Pipe {
             .egress
             .as_ref()
             .filter(|e| e.aqm.len_packets() > 0)
-            .map(|e| e.wire_free_ns);
+            .map(|e| self.epoch_ns + e.wire_free_ns);
         match (self.line.front().map(|(t, _)| *t), wire) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -328,31 +344,46 @@ mod tests {
         rate_in_bps: u64,
         secs: u64,
     ) -> (Vec<(u64, Vec<u8>)>, Vec<u64>, AqmStats, Histogram) {
+        drive(codel(aqm_ecn), 0, ecn_field, preload, rate_in_bps, secs)
+    }
+
+    /// `overload` with any discipline, on an arrival clock whose time zero is `epoch_ns` (drop
+    /// times are returned relative to it).
+    #[allow(clippy::type_complexity)]
+    fn drive(
+        aqm: AqmConfig,
+        epoch_ns: u64,
+        ecn_field: u8,
+        preload: u64,
+        rate_in_bps: u64,
+        secs: u64,
+    ) -> (Vec<(u64, Vec<u8>)>, Vec<u64>, AqmStats, Histogram) {
         let cfg = PipeConfig {
             delay_ns: 10 * MS,
             rate_bps: 100_000_000,
-            aqm: Some(codel(aqm_ecn)),
+            aqm: Some(aqm),
             ..Default::default()
         };
         let mut p = Pipe::new(cfg, 3).unwrap();
+        p.start_clock(epoch_ns);
         for _ in 0..preload {
-            p.admit(0, tcp_frame(ecn_field, 1));
+            p.admit(epoch_ns, tcp_frame(ecn_field, 1));
         }
         let gap = tx_time_ns(1514, rate_in_bps);
         let (mut out, mut drop_times, mut drops) = (Vec::new(), Vec::new(), 0);
         let mut t = gap;
         let end = secs * 1_000_000_000;
         while t < end {
-            assert_eq!(p.admit(t, tcp_frame(ecn_field, 1)), Verdict::Accepted);
-            p.transmit(t, true);
-            while let Some(x) = p.pop_due(t) {
+            assert_eq!(p.admit(epoch_ns + t, tcp_frame(ecn_field, 1)), Verdict::Accepted);
+            p.transmit(epoch_ns + t, true);
+            while let Some(x) = p.pop_due(epoch_ns + t) {
                 out.push(x);
             }
             let now = p.discipline().unwrap().0.drops;
             drop_times.extend((drops..now).map(|_| t));
             drops = now;
             if t < end / 2 && t + gap >= end / 2 {
-                // Sojourn times of the second half only (after CoDel's count has caught up).
+                // Sojourn times of the second half only (after the control loop has caught up).
                 p.egress.as_mut().unwrap().sojourn = Histogram::default();
             }
             t += gap;
@@ -364,6 +395,31 @@ mod tests {
         }
         let (st, h, _) = p.discipline().unwrap();
         (out, drop_times, st, h.clone())
+    }
+
+    #[test]
+    fn pie_on_the_wall_clock_drives_the_delay_to_its_target() {
+        // The emulator's arrival clock is CLOCK_REALTIME (~1.8e18 ns); PIE's timer counts from the
+        // pipe's start, its first update 500 ms in. A 2% unresponsive overload: PIE's integral
+        // term (alpha (qdelay - target), RFC 8033 §4.2) changes the probability until the delay
+        // error is gone, so the steady state has the median sojourn at the 15 ms target and drops
+        // removing exactly the excess (by conservation, 2/102 of the arrivals).
+        let pie = AqmConfig::Pie {
+            target_ns: 15 * MS,
+            tupdate_ns: 15 * MS,
+            limit_packets: 100_000,
+            alpha: 2,
+            beta: 20,
+            ecn: false,
+            bytemode: false,
+        };
+        let epoch = 1_795_480_244_851_008_526;
+        let (_, drops, _, h) = drive(pie, epoch, ecn::NOT_ECT, 0, 102_000_000, 30);
+        let p50_ms = h.quantile(0.5) as f64 / 1e6;
+        assert!((12.0..=18.0).contains(&p50_ms), "median sojourn {p50_ms:.2} ms, target 15");
+        let late = drops.iter().filter(|&&t| t >= 15_000_000_000).count() as f64;
+        let share = late / (15 * 102_000_000 / (1514 * 8)) as f64;
+        assert!((share - 2.0 / 102.0).abs() < 0.15 * 2.0 / 102.0, "dropped {share:.4}");
     }
 
     #[test]

@@ -1,5 +1,6 @@
 """compare.html: any number of runs (simulator, kernel, a testbed's imported logs) overlaid on the
-same interactive charts, each aligned at its first flow's start, with the per-flow table."""
+same interactive charts, each aligned at its first flow's start, with the per-flow table and each
+run's bottleneck (where its queue discipline ran, drops, ECN marks, queue delay)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from ..analysis.recovery import episodes
 from . import interactive
 from .html import _CSS, _table
 from .panels import PageModel, RunTables, add_run
+from .text import bottleneck_rows
 
 
 def overlay_model(runs: list[tuple[str, Path, dict[str, Any]]]) -> PageModel:
@@ -44,6 +46,11 @@ def write(out_dir: Path, runs: list[tuple[str, Path, dict[str, Any]]], diffs: di
     model = overlay_model(runs)
     table = _table("compare-table", ["run", "backend", "flow", "stack", "cc", "Mbit/s", f"vs {runs[0][0]}", "retransmits",
                                      "recoveries", "RTOs", "srtt ms", "cwnd |diff| vs first"], flow_rows(runs, diffs), left=5)
+    cols = ("run", "discipline", "where", "utilisation", "drops", "ecn_marks", "max_queue_packets",
+            "queue_delay_p50_ms", "queue_delay_p95_ms", "queue_delay_p99_ms")
+    bott = _table("bottleneck-table", ["run", "discipline", "where", "utilisation", "drops", "ECN marks",
+                                       "max queue packets", "queue delay p50 ms", "p95 ms", "p99 ms"],
+                  [[r[c] for c in cols] for r in bottleneck_rows([x[0] for x in runs], [x[2] for x in runs])], left=3)
     listing = "".join(f"<li><b>{html.escape(label)}</b>: <code>{html.escape(str(path))}</code> "
                       f"({html.escape(info['name'])}, backend {html.escape(str(info.get('backend') or '-'))})</li>"
                       for label, path, info in runs)
@@ -55,6 +62,7 @@ def write(out_dir: Path, runs: list[tuple[str, Path, dict[str, Any]]], diffs: di
 differences are from the first run (cwnd |diff|: mean absolute difference on a 10 ms grid relative to its mean cwnd).</p>
 <ul id="runs">{listing}</ul>
 <section id="summary"><h2>Flows</h2>{table}</section>
+<section id="bottleneck"><h2>Bottleneck</h2>{bott}</section>
 {interactive.section(model)}
 </body></html>
 """

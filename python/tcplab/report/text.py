@@ -147,5 +147,39 @@ def compare_table(rows: list[dict[str, Any]], title: str, labels: tuple[str, str
     return t
 
 
+def bottleneck_rows(labels: list[str], infos: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each run's bottleneck as `tcplab compare` shows it: where its queue discipline ran
+    (simulator, kernel qdisc, tcplab-linkem), utilisation, drops, ECN marks, queue delay."""
+    rows = []
+    for label, info in zip(labels, infos):
+        b = info.get("bottleneck", {})
+        aqm, qd = b.get("aqm", {}), b.get("queue_delay_ms", {})
+        where = (info.get("emulation", {}).get("queue_disciplines") or {}).get(b.get("link", ""))
+        rows.append({"run": label, "discipline": aqm.get("kind", "drop-tail"),
+                     "where": where or ("simulator" if info.get("backend", "sim") == "sim" else "kernel fifo"),
+                     "utilisation": b.get("utilisation"), "drops": b.get("drops"), "ecn_marks": aqm.get("ecn_marks"),
+                     "max_queue_packets": b.get("max_queue_packets"),
+                     **{f"queue_delay_{k}_ms": qd.get(k) for k in ("p50", "p95", "p99")}})
+    return rows
+
+
+def bottleneck_table(rows: list[dict[str, Any]]) -> Table:
+    """`tcplab compare`: the runs' bottlenecks side by side."""
+    t = Table(title="bottleneck")
+    cols = ("run", "discipline", "where", "util", "drops", "ECN marks", "max queue pkts", "qdelay p50 ms", "p95 ms",
+            "p99 ms")
+    for col in cols:
+        t.add_column(col, justify="left" if col in ("run", "discipline", "where") else "right")
+    for r in rows:
+        t.add_row(r["run"], r["discipline"], r["where"], "-" if r["utilisation"] is None else f"{r['utilisation']:.3f}",
+                  *("-" if r[k] is None else str(r[k]) for k in ("drops", "ecn_marks", "max_queue_packets")),
+                  *(_num3(r[f"queue_delay_{k}_ms"]) for k in ("p50", "p95", "p99")))
+    return t
+
+
+def _num3(x: float | None) -> str:
+    return "-" if x is None else f"{x:.2f}"
+
+
 def _num(x: float | None) -> str:
     return "-" if x is None else f"{x:.1f}"

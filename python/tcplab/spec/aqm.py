@@ -1,5 +1,6 @@
 """The `aqm` table of a link direction: a queue discipline instead of drop-tail, validated and
-given Linux's defaults (each cited), lowered to what the simulator's aqm::AqmConfig takes."""
+given Linux's defaults (each cited), lowered to what crates/tcplab-aqm's AqmConfig takes (the
+simulator and tcplab-linkem read the same dict)."""
 
 from __future__ import annotations
 

@@ -2,6 +2,7 @@
 //! receiver with delayed ACKs, SACK generation and a buffer-limited window.
 
 pub mod handshake;
+pub mod ranges;
 pub mod rate;
 pub mod receiver;
 pub mod rtt;

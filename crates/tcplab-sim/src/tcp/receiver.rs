@@ -5,7 +5,7 @@
 //! memory overhead of the packets it holds.
 
 use super::handshake::{Server, SynAckTimer};
-use super::scoreboard::insert_range;
+use super::ranges::RangeSet;
 use crate::config::{Coalesce, Connect, FlowConfig, PeerOptions, RxNicConfig};
 use crate::packet::{
     header_bytes, syn_bytes, Kind, Packet, MAX_SACK_BLOCKS, OPT_SACK_PERMITTED, OPT_TIMESTAMPS,
@@ -137,7 +137,8 @@ pub struct TcpReceiver {
     wscale: u32,
     /// Next byte expected; everything below was delivered to the application in order.
     pub rcv_nxt: u64,
-    ooo: Vec<(u64, u64)>,
+    /// Out-of-order data held, as merged byte ranges (Linux `tp->out_of_order_queue`).
+    ooo: RangeSet,
     ooo_bytes: u64,
     recent_blocks: Vec<(u64, u64)>,
     right_edge: u64,
@@ -221,7 +222,7 @@ impl TcpReceiver {
             },
             synack_timer: profile.syn.synack,
             rcv_nxt: 0,
-            ooo: Vec::new(),
+            ooo: RangeSet::default(),
             ooo_bytes: 0,
             recent_blocks: Vec::new(),
             right_edge: 0,
@@ -421,11 +422,11 @@ impl TcpReceiver {
         if s <= self.rcv_nxt {
             let had_ooo = !self.ooo.is_empty();
             self.rcv_nxt = e;
-            while let Some(&(os, oe)) = self.ooo.first() {
+            while let Some((os, oe)) = self.ooo.first() {
                 if os > self.rcv_nxt {
                     break;
                 }
-                self.ooo.remove(0);
+                self.ooo.pop_first();
                 self.ooo_bytes -= oe - os;
                 self.rcv_nxt = self.rcv_nxt.max(oe);
             }
@@ -452,13 +453,10 @@ impl TcpReceiver {
             }
         } else {
             // Out of order: hold it and send an immediate duplicate ACK (RFC 5681 §4.2).
-            if self.ooo.iter().any(|r| r.0 <= s && e <= r.1) {
+            if self.ooo.covers(s, e) {
                 self.dup_segs += 1;
             }
-            let before = self.ooo_bytes;
-            insert_range(&mut self.ooo, s, e);
-            self.ooo_bytes = self.ooo.iter().map(|r| r.1 - r.0).sum();
-            debug_assert!(self.ooo_bytes >= before);
+            self.ooo_bytes += self.ooo.insert(s, e);
             if self.sack {
                 self.note_recent_block(s);
             }
@@ -469,12 +467,12 @@ impl TcpReceiver {
     /// RFC 2018 §4: the first block reports the segment just received; then the most recently
     /// reported other blocks.
     fn note_recent_block(&mut self, seq: u64) {
-        let Some(&blk) = self.ooo.iter().find(|r| r.0 <= seq && seq < r.1) else {
+        let Some(blk) = self.ooo.containing(seq) else {
             return;
         };
         let mut order = vec![blk];
         for &b in &self.recent_blocks {
-            if let Some(&cur) = self.ooo.iter().find(|r| r.0 <= b.0 && b.0 < r.1) {
+            if let Some(cur) = self.ooo.containing(b.0) {
                 if !order.contains(&cur) {
                     order.push(cur);
                 }

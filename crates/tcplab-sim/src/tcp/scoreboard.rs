@@ -4,13 +4,17 @@
 //! which equals RFC 6675 SetPipe() (each unSACKed octet counts once unless lost, and once more if
 //! retransmitted) and Linux's `tcp_packets_in_flight()` (packets_out - left_out + retrans_out).
 
+use crate::tcp::ranges::RangeSet;
 use crate::tcp::rate::RateTx;
 use crate::time::Ns;
-use std::collections::VecDeque;
+use std::collections::{BTreeSet, VecDeque};
 
 const SACKED: u8 = 1;
 const LOST: u8 = 2;
 const RETRANS: u8 = 4;
+/// In RACK's time-ordered queue whenever it is a RACK candidate (see `rack_key`): set when a
+/// retransmission is sent, or when RACK's horizon passes an original transmission.
+const TRACKED: u8 = 8;
 
 /// One segment as first transmitted; boundaries never change.
 #[derive(Clone, Debug)]
@@ -62,6 +66,12 @@ impl Seg {
     fn has(&self, f: u8) -> bool {
         self.flags & f != 0
     }
+    /// Its key in RACK's time-ordered queue, if it belongs there: tracked, not SACKED and not
+    /// lost-and-waiting for its retransmission (the segments tcp_rack_detect_loss() looks at).
+    fn rack_key(&self) -> Option<(Ns, u64)> {
+        let candidate = !self.has(SACKED) && (!self.has(LOST) || self.has(RETRANS));
+        (self.has(TRACKED) && candidate).then(|| (self.sent_at, self.end()))
+    }
 }
 
 /// Per-segment state of [snd_una, snd_max) and the aggregate counters RFC 6675 needs.
@@ -69,7 +79,19 @@ impl Seg {
 pub struct Scoreboard {
     segs: VecDeque<Seg>,
     /// SACKed ranges, sorted and merged.
-    sacked_ranges: Vec<(u64, u64)>,
+    sacked_ranges: RangeSet,
+    /// RACK's time-ordered queue (Linux `tp->tsorted_sent_queue`): (send time, end) of every
+    /// tracked segment that is neither SACKed nor lost-and-not-yet-retransmitted.
+    rack_q: BTreeSet<(Ns, u64)>,
+    /// Every segment starting in [.0, .1) is SACKed (what `rescue_candidate` last crossed).
+    sacked_run: (u64, u64),
+    /// Segments popped by cumulative ACKs so far: `segs[i]` is segment number `popped + i`.
+    popped: u64,
+    /// Number of the first segment RACK has not looked at: original transmissions before it
+    /// are tracked in `rack_q`; those from it on were sent after the RACK segment. (A number,
+    /// not a sequence number, so that finding it costs no search of the window; a split
+    /// before it only makes it point one segment early, which is harmless.)
+    rack_next: u64,
     /// Bytes SACKed.
     pub sacked_bytes: u64,
     /// Bytes marked lost and not SACKed.
@@ -131,6 +153,10 @@ impl Scoreboard {
                 break;
             }
             let s = self.segs.pop_front().expect("front exists");
+            self.popped += 1;
+            if let Some(k) = s.rack_key() {
+                self.rack_q.remove(&k);
+            }
             if !s.has(SACKED) {
                 self.delivered.push(s.delivered());
             }
@@ -158,14 +184,7 @@ impl Scoreboard {
                 }
             }
         }
-        while let Some(r) = self.sacked_ranges.first_mut() {
-            if r.1 <= ack {
-                self.sacked_ranges.remove(0);
-            } else {
-                r.0 = r.0.max(ack);
-                break;
-            }
-        }
+        self.sacked_ranges.trim_below(ack);
         self.lost_mark = self.lost_mark.max(ack);
         self.high_rxt = self.high_rxt.max(ack);
         karn_sample
@@ -193,27 +212,41 @@ impl Scoreboard {
             if e <= s {
                 continue; // D-SACK or stale block below snd_una
             }
-            for (us, ue) in uncovered(&self.sacked_ranges, s, e) {
-                let mut i = self.lower_bound(us);
-                while i < self.segs.len() && self.segs[i].end() <= ue {
-                    let seg = &mut self.segs[i];
-                    if !seg.has(SACKED) {
-                        let len = seg.len as u64;
-                        if seg.has(LOST) {
-                            self.lost_bytes -= len;
-                        }
-                        if seg.has(RETRANS) {
-                            self.retrans_bytes -= len;
-                        }
-                        seg.flags |= SACKED;
-                        self.sacked_bytes += len;
-                        newly += len;
-                        self.delivered.push(seg.delivered());
-                    }
-                    i += 1;
-                }
+            let mut at = s;
+            while let Some((us, ue)) = self.sacked_ranges.next_gap(at, e) {
+                newly += self.sack_segments(us, ue);
+                at = ue;
             }
-            insert_range(&mut self.sacked_ranges, s, e);
+            self.sacked_ranges.insert(s, e);
+        }
+        newly
+    }
+
+    /// Mark SACKed the segments lying inside `[us, ue)`, a part of a block not SACKed before
+    /// (Linux tcp_sacktag_one(); a SACKed segment also leaves RACK's time-ordered queue, as
+    /// tcp_sacktag_walk() does with `list_del_init(&skb->tcp_tsorted_anchor)`). Returns bytes.
+    fn sack_segments(&mut self, us: u64, ue: u64) -> u64 {
+        let mut newly = 0;
+        let mut i = self.lower_bound(us);
+        while i < self.segs.len() && self.segs[i].end() <= ue {
+            let seg = &mut self.segs[i];
+            if !seg.has(SACKED) {
+                if let Some(k) = seg.rack_key() {
+                    self.rack_q.remove(&k);
+                }
+                let len = seg.len as u64;
+                if seg.has(LOST) {
+                    self.lost_bytes -= len;
+                }
+                if seg.has(RETRANS) {
+                    self.retrans_bytes -= len;
+                }
+                seg.flags |= SACKED;
+                self.sacked_bytes += len;
+                newly += len;
+                self.delivered.push(seg.delivered());
+            }
+            i += 1;
         }
         newly
     }
@@ -224,7 +257,7 @@ impl Scoreboard {
         let need = dupthresh as usize;
         let mut count = 0usize;
         let mut boundary = None;
-        for &(s, e) in self.sacked_ranges.iter().rev() {
+        for (s, e) in self.sacked_ranges.iter().rev() {
             let (i_s, i_e) = (self.lower_bound(s), self.lower_bound(e));
             let n = i_e - i_s;
             if count + n >= need {
@@ -242,10 +275,12 @@ impl Scoreboard {
             if !seg.has(SACKED) && !seg.has(LOST) {
                 // A segment already retransmitted (rescue) stays RETRANS: its copy is in flight
                 // and it is not retransmitted again until an RTO.
+                let key = seg.rack_key();
                 seg.flags |= LOST;
                 let len = seg.len as u64;
                 self.lost_bytes += len;
                 newly += len;
+                self.requeue(key, i);
             }
             i += 1;
         }
@@ -262,7 +297,7 @@ impl Scoreboard {
     /// the holes are the unSACKed bytes between snd_una and the highest SACKed byte (retransmitted
     /// or not). `t_maxseg` is the option-less MSS.
     pub fn fb_lost_bytes(&self, t_maxseg: u64) -> u64 {
-        let Some(&(_, top)) = self.sacked_ranges.last() else {
+        let Some((_, top)) = self.sacked_ranges.last() else {
             return 0;
         };
         let Some(front) = self.segs.front() else {
@@ -330,12 +365,14 @@ impl Scoreboard {
             if (i..j).all(|k| self.segs[k].has(RETRANS)) {
                 for k in i..j {
                     let seg = &mut self.segs[k];
+                    let key = seg.rack_key();
                     seg.flags &= !RETRANS;
                     self.retrans_bytes -= seg.len as u64;
                     if !seg.has(LOST) {
                         seg.flags |= LOST;
                         self.lost_bytes += seg.len as u64;
                     }
+                    self.requeue(key, k);
                 }
             }
             i = j;
@@ -354,6 +391,7 @@ impl Scoreboard {
         if seg.has(SACKED) || seg.has(LOST) {
             return false;
         }
+        let key = seg.rack_key();
         seg.flags |= LOST;
         if seg.has(RETRANS) {
             seg.flags &= !RETRANS;
@@ -362,6 +400,7 @@ impl Scoreboard {
         self.lost_bytes += seg.len as u64;
         self.lost_mark = self.lost_mark.max(seg.end());
         self.high_rxt = self.high_rxt.min(seg.seq);
+        self.requeue(key, 0);
         true
     }
 
@@ -376,12 +415,14 @@ impl Scoreboard {
                 break;
             }
             if !seg.has(SACKED) && !seg.has(LOST) {
+                let key = seg.rack_key();
                 seg.flags |= LOST;
                 if seg.has(RETRANS) {
                     seg.flags &= !RETRANS;
                     self.retrans_bytes -= seg.len as u64;
                 }
                 self.lost_bytes += seg.len as u64;
+                self.requeue(key, i);
             }
             i += 1;
         }
@@ -408,6 +449,7 @@ impl Scoreboard {
         self.lost_bytes = lost;
         self.retrans_bytes = 0;
         self.reno_sacked_segs = 0;
+        self.rack_q.clear(); // every segment is now SACKed or lost-and-not-retransmitted
         self.lost_mark = self.segs.back().map_or(self.lost_mark, |s| s.end());
         self.high_rxt = self.segs.front().map_or(self.high_rxt, |s| s.seq);
     }
@@ -435,13 +477,28 @@ impl Scoreboard {
 
     /// RFC 6675 NextSeg() rule 4 (rescue retransmission): the highest unSACKed segment below the
     /// highest SACKed byte, if any, and not already retransmitted.
-    pub fn rescue_candidate(&self) -> Option<(u64, u32)> {
-        let &(_, top) = self.sacked_ranges.last()?;
-        let i = self.lower_bound(top);
-        self.segs
-            .range(..i)
-            .rev()
-            .find(|s| !s.has(SACKED))
+    ///
+    /// The walk down from the highest SACKed byte remembers the run of SACKed segments it
+    /// crossed (`sacked_run`; a segment once SACKed stays so), and jumps over it next time, so
+    /// a long SACKed run at the top is crossed once, not on every call.
+    pub fn rescue_candidate(&mut self) -> Option<(u64, u32)> {
+        let (_, top) = self.sacked_ranges.last()?;
+        let (low, high) = self.sacked_run;
+        let mut i = self.lower_bound(top);
+        let found = loop {
+            let Some(s) = i.checked_sub(1).map(|j| &self.segs[j]) else {
+                break None;
+            };
+            if low <= s.seq && s.seq < high {
+                i = self.lower_bound(low); // every segment starting in [low, high) is SACKed
+            } else if s.has(SACKED) {
+                i -= 1;
+            } else {
+                break Some(s);
+            }
+        };
+        self.sacked_run = (found.map_or(0, Seg::end), top);
+        found
             .filter(|s| !s.has(RETRANS))
             .map(|s| (s.seq, s.len))
     }
@@ -463,7 +520,11 @@ impl Scoreboard {
             len: (prev.end() - at) as u32,
             ..prev.clone()
         };
+        // The tail keeps the segment's RACK key (same send time and end); the head gets its own.
         prev.len = (at - prev.seq) as u32;
+        if let Some(k) = prev.rack_key() {
+            self.rack_q.insert(k);
+        }
         self.segs.insert(i, tail);
     }
 
@@ -474,14 +535,19 @@ impl Scoreboard {
             return;
         };
         debug_assert_eq!(s.seq, seq);
+        let key = s.rack_key();
         s.sent_at = now;
         s.tx = tx;
         s.tx_count = s.tx_count.saturating_add(1);
+        // A retransmission joins the tail of RACK's time-ordered queue (Linux
+        // tcp_update_skb_after_send(): list_move_tail(&skb->tcp_tsorted_anchor, ...)).
+        s.flags |= TRACKED;
         if !s.has(RETRANS) && !s.has(SACKED) {
             s.flags |= RETRANS;
             self.retrans_bytes += s.len as u64;
         }
         self.high_rxt = self.high_rxt.max(s.end());
+        self.requeue(key, i);
     }
 
     /// The segments delivered since `clear_delivered`.
@@ -500,6 +566,12 @@ impl Scoreboard {
     /// `rack_rtt + reo_wnd` has passed since it was sent. A lost retransmission is marked lost
     /// again, so it is sent once more. Returns bytes newly marked lost and the longest wait of
     /// the segments not yet due (for the reordering timer).
+    ///
+    /// Linux walks `tsorted_sent_queue` (torvalds/linux net/ipv4/tcp_recovery.c @ 010b64f7,
+    /// tcp_rack_detect_loss(); the same loop today with tcp_rack_reo_wnd()): segments in send
+    /// order, SACKed ones already unlinked, each one marked lost unlinked too. `rack_q` is that
+    /// queue, so the walk costs the segments it marks (times log n): due ones are at its front,
+    /// and the longest wait is the latest-sent segment still before the RACK segment.
     pub fn rack_mark_lost(
         &mut self,
         rack_xmit: Ns,
@@ -508,46 +580,79 @@ impl Scoreboard {
         reo_wnd: Ns,
         now: Ns,
     ) -> (u64, Option<Ns>) {
-        let (mut newly, mut wait) = (0, None::<Ns>);
-        let mut lowest_marked = None;
-        for seg in self.segs.iter_mut() {
-            if seg.has(SACKED) || (seg.has(LOST) && !seg.has(RETRANS)) {
-                continue;
+        let rack = (rack_xmit, rack_end);
+        self.rack_track_up_to(rack);
+        let due_after = rack_rtt + reo_wnd;
+        let (mut newly, mut lowest_marked) = (0, None::<u64>);
+        while let Some(&(sent_at, end)) = self.rack_q.first() {
+            // tcp_rack_sent_after(): only what was sent before the RACK segment; elapsed time
+            // falls along the queue, so the first segment not yet due ends the marking.
+            if (sent_at, end) >= rack || now.saturating_sub(sent_at) < due_after {
+                break;
             }
-            let sent_before =
-                seg.sent_at < rack_xmit || (seg.sent_at == rack_xmit && seg.end() < rack_end);
-            if !sent_before {
-                // Original transmissions leave in sequence order, so none later can qualify;
-                // a retransmission was sent out of order: look past it.
-                if seg.tx_count == 1 {
-                    break;
-                }
-                continue;
+            self.rack_q.pop_first();
+            let i = self.segs.partition_point(|s| s.end() < end);
+            let seg = &mut self.segs[i];
+            debug_assert_eq!((seg.sent_at, seg.end()), (sent_at, end));
+            let len = seg.len as u64;
+            if seg.has(RETRANS) {
+                // tcp_mark_skb_lost(): a retransmission lost again leaves retrans_out.
+                seg.flags &= !RETRANS;
+                self.retrans_bytes -= len;
             }
-            let elapsed = now.saturating_sub(seg.sent_at);
-            if rack_rtt + reo_wnd <= elapsed {
-                let len = seg.len as u64;
-                if seg.has(RETRANS) {
-                    // tcp_mark_skb_lost(): a retransmission lost again leaves retrans_out.
-                    seg.flags &= !RETRANS;
-                    self.retrans_bytes -= len;
-                }
-                if !seg.has(LOST) {
-                    seg.flags |= LOST;
-                    self.lost_bytes += len;
-                }
-                newly += len;
-                lowest_marked.get_or_insert(seg.seq);
-                self.lost_mark = self.lost_mark.max(seg.end());
-            } else {
-                let remaining = rack_rtt + reo_wnd - elapsed;
-                wait = Some(wait.map_or(remaining, |w| w.max(remaining)));
+            if !seg.has(LOST) {
+                seg.flags |= LOST;
+                self.lost_bytes += len;
             }
+            newly += len;
+            lowest_marked = Some(lowest_marked.map_or(seg.seq, |l| l.min(seg.seq)));
+            self.lost_mark = self.lost_mark.max(end);
         }
         if let Some(seq) = lowest_marked {
             self.high_rxt = self.high_rxt.min(seq);
         }
+        let wait = self
+            .rack_q
+            .range(..rack)
+            .next_back()
+            .map(|&(sent_at, _)| due_after - now.saturating_sub(sent_at));
         (newly, wait)
+    }
+
+    /// Put into RACK's queue the original transmissions sent before the RACK segment `rack`
+    /// that are not in it yet. Originals leave in sequence order, so they are taken from
+    /// `rack_next` up to the first one sent at or after `rack`; each segment is looked at once
+    /// (retransmissions joined the queue when they were sent).
+    fn rack_track_up_to(&mut self, rack: (Ns, u64)) {
+        let mut i = (self.rack_next.saturating_sub(self.popped) as usize).min(self.segs.len());
+        while let Some(seg) = self.segs.get_mut(i) {
+            if seg.has(TRACKED) {
+                i += 1;
+                continue;
+            }
+            if (seg.sent_at, seg.end()) >= rack {
+                break;
+            }
+            seg.flags |= TRACKED;
+            if let Some(k) = seg.rack_key() {
+                self.rack_q.insert(k);
+            }
+            i += 1;
+        }
+        self.rack_next = self.popped + i as u64;
+    }
+
+    /// After segment `i` changed: move it in RACK's queue from its key `before` to its new one.
+    fn requeue(&mut self, before: Option<(Ns, u64)>, i: usize) {
+        let after = self.segs[i].rack_key();
+        if before != after {
+            if let Some(k) = before {
+                self.rack_q.remove(&k);
+            }
+            if let Some(k) = after {
+                self.rack_q.insert(k);
+            }
+        }
     }
 
     /// The last outstanding segment, if not SACKed (what a tail loss probe retransmits).
@@ -585,46 +690,15 @@ impl Scoreboard {
                 self.sacked_bytes, self.lost_bytes, self.retrans_bytes
             ));
         }
+        let queue: BTreeSet<(Ns, u64)> = self.segs.iter().filter_map(Seg::rack_key).collect();
+        if queue != self.rack_q {
+            return Err(format!(
+                "RACK queue {:?} != its segments' keys {queue:?}",
+                self.rack_q
+            ));
+        }
         Ok(())
     }
-}
-
-/// The parts of [s, e) not covered by the sorted, merged `ranges`.
-fn uncovered(ranges: &[(u64, u64)], s: u64, e: u64) -> Vec<(u64, u64)> {
-    let mut out = Vec::new();
-    let mut cur = s;
-    for &(rs, re) in ranges {
-        if re <= cur {
-            continue;
-        }
-        if rs >= e {
-            break;
-        }
-        if rs > cur {
-            out.push((cur, rs));
-        }
-        cur = cur.max(re);
-        if cur >= e {
-            break;
-        }
-    }
-    if cur < e {
-        out.push((cur, e));
-    }
-    out
-}
-
-/// Insert [s, e) into sorted, merged `ranges`, merging overlaps and adjacency.
-pub(crate) fn insert_range(ranges: &mut Vec<(u64, u64)>, s: u64, e: u64) {
-    let i = ranges.partition_point(|r| r.1 < s);
-    let mut j = i;
-    let (mut ns, mut ne) = (s, e);
-    while j < ranges.len() && ranges[j].0 <= e {
-        ns = ns.min(ranges[j].0);
-        ne = ne.max(ranges[j].1);
-        j += 1;
-    }
-    ranges.splice(i..j, std::iter::once((ns, ne)));
 }
 
 #[cfg(test)]
@@ -637,25 +711,6 @@ mod tests {
             b.push(i * 100, 100, 0, RateTx::default());
         }
         b
-    }
-
-    #[test]
-    fn insert_range_merges_overlapping_and_adjacent() {
-        let mut r = vec![(10, 20), (30, 40)];
-        insert_range(&mut r, 20, 30);
-        assert_eq!(r, vec![(10, 40)]);
-        insert_range(&mut r, 50, 60);
-        insert_range(&mut r, 0, 5);
-        assert_eq!(r, vec![(0, 5), (10, 40), (50, 60)]);
-    }
-
-    #[test]
-    fn uncovered_returns_gaps_only() {
-        assert_eq!(
-            uncovered(&[(10, 20), (30, 40)], 0, 50),
-            vec![(0, 10), (20, 30), (40, 50)]
-        );
-        assert_eq!(uncovered(&[(10, 20)], 12, 18), vec![]);
     }
 
     #[test]
@@ -767,5 +822,160 @@ mod tests {
         let mut b = board(6);
         b.sack(&[(100, 200), (400, 500)], 0);
         assert_eq!(b.rescue_candidate(), Some((300, 100)));
+    }
+}
+
+/// The time-ordered RACK queue against the linear walk it replaced, over random scoreboards.
+#[cfg(test)]
+mod rack_queue_tests {
+    use super::*;
+    use crate::rng::Rng;
+
+    /// The previous implementation: walk every segment from snd_una on every call.
+    fn rack_mark_lost_linear(
+        b: &mut Scoreboard,
+        rack_xmit: Ns,
+        rack_end: u64,
+        rack_rtt: Ns,
+        reo_wnd: Ns,
+        now: Ns,
+    ) -> (u64, Option<Ns>) {
+        let (mut newly, mut wait) = (0, None::<Ns>);
+        let mut lowest_marked = None;
+        for seg in b.segs.iter_mut() {
+            if seg.has(SACKED) || (seg.has(LOST) && !seg.has(RETRANS)) {
+                continue;
+            }
+            let sent_before =
+                seg.sent_at < rack_xmit || (seg.sent_at == rack_xmit && seg.end() < rack_end);
+            if !sent_before {
+                if seg.tx_count == 1 {
+                    break;
+                }
+                continue;
+            }
+            let elapsed = now.saturating_sub(seg.sent_at);
+            if rack_rtt + reo_wnd <= elapsed {
+                let len = seg.len as u64;
+                if seg.has(RETRANS) {
+                    seg.flags &= !RETRANS;
+                    b.retrans_bytes -= len;
+                }
+                if !seg.has(LOST) {
+                    seg.flags |= LOST;
+                    b.lost_bytes += len;
+                }
+                newly += len;
+                lowest_marked.get_or_insert(seg.seq);
+                b.lost_mark = b.lost_mark.max(seg.end());
+            } else {
+                let remaining = rack_rtt + reo_wnd - elapsed;
+                wait = Some(wait.map_or(remaining, |w| w.max(remaining)));
+            }
+        }
+        if let Some(seq) = lowest_marked {
+            b.high_rxt = b.high_rxt.min(seq);
+        }
+        (newly, wait)
+    }
+
+    /// The previous rescue_candidate(): walk down from the highest SACKed byte every time.
+    fn rescue_candidate_linear(b: &Scoreboard) -> Option<(u64, u32)> {
+        let (_, top) = b.sacked_ranges.last()?;
+        let i = b.lower_bound(top);
+        b.segs
+            .range(..i)
+            .rev()
+            .find(|s| !s.has(SACKED))
+            .filter(|s| !s.has(RETRANS))
+            .map(|s| (s.seq, s.len))
+    }
+
+    /// Everything a decision depends on, without the queue's own bookkeeping flag.
+    fn state(b: &Scoreboard) -> (Vec<(u64, u32, Ns, u16, u8)>, [u64; 5]) {
+        let segs = b.segs.iter();
+        let segs = segs.map(|s| (s.seq, s.len, s.sent_at, s.tx_count, s.flags & !TRACKED));
+        let counters = [b.sacked_bytes, b.lost_bytes, b.retrans_bytes, b.lost_mark, b.high_rxt];
+        (segs.collect(), counters)
+    }
+
+    /// One random step of what the senders do to a scoreboard; time advances by 0..3 units.
+    fn random_step(b: &mut Scoreboard, rng: &mut Rng, now: &mut Ns, snd_nxt: &mut u64) {
+        *now += rng.below(3);
+        let una = b.segs.front().map_or(*snd_nxt, |s| s.seq);
+        let span = (*snd_nxt - una).max(1);
+        let at = una + rng.below(span);
+        match rng.below(12) {
+            0..=2 => {
+                let len = [100, 100, 100, 40][rng.below(4) as usize];
+                b.push(*snd_nxt, len, *now, RateTx::default());
+                *snd_nxt += len as u64;
+            }
+            3 | 4 => {
+                b.sack(&[(at, (at + 100 * (1 + rng.below(4))).min(*snd_nxt))], una);
+            }
+            5 => {
+                b.ack(at);
+            }
+            6 => {
+                b.mark_losses(1 + rng.below(3) as u32);
+            }
+            7 => match rng.below(4) {
+                0 => _ = b.mark_head_lost(),
+                1 => b.mark_range_lost(at, (at + 150).min(*snd_nxt)),
+                2 => b.split_at(at),
+                _ => _ = b.fb_lost_retransmission(at),
+            },
+            8 | 9 => {
+                let seg = b.next_lost().or_else(|| {
+                    let i = rng.below(b.segs.len().max(1) as u64) as usize;
+                    b.segs.get(i).map(|s| (s.seq, s.len))
+                });
+                if let Some((seq, _)) = seg {
+                    b.mark_retransmitted(seq, *now, RateTx::default());
+                }
+            }
+            10 if rng.below(8) == 0 => b.mark_all_lost(),
+            _ => {}
+        }
+        b.clear_delivered();
+    }
+
+    #[test]
+    fn rack_queue_and_rescue_walk_decide_exactly_as_the_linear_walks() {
+        let mut calls_that_marked = 0;
+        for seed in 1..=60 {
+            let mut rng = Rng::new(seed);
+            let (mut b, mut now, mut snd_nxt) = (Scoreboard::default(), 0, 0);
+            for step in 0..400 {
+                random_step(&mut b, &mut rng, &mut now, &mut snd_nxt);
+                b.check().unwrap_or_else(|e| panic!("seed {seed} step {step}: {e}"));
+                let want = rescue_candidate_linear(&b);
+                assert_eq!(b.rescue_candidate(), want, "seed {seed} step {step}");
+                // RACK from a random outstanding or just-acked segment's send time and end.
+                let Some(i) = (!b.segs.is_empty()).then(|| rng.below(b.segs.len() as u64)) else {
+                    continue;
+                };
+                let s = &b.segs[i as usize];
+                let (xmit, end) = (s.sent_at + rng.below(2), s.end());
+                let (rtt, reo) = (rng.below(20), rng.below(6));
+                let mut reference = Scoreboard {
+                    segs: b.segs.clone(),
+                    sacked_ranges: b.sacked_ranges.clone(),
+                    ..Default::default()
+                };
+                (reference.sacked_bytes, reference.lost_bytes) = (b.sacked_bytes, b.lost_bytes);
+                (reference.retrans_bytes, reference.lost_mark) = (b.retrans_bytes, b.lost_mark);
+                reference.high_rxt = b.high_rxt;
+                let want = rack_mark_lost_linear(&mut reference, xmit, end, rtt, reo, now);
+                let got = b.rack_mark_lost(xmit, end, rtt, reo, now);
+                assert_eq!(got, want, "seed {seed} step {step}");
+                assert_eq!(state(&b), state(&reference), "seed {seed} step {step}");
+                b.check().unwrap_or_else(|e| panic!("seed {seed} step {step}: {e}"));
+                calls_that_marked += (got.0 > 0) as u32;
+            }
+        }
+        // The random boards exercise marking, not only the early exits.
+        assert!(calls_that_marked > 1000, "{calls_that_marked}");
     }
 }

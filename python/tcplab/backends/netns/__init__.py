@@ -24,7 +24,7 @@ from ...model import Experiment as Resolved, Flow, model_cc, port_label
 from ...contract import COLUMNS
 from ...store import write_rows
 from ...testbed import Log, LogError, read_logs
-from . import host, plan as planmod, trace
+from . import host, kernel, plan as planmod, trace
 from .host import HostError, in_ns
 from .plan import BG_PORT_BASE, CPORT_BASE, SERVER_PORT_BASE, PlanError
 
@@ -155,7 +155,8 @@ def _start_linkems(p: planmod.Plan, procs: _Procs, seed: int, stats_dir: Path) -
         stats = stats_dir / f"linkem-{i}.json"
         args = in_ns(e.ns, [*exe, "--a", e.dev_a, "--b", e.dev_b, "--delay-ab-us", str(e.delay_ab_ns // 1000),
                             "--delay-ba-us", str(e.delay_ba_ns // 1000), "--loss-ab", repr(e.loss_ab),
-                            "--loss-ba", repr(e.loss_ba), "--seed", str(seed + i), "--stats", str(stats)])
+                            "--loss-ba", repr(e.loss_ba), *_linkem_aqm_args(e), "--seed", str(seed + i),
+                            "--stats", str(stats)])
         proc = procs.start(args)
         line = proc.stdout.readline() if proc.stdout else ""
         if line.strip() != "ready":
@@ -163,6 +164,59 @@ def _start_linkems(p: planmod.Plan, procs: _Procs, seed: int, stats_dir: Path) -
             raise HostError(f"tcplab-linkem in {e.ns} did not start: {err.strip() or line.strip()}")
         out.append((e, proc, stats))
     return out
+
+
+def _linkem_aqm_args(e: planmod.Linkem) -> list[str]:
+    """The rate and discipline of each direction whose queue discipline linkem runs (the resolved
+    aqm dict is the JSON that crates/tcplab-aqm's AqmConfig reads, as the simulator's does)."""
+    out = []
+    for d in ("ab", "ba"):
+        aqm = getattr(e, f"aqm_{d}")
+        if aqm is not None:
+            out += [f"--rate-{d}-bps", str(getattr(e, f"rate_{d}_bps")), f"--aqm-{d}", json.dumps(aqm)]
+    return out
+
+
+def _linkem_port(p: planmod.Plan, label: str, linkem_stats: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """linkem's stats of the direction that is port `label`, if linkem runs its discipline."""
+    for e, st in zip(p.linkems, linkem_stats):
+        a, b = e.link_label.split("<->")
+        for d, port in (("ab", port_label(a, b)), ("ba", port_label(b, a))):
+            if port == label and getattr(e, f"aqm_{d}") is not None:
+                return st.get(d)
+    return None
+
+
+def _linkem_queue_rows(p: planmod.Plan, label: str, linkem_stats: list[dict[str, Any]], t0_real_ns: int) -> list[dict[str, Any]]:
+    """The bottleneck's queue samples as linkem took them (CLOCK_REALTIME, every 100 ms), on
+    the run's clock."""
+    st = _linkem_port(p, label, linkem_stats)
+    samples = ((st or {}).get("discipline") or {}).get("queue_samples", [])
+    return [{"t_ns": x[0] - t0_real_ns, "port": label, "queue_packets": x[1], "queue_bytes": x[2]}
+            for x in samples if x[0] >= t0_real_ns]
+
+
+def _linkem_port_drops(p: planmod.Plan, rows: list[dict[str, Any]], linkem_stats: list[dict[str, Any]],
+                       t0_real_ns: int) -> None:
+    """The per-interval drops of ports whose discipline linkem runs (the sampler reads htb's
+    counters, which these ports do not have): the discipline's drop count at each interval's
+    ends, from linkem's 100 ms samples (the final total after the last)."""
+    import bisect
+
+    for label in p.aqm_where:
+        disc = (_linkem_port(p, label, linkem_stats) or {}).get("discipline")
+        if not disc:
+            continue
+        times = [x[0] - t0_real_ns for x in disc["queue_samples"]]
+        cum = [x[3] for x in disc["queue_samples"]]
+
+        def drops_by(t_ns: int) -> int:
+            i = bisect.bisect_right(times, t_ns)
+            return disc["drops"] if i == len(times) else (cum[i - 1] if i else 0)
+
+        for r in rows:
+            if r["port"] == label:
+                r["drops"] = drops_by(r["t_end_ns"]) - drops_by(r["t_start_ns"])
 
 
 def _stop_linkems(items: list[tuple[planmod.Linkem, subprocess.Popen, Path]]) -> list[dict[str, Any]]:
@@ -280,6 +334,7 @@ class _Sampler(threading.Thread):
         self.queues: list[dict[str, Any]] = []
         self.max_queue: dict[str, int] = {}
         self._shaped = {s.port_label: s for s in p.shapers}
+        self.final_q: dict[str, dict[str, int]] = {}
 
     def _snapshot(self) -> dict[str, tuple[int, int, int]]:
         by_ns: dict[str, dict[str, tuple[int, int]]] = {}
@@ -308,6 +363,9 @@ class _Sampler(threading.Thread):
             if self.stop_ev.is_set():
                 # The last, partial interval, so the counters cover the whole run.
                 self._rows(self._snapshot(), prev, prev_t, time.monotonic_ns() - self.t0)
+                for s in self.p.shapers:
+                    if s.aqm is not None:
+                        self.final_q[s.port_label] = host.qdisc_stats(s.ns, s.dev)
                 break
             now = time.monotonic_ns() - self.t0
             if self.bott in self._shaped:
@@ -326,8 +384,10 @@ class _Sampler(threading.Thread):
 def run(resolved: Resolved, directory: Path, progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
     """Run `resolved` on real Linux TCP, writing tables into `directory`. Returns totals in the
     simulator's shape plus an `emulation` section (what was built and the self-checks)."""
-    p = planmod.build(resolved, planmod.new_run_id())
     info = host.preflight({_kernel_cc(f.cc) for f in resolved.flows})
+    feat = kernel.features()
+    info["kernel_features"] = feat
+    p = planmod.build(resolved, planmod.new_run_id(), kernel.qdiscs_available(feat))
     root = host.tracefs()
     instance = f"tcplab-{p.run_id}"
     host.register(p, extra={"instance": instance})
@@ -365,7 +425,11 @@ class _Live:
     stats_before: dict[str, dict[str, int]]
     pcap: subprocess.Popen | None
     session: trace.TraceSession
+    #: Per namespace, the sysctls set in it (they go with the namespace at teardown; no
+    #: host-global value is changed).
+    sysctls: dict[str, dict[str, str]]
     t0: int = 0
+    t0_real: int = 0  # time.time_ns() at t0: linkem stamps its queue samples with CLOCK_REALTIME
     sampler: Any = None
     clients: dict[str, tuple[subprocess.Popen, int]] = field(default_factory=dict)  # name -> (iperf3 -c, launched)
     results: dict[str, tuple[dict[str, Any], int]] = field(default_factory=dict)    # name -> (its -J report, launched)
@@ -389,6 +453,8 @@ def _run(resolved: Resolved, directory: Path, progress: Callable[[int, int], Non
     stats_after = {f.name: _netstat(p.node_ns[f.host]) for f in resolved.flows}
     rtt_after = {f.name: _ping_rtt_ms(p.node_ns[f.host], p.host_addr[f.to]) for f in resolved.flows}
     linkem_stats = _stop_linkems(live.linkems)
+    live.sampler.queues += _linkem_queue_rows(p, resolved.bottleneck.label, linkem_stats, live.t0_real)
+    _linkem_port_drops(p, live.sampler.ports, linkem_stats, live.t0_real)
     cpu = _cpu_share(cpu_before, _cpu_jiffies())
     # Every kernel counter that moved in each sender's namespace (TcpExt and Tcp: HyStart's
     # TCPHystartTrainDetect/DelayDetect and their cwnds, SACK recoveries, undo, TLP, ...).
@@ -408,7 +474,8 @@ def _run(resolved: Resolved, directory: Path, progress: Callable[[int, int], Non
 def _set_up(resolved: Resolved, directory: Path, p: planmod.Plan, root: Path, instance: str, procs: _Procs,
             sessions: list[trace.TraceSession]) -> _Live:
     """Namespaces, sysctls, routes, link emulators, the pre-run self-checks, servers, capture, tracing."""
-    host.build(p, _sysctls(resolved, p))
+    sysctls = _sysctls(resolved, p)
+    host.build(p, sysctls)
     for cmd in _route_congctl(resolved, p):
         host.run(cmd)
     work = directory / "netns"
@@ -436,7 +503,7 @@ def _set_up(resolved: Resolved, directory: Path, p: planmod.Plan, root: Path, in
                                  work / "trace.txt")
     sessions.append(session)
     session.start()
-    return _Live(work, linkems, rtt_cfg, rtt_before, calibration, stats_before, pcap, session)
+    return _Live(work, linkems, rtt_cfg, rtt_before, calibration, stats_before, pcap, session, sysctls)
 
 
 def _launch_and_wait(resolved: Resolved, p: planmod.Plan, procs: _Procs, live: _Live,
@@ -445,6 +512,7 @@ def _launch_and_wait(resolved: Resolved, p: planmod.Plan, procs: _Procs, live: _
     for the TCP clients to finish."""
     flows = resolved.flows
     live.t0 = t0 = time.monotonic_ns()
+    live.t0_real = time.time_ns()
     live.sampler = _Sampler(p, resolved.bottleneck.label, resolved.trace.interval_ns, t0)
     live.sampler.start()
     launches: list[tuple[int, str, list[str], str]] = []
@@ -554,8 +622,26 @@ def _port_totals(resolved: Resolved, p: planmod.Plan, live: _Live, linkem_stats:
         out.append({"port": port.index, "from": port.frm, "to": port.to, "rate_bps": port.rate_bps,
                     "tx_bytes": sum(r["tx_bytes"] for r in rows), "tx_packets": sum(r["tx_packets"] for r in rows),
                     "drops": sum(r["drops"] for r in rows), "losses": losses_by_port.get(port.label, 0),
-                    "max_queue_packets": live.sampler.max_queue.get(port.label, 0)})
+                    "max_queue_packets": live.sampler.max_queue.get(port.label, 0)}
+                   | _aqm_totals(p, port.label, live, linkem_stats))
     return out
+
+
+def _aqm_totals(p: planmod.Plan, label: str, live: _Live, linkem_stats: list[dict[str, Any]]) -> dict[str, Any]:
+    """A port's queue discipline totals in the simulator's shape: drops, ECN marks and, where
+    linkem runs it, the per-frame sojourn percentiles (arrival to start of transmission)."""
+    if label not in p.aqm_where:
+        return {}
+    st = _linkem_port(p, label, linkem_stats)
+    if st is not None:
+        disc = st.get("discipline") or {}
+        soj = disc.get("sojourn_us", {})
+        return {"drops": disc.get("drops", 0), "aqm_drops": disc.get("drops", 0), "ecn_marks": disc.get("ecn_marks", 0),
+                "max_queue_packets": disc.get("max_queue_frames", 0),
+                "queue_delay": {"packets": soj.get("frames", 0),
+                                **{f"{k}_ns": int(soj.get(k, 0) * 1000) for k in ("mean", "p50", "p95", "p99", "max")}}}
+    q = live.sampler.final_q.get(label, {})  # the kernel's qdisc: its own counters
+    return {"aqm_drops": q.get("drops", 0), "ecn_marks": q.get("ecn_marks", 0)}
 
 
 def _udp_totals(resolved: Resolved, live: _Live) -> list[dict[str, Any]]:
@@ -594,8 +680,10 @@ def _self_check(resolved: Resolved, p: planmod.Plan, info: dict[str, Any], live:
                     "drops": next((pt["drops"] for pt in ports_tot if port_label(pt["from"], pt["to"]) == s.port_label), 0),
                     "max_backlog_sampled_packets": live.sampler.max_queue.get(s.port_label)} for s in p.shapers]
     return {
-        "host": info, "plan": planmod.describe(p), "offloads": "TSO, GSO, GRO and tx checksum off on every veth",
+        "host": info, "plan": planmod.describe(p), "sysctls": live.sysctls,
+        "offloads": "TSO, GSO, GRO and tx checksum off on every veth",
         "delay_element": "tcplab-linkem (userspace, AF_PACKET)" if p.linkems else "none",
+        "queue_disciplines": p.aqm_where,
         "rtt_check": rtt_check, "rate_check": calibration, "queue_check": queue_check, "linkem": linkem_stats,
         "cpu": cpu, "trace": {"lines": collector.lines, "kept": collector.kept, "bad_lines": collector.bad_lines,
                               "overruns": collector.overruns, "error": live.session.error},

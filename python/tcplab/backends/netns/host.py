@@ -16,7 +16,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from .plan import Plan
+from .plan import Plan, tc_aqm_args
 
 REGISTRY_DIR = Path(os.environ.get("TCPLAB_NETNS_REGISTRY", "/run/tcplab"))
 TOOLS = ("ip", "tc", "ethtool", "iperf3", "ping")
@@ -50,10 +50,14 @@ def preflight(ccs: set[str]) -> dict[str, object]:
     missing = [t for t in TOOLS if shutil.which(t) is None]
     if missing:
         raise HostError(f"missing tools: {', '.join(missing)} (./scripts/install as root installs them)")
+    from .kernel import cc_loadable
+
     avail = Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split()
     for cc in sorted(ccs):
-        if cc not in avail:
-            raise HostError(f"congestion control {cc!r} is not available in this kernel; available: {', '.join(avail)}")
+        if cc not in avail and not cc_loadable(cc):  # loads tcp_<cc> on demand where the kernel has it
+            raise HostError(f"congestion control {cc!r}: this kernel has no tcp_{cc} (not built in, no module "
+                            f"to load); available: {', '.join(avail)}. Run it on the simulator (the default backend)")
+    avail = Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split()
     allowed = Path("/proc/sys/net/ipv4/tcp_allowed_congestion_control").read_text().split()
     return {
         "kernel": os.uname().release,
@@ -197,7 +201,10 @@ def build(plan: Plan, sysctls: dict[str, dict[str, str]]) -> None:
         run(in_ns(s.ns, ["tc", "qdisc", "replace", "dev", s.dev, "root", "handle", "1:", "htb", "default", "1"]))
         run(in_ns(s.ns, ["tc", "class", "add", "dev", s.dev, "parent", "1:", "classid", "1:1", "htb", "rate", f"{rate}bit",
                          "ceil", f"{rate}bit", "burst", "3028", "cburst", "3028", "quantum", "1514"]))
-        if s.limit_packets is not None:
+        if s.aqm is not None:
+            child = tc_aqm_args(s.aqm, s.rate_bps)
+            qlen = s.aqm.get("limit_packets") or max(1, s.aqm.get("limit_bytes", 1514) // 1514)
+        elif s.limit_packets is not None:
             child = ["pfifo", "limit", str(s.limit_packets)]
             qlen = s.limit_packets
         else:
@@ -224,17 +231,23 @@ def wait_carrier(plan: Plan, timeout_s: float = 5.0) -> None:
                 time.sleep(0.05)
 
 
+#: The qdiscs under htb whose counters are the port's queue.
+CHILD_KINDS = ("pfifo", "bfifo", "codel", "fq_codel", "pie", "red")
+
+
 def qdisc_stats(ns: str, dev: str) -> dict[str, int]:
-    """Bytes, packets, drops and backlog of the fifo under htb on `dev`."""
+    """Bytes, packets, drops, backlog (and an AQM's ECN marks) of the qdisc under htb on `dev`."""
     out = run(in_ns(ns, ["tc", "-s", "-j", "qdisc", "show", "dev", dev]), check=False).stdout
     try:
         items = json.loads(out or "[]")
     except ValueError:
         return {}
     for q in items:
-        if q.get("kind") in ("pfifo", "bfifo"):
+        if q.get("kind") in CHILD_KINDS:
+            # xstats: codel/fq_codel/pie print "ecn_mark", red "marked" (iproute2 tc/q_*.c).
+            marks = q.get("ecn_mark", q.get("marked", 0))
             return {"bytes": q.get("bytes", 0), "packets": q.get("packets", 0), "drops": q.get("drops", 0),
-                    "backlog_packets": q.get("qlen", 0), "backlog_bytes": q.get("backlog", 0)}
+                    "backlog_packets": q.get("qlen", 0), "backlog_bytes": q.get("backlog", 0), "ecn_marks": marks}
     return {}
 
 

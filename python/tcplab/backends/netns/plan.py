@@ -5,6 +5,12 @@ has delay or loss to emulate), addresses, routes, egress shaping, and the iperf3
 Shaping follows the seeds' routers: htb at the egress of every link direction that has a buffer
 (rate R ceil R, quantum one MTU) with a pfifo (packets) or bfifo (bytes) child of that limit, and
 txqueuelen set to match. htb counts L2 bytes, so TCP goodput is at most R * MSS / 1514.
+
+A direction with a queue discipline (`aqm`) gets the kernel's qdisc of that kind as htb's child
+where the kernel has it (`tc` with Linux's parameter names, see tc_aqm_args), and otherwise the
+same discipline inside tcplab-linkem (crates/tcplab-aqm, the simulator's code), which then also
+serialises at the link's rate (no htb on that direction). Step marking has no Linux qdisc and
+always runs in linkem.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...model import Experiment, Link, port_label
+from ...spec.aqm import tc_red_eval_ewma
 
 #: Link delays below this are left to the veths (~10 us) rather than emulated; they are listed.
 EMULATE_MIN_DELAY_NS = 1_000_000
@@ -39,13 +46,14 @@ class Veth:
 
 @dataclass
 class Shaper:
-    """htb + fifo at a device's egress."""
+    """htb + fifo (or + the kernel's AQM qdisc) at a device's egress."""
     ns: str
     dev: str
     rate_bps: int
     limit_packets: int | None
     limit_bytes: int | None
     port_label: str
+    aqm: dict[str, Any] | None = None
 
 
 @dataclass
@@ -59,6 +67,11 @@ class Linkem:
     loss_ab: float
     loss_ba: float
     link_label: str
+    #: Per direction: the discipline linkem runs (resolved aqm dict) and the rate it drains at.
+    aqm_ab: dict[str, Any] | None = None
+    aqm_ba: dict[str, Any] | None = None
+    rate_ab_bps: int = 0
+    rate_ba_bps: int = 0
 
 
 @dataclass
@@ -76,6 +89,8 @@ class Plan:
     egress: dict[str, tuple[str, str]]           # port label -> (ns, dev) it leaves from
     not_emulated: list[str] = field(default_factory=list)
     unshaped: list[str] = field(default_factory=list)
+    #: Port label -> where its queue discipline runs ("kernel qdisc <kind>" / "tcplab-linkem <kind>").
+    aqm_where: dict[str, str] = field(default_factory=dict)
 
 
 def new_run_id() -> str:
@@ -107,26 +122,32 @@ def _refuse(exp: Experiment) -> None:
                             "Linux TCP only (use the simulator for FreeBSD stacks)")
     if len(exp.links) > 250:
         raise PlanError("more than 250 links")
-    if any(d.aqm is not None for ln in exp.links for d in (ln.ab, ln.ba)):
-        raise PlanError("topology.bottleneck.aqm: the netns backend does not build queue disciplines yet "
-                        "(this kernel has no codel/fq_codel/pie qdisc and tcplab-linkem has no AQM); "
-                        "use the simulator")
 
 
-def _link_devices(plan: Plan, exp: Experiment, i: int, link: Link) -> None:
-    """Link i's veths (and a linkem namespace between them where it has delay or loss), addresses
-    and egress shapers, added to `plan`."""
+def _in_linkem(d: Any, qdiscs: set[str]) -> dict[str, Any] | None:
+    """The discipline of direction `d` if linkem must run it (the kernel lacks the qdisc)."""
+    if d.aqm is None:
+        return None
+    a = dict(d.aqm)
+    return None if a["kind"] in qdiscs and a["kind"] != "step" else a
+
+
+def _link_devices(plan: Plan, exp: Experiment, i: int, link: Link, qdiscs: set[str]) -> None:
+    """Link i's veths (and a linkem namespace between them where it has delay or loss, or a
+    queue discipline the kernel lacks), addresses and egress shapers, added to `plan`."""
     run_id, an, bn = plan.run_id, link.a, link.b
     label = f"{an}<->{bn}"
     dev_a, dev_b = f"{run_id}l{i}a", f"{run_id}l{i}b"
     ab, ba = link.ab, link.ba
-    if max(ab.delay_ns, ba.delay_ns) >= EMULATE_MIN_DELAY_NS or ab.loss > 0 or ba.loss > 0:
+    em_aqm = {"ab": _in_linkem(ab, qdiscs), "ba": _in_linkem(ba, qdiscs)}
+    if max(ab.delay_ns, ba.delay_ns) >= EMULATE_MIN_DELAY_NS or ab.loss > 0 or ba.loss > 0 or any(em_aqm.values()):
         em_ns = f"{run_id}-em{i}"
         plan.namespaces.append(em_ns)
         plan.veths.append(Veth(plan.node_ns[an], dev_a, em_ns, f"{run_id}l{i}x"))
         plan.veths.append(Veth(em_ns, f"{run_id}l{i}y", plan.node_ns[bn], dev_b))
         plan.linkems.append(Linkem(em_ns, f"{run_id}l{i}x", f"{run_id}l{i}y", ab.delay_ns, ba.delay_ns, ab.loss, ba.loss,
-                                   label))
+                                   label, em_aqm["ab"], em_aqm["ba"], ab.rate_bps if em_aqm["ab"] else 0,
+                                   ba.rate_bps if em_aqm["ba"] else 0))
     else:
         plan.veths.append(Veth(plan.node_ns[an], dev_a, plan.node_ns[bn], dev_b))
         for d, dl in (("ab", ab), ("ba", ba)):
@@ -134,10 +155,18 @@ def _link_devices(plan: Plan, exp: Experiment, i: int, link: Link) -> None:
                 plan.not_emulated.append(f"{label} {d}: {dl.delay_ns / 1000:g} us delay (veth latency instead)")
     a_ip, b_ip = link_addresses(i)
     plan.addrs += [(plan.node_ns[an], dev_a, f"{a_ip}/24"), (plan.node_ns[bn], dev_b, f"{b_ip}/24")]
-    for frm, to, dev, dl in ((an, bn, dev_a, ab), (bn, an, dev_b, ba)):
+    for frm, to, dev, dl, d in ((an, bn, dev_a, ab, "ab"), (bn, an, dev_b, ba, "ba")):
         port = port_label(frm, to)
         plan.egress[port] = (plan.node_ns[frm], dev)
-        if dl.buffer_packets is None and dl.buffer_bytes is None:
+        if em_aqm[d] is not None:
+            # The port's wire is linkem's: count what leaves it (its device towards `to`).
+            plan.egress[port] = (f"{run_id}-em{i}", f"{run_id}l{i}{'y' if d == 'ab' else 'x'}")
+            plan.aqm_where[port] = f"tcplab-linkem {em_aqm[d]['kind']}"
+        elif dl.aqm is not None:
+            plan.aqm_where[port] = f"kernel qdisc {dict(dl.aqm)['kind']}"
+            plan.shapers.append(Shaper(plan.node_ns[frm], dev, dl.rate_bps, dl.buffer_packets, dl.buffer_bytes, port,
+                                       dict(dl.aqm)))
+        elif dl.buffer_packets is None and dl.buffer_bytes is None:
             plan.unshaped.append(port)
         else:
             plan.shapers.append(Shaper(plan.node_ns[frm], dev, dl.rate_bps, dl.buffer_packets, dl.buffer_bytes, port))
@@ -153,15 +182,16 @@ def _address_on(exp: Experiment, node: str, link: int) -> str:
     return a_ip if exp.links[link].a == node else b_ip
 
 
-def build(exp: Experiment, run_id: str) -> Plan:
-    """The plan for `exp` under prefix `run_id`."""
+def build(exp: Experiment, run_id: str, qdiscs: set[str] | frozenset[str] = frozenset()) -> Plan:
+    """The plan for `exp` under prefix `run_id`, on a kernel with these qdisc kinds (kernel.py;
+    none: every queue discipline runs in tcplab-linkem)."""
     _refuse(exp)
     names = [n.name for n in exp.nodes]
     node_ns = {name: f"{run_id}-{name}" for name in names}
     plan = Plan(run_id=run_id, namespaces=list(node_ns.values()), node_ns=node_ns, veths=[], addrs=[], routes=[],
                 routers=[], shapers=[], linkems=[], host_addr={}, egress={})
     for i, link in enumerate(exp.links):
-        _link_devices(plan, exp, i, link)
+        _link_devices(plan, exp, i, link, set(qdiscs))
     # A node's address is the one on its first link.
     first_link = {name: min(i for i, ln in enumerate(exp.links) if name in (ln.a, ln.b)) for name in names}
     plan.host_addr.update({name: _address_on(exp, name, first_link[name]) for name in names})
@@ -203,9 +233,54 @@ def describe(plan: Plan) -> dict[str, Any]:
         "run_id": plan.run_id,
         "namespaces": plan.namespaces,
         "shapers": [{"port": s.port_label, "rate_bps": s.rate_bps, "limit_packets": s.limit_packets,
-                     "limit_bytes": s.limit_bytes} for s in plan.shapers],
+                     "limit_bytes": s.limit_bytes} | ({"qdisc": tc_aqm_args(s.aqm, s.rate_bps)} if s.aqm else {})
+                    for s in plan.shapers],
         "linkems": [{"link": e.link_label, "delay_ab_us": e.delay_ab_ns / 1000, "delay_ba_us": e.delay_ba_ns / 1000,
-                     "loss_ab": e.loss_ab, "loss_ba": e.loss_ba} for e in plan.linkems],
+                     "loss_ab": e.loss_ab, "loss_ba": e.loss_ba}
+                    | {f"{k}_{d}": v for d in ("ab", "ba") for k, v in (("rate_bps", getattr(e, f"rate_{d}_bps")),
+                                                                         ("aqm", getattr(e, f"aqm_{d}"))) if v}
+                    for e in plan.linkems],
+        "queue_disciplines": plan.aqm_where,
         "not_emulated": plan.not_emulated,
         "unshaped": plan.unshaped,
     }
+
+
+def _us(ns: int) -> str:
+    return f"{ns // 1000}us"
+
+
+def red_burst(min_bytes: int, avpkt: int, wlog: int) -> int:
+    """The smallest burst for which tc (tc_red_eval_ewma(), the same function) derives `wlog`:
+    the spec keeps Wlog, tc takes burst and derives it again."""
+    for burst in range(1, 100_001):
+        if tc_red_eval_ewma(min_bytes, burst, avpkt) == wlog:
+            return burst
+    raise PlanError(f"red: no burst makes tc derive Wlog {wlog} (min {min_bytes} bytes, avpkt {avpkt})")
+
+
+def tc_aqm_args(aqm: dict[str, Any], rate_bps: int) -> list[str]:
+    """`tc qdisc add ... <these>`: the kernel's qdisc for a resolved discipline, with Linux's
+    parameter names (tc-codel(8), tc-fq_codel(8), tc-pie(8), tc-red(8); iproute2 tc/q_*.c)."""
+    k = aqm["kind"]
+    ecn = ["ecn"] if aqm.get("ecn") else (["noecn"] if k in ("codel", "fq_codel", "pie") else [])
+    if k in ("codel", "fq_codel"):
+        args = [k, "limit", str(aqm["limit_packets"]), "target", _us(aqm["target_ns"]),
+                "interval", _us(aqm["interval_ns"])]
+        if k == "fq_codel":
+            args += ["flows", str(aqm["flows"]), "quantum", str(aqm["quantum_bytes"]), "drop_batch",
+                     str(aqm["drop_batch"])]
+        if aqm.get("ce_threshold_ns"):
+            args += ["ce_threshold", _us(aqm["ce_threshold_ns"])]
+        return args + ecn
+    if k == "pie":
+        return ["pie", "limit", str(aqm["limit_packets"]), "target", _us(aqm["target_ns"]), "tupdate",
+                _us(aqm["tupdate_ns"]), "alpha", str(aqm["alpha"]), "beta", str(aqm["beta"]),
+                "bytemode" if aqm["bytemode"] else "nobytemode", *ecn]
+    if k == "red":
+        burst = red_burst(aqm["min_bytes"], aqm["avpkt_bytes"], aqm["wlog"])
+        args = ["red", "limit", str(aqm["limit_bytes"]), "min", str(aqm["min_bytes"]), "max", str(aqm["max_bytes"]),
+                "avpkt", str(aqm["avpkt_bytes"]), "burst", str(burst), "probability", repr(aqm["probability"]),
+                "bandwidth", f"{rate_bps}bit"]
+        return args + ecn + (["harddrop"] if aqm["harddrop"] else []) + (["adaptive"] if aqm["adaptive"] else [])
+    raise PlanError(f"no Linux qdisc for aqm kind {k!r}")
