@@ -139,7 +139,8 @@ class Flow:
     prr: str | None              # linux: PRR version, None = default
     sndbuf_initial_bytes: int | None
     freebsd: Mapping[str, Any] | None  # freebsd stacks: d43470 and the default stack's knobs
-    ecn: bool = False            # ECN asked for by the sender (RFC 3168); used if the receiver accepts (peer)
+    ecn: bool = False            # ECN negotiated (RFC 3168): asked for by the sender, accepted
+    ecn_request: bool = False    # the sender asks for ECN in its SYN (the handshake negotiates it)
     tso_max_bytes: int | None = None   # the sending host's NIC; None: the stack's (64 KB)
     receiver_os: str | None = None     # the receiving host's OS; None: the sender's stack's ACK rules
     connect: str = "handshake"   # "handshake" (SYN, SYN-ACK, ACK) or "established" at the start time

@@ -48,8 +48,8 @@ def summary_table(summary: dict[str, Any]) -> Table:
     seed = "" if summary["seed"] is None else f"seed {summary['seed']}, "
     t = Table(title=f"{summary['name']} ({seed}{summary['backend']})")
     connects = any(f.get("connect_ms") is not None for f in summary["flows"])
-    cols = ("flow", "path", "stack", "cc", "Mbit/s", "completion") + (("FCT", "connect ms", "SYN retr") if connects else ()) \
-        + ("retr", "recov", "RTOs", "srtt ms")
+    handshake_cols = ("FCT", "connect ms", "SYN retr") if connects else ()
+    cols = ("flow", "path", "stack", "cc", "Mbit/s", "completion", *handshake_cols, "retr", "recov", "RTOs", "srtt ms")
     for col in cols:
         t.add_column(col, justify="right" if col not in ("flow", "path", "stack", "cc") else "left")
     for f in summary["flows"]:
