@@ -192,7 +192,10 @@ def _require_root():
 def _leftovers() -> dict[str, list[str]]:
     ns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split()
     links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout
-    procs = subprocess.run(["pgrep", "-a", "-f", "tcplab.linkem|tcplab-linkem|iperf3 -[sc]"], capture_output=True, text=True).stdout
+    # The emulator as the backend starts it (`-m tcplab.linkem --a ...` or the binary): not a
+    # compiler's command line that merely names the crate (others build on this machine).
+    procs = subprocess.run(["pgrep", "-a", "-f", r"tcplab\.linkem --a|tcplab-linkem --a|iperf3 -[sc]"], capture_output=True,
+                           text=True).stdout
     inst = [p.name for p in Path("/sys/kernel/tracing/instances").glob("tcplab-tl*")] if Path("/sys/kernel/tracing/instances").is_dir() else []
     return {"namespaces": [n for n in ns if n.startswith("tl") and "-" in n],
             "veths": [line.split(":")[1].strip() for line in links.splitlines() if line.split(":")[1].strip().startswith("tl")],

@@ -146,6 +146,42 @@ def test_this_kernels_features_are_probed_and_cleaned_up():
             assert line.endswith("-> runs in tcplab-linkem"), line
 
 
+def test_iproute2_parses_every_qdisc_command_the_plan_writes():
+    # This kernel has none of the AQM qdiscs, so the kernel-qdisc path cannot run here; what can
+    # be checked is that tc (iproute2's q_codel.c, q_fq_codel.c, q_pie.c, q_red.c) accepts every
+    # parameter: a bad one stops tc before the kernel with `What is "..."?` / a usage text, a good
+    # command reaches the kernel, which adds it or answers that it has no such qdisc.
+    _require_root()
+    from tcplab.backends.netns import host
+
+    kinds = {"htb", "pfifo", "bfifo", "codel", "fq_codel", "pie", "red"}
+    commands = []
+    for aqm in ('{"kind": "codel"}', '{"kind": "codel", "ecn": true, "ce_threshold": "1ms"}', '{"kind": "fq_codel"}',
+                '{"kind": "fq_codel", "ecn": false, "flows": 64, "quantum": "3028B"}', '{"kind": "pie", "ecn": true}',
+                '{"kind": "pie", "bytemode": true, "alpha": 4}', '{"kind": "red"}',
+                '{"kind": "red", "ecn": true, "harddrop": true, "adaptive": true, "probability": 0.1}'):
+        p = planmod.build(_t8(aqm), "tl00af", qdiscs=kinds)
+        (s,) = [x for x in p.shapers if x.aqm]
+        commands.append(planmod.tc_aqm_args(s.aqm, s.rate_bps))
+    run_id = planmod.new_run_id()
+    ns = f"{run_id}-tc"
+    host.register(type("P", (), {"run_id": run_id, "namespaces": [ns]})())
+    try:
+        host.run(["ip", "netns", "add", ns])
+        host.run(["ip", "-n", ns, "link", "add", "name", "q0", "type", "veth", "peer", "name", "q1"])
+        host.run(["ip", "netns", "exec", ns, "tc", "qdisc", "add", "dev", "q0", "root", "handle", "1:", "htb", "default", "1"])
+        host.run(["ip", "netns", "exec", ns, "tc", "class", "add", "dev", "q0", "parent", "1:", "classid", "1:1", "htb",
+                  "rate", "100mbit"])
+        for args in commands:
+            r = subprocess.run(["ip", "netns", "exec", ns, "tc", "qdisc", "add", "dev", "q0", "parent", "1:1", "handle",
+                                "10:", *args], capture_output=True, text=True)
+            assert r.returncode == 0 or r.stderr.startswith("Error: Specified qdisc kind is unknown."), (args, r.stderr)
+            subprocess.run(["ip", "netns", "exec", ns, "tc", "qdisc", "del", "dev", "q0", "parent", "1:1"],
+                           capture_output=True)
+    finally:
+        assert host.teardown(run_id, [ns]) == []
+
+
 def test_a_congestion_control_the_kernel_lacks_is_named_in_one_line():
     _require_root()
     from tcplab.backends.netns import host
@@ -193,11 +229,14 @@ def _sampled_queue_delay_ms(run_dir: str) -> list[float]:
 
 def test_kernel_codel_with_ecn_holds_target_and_marks_where_drop_tail_bloats(tmp_path):
     _require_root()
+    from test_netns import _assert_clean
+
     try:
         codel = _kernel_run(tmp_path, '{ kind = "codel", ecn = true }', "codel")
         tail = _kernel_run(tmp_path, '"drop-tail"', "tail")
     finally:
         subprocess.run([*TCPLAB, "netns", "cleanup"], capture_output=True, cwd=ROOT)
+    _assert_clean()  # no namespace, veth, linkem, iperf3 or trace instance left behind
     b = codel["bottleneck"]
     assert codel["emulation"]["queue_disciplines"] == {"rt1->rt2": "tcplab-linkem codel"}
     # The kernel's features are in the run's provenance.

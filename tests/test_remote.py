@@ -496,6 +496,31 @@ def test_t1_over_ssh_cubic_and_reno_then_everything_restored(nslab, tmp_path):
     assert c.returncode == 0 and "s1" in c.stdout and "s2" in c.stdout and "remote" in c.stdout, c.stdout + c.stderr
 
 
+def test_a_probe_pings_over_ssh_with_the_flows(nslab, tmp_path):
+    """[[probes]] on the remote backend: iputils ping on the probe's machine, its -D output home
+    and on the run's clock, every request a row; the lab left as it was."""
+    before = nslab.state()
+    spec = tmp_path / "spec.toml"
+    spec.write_text(SPEC.format(t="3s") + '[[probes]]\nfrom = "s2"\nto = "r2"\ninterval = "50ms"\n')
+    out = tmp_path / "run"
+    p = _tcplab("run", str(spec), "--backend", "remote", "--testbed", str(_lab_toml(nslab.tmp, extra=NO_PATH_CHECK)),
+                "--out", str(out), "--no-intervals", "--no-report")
+    assert p.returncode == 0, p.stderr[-3000:] + p.stdout[-2000:]
+    _same(nslab.state(), before)
+    s = json.loads((out / "summary.json").read_text())
+    (pr,) = s["probes"]
+    from tcplab.store import read_table
+
+    t = read_table(out, "probes")
+    assert pr["sent"] == 60 == len(t) and pr["answered"] + pr["lost"] == 60 and (out / "remote" / "ping-1.txt").is_file()
+    rtt_ms = t[t["rtt_ns"] >= 0]["rtt_ns"] / 1e6
+    # 20.2 ms of path (linkem's 20 ms and the veths') before the queue builds; at most the
+    # 100-packet buffer at 50 Mbit/s (24.2 ms) above it.
+    assert abs(rtt_ms.min() - 20.2) < 1.0 and rtt_ms.max() < 20.2 + 24.2 + 3, rtt_ms.describe()
+    # The requests' send times are on the run's clock: 50 ms apart from near 0.
+    assert 0 <= t["t_ns"].min() < 200_000_000 and t["t_ns"].max() < 3.3e9, t["t_ns"].describe()
+
+
 def _same(now: dict, before: dict) -> None:
     """The lab's state as before the run, or the differences, named."""
     import difflib

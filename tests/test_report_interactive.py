@@ -173,7 +173,7 @@ def test_plot_draws_one_panel_for_a_window_and_names_allowed_values(t4, tmp_path
     assert res.exit_code == 0, res.output
     assert out.read_text().lstrip().startswith("<?xml") and "retransmission" in out.read_text()
     bad = CliRunner().invoke(app, ["plot", str(t4), "--what", "tsq"])
-    assert bad.exit_code == 2 and "allowed: throughput, cwnd, flight, srtt, queue, tseq" in bad.output
+    assert bad.exit_code == 2 and "allowed: throughput, cwnd, flight, srtt, probes, queue, tseq" in bad.output
     bad = CliRunner().invoke(app, ["plot", str(t4), "--flow", "s9"])
     assert bad.exit_code == 2 and "its flows: s1, s2, s3" in bad.output
 

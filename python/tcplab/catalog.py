@@ -5,7 +5,7 @@ Views (each with a `run` column, the run folder relative to the root):
   runs          one row per run: name, backend, seed, sweep labels and p_* parameters, bottleneck
                 utilisation, goodput, drops, Jain fairness, summed throughput and retransmits
   flow_results  one row per flow of every run (the summary table of `tcplab show`)
-  flows, intervals, queues, ports, events, sends
+  flows, intervals, queues, ports, events, sends, acks, probes
                 the runs' time series, where recorded
   cpu           runs measured with [measure] cpu: CPU shares and work per GB (cpu.json)
 
@@ -22,12 +22,17 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 SUMMARY_FILE = "summary.parquet"
-TIME_SERIES = ("flows", "intervals", "queues", "ports", "events", "sends", "acks")
+TIME_SERIES = ("flows", "intervals", "queues", "ports", "events", "sends", "acks", "probes")
 RUN_COLUMNS = ["name", "backend", "seed", "spec_hash", "sweep", "sweep_part", "point", "iteration",
                "bottleneck_link", "bottleneck_rate_mbps", "utilisation", "goodput_mbps", "drops", "fairness_jain"]
 #: Columns a run has only when its bottleneck ran a queue discipline or measured latency (absent
 #: otherwise, so older runs' rows stay as they were; the views read files by column name).
 LATENCY_COLUMNS = ["aqm", "aqm_drops", "ecn_marks", "queue_delay_p50_ms", "queue_delay_p95_ms", "queue_delay_p99_ms"]
+#: Columns of a run with [[probes]]: its first probe's RTT percentiles and loss (every probe's are
+#: in summary.json and the `probes` view).
+PROBE_COLUMNS = ["probe", "probe_rtt_p50_ms", "probe_rtt_p95_ms", "probe_rtt_p99_ms", "probe_loss_pct"]
+#: A flow's RTT percentiles (its sender's samples), where the run measured latency.
+FLOW_RTT_COLUMNS = ["rtt_p50_ms", "rtt_p95_ms", "rtt_p99_ms"]
 FLOW_COLUMNS = ["flow", "from", "to", "stack", "cc", "start_s", "duration_s", "bytes_delivered", "throughput_mbps",
                 "completion_s", "fct_s", "connect_ms", "retransmits", "syn_retransmits", "recoveries", "rtos",
                 "min_rtt_ms", "srtt_ms", "final_cwnd_bytes"]
@@ -55,19 +60,33 @@ def summary_rows(summary: dict[str, Any], spec_hash: str, labels: dict[str, Any]
         latency = {"aqm": aqm.get("kind", "drop-tail"), "aqm_drops": aqm.get("drops"), "ecn_marks": aqm.get("ecn_marks"),
                    **{f"queue_delay_{k}_ms": qd.get(k) for k in ("p50", "p95", "p99")}}
         run |= latency
+    if summary.get("probes"):
+        p = summary["probes"][0]
+        r = p["rtt_ms"] or {}
+        latency |= {"probe": p["probe"], **{f"probe_rtt_{k}_ms": r.get(k) for k in ("p50", "p95", "p99")},
+                    "probe_loss_pct": p["loss_pct"]}
+        run |= latency
+    flow_cols = FLOW_COLUMNS + (FLOW_RTT_COLUMNS if any("rtt_ms" in f for f in summary["flows"]) else [])
     params = {param_column(k): _text(v) for k, v in (labels.get("params") or {}).items()}
-    rows = [run | {c: f.get(c) for c in FLOW_COLUMNS} | params for f in summary["flows"]]
+    rows = [run | {c: f.get(c) for c in FLOW_COLUMNS} | _flow_rtt(f, flow_cols) | params for f in summary["flows"]]
     types = {"seed": pa.int64(), "point": pa.int64(), "iteration": pa.int64(), "drops": pa.int64(),
              "bytes_delivered": pa.int64(), "retransmits": pa.int64(), "recoveries": pa.int64(), "rtos": pa.int64(),
              "final_cwnd_bytes": pa.int64(), "aqm_drops": pa.int64(), "ecn_marks": pa.int64(),
-             "syn_retransmits": pa.int64()}
+             "probe_loss_pct": pa.float64(), "syn_retransmits": pa.int64()}
     fields = []
-    for c in RUN_COLUMNS + list(latency) + FLOW_COLUMNS:
+    for c in RUN_COLUMNS + list(latency) + flow_cols:
         fields.append(pa.field(c, types.get(c, pa.float64() if c.endswith(("_s", "_mbps", "_ms", "utilisation",
                                                                             "fairness_jain")) else pa.string())))
     fields += [pa.field(c, pa.string()) for c in params]
     schema = pa.schema(fields)
     return pa.Table.from_pylist(rows, schema=schema)
+
+
+def _flow_rtt(f: dict[str, Any], cols: list[str]) -> dict[str, Any]:
+    if FLOW_RTT_COLUMNS[0] not in cols:
+        return {}
+    r = f.get("rtt_ms") or {}
+    return {f"rtt_{k}_ms": r.get(k) for k in ("p50", "p95", "p99")}
 
 
 def _text(v: Any) -> str:
@@ -123,7 +142,7 @@ def connect(root: str | Path = "results"):
         con.execute("CREATE VIEW runs AS SELECT NULL::VARCHAR AS run WHERE false")
     else:
         cols = [r[0] for r in con.execute("DESCRIBE flow_results").fetchall()]
-        keep = [c for c in cols if c in RUN_COLUMNS or c in LATENCY_COLUMNS or c.startswith("p_")]
+        keep = [c for c in cols if c in RUN_COLUMNS or c in LATENCY_COLUMNS or c in PROBE_COLUMNS or c.startswith("p_")]
         con.execute("CREATE VIEW runs AS SELECT run, " + ", ".join(f"any_value({_ident(c)}) AS {_ident(c)}" for c in keep)
                     + ", count(*) AS flows, sum(throughput_mbps) AS throughput_mbps, sum(retransmits) AS retransmits"
                     " FROM flow_results GROUP BY run")

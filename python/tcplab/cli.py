@@ -17,7 +17,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, Ti
 from rich.table import Table
 
 from . import Run, __version__, api
-from .report.text import interval_lines, peers_table, summary_table
+from .report.text import interval_lines, latency_table, peers_table, summary_table
 from .spec import SpecError, resolve
 from .spec.schema import find_preset, preset_names
 
@@ -245,6 +245,8 @@ def _print_run(path: Path, with_intervals: bool) -> None:
         for line in interval_lines(r.intervals, flows):
             out_console.print(line, markup=False)
     out_console.print(summary_table(info))
+    if (lat := latency_table(info)) is not None:
+        out_console.print(lat)
 
 
 def _print_iterations(summaries: list[dict], seeds: list[int]) -> None:
@@ -386,6 +388,11 @@ def compare(
         if mine:
             out_console.print(compare_table(mine, f"{infos[0]['name']}: {runs[0]} vs {r}", (labels[0], labels[i])))
     out_console.print(bottleneck_table(bottleneck_rows(labels, infos)))
+    from .report.text import latency_table
+
+    # Probes' and flows' RTT, and queues other than the bottleneck's (in the table above).
+    if (lat := latency_table(infos[0], labels, infos[1:], skip_bottleneck=True)) is not None:
+        out_console.print(lat)
     if out:
         out_console.print(f"compare: {out / 'compare.html'}")
 
@@ -394,7 +401,7 @@ def compare(
 @_reads_results
 def plot(
     rundir: Annotated[Path, typer.Argument(help="A results folder (simulated, kernel or imported run).")],
-    what: Annotated[Optional[list[str]], typer.Option(help="throughput, cwnd, flight, srtt, queue or tseq (repeatable; default all).")] = None,
+    what: Annotated[Optional[list[str]], typer.Option(help="throughput, cwnd, flight, srtt, probes, queue or tseq (repeatable; default all).")] = None,
     flow: Annotated[Optional[str], typer.Option(help="Only this flow (e.g. s1).")] = None,
     from_: Annotated[Optional[float], typer.Option("--from", help="Window start, seconds from the first flow's start (as in the report).")] = None,
     to: Annotated[Optional[float], typer.Option(help="Window end, seconds.")] = None,
@@ -409,7 +416,7 @@ def plot(
     except FileNotFoundError as e:
         _fail(str(e))
     try:
-        paths = plot_run(rundir, list(what or WHAT), flow, from_, to, out or rundir / "plots")
+        paths = plot_run(rundir, list(what or WHAT), flow, from_, to, out or rundir / "plots", explicit=bool(what))
     except PlotError as e:
         _fail(str(e))
     for p in paths:

@@ -171,6 +171,29 @@ class Background:
 
 
 @dataclass(frozen=True)
+class Probe:
+    """A latency probe: ping from `frm` to `to` every `interval_ns` (ping -i), ICMP echo
+    messages of `size_bytes` (header included: ping -s 56 is 64), IP packets of size + 20."""
+
+    name: str
+    frm: str
+    to: str
+    interval_ns: int
+    size_bytes: int
+    start_ns: int
+    stop_ns: int
+
+    @property
+    def ip_bytes(self) -> int:
+        return self.size_bytes + 20
+
+    @property
+    def count(self) -> int:
+        """Requests sent: one at start + k * interval for every such time before stop."""
+        return max(0, -(-(self.stop_ns - self.start_ns) // self.interval_ns))
+
+
+@dataclass(frozen=True)
 class Trace:
     """What is recorded: flow state every `sample_ns` (0: every ACK), the iperf3-style table every
     `interval_ns`, every send (`sends`), a capture at the bottleneck on the kernel (`pcap`), every
@@ -203,6 +226,7 @@ class Experiment:
     host_sysctls: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: MappingProxyType({}))
     spec: dict[str, Any] = field(default_factory=dict, compare=False)
     warnings: tuple[str, ...] = ()
+    probes: tuple[Probe, ...] = ()
 
     @cached_property
     def ports(self) -> tuple[Port, ...]:
@@ -220,9 +244,19 @@ class Experiment:
     @property
     def bottleneck_aqm_kind(self) -> str:
         """The bottleneck's queue discipline: "drop-tail" or an aqm kind (codel, fq_codel, ...)."""
-        link = self.links[self.bottleneck_port // 2]
-        d = link.ab if self.bottleneck_port % 2 == 0 else link.ba
+        return self.aqm_kind(self.bottleneck)
+
+    def aqm_kind(self, port: Port) -> str:
+        """A port's queue discipline: "drop-tail" or an aqm kind."""
+        d = self._direction(port)
         return dict(d.aqm)["kind"] if d.aqm is not None else "drop-tail"
+
+    @property
+    def monitored_ports(self) -> tuple[Port, ...]:
+        """The ports whose queue is sampled and whose per-packet queueing delay is measured: the
+        bottleneck, then every other port with a queue discipline."""
+        return (self.bottleneck,) + tuple(p for p in self.ports if p.index != self.bottleneck_port
+                                          and self._direction(p).aqm is not None)
 
     def node_index(self, name: str) -> int:
         return [n.name for n in self.nodes].index(name)

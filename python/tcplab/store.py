@@ -2,8 +2,8 @@
 nothing half-written ever looks like a finished run.
 
 Layout: spec.toml (resolved spec), summary.json, meta.json (provenance: version, git revision,
-wall clock), <table>.parquet (zstd) for flows, intervals, queues, ports, events and (if
-recorded) sends and acks, report.html (and plots/ after `tcplab plot`).
+wall clock), <table>.parquet (zstd) for flows, intervals, queues, ports, events, probes (with
+[[probes]]) and (if recorded) sends and acks, report.html (and plots/ after `tcplab plot`).
 """
 
 from __future__ import annotations
@@ -43,12 +43,13 @@ class TableWriter:
     #: Rows of one table gathered before they are written as one row group.
     FLUSH_ROWS = 1 << 20
 
-    def __init__(self, directory: Path, flow_names: list[str], port_labels: list[str]):
+    def __init__(self, directory: Path, flow_names: list[str], port_labels: list[str], probe_names: list[str] = ()):
         """`flow_names` is read at each write, so a caller that learns flows while it streams (an
         import) may extend it between writes; a batch's dictionary is the list as it is then."""
         self.directory = directory
         self.flow_names = flow_names
         self.port_labels = pa.array(port_labels, pa.string())
+        self.probe_names = pa.array(list(probe_names), pa.string())
         self.writers: dict[str, pq.ParquetWriter] = {}
         # Per table: (number of flow names when its first batch came, {column: [bytes]}, rows).
         self.pending: dict[str, tuple[int, dict[str, list[bytes]], int]] = {}
@@ -61,6 +62,8 @@ class TableWriter:
                 arr: pa.Array = pa.DictionaryArray.from_arrays(pa.array(values.astype(np.int32)), pa.array(self.flow_names, pa.string()))
             elif name in _PORT_TABLES and col == "port":
                 arr = pa.DictionaryArray.from_arrays(pa.array(values.astype(np.int32)), self.port_labels)
+            elif name == "probes" and col == "probe":
+                arr = pa.DictionaryArray.from_arrays(pa.array(values.astype(np.int32)), self.probe_names)
             else:
                 arr = pa.array(values, pa.int64())
             arrays.append(arr)
@@ -104,14 +107,14 @@ class TableWriter:
 
 def write_rows(directory: Path, name: str, rows: list[dict[str, Any]], columns: list[str]) -> None:
     """One table from row dicts (backends that produce records in Python, e.g. netns): int64
-    columns except `flow` and `port`, which are strings; no file when there are no rows."""
+    columns except `flow`, `port` and `probe`, which are strings; no file when there are no rows."""
     import pandas as pd
 
     if not rows:
         return
     df = pd.DataFrame(rows, columns=columns)
     for c in columns:
-        if c not in ("flow", "port"):
+        if c not in ("flow", "port", "probe"):
             df[c] = df[c].astype("int64")
     df.to_parquet(directory / f"{name}.parquet", compression="zstd", index=False)
 
@@ -167,7 +170,7 @@ def read_table(run_dir: Path, name: str, columns: list[str] | None = None, names
         df = pq.read_table(path, columns=columns).to_pandas()
     except (pa.ArrowException, OSError) as e:
         raise DamagedResults(f"{path}: cannot be read ({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
-    for col in ("flow", "port"):
+    for col in ("flow", "port", "probe"):
         if col in df and hasattr(df[col], "cat") and not names_as_categories:
             df[col] = df[col].astype(str)
     return df

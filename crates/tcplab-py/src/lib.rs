@@ -230,6 +230,21 @@ impl Simulation {
         Ok(list)
     }
 
+    /// Totals per latency probe, as a list of dicts: requests sent, replies received, requests
+    /// or replies lost (the rest were in flight when the run ended).
+    fn probe_stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let list = PyList::empty(py);
+        for p in &self.inner.probes {
+            let d = PyDict::new(py);
+            d.set_item("name", &p.cfg.name)?;
+            d.set_item("sent", p.sent)?;
+            d.set_item("answered", p.answered)?;
+            d.set_item("lost", p.lost)?;
+            list.append(d)?;
+        }
+        Ok(list)
+    }
+
     /// CPU samples of a run measuring them ([measure] cpu), or None: {other, tcp, cc} sample
     /// counts and the sampling period (see tcplab_sim::cpu).
     fn cpu_report<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
@@ -253,6 +268,18 @@ impl Simulation {
     fn check_invariants(&self) -> PyResult<()> {
         self.inner.check_invariants().map_err(PyValueError::new_err)
     }
+}
+
+/// The `qs` quantiles of `samples_ns` as the simulator's delay histogram gives them (tcplab-sim
+/// hist.rs; the per-flow RTT and per-queue delay percentiles), for checks against other
+/// arithmetic.
+#[pyfunction]
+fn histogram_quantiles(samples_ns: Vec<u64>, qs: Vec<f64>) -> Vec<Option<u64>> {
+    let mut h = tcplab_sim::hist::DelayHistogram::default();
+    for s in samples_ns {
+        h.add(s);
+    }
+    qs.into_iter().map(|q| h.quantile(q)).collect()
 }
 
 /// Congestion-control algorithms the simulator knows.
@@ -344,6 +371,7 @@ fn record_contract(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
         ("events", r::EVENT_COLUMNS),
         ("sends", r::SEND_COLUMNS),
         ("acks", r::ACK_COLUMNS),
+        ("probes", r::PROBE_COLUMNS),
     ] {
         tables.set_item(name, cols.to_vec())?;
     }
@@ -714,6 +742,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(algorithms, m)?)?;
     m.add_function(wrap_pyfunction!(algorithms_for, m)?)?;
     m.add_function(wrap_pyfunction!(stacks, m)?)?;
+    m.add_function(wrap_pyfunction!(histogram_quantiles, m)?)?;
     m.add_function(wrap_pyfunction!(stack_options, m)?)?;
     m.add_function(wrap_pyfunction!(record_contract, m)?)?;
     Ok(())

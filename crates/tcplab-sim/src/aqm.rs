@@ -30,6 +30,8 @@ impl tcplab_aqm::Packet for Packet {
             Kind::Data | Kind::Syn | Kind::HandshakeAck => 0u64,
             Kind::Ack | Kind::SynAck => 1,
             Kind::Udp => 2,
+            // A probe's request and reply leave by opposite ports, as a flow's data and ACKs.
+            Kind::Echo | Kind::EchoReply => 3,
         };
         (self.flow as u64) << 2 | kind
     }

@@ -37,6 +37,9 @@ pub struct SimConfig {
     /// Background UDP constant-bit-rate sources.
     #[serde(default)]
     pub udp: Vec<UdpConfig>,
+    /// Latency probes (ping).
+    #[serde(default)]
+    pub probes: Vec<ProbeConfig>,
     /// Ports (link index, direction "ab" or "ba") whose queue length is sampled.
     #[serde(default)]
     pub monitor: Vec<PortRef>,
@@ -428,6 +431,27 @@ pub struct UdpConfig {
     /// Start time.
     pub start_ns: Ns,
     /// Stop time.
+    pub stop_ns: Ns,
+}
+
+/// A latency probe: ICMP echo requests from `src` to `dst` every `interval_ns` (ping -i), each
+/// answered by `dst` at once.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProbeConfig {
+    /// Name.
+    pub name: String,
+    /// Pinging node index.
+    pub src: u32,
+    /// Pinged node index.
+    pub dst: u32,
+    /// Time between requests.
+    pub interval_ns: Ns,
+    /// Request (and reply) size, IP bytes.
+    pub size_bytes: u32,
+    /// First request.
+    pub start_ns: Ns,
+    /// No request at or after this time.
     pub stop_ns: Ns,
 }
 

@@ -19,6 +19,8 @@ pub enum Action {
     ReceiverTimer(u32),
     /// A UDP source sends its next datagram.
     UdpSend(u32),
+    /// A latency probe sends its next echo request.
+    ProbeSend(u32),
     /// Periodic sampling of flow and queue state.
     Sample,
     /// A flow's iperf3-style interval boundary (`-i`).

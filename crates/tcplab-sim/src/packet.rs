@@ -27,6 +27,11 @@ pub enum Kind {
     SynAck,
     /// The pure ACK that completes the three-way handshake, sender to receiver.
     HandshakeAck,
+    /// ICMP echo request of a latency probe (RFC 792; ping): `flow` is the probe's index, `seq`
+    /// its icmp_seq, `ts_val` its send time (iputils ping carries it in the payload).
+    Echo,
+    /// ICMP echo reply: the request's `flow`, `seq` and `ts_val`, sent back at once.
+    EchoReply,
 }
 
 /// `Packet::opts` bit: SACK-permitted option (RFC 2018 §2).
@@ -43,7 +48,7 @@ pub struct Packet {
     pub id: u64,
     /// What it is.
     pub kind: Kind,
-    /// Flow (TCP) or source (UDP) index.
+    /// Flow (TCP), source (UDP) or probe (Echo, EchoReply) index.
     pub flow: u32,
     /// Destination node.
     pub dst: u32,

@@ -103,6 +103,7 @@ pub fn pipe(
         ],
         flows,
         udp: vec![],
+        probes: vec![],
         monitor: vec![PortRef {
             link: 1,
             dir: "ab".into(),
@@ -253,6 +254,7 @@ pub fn dumbbell(
         links,
         flows,
         udp: vec![],
+        probes: vec![],
         monitor: vec![PortRef {
             link: 0,
             dir: "ab".into(),

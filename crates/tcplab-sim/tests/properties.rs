@@ -136,6 +136,21 @@ fn random_case(seed: u64) -> SimConfig {
     } else {
         vec![]
     };
+    // A latency probe across the network in half the cases (requests and replies are packets
+    // like any other: conservation, drops and the end of the run must count them).
+    let probes = if pick(0, 1) == 0 {
+        vec![ProbeConfig {
+            name: "ping0".into(),
+            src: 0,
+            dst: pairs,
+            interval_ns: pick(5, 500) * MS,
+            size_bytes: 84,
+            start_ns: 0,
+            stop_ns: 3 * SEC,
+        }]
+    } else {
+        vec![]
+    };
     SimConfig {
         seed,
         stop_ns: 400 * SEC,
@@ -148,6 +163,7 @@ fn random_case(seed: u64) -> SimConfig {
         links,
         flows,
         udp,
+        probes,
         monitor: vec![PortRef {
             link: 0,
             dir: "ab".into(),
@@ -160,6 +176,7 @@ fn check_case(seed: u64) {
     let mut sim = Simulation::new(&cfg).unwrap_or_else(|e| panic!("case {seed}: {e}"));
     sim.audit = Some(Default::default());
     let mut t = 0;
+    let mut probe_rows = 0;
     while t < cfg.stop_ns && !sim.flows_done() {
         t += 50 * MS;
         sim.run_until(t);
@@ -167,9 +184,23 @@ fn check_case(seed: u64) {
             panic!("case {seed} at {:.3} s: {e}\n{cfg:#?}", t as f64 / 1e9);
         }
         // drain records as a real run does
+        probe_rows += sim.rec.probes.len() as u64;
         for table in sim.rec.tables_mut() {
             table.take();
         }
+    }
+    for p in &sim.probes {
+        // Every request sent had its fate recorded once: a row each, answered or lost.
+        assert!(p.sent > 0, "case {seed}: the probe sent nothing");
+        assert_eq!(
+            p.answered + p.lost,
+            p.sent,
+            "case {seed}: probe requests unresolved"
+        );
+        assert_eq!(
+            probe_rows, p.sent,
+            "case {seed}: one probes row per request"
+        );
     }
     assert!(
         sim.flows_done(),

@@ -126,6 +126,11 @@ pub const ACK_COLUMNS: &[&str] = &[
     "sack4_end",
 ];
 
+/// Latency probes (ping): one row per echo request once its fate is known, with the request's
+/// send time, its icmp_seq (from 1) and the round-trip time, or -1 when the request or its reply
+/// was lost. A request still in flight when the run ends has no row.
+pub const PROBE_COLUMNS: &[&str] = &["t_ns", "probe", "seq", "rtt_ns"];
+
 /// All tables of a run.
 #[derive(Debug)]
 pub struct Recorder {
@@ -143,6 +148,8 @@ pub struct Recorder {
     pub sends: Table,
     /// ACKs received by the sender (only when recorded).
     pub acks: Table,
+    /// Latency probes' round trips.
+    pub probes: Table,
 }
 
 impl Default for Recorder {
@@ -155,13 +162,14 @@ impl Default for Recorder {
             events: Table::new("events", EVENT_COLUMNS),
             sends: Table::new("sends", SEND_COLUMNS),
             acks: Table::new("acks", ACK_COLUMNS),
+            probes: Table::new("probes", PROBE_COLUMNS),
         }
     }
 }
 
 impl Recorder {
     /// All tables, for draining.
-    pub fn tables_mut(&mut self) -> [&mut Table; 7] {
+    pub fn tables_mut(&mut self) -> [&mut Table; 8] {
         [
             &mut self.flows,
             &mut self.intervals,
@@ -170,6 +178,7 @@ impl Recorder {
             &mut self.events,
             &mut self.sends,
             &mut self.acks,
+            &mut self.probes,
         ]
     }
 }

@@ -11,6 +11,7 @@ from typing import Any
 from ..contract import RECOVERY_START, RTO
 from ..spec import Resolved
 from ..store import read_table
+from .latency import probe_rows
 
 
 def jain_index(xs: list[float]) -> float | None:
@@ -128,7 +129,7 @@ def summarize(resolved: Resolved, totals: dict[str, Any], run_dir: Path) -> dict
         "background": totals["udp"],
     }
     qd = port_tot.get("queue_delay")
-    latency = resolved.trace.latency or resolved.bottleneck_aqm_kind != "drop-tail"
+    latency = resolved.trace.latency or resolved.bottleneck_aqm_kind != "drop-tail" or bool(resolved.probes)
     for row, st in zip(flows, totals["flows"]):
         if latency and st.get("rtt"):
             # The sender's RTT samples (its estimator's, timestamps included) as percentiles.
@@ -137,12 +138,19 @@ def summarize(resolved: Resolved, totals: dict[str, Any], run_dir: Path) -> dict
     if qd and latency:
         # Per packet, arrival at the bottleneck to the start of its transmission (histogram
         # buckets of 1.6%; tcplab-sim hist.rs).
-        out["bottleneck"]["queue_delay_ms"] = {
-            "packets": qd["packets"], "mean": _r(qd["mean_ns"] / 1e6, 3),
-            **{k: _r(qd[f"{k}_ns"] / 1e6, 3) for k in ("p50", "p95", "p99", "max")}}
+        out["bottleneck"]["queue_delay_ms"] = _queue_delay_ms(qd)
+    if latency:
+        # Every monitored queue (the bottleneck, then the other ports with a discipline).
+        by_index = {p["port"]: p for p in totals["ports"]}
+        queues = [{"port": p.label, "aqm": resolved.aqm_kind(p), "queue_delay_ms": _queue_delay_ms(qd_p)}
+                  for p in resolved.monitored_ports if (qd_p := by_index.get(p.index, {}).get("queue_delay"))]
+        if queues:
+            out["queues"] = queues
     if "ecn_marks" in port_tot:  # the bottleneck runs a queue discipline
         out["bottleneck"]["aqm"] = {"kind": resolved.bottleneck_aqm_kind, "drops": port_tot["aqm_drops"],
                                     "ecn_marks": port_tot["ecn_marks"]}
+    if resolved.probes:
+        out["probes"] = probe_rows(resolved.probes, totals["probes"], read_table(run_dir, "probes"))
     if "events" in totals:
         out["simulator"] = {"events": totals["events"], "packets": totals["packets"], "end_s": _r(totals["end_ns"] / 1e9)}
     if "emulation" in totals:
@@ -152,6 +160,11 @@ def summarize(resolved: Resolved, totals: dict[str, Any], run_dir: Path) -> dict
     if resolved.warnings:
         out["warnings"] = resolved.warnings
     return out
+
+
+def _queue_delay_ms(qd: dict[str, Any]) -> dict[str, Any]:
+    return {"packets": qd["packets"], "mean": _r(qd["mean_ns"] / 1e6, 3),
+            **{k: _r(qd[f"{k}_ns"] / 1e6, 3) for k in ("p50", "p95", "p99", "max")}}
 
 
 def cpu_cost(cpu: dict[str, Any], summary: dict[str, Any]) -> dict[str, Any]:

@@ -40,7 +40,8 @@ def _rx_nic(f: Flow) -> dict[str, Any]:
 
 def lower(exp: Experiment) -> dict[str, Any]:
     """The simulator's config (tcplab-sim config.rs `SimConfig`) for `exp`: nodes and links by
-    index, each flow's stack configuration, the bottleneck port to monitor."""
+    index, each flow's stack configuration, the ports to monitor (the bottleneck, then every other
+    port with a queue discipline)."""
     index = {n.name: i for i, n in enumerate(exp.nodes)}
     nodes = [_node(n) for n in exp.nodes]
     links = [{"a": index[ln.a], "b": index[ln.b], "ab": _direction(ln.ab), "ba": _direction(ln.ba)} for ln in exp.links]
@@ -55,12 +56,15 @@ def lower(exp: Experiment) -> dict[str, Any]:
     } | ({"ecn": True} if f.ecn_request else {}) for f in exp.flows]
     udp = [{"name": u.name, "src": index[u.frm], "dst": index[u.to], "rate_bps": u.rate_bps, "size_bytes": u.size_bytes,
             "start_ns": u.start_ns, "stop_ns": u.stop_ns} for u in exp.background]
+    probes = [{"name": p.name, "src": index[p.frm], "dst": index[p.to], "interval_ns": p.interval_ns,
+               "size_bytes": p.ip_bytes, "start_ns": p.start_ns, "stop_ns": p.stop_ns} for p in exp.probes]
     return {
         "seed": exp.seed, "stop_ns": exp.stop_ns, "sample_interval_ns": exp.trace.sample_ns,
         "interval_ns": exp.trace.interval_ns, "record_sends": exp.trace.sends,
         "record_acks": exp.trace.acks, "measure_cpu": exp.measure_cpu,
         "nodes": nodes, "links": links, "flows": flows, "udp": udp,
-        "monitor": [{"link": exp.bottleneck_port // 2, "dir": "ab"}],
+        **({"probes": probes} if probes else {}),
+        "monitor": [{"link": p.link, "dir": "ab" if p.index % 2 == 0 else "ba"} for p in exp.monitored_ports],
     }
 
 
@@ -70,7 +74,7 @@ def run(exp: Experiment, directory: Path, progress: Callable[[int, int], None] |
     `progress(now_ns, stop_ns)` is called after each step.
     """
     sim = _native.Simulation(json.dumps(lower(exp)), user_cc.instances(exp.flows))
-    writer = TableWriter(directory, [f.name for f in exp.flows], [p.label for p in exp.ports])
+    writer = TableWriter(directory, [f.name for f in exp.flows], [p.label for p in exp.ports], [p.name for p in exp.probes])
     stop = sim.stop_ns
     try:
         while sim.now_ns < stop and not sim.flows_done():
@@ -93,5 +97,6 @@ def run(exp: Experiment, directory: Path, progress: Callable[[int, int], None] |
         "flows": sim.flow_stats(),
         "ports": sim.port_stats(),
         "udp": sim.udp_stats(),
+        "probes": sim.probe_stats(),
         "cpu": sim.cpu_report(),
     }

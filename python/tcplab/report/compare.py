@@ -12,7 +12,7 @@ from ..analysis.recovery import episodes
 from . import interactive
 from .html import _CSS, _table
 from .panels import PageModel, RunTables, add_run
-from .text import bottleneck_rows
+from .text import LATENCY_COLUMNS, bottleneck_rows, latency_rows
 
 
 def overlay_model(runs: list[tuple[str, Path, dict[str, Any]]]) -> PageModel:
@@ -51,6 +51,10 @@ def write(out_dir: Path, runs: list[tuple[str, Path, dict[str, Any]]], diffs: di
     bott = _table("bottleneck-table", ["run", "discipline", "where", "utilisation", "drops", "ECN marks",
                                        "max queue packets", "queue delay p50 ms", "p95 ms", "p99 ms"],
                   [[r[c] for c in cols] for r in bottleneck_rows([x[0] for x in runs], [x[2] for x in runs])], left=3)
+    # Probes' and flows' RTT and the queues other than the bottleneck's (above), run by run.
+    lat = [[label, *r] for label, _, info in runs for r in latency_rows(info, skip_port=(info.get("bottleneck") or {}).get("link"))]
+    if lat:
+        bott += _table("compare-latency-table", ["run", "latency under load", *LATENCY_COLUMNS[1:]], lat, left=3)
     listing = "".join(f"<li><b>{html.escape(label)}</b>: <code>{html.escape(str(path))}</code> "
                       f"({html.escape(info['name'])}, backend {html.escape(str(info.get('backend') or '-'))})</li>"
                       for label, path, info in runs)

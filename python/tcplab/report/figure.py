@@ -17,8 +17,9 @@ class PlotError(ValueError):
 
 
 def plot_run(run_dir: Path, what: list[str], flow: str | None, lo_s: float | None, hi_s: float | None,
-             out: Path) -> list[Path]:
-    """Draw `what` (default every panel and each flow's tseq) into `out`: a file (one chart) or a
+             out: Path, explicit: bool = True) -> list[Path]:
+    """Draw `what` (default every panel and each flow's tseq; `explicit` False: the default, which
+    leaves out the probes chart of a run without probes) into `out`: a file (one chart) or a
     folder (<what>[_<flow>].png and .svg). Times are the report's: seconds from the first flow's start."""
     from .. import Run
     from ..analysis.recovery import episodes
@@ -58,6 +59,8 @@ def plot_run(run_dir: Path, what: list[str], flow: str | None, lo_s: float | Non
     written = []
     if not single:
         out.mkdir(parents=True, exist_ok=True)
+    if explicit is False:  # every chart by default: a run without probes has no probes chart
+        jobs = [(w, f) for w, f in jobs if w != "probes" or "probes" in model.panels]
     for w, f in jobs:
         if w != "tseq" and w not in model.panels:
             raise PlotError(f"--what {w}: {run_dir} recorded nothing for this chart")

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..model import port_label
-from .text import interval_lines
+from .text import LATENCY_COLUMNS, interval_lines, latency_rows
 
 _CSS = """
 body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#222}
@@ -163,10 +163,10 @@ def write(run_dir: Path, summary: dict[str, Any], meta: dict[str, Any], spec_tom
                                                   "p95 ms", "p99 ms", "max ms", "packets"],
                                 [[aqm.get("kind", "drop-tail"), aqm.get("drops"), aqm.get("ecn_marks"), qd.get("p50"),
                                   qd.get("p95"), qd.get("p99"), qd.get("max"), qd.get("packets")]], left=1)
-        rtt_rows = [[f["flow"], f["rtt_ms"]["p50"], f["rtt_ms"]["p95"], f["rtt_ms"]["p99"], f["rtt_ms"]["samples"]]
-                    for f in summary["flows"] if "rtt_ms" in f]
+        # Probes' and flows' RTT percentiles, and the queues other than the bottleneck's (above).
+        rtt_rows = latency_rows(summary, skip_port=b["link"])
         if rtt_rows:
-            bott_html += _table("rtt-table", ["flow", "RTT p50 ms", "p95 ms", "p99 ms", "samples"], rtt_rows, left=1)
+            bott_html += _table("rtt-table", ["latency under load", *LATENCY_COLUMNS[1:]], rtt_rows, left=2)
         ecn_rows = [[f["flow"], f["ecn"]["ce_segments_received"], f["ecn"]["ece_acks"], f["ecn"]["window_reductions"]]
                     for f in summary["flows"] if "ecn" in f]
         if ecn_rows:

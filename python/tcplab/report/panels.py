@@ -1,5 +1,6 @@
 """What the interactive charts show, built from a results folder's tables: the linked time panels
-(throughput, cwnd/ssthresh, flight against the receive window, srtt, bottleneck queue and drops),
+(throughput, cwnd/ssthresh, flight against the receive window, srtt, probes' ping RTT, bottleneck
+queue and drops),
 the recovery episodes that shade them, and each flow's time-sequence graph. One or several runs
 (a compare page) go into one PageModel; each run's time starts at its first flow's start."""
 
@@ -21,6 +22,7 @@ PANELS = [
     ("cwnd", "cwnd and ssthresh", "kB", "kB", None, None),
     ("flight", "Bytes in flight and the receive window", "kB", "kB", None, None),
     ("srtt", "Smoothed RTT", "ms", "ms", None, None),
+    ("probes", "Latency probes: ping RTT per request", "ms", "ms", None, None),
     ("queue", "Bottleneck queue and drops", "packets", "packets", "drops per interval", "drops"),
 ]
 
@@ -84,6 +86,7 @@ class RunTables:
     sends: pd.DataFrame
     acks: pd.DataFrame
     path: Path | None = None
+    probes: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     @classmethod
     def read(cls, run_dir: Path, summary: dict[str, Any]) -> "RunTables":
@@ -96,7 +99,8 @@ class RunTables:
                 cols = [c for c in cols if c in have]
             return read_table(run_dir, t, columns=cols, names_as_categories=True)
 
-        return cls(summary, *(one(t) for t in ("flows", "intervals", "queues", "ports", "events", "sends", "acks")), path=run_dir)
+        return cls(summary, *(one(t) for t in ("flows", "intervals", "queues", "ports", "events", "sends", "acks")), path=run_dir,
+                   probes=one("probes"))
 
     def window(self, lo_ns: int, hi_ns: int) -> "RunTables":
         """Only the rows within [lo_ns, hi_ns] (intervals and port counters that overlap it)."""
@@ -107,7 +111,7 @@ class RunTables:
 
         return RunTables(self.summary, cut(self.flows, "t_ns"), cut(self.intervals, "t_start_ns", "t_end_ns"),
                          cut(self.queues, "t_ns"), cut(self.ports, "t_start_ns", "t_end_ns"), self.events,
-                         cut(self.sends, "t_ns"), cut(self.acks, "t_ns"), self.path)
+                         cut(self.sends, "t_ns"), cut(self.acks, "t_ns"), self.path, cut(self.probes, "t_ns"))
 
 
 def _focus(eps: pd.DataFrame, flows: list[dict[str, Any]], flow: str | None) -> S.Focus:
@@ -174,6 +178,7 @@ def add_run(model: PageModel, tables: RunTables, eps: pd.DataFrame, label: str |
     if not len(fl):
         for pid in ("cwnd", "flight", "srtt"):
             model.panel(pid)["notes"].append(f"{pre}{MISSING['flows']}.")
+    _probes(tables, add, model, pre)
     _queue(tables, add, model, pre)
     for r in eps.itertuples(index=False) if len(eps) else []:
         dur = r.duration_s if r.duration_s is not None and r.duration_s == r.duration_s else 0.0
@@ -207,6 +212,21 @@ def _throughput(tables: RunTables, flows: list[dict[str, Any]], add) -> None:
         vals = np.array([total[k] for k in sorted(total)])
         starts = np.r_[int(iv["t_start_ns"].min()), ts[:-1]]
         add("throughput", "sum", "sum", np.r_[starts, ts[-1]], np.r_[vals, vals[-1]], 3, None)
+
+
+def _probes(tables: RunTables, add, model: PageModel, pre: str) -> None:
+    """Each probe's round-trip times at the requests' send times (flent's ping plot); lost
+    requests leave a gap and are counted in the panel's note."""
+    pr = tables.probes
+    if not len(pr):
+        return
+    for name in sorted(pr["probe"].unique()):
+        mine = by_time(pr[pr["probe"] == name])
+        rtt = mine["rtt_ns"].where(mine["rtt_ns"] >= 0) / 1e6
+        add("probes", f"{name} RTT", f"probe {name}", mine["t_ns"].to_numpy(), rtt, 3, None, step=False)
+        lost = int((mine["rtt_ns"] < 0).sum())
+        if lost:
+            model.panel("probes")["notes"].append(f"{pre}{name}: {lost} of {len(mine)} requests lost (gaps).")
 
 
 def _queue(tables: RunTables, add, model: PageModel, pre: str) -> None:

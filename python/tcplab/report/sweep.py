@@ -24,9 +24,13 @@ from .html import _CSS, _show  # noqa: E402
 
 matplotlib.rcParams["svg.hashsalt"] = "tcplab"
 
-#: (catalog column of the runs view, label). Fairness only where runs have several flows.
+#: (catalog column of the runs view, label). Fairness only where runs have several flows; the
+#: latency figures only where runs measured them ([trace] latency, an AQM, [[probes]]).
 METRICS = [("throughput_mbps", "throughput, all flows (Mbit/s)"), ("utilisation", "bottleneck utilisation"),
-           ("retransmits", "retransmitted segments"), ("fairness_jain", "Jain fairness")]
+           ("retransmits", "retransmitted segments"), ("fairness_jain", "Jain fairness"),
+           ("queue_delay_p50_ms", "bottleneck queue delay p50 (ms)"), ("queue_delay_p99_ms", "bottleneck queue delay p99 (ms)"),
+           ("probe_rtt_p50_ms", "probe RTT p50 (ms)"), ("probe_rtt_p99_ms", "probe RTT p99 (ms)")]
+OPTIONAL_METRICS = {"queue_delay_p50_ms", "queue_delay_p99_ms", "probe_rtt_p50_ms", "probe_rtt_p99_ms"}
 CONFIDENCE = 0.95
 
 
@@ -252,7 +256,8 @@ def write(sweep_dir: Path) -> Path:
                     v = row.get(m)
                     if v is not None and v == v:
                         values[m].setdefault(str(p["point"]), []).append(float(v))
-        metrics = [(m, label) for m, label in METRICS if m != "fairness_jain" or several_flows]
+        metrics = [(m, label) for m, label in METRICS if (m != "fairness_jain" or several_flows)
+                   and (m not in OPTIONAL_METRICS or values[m])]
         charts = "".join(_chart(part, pts, values, m, label, plots) for m, label in metrics)
         missing = sum(1 for p in index["points"] if p["part"] == part["name"] and p.get("status") != "done")
         axes = "; ".join(f"{a['key']} ({param_column(a['key'])}) = {a['values']}" for a in part["axes"])

@@ -91,6 +91,56 @@ def summary_table(summary: dict[str, Any]) -> Table:
     return t
 
 
+def latency_rows(summary: dict[str, Any], skip_port: str | None = None) -> list[list[str]]:
+    """Latency under load, one row per probe, flow and queue (but `skip_port`'s) that measured it:
+    what, path, samples, p50/p95/p99/max ms, lost (probes). Shared by the terminal and report.html."""
+    def ms(d: dict[str, Any], k: str) -> str:
+        return "-" if d.get(k) is None else f"{d[k]:.2f}"
+
+    rows = []
+    for p in summary.get("probes", []):
+        r = p["rtt_ms"] or {}
+        rows.append([f"{p['probe']} (ping RTT)", port_label(p["from"], p["to"]), str(p["answered"]),
+                     *(ms(r, k) for k in ("p50", "p95", "p99", "max")), f"{p['lost']} ({p['loss_pct'] or 0:g}%)"])
+    for f in summary["flows"]:
+        if "rtt_ms" in f:
+            r = f["rtt_ms"]
+            rows.append([f"{f['flow']} (TCP RTT)", port_label(f["from"], f["to"]), str(r["samples"]),
+                         *(ms(r, k) for k in ("p50", "p95", "p99")), "-", ""])
+    b = summary.get("bottleneck") or {}
+    # Every monitored queue; runs written before `queues` existed have the bottleneck's only.
+    queues = summary.get("queues") or ([{"port": b["link"], "aqm": b.get("aqm", {}).get("kind", "drop-tail"),
+                                         "queue_delay_ms": b["queue_delay_ms"]}] if b.get("queue_delay_ms") else [])
+    for qu in queues:
+        if qu["port"] == skip_port:
+            continue
+        q = qu["queue_delay_ms"]
+        rows.append([f"{qu['aqm']} (queue delay)", qu["port"], str(q["packets"]),
+                     *(ms(q, k) for k in ("p50", "p95", "p99", "max")), ""])
+    return rows
+
+
+LATENCY_COLUMNS = ["", "path", "samples", "p50 ms", "p95 ms", "p99 ms", "max ms", "lost"]
+
+
+def latency_table(summary: dict[str, Any], labels: list[str] | None = None, others: list[dict[str, Any]] = (),
+                  skip_bottleneck: bool = False) -> Table | None:
+    """Probes' RTT, flows' RTT and queueing delay percentiles; None when nothing measured them.
+    With `others` (compare), every run's rows, each led by its label from `labels`;
+    `skip_bottleneck`: without the bottleneck's queue (shown by bottleneck_table)."""
+    runs = [summary, *others]
+    rows = [[*([labels[i]] if labels else []), *r] for i, s in enumerate(runs)
+            for r in latency_rows(s, skip_port=(s.get("bottleneck") or {}).get("link") if skip_bottleneck else None)]
+    if not rows:
+        return None
+    t = Table(title="latency under load")
+    for col in (["run"] if labels else []) + LATENCY_COLUMNS:
+        t.add_column(col, justify="left" if col in ("run", "", "path") else "right")
+    for r in rows:
+        t.add_row(*r)
+    return t
+
+
 def _kb(v: Any) -> str:
     return "-" if v is None or v != v else f"{v / 1000:.1f}"
 

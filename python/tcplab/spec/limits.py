@@ -63,6 +63,11 @@ NETEM_LIMIT = Limit(1, 10**7, "1 .. 10000000 (packets)")
 #: powers of two from 1/128 to 8) and how many ports a static partition divides it among.
 SHARED_BUFFER_ALPHA = (1 / 1024, 1024.0)
 SHARED_BUFFER_PORTS = Limit(1, 1024, "1 .. 1024")
+#: A latency probe's interval (ping -i; iputils lets root go to 2 ms, flent's default is 200 ms)
+#: and its ICMP echo size, header included (ping -s 56 sends 64: at least 16 bytes of payload
+#: for the send time ping carries, at most what fits a 1500-byte IP packet).
+PROBE_INTERVAL = Limit(10**6, DAY_NS, "1ms .. 1day")
+PROBE_SIZE = Limit(24, 1480, "24B .. 1480B")
 #: Tracing: the flow-state sample period (or "ack") and the interval table's period.
 SAMPLE = Limit(1000, DAY_NS, "1us .. 1day, or \"ack\"")
 INTERVAL = Limit(10**6, DAY_NS, "1ms .. 1day")
@@ -83,4 +88,5 @@ BY_KEY: dict[str, Limit] = {
     "hosts.*.nic.rx_usecs": RX_USECS,
     "hosts.*.nic.rx_frames": RX_FRAMES, "hosts.*.nic.tso_max": TSO_MAX, "hosts.*.netem.limit": NETEM_LIMIT,
     "topology.shared_buffer_ports": SHARED_BUFFER_PORTS,
+    "probes.interval": PROBE_INTERVAL, "probes.size": PROBE_SIZE,
 }

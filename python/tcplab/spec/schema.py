@@ -20,12 +20,13 @@ from ..model import Experiment, Trace
 from . import limits, units
 from .ctx import Ctx, SpecError
 from .hosts import hosts as _hosts, with_netem
+from .probes import PROBE_KEYS, probes as _probes
 from .senders import BACKGROUND_KEYS, SENDER_KEYS, background as _background, senders as _senders
 from .topology import LINK_KEYS, KINDS as TOPOLOGY_KINDS, topology as _topology
 from .units import UnitError, cli_duration
 from .warnings import warnings as _warnings
 
-__all__ = ["BACKGROUND_KEYS", "LINK_KEYS", "SENDER_KEYS", "TOPOLOGY_KINDS", "TOP_KEYS", "Resolved", "SpecError",
+__all__ = ["BACKGROUND_KEYS", "LINK_KEYS", "PROBE_KEYS", "SENDER_KEYS", "TOPOLOGY_KINDS", "TOP_KEYS", "Resolved", "SpecError",
            "apply_set", "find_preset", "load_spec", "peers_matrix", "preset_names", "resolve", "set_key"]
 
 #: Features a spec may ask for that this version does not implement yet: key -> what it is.
@@ -159,8 +160,8 @@ def _measure(ctx: Ctx, spec: dict[str, Any]) -> tuple[bool, dict]:
 # ---------------------------------------------------------------------------------------------
 
 
-TOP_KEYS = ("name", "description", "seed", "duration", "topology", "hosts", "stack_sysctl", "senders", "background", "trace",
-            "measure", "peers", "sweep") + tuple(NOT_YET)
+TOP_KEYS = ("name", "description", "seed", "duration", "topology", "hosts", "stack_sysctl", "senders", "background", "probes",
+            "trace", "measure", "peers", "sweep") + tuple(NOT_YET)
 
 #: [peers]: the stacks and cc modules `tcplab peers` runs every sender with, and their defaults.
 PEERS_KEYS = {"stacks": ["freebsd", "freebsd-rack", "linux"], "cc": ["newreno", "cubic"]}
@@ -274,13 +275,16 @@ def resolve(spec: dict[str, Any], source: str, *, seed: int | None = None, durat
     flows, senders_norm = _senders(ctx, spec, hosts, host_cfg)
     stop, app_end = _stop_ns(ctx, spec, flows)
     udp, bg_norm = _background(ctx, spec, {n.name for n in topo.nodes}, app_end)
+    probes, probes_norm = _probes(ctx, spec, [n.name for n in topo.nodes], app_end, {f.name for f in flows})
     trace, trace_norm = _trace(ctx, spec)
     cpu, measure_norm = _measure(ctx, spec)
     normalized = _normalized(spec, name, run_seed, topo.normalized, senders_norm, trace_norm, bg_norm, measure_norm)
+    if probes_norm:
+        normalized["probes"] = probes_norm
     host_sysctls = {h: dict(t.get("sysctl", {})) for h, t in spec.get("hosts", {}).items()}
     exp = Experiment(source=source, name=name, seed=run_seed, stop_ns=stop, nodes=topo.nodes, links=links,
                      flows=flows, background=udp, trace=trace, measure_cpu=cpu, bottleneck_port=topo.bottleneck_port,
-                     host_sysctls=host_sysctls, spec=normalized)
+                     host_sysctls=host_sysctls, spec=normalized, probes=probes)
     found = tuple(f"{source}: {w}" for w in _warnings(exp, topo.tables))
     return dataclasses.replace(exp, warnings=found) if found else exp
 

@@ -1,11 +1,13 @@
 //! Building a simulation from its resolved config: the network (ports, shared-buffer pools),
 //! the flows' endpoints (each with its stack resolved once, see [`crate::stack::resolve`]), the
-//! UDP sources, the monitored ports and the first events; every check of the config happens here.
+//! UDP sources, the latency probes, the monitored ports and the first events; every check of the
+//! config happens here.
 
 use crate::cc;
 use crate::config::{BufferPolicy, NodeKind, SimConfig};
 use crate::engine::{Action, EventQueue};
 use crate::net::{link_ports, Pool, Port, Routes};
+use crate::probe::ProbeSource;
 use crate::rng::Rng;
 use crate::stack;
 use crate::tcp::receiver::TcpReceiver;
@@ -192,6 +194,23 @@ pub(super) fn udp_sources(cfg: &SimConfig) -> Result<Vec<UdpSource>, String> {
     Ok(udp)
 }
 
+/// The latency probes.
+pub(super) fn probes(cfg: &SimConfig) -> Result<Vec<ProbeSource>, String> {
+    let mut out = Vec::new();
+    for p in &cfg.probes {
+        check_node(cfg, p.src, "a probe")?;
+        check_node(cfg, p.dst, "a probe")?;
+        if p.interval_ns == 0 || p.size_bytes == 0 || p.src == p.dst {
+            return Err(format!(
+                "probe {} needs a positive interval and size and two different nodes",
+                p.name
+            ));
+        }
+        out.push(ProbeSource::new(p.clone()));
+    }
+    Ok(out)
+}
+
 /// The ports whose queues are recorded, as port indices (2 x link + direction).
 pub(super) fn monitored_ports(cfg: &SimConfig) -> Result<Vec<u32>, String> {
     let mut monitor = Vec::new();
@@ -214,7 +233,11 @@ pub(super) fn monitored_ports(cfg: &SimConfig) -> Result<Vec<u32>, String> {
 }
 
 /// The events a run begins with: flow and UDP starts, the first sample and interval.
-pub(super) fn first_events(cfg: &SimConfig, udp: &[UdpSource]) -> EventQueue {
+pub(super) fn first_events(
+    cfg: &SimConfig,
+    udp: &[UdpSource],
+    probes: &[ProbeSource],
+) -> EventQueue {
     let mut q = EventQueue::default();
     for (i, f) in cfg.flows.iter().enumerate() {
         q.push(f.start_ns, Action::FlowStart(i as u32));
@@ -222,6 +245,11 @@ pub(super) fn first_events(cfg: &SimConfig, udp: &[UdpSource]) -> EventQueue {
     for (i, u) in udp.iter().enumerate() {
         if u.cfg.start_ns < u.cfg.stop_ns {
             q.push(u.cfg.start_ns, Action::UdpSend(i as u32));
+        }
+    }
+    for (i, p) in probes.iter().enumerate() {
+        if p.cfg.start_ns < p.cfg.stop_ns {
+            q.push(p.cfg.start_ns, Action::ProbeSend(i as u32));
         }
     }
     if cfg.sample_interval_ns > 0 {

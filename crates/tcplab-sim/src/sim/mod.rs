@@ -14,6 +14,7 @@ use crate::cpu::{in_tcp, CpuMeter};
 use crate::engine::{Action, EventQueue};
 use crate::net::{routes, Pool, Port, Routes};
 use crate::packet::{Kind, Packet};
+use crate::probe::ProbeSource;
 use crate::tcp::receiver::TcpReceiver;
 use crate::tcp::sender::{SenderEvent, TcpSender};
 use crate::time::Ns;
@@ -119,6 +120,8 @@ pub struct Simulation {
     receiver_timer_at: Vec<Option<Ns>>,
     /// Background UDP sources.
     pub udp: Vec<UdpSource>,
+    /// Latency probes.
+    pub probes: Vec<ProbeSource>,
     /// Records not yet drained.
     pub rec: Recorder,
     /// CPU meters, when the run measures them (`[measure] cpu`).
@@ -161,12 +164,13 @@ impl Simulation {
         let cpu = cfg.measure_cpu.then(CpuMeter::default);
         let (senders, receivers) = build::flows(cfg, &routes, &ports, external, cpu.is_some())?;
         let udp = build::udp_sources(cfg)?;
+        let probes = build::probes(cfg)?;
         let monitor = build::monitored_ports(cfg)?;
         let mut ports = ports;
         for &m in &monitor {
             ports[m as usize].delay_hist = Some(Default::default());
         }
-        let q = build::first_events(cfg, &udp);
+        let q = build::first_events(cfg, &udp, &probes);
         let nf = senders.len();
         Ok(Simulation {
             now: 0,
@@ -183,6 +187,7 @@ impl Simulation {
             sender_timer_at: vec![None; nf],
             receiver_timer_at: vec![None; nf],
             udp,
+            probes,
             rec: Recorder::default(),
             cpu,
             sample_interval_ns: cfg.sample_interval_ns,
@@ -206,9 +211,11 @@ impl Simulation {
         self.q.processed
     }
 
-    /// Whether every TCP flow has finished (all data written and acknowledged).
+    /// Whether every TCP flow has finished (all data written and acknowledged) and every probe
+    /// has sent its requests and learnt each one's fate.
     pub fn flows_done(&self) -> bool {
         self.senders.iter().all(|s| s.done(self.now))
+            && self.probes.iter().all(|p| p.done(self.stop_ns))
     }
 
     /// Run until simulated time `t` (or the stop time), handling every event at or before it.
@@ -294,6 +301,7 @@ impl Simulation {
                 self.sync_receiver_timer(fi);
             }
             Action::UdpSend(u) => self.udp_send(u as usize),
+            Action::ProbeSend(i) => self.probe_send(i as usize),
             Action::Sample => {
                 self.sample();
                 let next = self.now + self.sample_interval_ns;
@@ -533,6 +541,37 @@ impl Simulation {
         self.forward(from, p);
     }
 
+    /// A probe's next echo request (ping: one every interval, whatever came back).
+    fn probe_send(&mut self, i: usize) {
+        let pr = &mut self.probes[i];
+        self.next_id += 1;
+        let mut p = Packet::new(self.next_id, Kind::Echo, i as u32, pr.cfg.dst);
+        p.size_bytes = pr.cfg.size_bytes;
+        pr.sent += 1;
+        p.seq = pr.sent;
+        p.ts_val = self.now;
+        let next = pr.send_time(pr.sent);
+        if next < pr.cfg.stop_ns && next <= self.stop_ns {
+            self.q.push(next, Action::ProbeSend(i as u32));
+        }
+        let from = pr.cfg.src;
+        self.created += 1;
+        self.forward(from, p);
+    }
+
+    /// One row of the `probes` table: a request's round trip, or -1 when it was lost.
+    fn probe_done(&mut self, p: &Packet, rtt_ns: i64) {
+        let pr = &mut self.probes[p.flow as usize];
+        if rtt_ns < 0 {
+            pr.lost += 1;
+        } else {
+            pr.answered += 1;
+        }
+        self.rec
+            .probes
+            .push(&[p.ts_val as i64, p.flow as i64, p.seq as i64, rtt_ns]);
+    }
+
     /// Send the packets an endpoint on `node` produced.
     fn flush(&mut self, node: u32, out: &mut Vec<Packet>) {
         self.created += out.len() as u64;
@@ -584,6 +623,9 @@ impl Simulation {
 
     fn drop_packet(&mut self, p: Packet) {
         self.dropped += 1;
+        if matches!(p.kind, Kind::Echo | Kind::EchoReply) {
+            self.probe_done(&p, -1);
+        }
         if let Some(a) = self.audit.as_mut() {
             a.dropped.insert(p.id);
         }
@@ -656,6 +698,23 @@ impl Simulation {
                 u.received += 1;
                 u.received_bytes += p.size_bytes as u64;
             }
+            Kind::Echo => {
+                // The pinged node answers at once (Linux: icmp_echo() in net/ipv4/icmp.c, in the
+                // receive softirq; its microseconds are not modelled).
+                self.next_id += 1;
+                let mut reply = Packet::new(
+                    self.next_id,
+                    Kind::EchoReply,
+                    p.flow,
+                    self.probes[fi].cfg.src,
+                );
+                reply.size_bytes = p.size_bytes;
+                reply.seq = p.seq;
+                reply.ts_val = p.ts_val;
+                self.created += 1;
+                self.forward(node, reply);
+            }
+            Kind::EchoReply => self.probe_done(&p, (self.now - p.ts_val) as i64),
         }
         self.scratch = out;
     }

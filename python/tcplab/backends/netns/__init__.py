@@ -3,7 +3,7 @@ htb/pfifo bottlenecks, tcplab-linkem for delay and loss, iperf3 for traffic and 
 tracepoint for cwnd, and writes the same tables as the simulator.
 
 Order of a run: preflight -> plan -> register -> build -> linkem -> self-check (RTT, rate) ->
-servers -> trace -> clients (each at its start time) -> sample counters until done -> collect ->
+servers -> trace -> clients and pings (each at its start time) -> sample counters until done -> collect ->
 self-check (RTT again) -> teardown (always: on success, error, Ctrl-C and SIGTERM).
 """
 
@@ -24,7 +24,7 @@ from ...model import Experiment as Resolved, Flow, model_cc, port_label
 from ...contract import COLUMNS
 from ...store import write_rows
 from ...testbed import Log, LogError, read_logs
-from . import host, kernel, plan as planmod, trace
+from . import host, kernel, ping, plan as planmod, trace
 from .host import HostError, in_ns
 from .plan import BG_PORT_BASE, CPORT_BASE, SERVER_PORT_BASE, PlanError
 
@@ -433,6 +433,7 @@ class _Live:
     sampler: Any = None
     clients: dict[str, tuple[subprocess.Popen, int]] = field(default_factory=dict)  # name -> (iperf3 -c, launched)
     results: dict[str, tuple[dict[str, Any], int]] = field(default_factory=dict)    # name -> (its -J report, launched)
+    pings: dict[str, tuple[subprocess.Popen, int]] = field(default_factory=dict)    # probe -> (ping, launched)
 
 
 def _run(resolved: Resolved, directory: Path, progress: Callable[[int, int], None] | None, p: planmod.Plan,
@@ -462,13 +463,14 @@ def _run(resolved: Resolved, directory: Path, progress: Callable[[int, int], Non
                          if v != live.stats_before[f.name].get(k, 0)} for f in resolved.flows}
     (live.work / "counters.json").write_text(json.dumps(counters, indent=1) + "\n")
     flow_totals = _write_records(resolved, directory, p, live, counters)
+    probe_totals = _collect_pings(resolved, directory, live)
     ports_tot = _port_totals(resolved, p, live, linkem_stats)
     udp = _udp_totals(resolved, live)
     emulation = _self_check(resolved, p, info, live, rtt_after, linkem_stats, cpu, ports_tot, collector)
     for u in resolved.background:
         (live.work / f"iperf3-{u.name}.json").write_text(json.dumps(live.results.get(u.name, ({}, 0))[0], indent=1))
     return {"backend": "netns", "end_ns": time.monotonic_ns() - live.t0, "flows": flow_totals, "ports": ports_tot,
-            "udp": udp, "emulation": emulation}
+            "udp": udp, "probes": probe_totals, "emulation": emulation}
 
 
 def _set_up(resolved: Resolved, directory: Path, p: planmod.Plan, root: Path, instance: str, procs: _Procs,
@@ -524,19 +526,27 @@ def _launch_and_wait(resolved: Resolved, p: planmod.Plan, procs: _Procs, live: _
     for i, f in enumerate(flows):
         args = _iperf_args(f, i, p.host_addr[f.to], resolved.trace.interval_ns)
         launches.append((f.start_ns, f.name, in_ns(p.node_ns[f.host], args), "tcp"))
+    for pr in resolved.probes:
+        n = ping.count(pr, resolved.stop_ns)
+        if n:
+            words = ping.command(pr, p.host_addr[pr.frm], p.host_addr[pr.to], n)
+            launches.append((pr.start_ns, pr.name, in_ns(p.node_ns[pr.frm], words), "ping"))
     launches.sort(key=lambda x: x[0])
     end_ns = max(f.start_ns + (f.app.duration_ns or 0) for f in flows)
     deadline_ns = max(resolved.stop_ns, end_ns) + 60_000_000_000
-    for start_ns, name, args, _ in launches:
+    for start_ns, name, args, kind in launches:
         while time.monotonic_ns() - t0 < start_ns:
             time.sleep(min(0.05, (start_ns - (time.monotonic_ns() - t0)) / 1e9 + 0.0005))
-        live.clients[name] = (procs.start(args), time.monotonic_ns() - t0)
-    while any(live.clients[f.name][0].poll() is None for f in flows):
+        (live.pings if kind == "ping" else live.clients)[name] = (procs.start(args), time.monotonic_ns() - t0)
+    # Until every TCP client and every ping (its last request plus the linger) has finished.
+    waiting = [live.clients[f.name][0] for f in flows] + [proc for proc, _ in live.pings.values()]
+    deadline_ns = max([deadline_ns] + [pr.stop_ns + (ping.LINGER_S + 60) * 10**9 for pr in resolved.probes])
+    while any(proc.poll() is None for proc in waiting):
         now = time.monotonic_ns() - t0
         if progress:
             progress(min(now, end_ns), end_ns)
         if now > deadline_ns:
-            raise HostError("iperf3 clients did not finish within 60 s of their end")
+            raise HostError("iperf3 clients or pings did not finish within 60 s of their end")
         time.sleep(0.2)
     time.sleep(0.2)
     live.sampler.stop_ev.set()
@@ -591,6 +601,30 @@ def _write_records(resolved: Resolved, directory: Path, p: planmod.Plan, live: _
     for table, rows in (("ports", live.sampler.ports), ("queues", live.sampler.queues)):
         write_rows(directory, table, rows, COLUMNS[table])
     return [_flow_totals(f, *live.results[f.name], counters[f.name]) for f in resolved.flows]
+
+
+def _collect_pings(resolved: Resolved, directory: Path, live: _Live) -> list[dict[str, Any]]:
+    """Each probe's ping output (kept as netns/ping-<i>.txt) into the `probes` table; its totals."""
+    rows, out = [], []
+    for i, pr in enumerate(resolved.probes):
+        if pr.name not in live.pings:  # no request before the run's end
+            out.append({"name": pr.name, "sent": 0, "answered": 0, "lost": 0})
+            continue
+        proc, launched = live.pings[pr.name]
+        try:
+            text, err = proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            text, err = proc.communicate()
+        (live.work / f"ping-{i + 1}.txt").write_text(text)
+        try:
+            res = ping.parse(text)
+        except ping.PingOutputError as e:
+            raise HostError(f"ping for probe {pr.name}: {e}: {err.strip()[:300]}") from None
+        rows += ping.rows(pr, res, launched, live.t0_real)  # ping -D prints the wall clock
+        out.append(ping.totals(pr, res))
+    write_rows(directory, "probes", rows, COLUMNS["probes"])
+    return out
 
 
 def _flow_totals(f: Flow, data: dict[str, Any], launched: int, counters: dict[str, int]) -> dict[str, Any]:

@@ -27,6 +27,7 @@ from ...contract import COLUMNS
 from ...model import Experiment, Flow, port_label
 from ...store import write_rows
 from ...testbed import Log, LogError, read_logs
+from ..netns import ping
 from ..netns.plan import BG_PORT_BASE, CPORT_BASE, SERVER_PORT_BASE
 from ..netns.trace import Collector, TraceParseError, parse_line
 from . import freebsd, linux, plan as planmod, preflight
@@ -278,6 +279,7 @@ def _run(exp: Experiment, directory: Path, progress: Callable[[int, int], None] 
     prov = _provenance(lab, hosts)
     logs = _fetch(exp, lab, hosts, live, traces, pcaps)
     flows = _write_records(exp, lab, directory, live, logs, before, after)
+    probes = _fetch_pings(exp, directory, hosts, live)
     (work / "provenance.json").write_text(json.dumps(prov, indent=1) + "\n")
     ports = _port_totals(exp, live)
     udp = _udp_totals(exp, live)
@@ -287,7 +289,7 @@ def _run(exp: Experiment, directory: Path, progress: Callable[[int, int], None] 
                              **h.describe_changes()} for n, h in hosts.items()},
                "configured": planmod.describe(plans), "traces": traces, "sampler_error": live.sampler_error, **path}
     return {"backend": "remote", "end_ns": time.monotonic_ns() - live.t0, "flows": flows, "ports": ports, "udp": udp,
-            "testbed": testbed}
+            "probes": probes, "testbed": testbed}
 
 
 def _start_servers(exp: Experiment, lab: Lab, hosts: dict[str, RemoteHost]) -> None:
@@ -393,6 +395,10 @@ def _launch_and_wait(exp: Experiment, lab: Lab, plans: dict[str, planmod.HostPla
         cc = (linux if hosts[f.host].os == "linux" else freebsd).kernel_cc(f.cc)
         launches.append((f.start_ns, f.name, hosts[f.host], planmod.iperf_client(
             f, i, lab.machines[f.host].address or "", lab.machines[f.to].address or "", exp.trace.interval_ns, cc)))
+    for pr in exp.probes:  # iputils ping, as the netns backend runs it
+        if n := ping.count(pr, exp.stop_ns):
+            launches.append((pr.start_ns, f"ping-{pr.name}", hosts[pr.frm], ping.command(
+                pr, lab.machines[pr.frm].address or "", lab.machines[pr.to].address or "", n)))
     errors: list[BaseException] = []
 
     def launch(start_ns: int, name: str, h: RemoteHost, words: list[str]) -> None:
@@ -413,7 +419,7 @@ def _launch_and_wait(exp: Experiment, lab: Lab, plans: dict[str, planmod.HostPla
     sampler.start()
     try:
         end_ns = max(f.start_ns + (f.app.duration_ns or 0) for f in exp.flows)
-        deadline = max(exp.stop_ns, end_ns) + 60_000_000_000
+        deadline = max([exp.stop_ns, end_ns] + [pr.stop_ns + ping.LINGER_S * 10**9 for pr in exp.probes]) + 60_000_000_000
         while True:
             if errors:
                 raise errors[0]
@@ -424,10 +430,12 @@ def _launch_and_wait(exp: Experiment, lab: Lab, plans: dict[str, planmod.HostPla
                 by_host: dict[str, list[str]] = {}
                 for f in exp.flows:
                     by_host.setdefault(f.host, []).append(f"client-{_safe(f.name)}")
+                for pr in exp.probes:  # and every ping's last reply (or its linger)
+                    by_host.setdefault(pr.frm, []).append(f"client-ping-{_safe(pr.name)}")
                 if not any(hosts[n].running(names) for n, names in by_host.items()):
                     break
             if now > deadline:
-                raise RemoteError("iperf3 clients did not finish within 60 s of their end")
+                raise RemoteError("iperf3 clients or pings did not finish within 60 s of their end")
             time.sleep(0.5)
         bg_left = {}
         for j, u in enumerate(exp.background):
@@ -597,6 +605,29 @@ def _fetch(exp: Experiment, lab: Lab, hosts: dict[str, RemoteHost], live: _Live,
         with (live.work / f"{n}.pcap").open("wb") as out:
             hosts[n].ssh.fetch(f"{hosts[n].workdir}/sender.pcap", out)
     return logs
+
+
+def _fetch_pings(exp: Experiment, directory: Path, hosts: dict[str, RemoteHost], live: _Live) -> list[dict[str, Any]]:
+    """Each probe's ping output (kept as remote/ping-<i>.txt) into the `probes` table, its -D
+    times moved onto this machine's clock by the host's measured offset; the probes' totals."""
+    rows, out = [], []
+    for i, pr in enumerate(exp.probes):
+        if f"ping-{pr.name}" not in live.clients:  # no request before the run's end
+            out.append({"name": pr.name, "sent": 0, "answered": 0, "lost": 0})
+            continue
+        h, launched = live.clients[f"ping-{pr.name}"]
+        text = h.read(f"client-ping-{_safe(pr.name)}.out")
+        (live.work / f"ping-{i + 1}.txt").write_text(text)
+        try:
+            res = ping.parse(text)
+        except ping.PingOutputError as e:
+            err = h.read(f"client-ping-{_safe(pr.name)}.err")
+            raise RemoteError(f"{pr.frm}: ping for probe {pr.name}: {e}: {err.strip()[:300]}") from None
+        off = int((h.facts.get("clock_offset_ms") or 0) * 1e6)
+        rows += ping.rows(pr, res, launched, live.t0_wall + off)
+        out.append(ping.totals(pr, res))
+    write_rows(directory, "probes", rows, COLUMNS["probes"])
+    return out
 
 
 _TS = re.compile(r"\s(\d+)\.(\d+):\s")

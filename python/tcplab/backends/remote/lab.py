@@ -172,6 +172,7 @@ def check_against(lab: Lab, exp: Any) -> None:
     f = lab.path
     flows = exp.flows
     hosts = {f_.host for f_ in flows} | {f_.to for f_ in flows} | {b.frm for b in exp.background} | {b.to for b in exp.background}
+    hosts |= {p.frm for p in exp.probes} | {p.to for p in exp.probes}
     for n in sorted(hosts):
         m = lab.machines.get(n)
         if m is None:
@@ -185,6 +186,11 @@ def check_against(lab: Lab, exp: Any) -> None:
         if got != want:
             raise LabError(f, f"hosts.{fl.host}.os", f"is {got!r} but sender {fl.name!r} runs the {fl.stack!r} stack, "
                            f"which needs a {want} machine")
+    for pr in exp.probes:
+        # iputils ping -D (timestamps); FreeBSD's ping has no such option (its -D sets DF).
+        if lab.machines[pr.frm].os != "linux":
+            raise LabError(f, f"hosts.{pr.frm}.os", f"is {lab.machines[pr.frm].os!r} but probe {pr.name!r} pings from it, "
+                           "which needs a linux machine (iputils ping -D)")
     unknown = sorted(set(lab.machines) - {nd.name for nd in exp.nodes})
     if unknown:
         raise LabError(f, f"hosts.{unknown[0]}", "is not a node of the spec; nodes: " + ", ".join(nd.name for nd in exp.nodes))

@@ -16,7 +16,7 @@ from ..netns.plan import Shaper
 #: One ssh call gathers every fact pre-flight needs; "$@" are the CC algorithms asked for.
 PROBE = r'''
 echo "os=$(uname -s)"; echo "release=$(uname -r)"; echo "machine=$(uname -m)"; echo "uid=$(id -u)"
-echo "iperf3=$(command -v iperf3)"; echo "tcpdump=$(command -v tcpdump)"; echo "tc=$(command -v tc)"
+echo "iperf3=$(command -v iperf3)"; echo "tcpdump=$(command -v tcpdump)"; echo "tc=$(command -v tc)"; echo "ping=$(command -v ping)"
 echo "ethtool=$(command -v ethtool)"; echo "ping=$(command -v ping)"
 echo "cc=$(cat /proc/sys/net/ipv4/tcp_available_congestion_control 2>/dev/null)"
 for c in "$@"; do modinfo "tcp_$c" >/dev/null 2>&1 && echo "ccmod=$c"; done

@@ -78,6 +78,9 @@ def _one(h: RemoteHost, p: HostPlan, exp: Experiment, lab: Lab) -> tuple[list[st
     if traffic and not (facts.get("iperf3") or [""])[0]:
         problems.append(f"{n}: iperf3 is not installed (not on the PATH of an ssh session): "
                         + INSTALL[h.os].format("iperf3"))
+    if any(pr.frm == n for pr in exp.probes) and not (facts.get("ping") or [""])[0]:
+        problems.append(f"{n}: ping is not installed (not on the PATH of an ssh session), which its probe needs: "
+                        + INSTALL[h.os].format("iputils-ping"))
     if exp.trace.pcap and p.sender and not (facts.get("tcpdump") or [""])[0]:
         problems.append(f"{n}: tcpdump is not installed and the spec asks for a capture (trace.pcap): "
                         + INSTALL[h.os].format("tcpdump"))
