@@ -2,7 +2,8 @@
 # Benchmark: T1 on one core, this checkout side by side with an older commit REV, alternating the
 # two builds run by run (this machine's speed drifts within minutes, so only side-by-side runs
 # compare). REV's native module is built in a temporary git worktree and put first on PYTHONPATH;
-# both run with this checkout's .venv. Prints each run's wall and user time and the steal seen, then
+# both run with this checkout's .venv. Prints each run's wall and user time, peak RSS, the steal and
+# load seen, the medians per build, then
 # the callgrind instruction count of a 20 s T1 for each build (valgrind; installed if missing and
 # root, as scripts/install does for the test tools).
 # Usage: bench/t1_vs.sh REV [RUNS=3] [--no-report]
@@ -31,15 +32,24 @@ cp -r target "$work/target"
 cp "$work/target/release/lib_native.so" "$old/python/tcplab/_native.abi3.so"
 steal() { awk '/^cpu /{print $9}' /proc/stat; }
 path_of() { [ "$1" = old ] && echo "$old/python" || echo "$PWD/python"; }
+echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg); each run: tcplab run T1 --no-intervals $*"
 for i in $(seq 1 "$runs"); do
     for build in old new; do
         s0=$(steal)
-        PYTHONPATH=$(path_of $build) /usr/bin/time -f "%e %U" -o "$work/t" taskset -c 0 "$tcplab_py" -m tcplab.cli \
+        PYTHONPATH=$(path_of $build) /usr/bin/time -f "%e %U %M" -o "$work/t" taskset -c 0 "$tcplab_py" -m tcplab.cli \
             run T1 --out "$work/run-$build" --force --no-intervals "$@" >/dev/null
         s1=$(steal)
-        read -r wall user < "$work/t"
-        printf '%-4s run %d  wall %6.2f s  user %6.2f s  steal %d ticks\n' "$build" "$i" "$wall" "$user" "$((s1 - s0))"
+        read -r wall user rss_kb < "$work/t"
+        echo "$wall $user $rss_kb" >> "$work/times-$build"
+        printf '%-4s run %d  wall %6.2f s  user %6.2f s  peak RSS %4d MB  steal %d ticks  load %s\n' "$build" "$i" "$wall" \
+            "$user" "$((rss_kb / 1024))" "$((s1 - s0))" "$(cut -d' ' -f1 /proc/loadavg)"
     done
+done
+median() { sort -n | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+for build in old new; do
+    printf '%-4s median of %d: wall %.2f s, user %.2f s, peak RSS %d MB\n' "$build" "$runs" \
+        "$(cut -d' ' -f1 "$work/times-$build" | median)" "$(cut -d' ' -f2 "$work/times-$build" | median)" \
+        "$(( $(cut -d' ' -f3 "$work/times-$build" | median | cut -d. -f1) / 1024 ))"
 done
 for build in old new; do
     PYTHONPATH=$(path_of $build) valgrind --tool=callgrind --callgrind-out-file="$work/cg-$build" "$tcplab_py" -m tcplab.cli \

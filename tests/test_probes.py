@@ -264,3 +264,27 @@ def test_a_sweep_catalogs_and_charts_the_probes_rtt_per_discipline(tmp_path):
         assert row["probe_rtt_p99_ms"] == round(np.percentile(mine, 99, method="inverted_cdf") / 1e6, 3)
     page = (tmp_path / "sw" / "sweep.html").read_text()
     assert 'data-chart="sweep_aqm_probe_rtt_p99_ms"' in page and "probe RTT p99 (ms) (mean" in page
+
+
+def test_the_resolved_spec_with_probes_runs_again_as_it_is():
+    spec = copy.deepcopy(BASE)
+    spec["probes"] = [{"from": "s2", "to": "r2", "size": 100}, {"name": "r", "from": "rt1", "to": "r1", "start": "1s"}]
+    exp = resolve(spec, "a.toml")
+    again = resolve(exp.spec, "b.toml")
+    assert again.probes == exp.probes and again.spec == exp.spec
+    assert exp.spec["probes"][0] == {"name": "ping0", "from": "s2", "to": "r2", "interval": "200ms", "size": "100B",
+                                     "start": "0s", "stop": "10000000000ns"}
+    assert [p.count for p in exp.probes] == [50, 45]  # 10 s at 200 ms; 9 s
+
+
+def test_iterations_compare_the_probes_rtt_percentiles():
+    from tcplab.report.ministat import iterations_report
+
+    def summary(p50: float, p99: float) -> dict:
+        flow = {"flow": "s1", "kind": "time", "bytes_written": 1, "throughput_mbps": 9.0, "completion_s": None}
+        return {"flows": [flow], "probes": [{"probe": "ping0", "rtt_ms": {"p50": p50, "p99": p99}}]}
+
+    text = iterations_report([summary(20.0, 40.0), summary(22.0, 44.0), summary(24.0, 48.0)])
+    p50 = text.split("probe RTT p50 (ms), 3 iterations:")[1].split("probe RTT p99")[0]
+    assert "x ping0" in p50 and p50.split("\n")[-3].split()[:6] == ["x", "3", "20", "24", "22", "22"], p50
+    assert "probe RTT p99 (ms), 3 iterations:" in text

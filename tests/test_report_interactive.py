@@ -274,3 +274,27 @@ def test_a_capture_gives_the_acks_window_scaled_as_negotiated_and_sack_blocks_re
     row = acks[acks["flow"] == "10.0.0.1:40000->10.0.0.2:5201"].iloc[-1]
     assert (row["ack"], row["rwnd_bytes"]) == (1000, 100 << 7)  # RFC 7323: scaled by the receiver's shift
     assert (row["sack1_start"], row["sack1_end"], row["sack2_start"]) == (2000, 3000, -1)
+
+
+def test_a_probes_panel_reads_ping_rtt_and_zooms_with_the_others(browser, tmp_path, shots):
+    spec = {"name": "probes", "topology": {"kind": "dumbbell", "pairs": 2, "bottleneck": {"rate": "10Mbit", "delay": "10ms",
+                                                                                          "buffer": "100p"}},
+            "senders": {"s1": {"to": "r1", "time": "3s"}},
+            "probes": [{"from": "s2", "to": "r2", "interval": "50ms"}]}
+    run = tcplab.run(spec, out=tmp_path / "run").path
+    page = open_page(browser, run / "report.html")
+    assert page.locator("#chart-probes canvas").count() >= 1
+    page.locator("#panel-probes").scroll_into_view_if_needed()
+    box = page.locator("#chart-probes canvas").first.bounding_box()
+    y = box["y"] + box["height"] / 2
+    page.mouse.move(box["x"] + box["width"] * 0.6, y)
+    legend = page.locator("#legend-probes").inner_text()
+    assert "ping0 RTT" in legend and "ms" in legend, legend
+    page.mouse.move(box["x"] + box["width"] * 0.3, y)
+    page.mouse.down()
+    page.mouse.move(box["x"] + box["width"] * 0.5, y, steps=8)
+    page.mouse.up()
+    page.wait_for_function("tcplab.range() !== null")
+    assert x_range(page, "cwnd") == pytest.approx(x_range(page, "probes"))
+    page.screenshot(path=str(shots / "probes-report.png"), full_page=True)
+    assert page.errors == []

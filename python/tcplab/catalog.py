@@ -3,7 +3,9 @@
 
 Views (each with a `run` column, the run folder relative to the root):
   runs          one row per run: name, backend, seed, sweep labels and p_* parameters, bottleneck
-                utilisation, goodput, drops, Jain fairness, summed throughput and retransmits
+                utilisation, goodput, drops, Jain fairness, summed throughput and retransmits; where
+                measured, the bottleneck's discipline and queue delay percentiles and the first
+                probe's RTT percentiles and loss
   flow_results  one row per flow of every run (the summary table of `tcplab show`)
   flows, intervals, queues, ports, events, sends, acks, probes
                 the runs' time series, where recorded
@@ -20,6 +22,8 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+from . import arrowbuf
 
 SUMMARY_FILE = "summary.parquet"
 TIME_SERIES = ("flows", "intervals", "queues", "ports", "events", "sends", "acks", "probes")
@@ -79,7 +83,7 @@ def summary_rows(summary: dict[str, Any], spec_hash: str, labels: dict[str, Any]
                                                                             "fairness_jain")) else pa.string())))
     fields += [pa.field(c, pa.string()) for c in params]
     schema = pa.schema(fields)
-    return pa.Table.from_pylist(rows, schema=schema)
+    return arrowbuf.table(rows, schema)
 
 
 def _flow_rtt(f: dict[str, Any], cols: list[str]) -> dict[str, Any]:

@@ -122,19 +122,28 @@ def run(
     _remote_precheck(backend, testbed, [resolved])
     target = out or default_out(resolved.name)
     _check_target(target, force)
-    from .backends.netns import HostError, PlanError
     from .backends.sim import UserCcRaised
 
     try:
         with _remote_errors():
             path = _run_with_progress(resolved, target, force, report, backend, iterations, testbed)
-    except (HostError, PlanError) as e:
+    except _netns_errors(backend) as e:
         _fail(f"netns backend: {e}")
     except UserCcRaised as e:
         _fail(f"{e}; nothing was kept")
     except KeyboardInterrupt:
         _fail("interrupted; nothing was kept")
     _print_finished(path, iterations, intervals, report)
+
+
+def _netns_errors(backend: str) -> tuple[type[Exception], ...]:
+    """The netns backend's own failures, caught for a one-line message; its modules are imported
+    only when it runs (a simulated run starts faster without them)."""
+    if backend != "netns":
+        return ()
+    from .backends.netns import HostError, PlanError
+
+    return (HostError, PlanError)
 
 
 def _netns_precheck(resolved) -> None:
@@ -178,20 +187,23 @@ def _remote_errors():
 
     @contextlib.contextmanager
     def guard():
-        from .backends.remote import LabError, PreflightFailed, RemoteError
-
         try:
             yield
-        except PreflightFailed as e:
-            from rich.markup import escape
+        except Exception as e:
+            # Imported here, on failure only: a simulated run starts without the remote backend.
+            from .backends.remote import LabError, PreflightFailed, RemoteError
 
-            for line in e.problems:
-                err_console.print(f"[bold red]error:[/] {escape(line)}", markup=True, soft_wrap=True)
-            err_console.print("every host was restored" if e.after_changes else "nothing was changed on any host",
-                              markup=False)
-            raise typer.Exit(2)
-        except (RemoteError, LabError) as e:
-            _fail(f"remote backend: {e}")
+            if isinstance(e, PreflightFailed):
+                from rich.markup import escape
+
+                for line in e.problems:
+                    err_console.print(f"[bold red]error:[/] {escape(line)}", markup=True, soft_wrap=True)
+                err_console.print("every host was restored" if e.after_changes else "nothing was changed on any host",
+                                  markup=False)
+                raise typer.Exit(2) from None
+            if isinstance(e, (RemoteError, LabError)):
+                _fail(f"remote backend: {e}")
+            raise
 
     return guard()
 
@@ -242,7 +254,9 @@ def _print_run(path: Path, with_intervals: bool) -> None:
         flows = []
         for f in info["flows"]:
             flows.append({"name": f["flow"], "start_ns": int(round(f["start_s"] * 1e9))})
-        for line in interval_lines(r.intervals, flows):
+        from .store import read_rows  # pyarrow rows: `tcplab run` imports pandas only to report
+
+        for line in interval_lines(read_rows(path, "intervals"), flows):
             out_console.print(line, markup=False)
     out_console.print(summary_table(info))
     if (lat := latency_table(info)) is not None:

@@ -14,7 +14,6 @@ from typing import Any, Callable
 
 
 from . import __version__
-from .analysis.recovery import episodes
 from .analysis.summary import cpu_cost, summarize
 from .backends import sim as sim_backend
 from .catalog import write_summary
@@ -94,6 +93,7 @@ def _into(directory: Path, resolved: Resolved, progress: Progress | None, report
 
 def make_report(directory: Path, flows: list[dict[str, Any]], summary: dict[str, Any], meta: dict[str, Any]) -> Path:
     """report.html for a results folder: each table read once, decimated once (report.series)."""
+    from .analysis.recovery import episodes  # pandas: imported only when a report is made
     from .report import interactive
     from .report.panels import PageModel, RunTables, add_run
 

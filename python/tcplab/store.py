@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import tomli_w
 
+from . import arrowbuf
 from .contract import COLUMNS
 from .paths import replaceable
 
@@ -37,19 +38,21 @@ class TableWriter:
     """Streams record batches from the simulator into one Parquet file per table.
 
     Batches are held as raw column bytes and converted and written once `FLUSH_ROWS` rows of a
-    table have gathered (and at close): one Parquet write per ~million rows instead of one per
-    simulated second, whose fixed cost was most of a run's record writing (bench/README.md)."""
+    table have gathered (and at close): one Parquet write per ~quarter million rows instead of one
+    per simulated second, whose fixed cost was most of a run's record writing, while what is held
+    stays ~30 MB (bench/README.md). Only the name columns are dictionary-encoded: on the integer
+    columns Parquet's dictionary costs time and makes T1's files larger (7.9 vs 5.1 MB of flows)."""
 
     #: Rows of one table gathered before they are written as one row group.
-    FLUSH_ROWS = 1 << 20
+    FLUSH_ROWS = 1 << 18
 
     def __init__(self, directory: Path, flow_names: list[str], port_labels: list[str], probe_names: list[str] = ()):
         """`flow_names` is read at each write, so a caller that learns flows while it streams (an
         import) may extend it between writes; a batch's dictionary is the list as it is then."""
         self.directory = directory
         self.flow_names = flow_names
-        self.port_labels = pa.array(port_labels, pa.string())
-        self.probe_names = pa.array(list(probe_names), pa.string())
+        self.port_labels = arrowbuf.strings(port_labels)
+        self.probe_names = arrowbuf.strings(list(probe_names))
         self.writers: dict[str, pq.ParquetWriter] = {}
         # Per table: (number of flow names when its first batch came, {column: [bytes]}, rows).
         self.pending: dict[str, tuple[int, dict[str, list[bytes]], int]] = {}
@@ -57,15 +60,15 @@ class TableWriter:
     def _arrow(self, name: str, columns: dict[str, bytes]) -> pa.Table | None:
         arrays, names = [], []
         for col, raw in columns.items():
-            values = np.frombuffer(raw, dtype="<i8")
             if name in _FLOW_TABLES and col == "flow":
-                arr: pa.Array = pa.DictionaryArray.from_arrays(pa.array(values.astype(np.int32)), pa.array(self.flow_names, pa.string()))
+                indices = arrowbuf.int32s(np.frombuffer(raw, dtype="<i8"))
+                arr: pa.Array = pa.DictionaryArray.from_arrays(indices, arrowbuf.strings(self.flow_names))
             elif name in _PORT_TABLES and col == "port":
-                arr = pa.DictionaryArray.from_arrays(pa.array(values.astype(np.int32)), self.port_labels)
+                arr = pa.DictionaryArray.from_arrays(arrowbuf.int32s(np.frombuffer(raw, dtype="<i8")), self.port_labels)
             elif name == "probes" and col == "probe":
-                arr = pa.DictionaryArray.from_arrays(pa.array(values.astype(np.int32)), self.probe_names)
+                arr = pa.DictionaryArray.from_arrays(arrowbuf.int32s(np.frombuffer(raw, dtype="<i8")), self.probe_names)
             else:
-                arr = pa.array(values, pa.int64())
+                arr = arrowbuf.int64s(raw)
             arrays.append(arr)
             names.append(col)
         if not arrays or len(arrays[0]) == 0:
@@ -93,7 +96,8 @@ class TableWriter:
         if table is None:
             return
         if name not in self.writers:
-            self.writers[name] = pq.ParquetWriter(self.directory / f"{name}.parquet", table.schema, compression="zstd")
+            self.writers[name] = pq.ParquetWriter(self.directory / f"{name}.parquet", table.schema, compression="zstd",
+                                                  use_dictionary=["flow", "port", "probe"])
         self.writers[name].write_table(table)
 
     def close(self) -> None:
@@ -156,6 +160,35 @@ class RunDir:
     def abort(self) -> None:
         """Remove the partial folder."""
         shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def read_columns(run_dir: Path, name: str, columns: list[str]) -> dict[str, np.ndarray]:
+    """`columns` of one table as numpy arrays, without pandas (`flow` and `port` as arrays of
+    strings); {} if the run recorded no such table or it has no rows."""
+    path = Path(run_dir) / f"{name}.parquet"
+    if not path.exists():
+        return {}
+    try:
+        # ParquetFile.read, not read_table: the latter imports pandas for its metadata.
+        table = pq.ParquetFile(path).read(columns=columns, use_pandas_metadata=False)
+    except (pa.ArrowException, OSError) as e:
+        raise DamagedResults(f"{path}: cannot be read ({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
+    if table.num_rows == 0:
+        return {}
+    return {c: arrowbuf.column(table.column(c)) for c in columns}
+
+
+def read_rows(run_dir: Path, name: str) -> list[dict[str, Any]]:
+    """One table as a list of row dicts, without pandas (small tables: intervals, ports); [] if
+    the run recorded none."""
+    path = Path(run_dir) / f"{name}.parquet"
+    if not path.exists():
+        return []
+    try:
+        table = pq.ParquetFile(path).read(use_pandas_metadata=False)
+        return [row for batch in table.to_batches() for row in batch.to_pylist()]
+    except (pa.ArrowException, OSError) as e:
+        raise DamagedResults(f"{path}: cannot be read ({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
 
 
 def read_table(run_dir: Path, name: str, columns: list[str] | None = None, names_as_categories: bool = False):

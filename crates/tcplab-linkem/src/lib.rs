@@ -218,8 +218,9 @@ fn forward(mut rx: ring::RxRing, tx: ring::Tx, mut pipe: Pipe, realtime: bool) -
             }
         }
         // The ring is drained, so every frame that arrived before now has been admitted: the
-        // wire may take frames up to now (one still in the kernel on its way to the ring would
-        // have joined the tail; it cannot change which frame is at the head).
+        // wire may take frames up to now. A frame still in the kernel on its way to the ring
+        // joins a FIFO's tail and cannot change its head; under FQ-CoDel a new flow's frame that
+        // late is served after the frames dequeued meanwhile, not before them as Linux would.
         let now = ring::realtime_ns();
         pipe.transmit(now, true);
         if sampling && now >= next_sample_ns {

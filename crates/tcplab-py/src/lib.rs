@@ -37,10 +37,7 @@ fn tables_to_py<'py>(py: Python<'py>, rec: &mut Recorder) -> PyResult<Bound<'py,
     let out = PyDict::new(py);
     for table in rec.tables_mut() {
         let cols = PyDict::new(py);
-        let names = table.columns;
-        for (name, col) in names.iter().zip(table.take()) {
-            cols.set_item(*name, PyBytes::new(py, &le_bytes(&col)))?;
-        }
+        table.drain_with(|name, col| cols.set_item(name, PyBytes::new(py, &le_bytes(col))))?;
         out.set_item(table.name, cols)?;
     }
     Ok(out)

@@ -109,6 +109,41 @@ mod tests {
     use super::*;
 
     #[test]
+    fn pops_in_key_order_as_a_sorted_list_would_under_random_use() {
+        // A reference: every pending (time, sequence) in a sorted Vec, the sequence counted the
+        // same way; 20 000 random pushes, pops and re-arms with many equal times.
+        let mut rng = crate::rng::Rng::new(7);
+        let mut q = EventQueue::default();
+        let mut reference: Vec<(Ns, u64, Action)> = Vec::new();
+        let mut seq = 0u64;
+        for i in 0..20_000u32 {
+            let now = reference.first().map_or(0, |e| e.0);
+            match rng.below(3) {
+                0 => {
+                    let t = now + rng.below(5);
+                    seq += 1;
+                    q.push(t, Action::UdpSend(i));
+                    reference.push((t, seq, Action::UdpSend(i)));
+                }
+                1 => {
+                    let want = (!reference.is_empty()).then(|| reference.remove(0));
+                    assert_eq!(q.pop(), want.map(|(t, _, a)| (t, a)));
+                }
+                _ => {
+                    if let Some((t, _, a)) = (!reference.is_empty()).then(|| reference.remove(0)) {
+                        assert_eq!(q.peek(), Some((t, a)));
+                        let then = t + rng.below(3);
+                        seq += 1;
+                        q.pop_and_repeat(Some(then));
+                        reference.push((then, seq, a));
+                    }
+                }
+            }
+            reference.sort_by_key(|e| (e.0, e.1));
+        }
+    }
+
+    #[test]
     fn events_pop_in_time_order_and_ties_in_insertion_order() {
         let mut q = EventQueue::default();
         q.push(20, Action::Sample);

@@ -3,7 +3,6 @@
 
 use crate::aqm;
 use crate::config::{BufferPolicy, DirConfig, LinkConfig, NodeKind};
-use crate::packet::Packet;
 use crate::rng::Rng;
 use crate::time::{tx_time_ns, Ns, SEC};
 use std::collections::VecDeque;
@@ -15,6 +14,21 @@ pub enum Drop {
     Buffer,
     /// Bernoulli random loss on the link.
     Random,
+}
+
+/// A packet on its way through a port: when it reaches the far end, its handle, its size.
+#[derive(Clone, Copy, Debug)]
+pub struct InPipe {
+    /// Arrival time at the port's far end.
+    pub arrival_ns: Ns,
+    /// When its transmission starts.
+    pub start_ns: Ns,
+    /// Handle in the simulation's packet slab.
+    pub packet: u32,
+    /// Size on the wire, IP bytes.
+    pub size_bytes: u32,
+    /// Destination node (a copy, so a router forwards without reading the packet).
+    pub dst: u32,
 }
 
 /// The egress side of one link direction.
@@ -44,14 +58,17 @@ pub struct Port {
     held_limit_packets: Option<u64>,
     /// Shared buffer pool of the owning switch, if any.
     pub pool: Option<u32>,
-    /// Packets admitted but not yet being transmitted: (transmission start, size).
-    waiting: VecDeque<(Ns, u32)>,
+    /// Packets admitted but not yet being transmitted: the last `n_waiting` entries of `pipe`
+    /// (FIFO: a packet that has not started cannot have arrived; kept in one queue, not two, so
+    /// a queued packet costs one push and one pop).
+    n_waiting: usize,
     /// Bytes waiting (the packet being serialised is not counted, as in a qdisc).
     pub queue_bytes: u64,
     /// When the server is free again.
     busy_until: Ns,
-    /// Every admitted packet with its arrival time at `to`, in FIFO order.
-    pub pipe: VecDeque<(Ns, Packet)>,
+    /// Every admitted packet (its handle in the simulation's [`crate::packet::Slab`]) with its
+    /// arrival time at `to`, in FIFO order.
+    pub pipe: VecDeque<InPipe>,
     rng: Rng,
     sched_bytes: u64,
     sched_packets: u64,
@@ -61,7 +78,7 @@ pub struct Port {
     pub losses: u64,
     /// Largest FIFO length seen, packets.
     pub max_queue_packets: u64,
-    /// A queue discipline in place of the drop-tail FIFO (then `waiting` stays empty: packets
+    /// A queue discipline in place of the drop-tail FIFO (then `n_waiting` stays 0: packets
     /// wait in the discipline and go onto the wire one at a time, see [`crate::aqm`]).
     pub aqm: Option<aqm::PortAqm>,
     /// Per-packet queueing delay (arrival at the port to the start of transmission), kept for
@@ -88,7 +105,7 @@ impl Port {
             limit_bytes: d.buffer_bytes,
             held_limit_packets: d.held_limit_packets,
             pool,
-            waiting: VecDeque::new(),
+            n_waiting: 0,
             queue_bytes: 0,
             busy_until: 0,
             pipe: VecDeque::new(),
@@ -115,15 +132,37 @@ impl Port {
     /// bytes that left (for the shared pool).
     pub fn advance(&mut self, now: Ns) -> u64 {
         let mut freed = 0;
-        while let Some(&(start, size)) = self.waiting.front() {
-            if start > now {
+        while self.n_waiting > 0 {
+            let e = &self.pipe[self.pipe.len() - self.n_waiting];
+            if e.start_ns > now {
                 break;
             }
-            self.waiting.pop_front();
-            freed += size as u64;
+            self.n_waiting -= 1;
+            freed += e.size_bytes as u64;
         }
         self.queue_bytes -= freed;
         freed
+    }
+
+    /// Take the packet at the head of the pipe, which arrives at the far end at `now`. Returns
+    /// it and the bytes that left the FIFO with it (for the shared pool): nonzero only when the
+    /// FIFO was not brought up to date since the packet started.
+    #[inline]
+    pub fn pop_arrived(&mut self, now: Ns) -> (InPipe, u64) {
+        let counted_waiting = self.n_waiting == self.pipe.len();
+        let head = self.pipe.pop_front().expect("a packet was in the pipe");
+        debug_assert!(head.start_ns <= now);
+        if counted_waiting {
+            self.n_waiting -= 1;
+            self.queue_bytes -= head.size_bytes as u64;
+            return (head, head.size_bytes as u64);
+        }
+        (head, 0)
+    }
+
+    /// The packets waiting in the FIFO, oldest first.
+    fn waiting(&self) -> impl Iterator<Item = &InPipe> {
+        self.pipe.range(self.pipe.len() - self.n_waiting..)
     }
 
     /// When the FIFO will hold at most `bytes` (call `advance` first): the start time of the
@@ -133,10 +172,10 @@ impl Port {
         if remaining <= bytes {
             return now;
         }
-        for &(start, size) in &self.waiting {
-            remaining -= size as u64;
+        for e in self.waiting() {
+            remaining -= e.size_bytes as u64;
             if remaining <= bytes {
-                return start;
+                return e.start_ns;
             }
         }
         self.busy_until
@@ -144,7 +183,7 @@ impl Port {
 
     /// Packets waiting in the FIFO or the discipline (call `advance` first).
     pub fn queue_packets(&self) -> u64 {
-        self.waiting.len() as u64 + self.aqm.as_ref().map_or(0, |a| a.len_packets())
+        self.n_waiting as u64 + self.aqm.as_ref().map_or(0, |a| a.len_packets())
     }
 
     /// Bytes waiting in the FIFO or the discipline (call `advance` first).
@@ -165,7 +204,7 @@ impl Port {
     /// Admission at `now` (after `advance`): random loss first (netem and Dummynet drop on entry),
     /// then netem's limit on what it holds, then the drop-tail limits and the switch's shared
     /// buffer (`pool`, brought up to now), if any.
-    pub fn admit(&mut self, p: &Packet, now: Ns, pool: Option<&Pool>) -> Result<(), Drop> {
+    pub fn admit(&mut self, size_bytes: u32, now: Ns, pool: Option<&Pool>) -> Result<(), Drop> {
         self.arrivals += 1;
         if self.rng.chance(self.loss)
             || (!self.drop_arrivals.is_empty() && self.drop_arrivals.contains(&self.arrivals))
@@ -185,10 +224,10 @@ impl Port {
         if self.busy_until <= now || self.aqm.is_some() {
             return Ok(()); // straight onto the wire, or the discipline decides
         }
-        let size = p.size_bytes as u64;
+        let size = size_bytes as u64;
         let over_packets = self
             .limit_packets
-            .is_some_and(|l| self.waiting.len() as u64 + 1 > l);
+            .is_some_and(|l| self.n_waiting as u64 + 1 > l);
         let over_bytes = self
             .limit_bytes
             .is_some_and(|l| self.queue_bytes + size > l);
@@ -204,24 +243,25 @@ impl Port {
     fn packets_in_flight(&self, now: Ns) -> u64 {
         // The pipe is in arrival order; packets due at `now` whose arrival event has not run yet
         // have left netem already.
-        let arrived = self.pipe.iter().take_while(|(t, _)| *t <= now).count();
+        let arrived = self.pipe.iter().take_while(|e| e.arrival_ns <= now).count();
         (self.pipe.len() - arrived) as u64
     }
 
-    /// Send an admitted packet: it waits its turn, is serialised, propagates. Returns its arrival
-    /// time at the far end if the pipe was empty (the caller schedules that event), and the bytes
-    /// it adds to the FIFO (0 if it went straight onto the wire).
-    pub fn send(&mut self, p: Packet, now: Ns) -> (Option<Ns>, u64) {
-        let size = p.size_bytes as u64;
+    /// Send an admitted packet (handle `packet` in the slab, `size_bytes` on the wire, for node
+    /// `dst`): it waits its turn, is serialised, propagates. Returns its arrival time at the far
+    /// end if the pipe was empty (the caller schedules that event), and the bytes it adds to the
+    /// FIFO (0 if it went straight onto the wire).
+    pub fn send(&mut self, packet: u32, size_bytes: u32, dst: u32, now: Ns) -> (Option<Ns>, u64) {
+        let size = size_bytes as u64;
         let start = self.busy_until.max(now);
         if let (Some(h), None) = (self.delay_hist.as_mut(), self.aqm.as_ref()) {
             h.add(start - now);
         }
         let mut queued = 0;
         if start > now {
-            self.waiting.push_back((start, p.size_bytes));
+            self.n_waiting += 1;
             self.queue_bytes += size;
-            self.max_queue_packets = self.max_queue_packets.max(self.waiting.len() as u64);
+            self.max_queue_packets = self.max_queue_packets.max(self.n_waiting as u64);
             queued = size;
         }
         self.busy_until = start + self.tx_time(size);
@@ -234,23 +274,29 @@ impl Port {
             // "On Traffic Phase Effects in Packet-Switched Gateways", 1992; ns-2's overhead_).
             // FIFO order is kept, so the rate is unchanged.
             arrival += self.rng.below(self.jitter_ns + 1);
-            if let Some(&(last, _)) = self.pipe.back() {
-                arrival = arrival.max(last);
+            if let Some(last) = self.pipe.back() {
+                arrival = arrival.max(last.arrival_ns);
             }
         }
         let was_empty = self.pipe.is_empty();
-        self.pipe.push_back((arrival, p));
+        self.pipe.push_back(InPipe {
+            arrival_ns: arrival,
+            start_ns: start,
+            packet,
+            size_bytes,
+            dst,
+        });
         (was_empty.then_some(arrival), queued)
     }
 
     /// Bytes and packets fully serialised by `now` (to within the jitter, if any).
     pub fn transmitted(&self, now: Ns) -> (u64, u64) {
         let (mut bytes, mut packets) = (self.sched_bytes, self.sched_packets);
-        for (arrival, p) in self.pipe.iter().rev() {
-            if arrival - self.delay_ns <= now {
+        for e in self.pipe.iter().rev() {
+            if e.arrival_ns - self.delay_ns <= now {
                 break;
             }
-            bytes -= p.size_bytes as u64;
+            bytes -= e.size_bytes as u64;
             packets -= 1;
         }
         (bytes, packets)
@@ -412,7 +458,6 @@ pub fn routes(n_nodes: usize, ports: &[Port]) -> Routes {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::packet::Kind;
     use crate::time::MS;
 
     fn dir(delay_ns: Ns, held_limit_packets: Option<u64>) -> DirConfig {
@@ -429,12 +474,6 @@ mod tests {
         }
     }
 
-    fn packet(size: u32) -> Packet {
-        let mut p = Packet::new(0, Kind::Ack, 0, 1);
-        p.size_bytes = size;
-        p
-    }
-
     #[test]
     fn netem_limit_counts_the_packets_in_its_delay() {
         // 1500 ACKs of 64 B every 10 us into netem delay 40 ms, limit 1000: none has left after
@@ -444,17 +483,17 @@ mod tests {
         let mut admitted = 0;
         for i in 0..1500 {
             let now = i * 10_000;
-            if port.admit(&packet(64), now, None).is_ok() {
-                port.send(packet(64), now);
+            if port.admit(64, now, None).is_ok() {
+                port.send(0, 64, 1, now);
                 admitted += 1;
             }
         }
         assert_eq!((admitted, port.drops), (1000, 500));
         let later = 40 * MS + 1_000;
-        assert!(port.admit(&packet(64), later, None).is_ok());
+        assert!(port.admit(64, later, None).is_ok());
         // Without a limit nothing is dropped.
         let mut port = Port::new(0, 1, &dir(40 * MS, None), None, Rng::new(1));
-        assert!((0..1500).all(|i| port.admit(&packet(64), i * 10_000, None).is_ok()));
+        assert!((0..1500).all(|i| port.admit(64, i * 10_000, None).is_ok()));
     }
 
     fn pool(policy: BufferPolicy) -> Pool {

@@ -1,11 +1,11 @@
 //! Queue disciplines under real TCP in the simulator: CoDel's standing delay, PIE's delay
-//! target, FQ-CoDel's isolation of a sparse flow. The disciplines' own arithmetic (CoDel's
+//! target, FQ-CoDel's isolation of a sparse flow and of a latency probe. The disciplines' own arithmetic (CoDel's
 //! control law, RED's ramp) is tested in crates/tcplab-aqm/tests/textbook.rs.
 
 mod common;
 use common::*;
 use tcplab_sim::aqm::AqmConfig;
-use tcplab_sim::config::{AppConfig, SimConfig};
+use tcplab_sim::config::{AppConfig, ProbeConfig, SimConfig};
 use tcplab_sim::time::{Ns, MS, SEC};
 
 /// One cubic flow over 100 Mbit/s x 40 ms with a 2000-packet buffer (bufferbloat) and `aqm` at
@@ -100,14 +100,45 @@ fn fq_codel_isolates_a_sparse_flow_from_a_bulk_flow() {
             sparse(10 * SEC),
         ]
     };
-    let sim = run(&bloat(Some(fq), flows(), 12));
+    // And a ping from s to r every 100 ms from 2 s on (84-byte IP packets), beside the bulk flow.
+    let with_probe = |aqm| {
+        let mut cfg = bloat(Some(aqm), flows(), 12);
+        cfg.probes = vec![ProbeConfig {
+            name: "ping0".into(),
+            src: 0,
+            dst: 2,
+            interval_ns: 100 * MS,
+            size_bytes: 84,
+            start_ns: 2 * SEC,
+            stop_ns: 12 * SEC,
+        }];
+        cfg
+    };
+    let sim = run(&with_probe(fq));
     let s = &sim.flow_stats()[1];
     // Base RTT 40 ms; the sparse flow's packets sit in their own new-flow queue, served ahead of
     // the bulk flow's, so its RTT is the base plus at most a few packet times.
     let srtt_ms = s.srtt_ns as f64 / 1e6;
     assert!(s.completion_ns.is_some());
     assert!(srtt_ms < 42.0, "sparse flow srtt {srtt_ms:.2} ms under fq_codel");
-    let shared = run(&bloat(Some(codel()), flows(), 12));
+    // The probe's base RTT: each way the access hop (84 B at 10 Gbit/s, rounded up to 68 ns, and
+    // 10 us) and the bottleneck (84 B at 100 Mbit/s = 6.72 us, and 19.99 ms).
+    let base_ns = 2 * (68 + 10_000 + 6_720 + 19_990_000);
+    let rtts = sim.rec.probes.column("rtt_ns").unwrap();
+    assert_eq!(rtts.len(), 100);
+    // RFC 8290 s4.1: the probe is a new flow at each request, served after the packet on the
+    // wire and at most one quantum (1514 B) of a bulk flow that is new too: 2 x 121 us; plus
+    // what waits in s's own NIC queue (TSO bursts at 10 Gbit/s) and ACKs on the way back.
+    let max_wait_ns = 2 * 121_120 + 200_000;
+    for &r in rtts {
+        assert!(r >= base_ns && r <= base_ns + max_wait_ns, "probe RTT {r} ns, base {base_ns}");
+    }
+    let shared = run(&with_probe(codel()));
     let srtt_shared = shared.flow_stats()[1].srtt_ns as f64 / 1e6;
     assert!(srtt_shared > srtt_ms + 2.0, "with one CoDel queue: {srtt_shared:.2} ms");
+    // One shared CoDel queue holds the probe behind the bulk flow's standing queue (~5 ms).
+    let mut shared_rtts = shared.rec.probes.column("rtt_ns").unwrap().to_vec();
+    shared_rtts.sort();
+    let median = shared_rtts[shared_rtts.len() / 2];
+    assert!(median > base_ns + 2 * MS as i64, "median probe RTT {median} ns with one CoDel queue");
 }

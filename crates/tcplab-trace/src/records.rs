@@ -47,6 +47,19 @@ impl Table {
             .collect()
     }
 
+    /// Hand each buffered column to `f` (name, values), then empty the table keeping its
+    /// memory: the next batch is written into pages already mapped instead of fresh ones.
+    pub fn drain_with<E>(
+        &mut self,
+        mut f: impl FnMut(&'static str, &[i64]) -> Result<(), E>,
+    ) -> Result<(), E> {
+        for (name, col) in self.columns.iter().zip(&mut self.data) {
+            f(name, col)?;
+            col.clear();
+        }
+        Ok(())
+    }
+
     /// One buffered column by name (tests).
     pub fn column(&self, name: &str) -> Option<&[i64]> {
         self.columns
@@ -180,5 +193,31 @@ impl Recorder {
             &mut self.acks,
             &mut self.probes,
         ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn draining_hands_over_each_column_in_order_and_keeps_the_memory() {
+        let mut rec = Recorder::default();
+        for t in 0..1000 {
+            rec.queues.push(&[t, 2, t % 7, 1500 * (t % 7)]);
+        }
+        let mut got: Vec<(&str, Vec<i64>)> = Vec::new();
+        rec.queues
+            .drain_with(|name, col| {
+                got.push((name, col.to_vec()));
+                Ok::<(), ()>(())
+            })
+            .unwrap();
+        assert_eq!(got.len(), 4);
+        assert_eq!(got[0].0, rec.queues.columns[0]);
+        assert_eq!(got[0].1, (0..1000).collect::<Vec<i64>>());
+        assert_eq!(got[3].1[8], 1500);
+        assert!(rec.queues.is_empty());
+        assert!(rec.queues.data.iter().all(|c| c.capacity() >= 1000));
     }
 }

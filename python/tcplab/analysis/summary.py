@@ -10,7 +10,7 @@ from typing import Any
 
 from ..contract import RECOVERY_START, RTO
 from ..spec import Resolved
-from ..store import read_table
+from ..store import read_columns, read_table
 from .latency import probe_rows
 
 
@@ -45,15 +45,20 @@ def flow_row(*, flow: str, frm: str, to: str, stack: str, cc: str, start_s: floa
 
 def summarize(resolved: Resolved, totals: dict[str, Any], run_dir: Path) -> dict[str, Any]:
     """Build summary.json's content from the resolved spec, the backend's totals and the tables."""
-    intervals = read_table(run_dir, "intervals")
-    ports = read_table(run_dir, "ports")
+    # Numpy columns, not pandas: `tcplab run` starts and finishes without importing pandas
+    # (bench/README.md, issue 23); the sums and quotients are the same int64 and float64 ones.
+    intervals = read_columns(run_dir, "intervals", ["flow", "t_start_ns", "t_end_ns", "bytes"])
+    ports = read_columns(run_dir, "ports", ["port", "t_start_ns", "t_end_ns", "tx_bytes"])
+    per_flow_bytes: dict[str, int] = {}
+    if intervals:
+        for name in resolved.flows:
+            per_flow_bytes[name.name] = int(intervals["bytes"][intervals["flow"] == name.name].sum())
     flows = []
     for info, st in zip(resolved.flows, totals["flows"], strict=True):
         app = info.app
-        mine = intervals[intervals["flow"] == info.name] if len(intervals) else intervals
         if app.kind == "time":
             duration_s = app.duration_ns / 1e9
-            measured = int(mine["bytes"].sum()) if len(mine) else 0
+            measured = per_flow_bytes.get(info.name, 0)
             completion_s = None
         else:
             completion_s = st["completion_ns"] / 1e9 if st["completion_ns"] is not None else None
@@ -96,16 +101,19 @@ def summarize(resolved: Resolved, totals: dict[str, Any], run_dir: Path) -> dict
     rate = resolved.bottleneck.rate_bps
     # Counter intervals overlapping the window (on the simulator's grid they lie exactly inside it;
     # a kernel run's sampler starts and stops a little off it).
-    bott = ports[(ports["port"] == label) & (ports["t_end_ns"] > t0) & (ports["t_start_ns"] < t1)] if len(ports) else ports
-    window_s = (bott["t_end_ns"].max() - bott["t_start_ns"].min()) / 1e9 if len(bott) else 0.0
+    bott = {}
+    if ports:
+        keep = (ports["port"] == label) & (ports["t_end_ns"] > t0) & (ports["t_start_ns"] < t1)
+        bott = {c: v[keep] for c, v in ports.items()} if keep.any() else {}
+    window_s = (bott["t_end_ns"].max() - bott["t_start_ns"].min()) / 1e9 if bott else 0.0
     util = bott["tx_bytes"].sum() * 8 / (rate * window_s) if window_s else None
     time_flows = [s for s in flows if s["kind"] == "time"]
     # Goodput over the same window as the link: bytes delivered to the applications in it (the
     # sum of per-flow average rates would overstate it when flows run over different spans).
-    if len(intervals) and window_s:
+    if intervals and window_s:
         t_lo, t_hi = bott["t_start_ns"].min(), bott["t_end_ns"].max()
-        inside = intervals[(intervals["t_start_ns"] >= t_lo) & (intervals["t_end_ns"] <= t_hi)]
-        goodput = inside["bytes"].sum() * 8 / window_s / 1e6
+        inside = (intervals["t_start_ns"] >= t_lo) & (intervals["t_end_ns"] <= t_hi)
+        goodput = intervals["bytes"][inside].sum() * 8 / window_s / 1e6
     else:
         goodput = 0.0
     port_tot = next(p for p in totals["ports"] if p["port"] == resolved.bottleneck_port)
@@ -149,7 +157,7 @@ def summarize(resolved: Resolved, totals: dict[str, Any], run_dir: Path) -> dict
     if "ecn_marks" in port_tot:  # the bottleneck runs a queue discipline
         out["bottleneck"]["aqm"] = {"kind": resolved.bottleneck_aqm_kind, "drops": port_tot["aqm_drops"],
                                     "ecn_marks": port_tot["ecn_marks"]}
-    if resolved.probes:
+    if resolved.probes:  # (pandas, only for runs with probes)
         out["probes"] = probe_rows(resolved.probes, totals["probes"], read_table(run_dir, "probes"))
     if "events" in totals:
         out["simulator"] = {"events": totals["events"], "packets": totals["packets"], "end_s": _r(totals["end_ns"] / 1e9)}

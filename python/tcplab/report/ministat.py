@@ -113,7 +113,8 @@ def iterations_report(summaries: list[dict], width: int = 74) -> str:
     """The seeds' ministat tables for `tcplab run --iterations`: one sample per flow over the
     iterations. Fixed-size transfers are compared by completion time, each group of equal size
     against its first flow (T6: IW10/20/40 against IW3, for 65 KB and for 1 MB); time-limited
-    flows by throughput against the first of them. Empty with fewer than 2 iterations."""
+    flows by throughput against the first of them; latency probes by their RTT p50 and p99. Empty
+    with fewer than 2 iterations."""
     if len(summaries) < 2:
         return ""
     flows = summaries[0]["flows"]
@@ -135,4 +136,18 @@ def iterations_report(summaries: list[dict], width: int = 74) -> str:
             chunk = [0] + others[c:c + MAX_SAMPLES - 1]
             parts.append(f"{title}, {len(summaries)} iterations:\n"
                          + render([values[k] for k in chunk], [flows[idx[k]]["flow"] for k in chunk], width=width))
+    parts += _probe_parts(summaries, width)
     return "\n".join(parts)
+
+
+def _probe_parts(summaries: list[dict], width: int) -> list[str]:
+    """The latency probes' RTT p50 and p99 over the iterations, each probe against the first."""
+    probes = summaries[0].get("probes") or []
+    out = []
+    for q in ("p50", "p99"):
+        values = [[(s["probes"][i]["rtt_ms"] or {}).get(q, math.nan) for s in summaries] for i in range(len(probes))]
+        if not probes or any(math.isnan(v) for vs in values for v in vs):
+            continue
+        names = [p["probe"] for p in probes][:MAX_SAMPLES]
+        out.append(f"probe RTT {q} (ms), {len(summaries)} iterations:\n" + render(values[:MAX_SAMPLES], names, width=width))
+    return out

@@ -20,25 +20,30 @@ def iperf_bytes(n: float) -> str:
     return f"{n:.0f} Bytes"
 
 
-def interval_lines(intervals: pd.DataFrame, flows: list[dict[str, Any]]) -> list[str]:
+def interval_lines(intervals: pd.DataFrame | list[dict[str, Any]], flows: list[dict[str, Any]]) -> list[str]:
     """Per-flow interval lines as iperf3 prints them with `-f m`: Interval, Transfer, Bitrate,
     Retr, Cwnd. Times are relative to each flow's start; bytes are those delivered to the
-    receiving application in the interval."""
+    receiving application in the interval. `intervals`: the table as a DataFrame or as rows
+    (`store.read_rows`, which needs no pandas)."""
+    rows = intervals.to_dict("records") if hasattr(intervals, "to_dict") else intervals
+    by_flow: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        by_flow.setdefault(row["flow"], []).append(row)
     lines = []
     width = max((len(f["name"]) for f in flows), default=2)
     header = f"[{'ID':>{width}}] Interval           Transfer     Bitrate         Retr  Cwnd"
     for f in flows:
-        mine = intervals[intervals["flow"] == f["name"]] if len(intervals) else intervals
-        if not len(mine):
+        mine = by_flow.get(f["name"], [])
+        if not mine:
             continue
         lines.append(header)
         start = f["start_ns"]
-        for row in mine.itertuples(index=False):
-            t0, t1 = (row.t_start_ns - start) / 1e9, (row.t_end_ns - start) / 1e9
-            mbps = row.bytes * 8 / ((row.t_end_ns - row.t_start_ns) / 1e9) / 1e6
+        for row in mine:
+            t0, t1 = (row["t_start_ns"] - start) / 1e9, (row["t_end_ns"] - start) / 1e9
+            mbps = row["bytes"] * 8 / ((row["t_end_ns"] - row["t_start_ns"]) / 1e9) / 1e6
             lines.append(
-                f"[{f['name']:>{width}}] {t0:6.2f}-{t1:<6.2f} sec  {iperf_bytes(row.bytes):>11}  {mbps:7.1f} Mbits/sec"
-                f"  {row.retrans_segs:4d}  {iperf_bytes(row.cwnd_bytes):>11}"
+                f"[{f['name']:>{width}}] {t0:6.2f}-{t1:<6.2f} sec  {iperf_bytes(row['bytes']):>11}  {mbps:7.1f} Mbits/sec"
+                f"  {row['retrans_segs']:4d}  {iperf_bytes(row['cwnd_bytes']):>11}"
             )
     return lines
 

@@ -38,7 +38,8 @@ impl Simulation {
             if let Some(h) = port.delay_hist.as_mut() {
                 h.add(now - port.aqm.as_ref().expect("discipline").last_enqueue_ns());
             }
-            let (arrival, _) = port.send(p, now);
+            let h = self.slab.insert(&p);
+            let (arrival, _) = port.send(h, p.size_bytes, p.dst, now);
             let free_at = port.busy_until();
             if let Some(t) = arrival {
                 self.q.push(t, Action::PipeArrive(pi));

@@ -13,7 +13,7 @@ use crate::config::{AppConfig, FlowConfig, SimConfig};
 use crate::cpu::{in_tcp, CpuMeter};
 use crate::engine::{Action, EventQueue};
 use crate::net::{routes, Pool, Port, Routes};
-use crate::packet::{Kind, Packet};
+use crate::packet::{Kind, Packet, Slab};
 use crate::probe::ProbeSource;
 use crate::tcp::receiver::TcpReceiver;
 use crate::tcp::sender::{SenderEvent, TcpSender};
@@ -110,6 +110,8 @@ pub struct Simulation {
     /// All egress ports: link i has ports 2i (a -> b) and 2i + 1 (b -> a).
     pub ports: Vec<Port>,
     pools: Vec<Pool>,
+    /// The packets in the network; ports' pipes hold their handles.
+    slab: Slab,
     routes: Routes,
     flow_cfg: Vec<FlowConfig>,
     /// TCP senders, one per flow.
@@ -180,6 +182,7 @@ impl Simulation {
             port_iv: vec![(0, 0, 0, 0); ports.len()],
             ports,
             pools,
+            slab: Slab::default(),
             routes,
             flow_cfg: cfg.flows.clone(),
             senders,
@@ -575,14 +578,24 @@ impl Simulation {
     /// Send the packets an endpoint on `node` produced.
     fn flush(&mut self, node: u32, out: &mut Vec<Packet>) {
         self.created += out.len() as u64;
-        for p in out.drain(..) {
-            self.forward(node, p);
+        for p in out.iter() {
+            let h = self.slab.insert(p);
+            self.forward_stored(node, h, p.dst, p.size_bytes);
         }
+        out.clear();
     }
 
+    /// A packet enters the network at `node`.
     fn forward(&mut self, node: u32, p: Packet) {
-        let pi = self.routes.next_hop(node, p.dst);
-        debug_assert_ne!(pi, u32::MAX, "no route from {node} to {}", p.dst);
+        let h = self.slab.insert(&p);
+        self.forward_stored(node, h, p.dst, p.size_bytes);
+    }
+
+    /// Route the packet stored under handle `h` (for node `dst`, `size_bytes` long) from `node`
+    /// into its next port.
+    fn forward_stored(&mut self, node: u32, h: u32, dst: u32, size_bytes: u32) {
+        let pi = self.routes.next_hop(node, dst);
+        debug_assert_ne!(pi, u32::MAX, "no route from {node} to {dst}");
         let now = self.now;
         let pool = self.ports[pi as usize].pool;
         match pool {
@@ -593,17 +606,19 @@ impl Simulation {
         }
         let port = &mut self.ports[pi as usize];
         if port
-            .admit(&p, now, pool.map(|pl| &self.pools[pl as usize]))
+            .admit(size_bytes, now, pool.map(|pl| &self.pools[pl as usize]))
             .is_err()
         {
+            let p = self.slab.take(h);
             self.drop_packet(p);
             return;
         }
         if port.aqm.is_some() {
+            let p = self.slab.take(h);
             self.aqm_enqueue(pi, p);
             return;
         }
-        let (arrival, queued) = port.send(p, now);
+        let (arrival, queued) = port.send(h, size_bytes, dst, now);
         if let Some(pl) = pool {
             self.pools[pl as usize].used_bytes += queued;
         }
@@ -634,13 +649,19 @@ impl Simulation {
     /// The packet at the head of port `pi`'s pipe arrives (its event is the queue's next).
     fn pipe_arrive(&mut self, pi: u32) {
         let port = &mut self.ports[pi as usize];
-        let (_, p) = port.pipe.pop_front().expect("a packet was in the pipe");
-        self.q.pop_and_repeat(port.pipe.front().map(|&(t, _)| t));
+        let (head, freed) = port.pop_arrived(self.now);
+        self.q.pop_and_repeat(port.pipe.front().map(|e| e.arrival_ns));
         let node = port.to;
-        if p.dst == node {
+        if freed > 0 {
+            if let Some(pl) = port.pool {
+                self.pools[pl as usize].used_bytes -= freed;
+            }
+        }
+        if head.dst == node {
+            let p = self.slab.take(head.packet);
             self.deliver(node, p);
         } else {
-            self.forward(node, p);
+            self.forward_stored(node, head.packet, head.dst, head.size_bytes);
         }
     }
 

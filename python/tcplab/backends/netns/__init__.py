@@ -133,7 +133,7 @@ class _Procs:
         self.items: list[subprocess.Popen] = []
 
     def start(self, args: list[str], **kw: Any) -> subprocess.Popen:
-        p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+        p = subprocess.Popen(args, **({"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True} | kw))
         self.items.append(p)
         return p
 
@@ -187,7 +187,8 @@ def _linkem_port(p: planmod.Plan, label: str, linkem_stats: list[dict[str, Any]]
     return None
 
 
-def _linkem_queue_rows(p: planmod.Plan, label: str, linkem_stats: list[dict[str, Any]], t0_real_ns: int) -> list[dict[str, Any]]:
+def _linkem_queue_rows(p: planmod.Plan, label: str, linkem_stats: list[dict[str, Any]],
+                       t0_real_ns: int) -> list[dict[str, Any]]:
     """The bottleneck's queue samples as linkem took them (CLOCK_REALTIME, every 100 ms), on
     the run's clock."""
     st = _linkem_port(p, label, linkem_stats)
@@ -532,12 +533,18 @@ def _launch_and_wait(resolved: Resolved, p: planmod.Plan, procs: _Procs, live: _
             words = ping.command(pr, p.host_addr[pr.frm], p.host_addr[pr.to], n)
             launches.append((pr.start_ns, pr.name, in_ns(p.node_ns[pr.frm], words), "ping"))
     launches.sort(key=lambda x: x[0])
+    ping_files = {pr.name: i + 1 for i, pr in enumerate(resolved.probes)}
     end_ns = max(f.start_ns + (f.app.duration_ns or 0) for f in flows)
     deadline_ns = max(resolved.stop_ns, end_ns) + 60_000_000_000
     for start_ns, name, args, kind in launches:
         while time.monotonic_ns() - t0 < start_ns:
             time.sleep(min(0.05, (start_ns - (time.monotonic_ns() - t0)) / 1e9 + 0.0005))
-        (live.pings if kind == "ping" else live.clients)[name] = (procs.start(args), time.monotonic_ns() - t0)
+        if kind == "ping":  # its output goes to a file as it comes: a long run's lines would fill a pipe
+            i = ping_files[name]
+            with (live.work / f"ping-{i}.txt").open("w") as out, (live.work / f"ping-{i}.err").open("w") as err:
+                live.pings[name] = (procs.start(args, stdout=out, stderr=err), time.monotonic_ns() - t0)
+        else:
+            live.clients[name] = (procs.start(args), time.monotonic_ns() - t0)
     # Until every TCP client and every ping (its last request plus the linger) has finished.
     waiting = [live.clients[f.name][0] for f in flows] + [proc for proc, _ in live.pings.values()]
     deadline_ns = max([deadline_ns] + [pr.stop_ns + (ping.LINGER_S + 60) * 10**9 for pr in resolved.probes])
@@ -604,7 +611,8 @@ def _write_records(resolved: Resolved, directory: Path, p: planmod.Plan, live: _
 
 
 def _collect_pings(resolved: Resolved, directory: Path, live: _Live) -> list[dict[str, Any]]:
-    """Each probe's ping output (kept as netns/ping-<i>.txt) into the `probes` table; its totals."""
+    """Each probe's ping output (netns/ping-<i>.txt, written as it ran) into the `probes` table; its
+    totals."""
     rows, out = [], []
     for i, pr in enumerate(resolved.probes):
         if pr.name not in live.pings:  # no request before the run's end
@@ -612,14 +620,14 @@ def _collect_pings(resolved: Resolved, directory: Path, live: _Live) -> list[dic
             continue
         proc, launched = live.pings[pr.name]
         try:
-            text, err = proc.communicate(timeout=30)
+            proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
             proc.kill()
-            text, err = proc.communicate()
-        (live.work / f"ping-{i + 1}.txt").write_text(text)
+            proc.wait()
         try:
-            res = ping.parse(text)
+            res = ping.parse((live.work / f"ping-{i + 1}.txt").read_text())
         except ping.PingOutputError as e:
+            err = (live.work / f"ping-{i + 1}.err").read_text()
             raise HostError(f"ping for probe {pr.name}: {e}: {err.strip()[:300]}") from None
         rows += ping.rows(pr, res, launched, live.t0_real)  # ping -D prints the wall clock
         out.append(ping.totals(pr, res))

@@ -244,8 +244,10 @@ def qdisc_stats(ns: str, dev: str) -> dict[str, int]:
         return {}
     for q in items:
         if q.get("kind") in CHILD_KINDS:
-            # xstats: codel/fq_codel/pie print "ecn_mark", red "marked" (iproute2 tc/q_*.c).
-            marks = q.get("ecn_mark", q.get("marked", 0))
+            # xstats, printed into the qdisc's JSON object (iproute2 tc/q_codel.c
+            # codel_print_xstats() and its fq_codel/pie/red siblings): "ecn_mark" (and "ce_mark"
+            # for ce_threshold marks), red's "marked". Not yet read from a kernel that has them.
+            marks = q.get("ecn_mark", 0) + q.get("ce_mark", 0) + q.get("marked", 0)
             return {"bytes": q.get("bytes", 0), "packets": q.get("packets", 0), "drops": q.get("drops", 0),
                     "backlog_packets": q.get("qlen", 0), "backlog_bytes": q.get("backlog", 0), "ecn_marks": marks}
     return {}
