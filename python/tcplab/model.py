@@ -147,8 +147,8 @@ class Flow:
     window_scaling: bool = True  # offered by the sender (RFC 7323)
     #: The receiving host's settings the handshake negotiates against: sack, timestamps,
     #: window_scaling, ecn (accepts). An option is used only if both ends have it.
-    peer: Mapping[str, bool] = field(default_factory=lambda: MappingProxyType(
-        {"sack": True, "timestamps": True, "window_scaling": True, "ecn": True}))
+    peer: Mapping[str, bool] = field(default_factory=lambda: {"sack": True, "timestamps": True,
+                                                             "window_scaling": True, "ecn": True})
     syn_retries: int | None = None          # linux net.ipv4.tcp_syn_retries; None: 6
     syn_linear_timeouts: int | None = None  # linux net.ipv4.tcp_syn_linear_timeouts; None: 4 (6.5+)
 

@@ -3,7 +3,6 @@ flows (each stack's configuration resolved here, once) and background streams.""
 
 from __future__ import annotations
 
-from types import MappingProxyType
 from typing import Any
 
 from .. import _native, user_cc
@@ -224,7 +223,7 @@ def _sender(ctx: Ctx, name: str, t: dict[str, Any], hosts: set[str], sysctls: _S
                 sndbuf_initial_bytes=by_sysctl.get("sndbuf_initial_bytes"), freebsd=freebsd,
                 tso_max_bytes=sender_host.tso_max_bytes, receiver_os=receiver.os, ecn=ecn, ecn_request=ecn_request,
                 connect=connect,
-                window_scaling=by_sysctl.get("window_scaling", True), peer=MappingProxyType(peer),
+                window_scaling=by_sysctl.get("window_scaling", True), peer=peer,
                 syn_retries=by_sysctl.get("syn_retries"), syn_linear_timeouts=by_sysctl.get("syn_linear_timeouts"))
     return flow, _normalized(t, flow, by_sysctl)
 
