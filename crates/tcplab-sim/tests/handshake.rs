@@ -307,6 +307,32 @@ fn a_dropped_syn_is_retransmitted_on_the_stack_timer_with_the_window_its_code_se
 }
 
 #[test]
+fn a_dropped_syn_ack_is_recovered_by_the_retransmitted_syn() {
+    // Arrival 1 at the receiver's access port (r -> rt, link 1 direction ba) is the SYN-ACK. The
+    // sender's SYN timer fires at 1 s; its SYN reaches the receiver at 1.05 s, when the receiver's
+    // own SYN-ACK timer (1 s after the SYN's arrival at 0.05 s) is also due: a SYN-ACK goes out
+    // again either way, and the connection is up one RTT after the retransmitted SYN.
+    for (stack, cc, want_cwnd_segs) in [
+        ("linux", "reno", 10),
+        ("freebsd", "newreno", 10),
+        ("rfc", "newreno", 1),
+    ] {
+        let mut cfg = path(hs_flow(stack, cc, 10, BYTES_65K));
+        cfg.links[1].ba.drop_arrivals = vec![1];
+        let sim = run_to_end(&cfg);
+        let st = &sim.flow_stats()[0];
+        assert_eq!(st.syn_retrans, 1, "{stack}");
+        let connect = st.connect_ns.unwrap();
+        assert!(
+            connect >= SEC + RTT && connect < SEC + RTT + MS / 10,
+            "{stack}: {connect}"
+        );
+        assert_eq!(connected(&sim).1, want_cwnd_segs * MSS as i64, "{stack}");
+        assert!(st.fct_ns.is_some(), "{stack}: the transfer completes");
+    }
+}
+
+#[test]
 fn without_timestamps_a_retransmitted_syn_gives_no_rtt_sample_and_linux_waits_3_s() {
     let mut f = hs_flow("linux", "reno", 10, BYTES_65K);
     f.timestamps = false;
