@@ -24,7 +24,10 @@ def test_api_run_returns_dataframes_with_units(tmp_path: Path, small_spec: Path)
     assert (s["throughput_mbps"] > 5).all()
     iv = run.intervals
     assert {"t_start_s", "t_end_s", "rate_mbps", "cwnd_bytes"} <= set(iv.columns)
-    assert len(iv[iv["flow"] == "s1"]) == 3  # 3 s at -i 1
+    # 3 s at -i 1, counted as iperf3 counts -t: from the connection being set up, so a fourth
+    # interval as long as the handshake (one RTT) ends it.
+    assert len(iv[iv["flow"] == "s1"]) == 4
+    assert (iv[iv["flow"] == "s1"]["t_end_s"].iloc[-1] - 3) * 1e3 == pytest.approx(run.info["flows"][0]["connect_ms"], abs=0.01)
     fl = run.flows
     assert {"t_s", "cwnd_bytes", "ssthresh_bytes", "snd_una", "flight_bytes", "srtt_us", "state"} <= set(fl.columns)
     # the summed interval bytes are the flow's delivered bytes within its 3 s

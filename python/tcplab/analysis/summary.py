@@ -87,9 +87,10 @@ def summarize(resolved: Resolved, totals: dict[str, Any], run_dir: Path) -> dict
     # A real-kernel run reports when each client actually started; the simulator starts on time.
     starts = [st.get("start_ns", f.start_ns) for f, st in zip(resolved.flows, totals["flows"])]
     ends = []
-    # A time-limited flow's window is the spec's [start, start + time] whether or not a handshake
-    # delays its data by the connect time (docs/models.md, "Connection setup"); a transfer ends at
-    # its FCT (connect time + iperf3's completion time).
+    # A time-limited flow's window is the spec's [start, start + time] on the ports' counter grid,
+    # though after a handshake its data runs the connect time later (iperf3's -t counts from the
+    # connection; docs/models.md, "Connection setup"); a transfer ends at its FCT (connect time +
+    # iperf3's completion time).
     for f, t_start, s in zip(resolved.flows, starts, flows):
         if f.app.kind == "time":
             ends.append(t_start + f.app.duration_ns)

@@ -324,15 +324,16 @@ impl Simulation {
         }
     }
 
-    /// End of the interval that contains `t` for flow `fi`: intervals start at the flow's start
-    /// (iperf3 `-i`; with a handshake the first one holds it) and the last one ends with a
-    /// time-limited application.
+    /// End of the interval that contains `t` for flow `fi`: intervals lie on a grid from the
+    /// flow's start (iperf3 `-i`; with a handshake the first one holds it) and the last one ends
+    /// with a time-limited application, whose time counts from its connection being set up (so
+    /// after a handshake a last interval as long as the connect time follows the grid's).
     fn interval_end(&self, fi: usize, t: Ns) -> Ns {
         let f = &self.flow_cfg[fi];
         let k = (t - f.start_ns) / self.interval_ns + 1;
         let end = f.start_ns + k * self.interval_ns;
         match f.app {
-            AppConfig::Time { duration_ns } => end.min(f.start_ns + duration_ns),
+            AppConfig::Time { duration_ns } => end.min(self.senders[fi].start_ns + duration_ns),
             AppConfig::Bytes { .. } => end,
         }
     }
@@ -345,7 +346,7 @@ impl Simulation {
         self.push_interval(fi);
         let f = &self.flow_cfg[fi];
         let more = match f.app {
-            AppConfig::Time { duration_ns } => self.now < f.start_ns + duration_ns,
+            AppConfig::Time { duration_ns } => self.now < self.senders[fi].start_ns + duration_ns,
             AppConfig::Bytes { .. } => true,
         };
         if more {

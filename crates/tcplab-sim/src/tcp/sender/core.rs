@@ -383,10 +383,11 @@ impl Conn {
     }
 
     /// The application starts writing on the established connection: the CC module's conn_init.
-    /// Its clock (a `-t` duration, the intervals) runs from the flow's start time, the connect()
-    /// call, so a handshake falls inside its first interval (docs/models.md, "Connection setup").
+    /// A `-t` duration counts from here, as iperf3's starts after connecting (docs/models.md,
+    /// "Connection setup"); the intervals stay on the grid from the flow's start time.
     pub(super) fn start(&mut self, now: Ns) {
         self.started = true;
+        self.start_ns = now;
         self.v.now = now;
         self.v.snd_nxt = self.snd_nxt;
         self.cc.conn_init(&self.view(), &mut self.v.win);
