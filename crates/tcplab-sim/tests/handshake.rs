@@ -333,6 +333,25 @@ fn a_dropped_syn_ack_is_recovered_by_the_retransmitted_syn() {
 }
 
 #[test]
+fn a_time_limited_flow_counts_its_time_from_the_connection_as_iperf3_does() {
+    // Two lost SYNs (Linux: SYNs at 0, 1, 2 s) delay a 2 s flow's data to 2.1 s; it still sends
+    // for 2 s, and its intervals (1 s grid from the start) end with the application at 4.1 s.
+    let mut f = hs_flow("linux", "reno", 10, 0);
+    f.app = bulk(2);
+    let mut cfg = path(f);
+    cfg.links[0].ab.drop_arrivals = vec![1, 2];
+    let sim = run_to_end(&cfg);
+    let connect = sim.flow_stats()[0].connect_ns.unwrap();
+    assert!(connect >= 2 * SEC + RTT && connect < 2 * SEC + RTT + MS / 10, "{connect}");
+    let iv = &sim.rec.intervals;
+    let (t1, bytes) = (iv.column("t_end_ns").unwrap(), iv.column("bytes").unwrap());
+    assert_eq!(*t1.last().unwrap() as u64, connect + 2 * SEC);
+    assert_eq!(&t1[..4], &[SEC as i64, 2 * SEC as i64, 3 * SEC as i64, 4 * SEC as i64]);
+    assert_eq!(bytes[0] + bytes[1], 0, "nothing before the connection");
+    assert!(bytes[3] > 0);
+}
+
+#[test]
 fn without_timestamps_a_retransmitted_syn_gives_no_rtt_sample_and_linux_waits_3_s() {
     let mut f = hs_flow("linux", "reno", 10, BYTES_65K);
     f.timestamps = false;

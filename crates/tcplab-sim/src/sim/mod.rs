@@ -332,9 +332,11 @@ impl Simulation {
         let f = &self.flow_cfg[fi];
         let k = (t - f.start_ns) / self.interval_ns + 1;
         let end = f.start_ns + k * self.interval_ns;
+        let s = &self.senders[fi];
         match f.app {
-            AppConfig::Time { duration_ns } => end.min(self.senders[fi].start_ns + duration_ns),
-            AppConfig::Bytes { .. } => end,
+            // Until connected (SYN_SENT) the application's time has not begun.
+            AppConfig::Time { duration_ns } if s.started => end.min(s.start_ns + duration_ns),
+            AppConfig::Time { .. } | AppConfig::Bytes { .. } => end,
         }
     }
 
@@ -346,7 +348,10 @@ impl Simulation {
         self.push_interval(fi);
         let f = &self.flow_cfg[fi];
         let more = match f.app {
-            AppConfig::Time { duration_ns } => self.now < self.senders[fi].start_ns + duration_ns,
+            AppConfig::Time { duration_ns } => {
+                let s = &self.senders[fi];
+                !s.started || self.now < s.start_ns + duration_ns
+            }
             AppConfig::Bytes { .. } => true,
         };
         if more {
