@@ -222,6 +222,10 @@ pub struct FlowConfig {
     /// net.inet.tcp.ecn.enable = 1, or a module that needs ECN: dctcp) and the receiver accepts.
     #[serde(default)]
     pub ecn: bool,
+    /// Send ECT(1), the L4S identifier (RFC 9331), instead of ECT(0): L4STeam/linux
+    /// net/ipv4/tcp_dctcp.c's `dctcp_ect` module parameter (TCP_CONG_WANTS_ECT_1).
+    #[serde(default)]
+    pub ect1: bool,
     /// Linux PRR version ("5.15" or "6.x"); only for the linux stack.
     #[serde(default, deserialize_with = "prr_version")]
     pub prr: Option<PrrVersion>,

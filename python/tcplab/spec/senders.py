@@ -204,11 +204,13 @@ def _sender(ctx: Ctx, name: str, t: dict[str, Any], hosts: set[str], sysctls: _S
     # ECN is used when the sender asks (tcp_ecn = 1, or dctcp: TCP_CONG_NEEDS_ECN) and the receiver
     # accepts (tcp_ecn 1 or 2; 2 is both systems' default).
     ecn = (by_sysctl.get("ecn_request", False) or cc == "dctcp") and by_sysctl.get("ecn_accept", True)
+    # L4STeam/linux's dctcp with dctcp_ect = 1 sends ECT(1) (the parameter acts on dctcp only).
+    ect1 = ecn and cc == "dctcp" and by_sysctl.get("ect1", False)
     flow = Flow(name=name, host=host, to=to, stack=stack, cc=cc, start_ns=start, app=app, mss=mss, timestamps=timestamps,
                 sack=sack, iw_segments=iw, sndbuf_bytes=sndbuf, rcvbuf_bytes=rcvbuf, rcv_scaling_ratio=ratio,
                 rx_nic=receiver.rx_nic, write_bytes=write, prr=prr,
                 sndbuf_initial_bytes=by_sysctl.get("sndbuf_initial_bytes"), freebsd=freebsd,
-                tso_max_bytes=sender_host.tso_max_bytes, receiver_os=receiver.os, ecn=ecn)
+                tso_max_bytes=sender_host.tso_max_bytes, receiver_os=receiver.os, ecn=ecn, ect1=ect1)
     return flow, _normalized(t, flow, by_sysctl)
 
 

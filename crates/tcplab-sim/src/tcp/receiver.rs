@@ -450,6 +450,7 @@ mod tests {
             prr: None,
             freebsd: None,
             ecn: false,
+            ect1: false,
         };
         TcpReceiver::new(0, &f, &crate::stack::profile("linux").unwrap())
     }

@@ -166,7 +166,7 @@ impl Conn {
             owns_cwnd: cc.owns_cwnd(),
             cc_paces: cc.needs_pacing(),
             rate: RateState::default(),
-            ecn: super::ecn::EcnState::new(f.ecn),
+            ecn: super::ecn::EcnState::new(f.ecn, f.ect1),
             cc,
         }
     }
