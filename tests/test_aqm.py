@@ -181,7 +181,8 @@ def test_t8_and_t9_sweeps_resolve_to_the_disciplines_they_compare():
     pts = points(spec, src, parts(spec, src))
     kinds = [(p.resolved.bottleneck_aqm_kind, dict(p.resolved.links[p.resolved.bottleneck_port // 2].ab.aqm or {}).get("ecn"))
              for p in pts]
-    assert kinds == [("drop-tail", None)] + [(k, e) for k in ("codel", "fq_codel", "pie", "red") for e in (False, True)]
+    assert kinds == [("drop-tail", None)] + [(k, e) for k in ("codel", "fq_codel", "pie", "red") for e in (False, True)] \
+        + [("dualpi2", None)]
     assert all(f.ecn for p in pts for f in p.resolved.flows), "T8's senders ask for ECN"
     spec, src = load_spec("T9")
     pts = points(spec, src, parts(spec, src))
