@@ -16,6 +16,8 @@ matplotlib is there, bench/results/scale.png.
 
 Usage: bench/scale.py [--curve window|flows|both] [--quick]     (--quick: shorter runs)
        bench/scale.py --spec N OUT.toml    (writes the N-pair spec, e.g. for `tcplab run OUT.toml`)
+       bench/scale.py --configs DIR [--quick]   (the window cases as simulator configs, for every
+                                                 stack: what bench/window_vs.sh runs)
 """
 
 from __future__ import annotations
@@ -66,6 +68,19 @@ def window_cases(quick: bool) -> list[tuple[str, dict]]:
 def flow_cases(quick: bool) -> list[tuple[str, dict]]:
     dur = "2s" if quick else "10s"
     return [(f"n{n}", dumbbell(n, "10Mbit", "10Gbit", "10000p", dur, "cubic")) for n in (2, 10, 100, 300, 1000)]
+
+
+def write_configs(out: Path, quick: bool) -> None:
+    """The window cases, for each stack, as the simulator's own JSON config (examples/run_config)."""
+    from tcplab.backends.sim import lower
+    from tcplab.spec.schema import resolve
+
+    out.mkdir(parents=True, exist_ok=True)
+    for stack in ("linux", "freebsd", "freebsd-rack", "rfc"):
+        for label, spec in window_cases(quick):
+            for sender in spec["senders"].values():
+                sender["stack"] = stack
+            (out / f"{label}-{stack}.json").write_text(json.dumps(lower(resolve(spec, spec["name"]))))
 
 
 def measure(spec: dict) -> dict:
@@ -151,7 +166,11 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--spec", nargs=2, metavar=("PAIRS", "OUT"), help="write the PAIRS-pair spec of the flows curve")
+    ap.add_argument("--configs", metavar="DIR", type=Path, help="write the window cases' simulator configs")
     a = ap.parse_args()
+    if a.configs:
+        write_configs(a.configs, a.quick)
+        return
     if a.spec:
         import tomli_w
 

@@ -4,8 +4,10 @@
 //! Both ends of TCP see ranges arrive mostly at the right end (new SACK blocks, new out-of-order
 //! segments) and leave at the left end (the cumulative ACK), so a `VecDeque` of disjoint,
 //! non-adjacent `[start, end)` pairs keeps every operation cheap where the traffic is, and
-//! binary search finds the rest. Linux keeps its out-of-order queue as an rbtree
-//! (net/ipv4/tcp_input.c tcp_data_queue_ofo(), `tp->out_of_order_queue`) for the same reason.
+//! binary search finds the rest. Linux keeps its out-of-order queue as an rbtree and tries the
+//! last segment first for the common append (torvalds/linux @ 35e02583 net/ipv4/tcp_input.c
+//! tcp_data_queue_ofo(): `tp->out_of_order_queue`, `tp->ooo_last_skb`); `count_before` does
+//! the same with the last two ranges.
 
 use std::collections::VecDeque;
 
@@ -46,14 +48,26 @@ impl RangeSet {
         self.ranges.iter().copied()
     }
 
+    /// How many ranges satisfy `before`, which holds for a prefix of them: the last two ranges
+    /// are tried first (where new SACK blocks and new out-of-order data land), then a search.
+    fn count_before(&self, before: impl Fn(&(u64, u64)) -> bool) -> usize {
+        let n = self.ranges.len();
+        match self.ranges.back() {
+            None => 0,
+            Some(last) if before(last) => n,
+            Some(_) if n >= 2 && before(&self.ranges[n - 2]) => n - 1,
+            Some(_) => self.ranges.partition_point(before),
+        }
+    }
+
     /// Index of the first range that ends at or after `x` (the one `x` is in or touches).
     fn first_ending_from(&self, x: u64) -> usize {
-        self.ranges.partition_point(|r| r.1 < x)
+        self.count_before(|r| r.1 < x)
     }
 
     /// The range holding byte `x`, if any.
     pub fn containing(&self, x: u64) -> Option<(u64, u64)> {
-        let i = self.ranges.partition_point(|r| r.1 <= x);
+        let i = self.count_before(|r| r.1 <= x);
         self.ranges.get(i).copied().filter(|r| r.0 <= x)
     }
 
@@ -92,7 +106,7 @@ impl RangeSet {
     /// repeated calls from the end of the previous gap).
     pub fn next_gap(&self, from: u64, e: u64) -> Option<(u64, u64)> {
         let mut cur = from;
-        let i = self.ranges.partition_point(|r| r.1 <= cur);
+        let i = self.count_before(|r| r.1 <= cur);
         let mut next = self.ranges.get(i);
         if let Some(&(rs, re)) = next {
             if rs <= cur {

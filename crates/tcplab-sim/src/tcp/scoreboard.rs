@@ -3,6 +3,11 @@
 //! pipe is kept as counters so it costs O(1): pipe = outstanding - sacked - lost + retransmitted,
 //! which equals RFC 6675 SetPipe() (each unSACKed octet counts once unless lost, and once more if
 //! retransmitted) and Linux's `tcp_packets_in_flight()` (packets_out - left_out + retrans_out).
+//!
+//! No per-ACK operation walks the window: SACKed ranges are a `RangeSet` searched in O(log n),
+//! RACK's candidates are kept in send-time order (Linux's `tsorted_sent_queue`) so its loss
+//! detection costs the segments it marks, and the searches that repeat (HighRxt's, the rescue
+//! segment's) start where they last stopped. Each is tested against the linear walk it replaced.
 
 use crate::tcp::ranges::RangeSet;
 use crate::tcp::rate::RateTx;
@@ -85,6 +90,8 @@ pub struct Scoreboard {
     rack_q: BTreeSet<(Ns, u64)>,
     /// Every segment starting in [.0, .1) is SACKed (what `rescue_candidate` last crossed).
     sacked_run: (u64, u64),
+    /// Number of the segment where `next_lost` last stopped (its search starts there).
+    next_lost_hint: u64,
     /// Segments popped by cumulative ACKs so far: `segs[i]` is segment number `popped + i`.
     popped: u64,
     /// Number of the first segment RACK has not looked at: original transmissions before it
@@ -136,6 +143,20 @@ impl Scoreboard {
     /// Index of the first segment whose seq >= `seq`.
     fn lower_bound(&self, seq: u64) -> usize {
         self.segs.partition_point(|s| s.seq < seq)
+    }
+
+    /// `lower_bound(seq)`, trying index `hint` and the one after it first (next_lost() asks
+    /// again for the segment it found, or for the one after it once that is retransmitted).
+    fn lower_bound_near(&self, seq: u64, hint: usize) -> usize {
+        let is_bound = |i: usize| {
+            i <= self.segs.len()
+                && self.segs.get(i).is_none_or(|s| s.seq >= seq)
+                && (i == 0 || self.segs[i - 1].seq < seq)
+        };
+        [hint, hint + 1]
+            .into_iter()
+            .find(|&i| is_bound(i))
+            .unwrap_or_else(|| self.lower_bound(seq))
     }
 
     /// Bytes considered in the network (RFC 6675 pipe), given snd_max - snd_una and the MSS.
@@ -459,13 +480,15 @@ impl Scoreboard {
         if self.lost_bytes == 0 {
             return None;
         }
-        let mut i = self.lower_bound(self.high_rxt);
+        let hint = self.next_lost_hint.saturating_sub(self.popped) as usize;
+        let mut i = self.lower_bound_near(self.high_rxt, hint);
         while i < self.segs.len() {
             let s = &self.segs[i];
             if s.seq >= self.lost_mark {
                 break;
             }
             if s.has(LOST) && !s.has(SACKED) && !s.has(RETRANS) {
+                self.next_lost_hint = self.popped + i as u64;
                 return Some((s.seq, s.len));
             }
             i += 1;
@@ -891,6 +914,21 @@ mod rack_queue_tests {
             .map(|s| (s.seq, s.len))
     }
 
+    /// The previous next_lost(): a search from HighRxt every time. Returns it and HighRxt after.
+    fn next_lost_linear(b: &Scoreboard) -> (Option<(u64, u32)>, u64) {
+        if b.lost_bytes == 0 {
+            return (None, b.high_rxt);
+        }
+        let first = b.segs.range(b.lower_bound(b.high_rxt)..);
+        let found = first
+            .take_while(|s| s.seq < b.lost_mark)
+            .find(|s| s.has(LOST) && !s.has(SACKED) && !s.has(RETRANS));
+        match found {
+            Some(s) => (Some((s.seq, s.len)), b.high_rxt),
+            None => (None, b.high_rxt.max(b.lost_mark)),
+        }
+    }
+
     /// Everything a decision depends on, without the queue's own bookkeeping flag.
     fn state(b: &Scoreboard) -> (Vec<(u64, u32, Ns, u16, u8)>, [u64; 5]) {
         let segs = b.segs.iter();
@@ -942,7 +980,7 @@ mod rack_queue_tests {
     }
 
     #[test]
-    fn rack_queue_and_rescue_walk_decide_exactly_as_the_linear_walks() {
+    fn rack_queue_and_hinted_searches_decide_exactly_as_the_linear_walks() {
         let mut calls_that_marked = 0;
         for seed in 1..=60 {
             let mut rng = Rng::new(seed);
@@ -952,6 +990,8 @@ mod rack_queue_tests {
                 b.check().unwrap_or_else(|e| panic!("seed {seed} step {step}: {e}"));
                 let want = rescue_candidate_linear(&b);
                 assert_eq!(b.rescue_candidate(), want, "seed {seed} step {step}");
+                let want = next_lost_linear(&b);
+                assert_eq!((b.next_lost(), b.high_rxt), want, "seed {seed} step {step}");
                 // RACK from a random outstanding or just-acked segment's send time and end.
                 let Some(i) = (!b.segs.is_empty()).then(|| rng.below(b.segs.len() as u64)) else {
                     continue;
