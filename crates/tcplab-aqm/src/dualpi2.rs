@@ -20,7 +20,7 @@
 //! Not modelled: tc filters / skb->priority classification (so no LLLL class), GSO splitting (one
 //! packet here is one segment), and skb->truesize: the memory limit counts packet bytes.
 
-use crate::{set_ce, ecn, Aqm, AqmStats, Fifo, Ns, Packet, Random};
+use crate::{ecn, set_ce, Aqm, AqmStats, Fifo, Ns, Packet, Random};
 
 /// Probabilities are u32, 2^32 - 1 = 100% (sch_dualpi2.c MAX_PROB).
 pub const MAX_PROB: u32 = u32::MAX;
@@ -131,7 +131,8 @@ pub struct Dualpi2<P, R> {
 
 /// dualpi2_scale_alpha_beta(): param (1/256 Hz) x MAX_PROB >> 2 / 1e9.
 fn scale_alpha_beta(param: u32) -> u64 {
-    ((param as u64 * MAX_PROB as u64) >> (ALPHA_BETA_SHIFT - ALPHA_BETA_GRANULARITY)) / 1_000_000_000
+    ((param as u64 * MAX_PROB as u64) >> (ALPHA_BETA_SHIFT - ALPHA_BETA_GRANULARITY))
+        / 1_000_000_000
 }
 
 impl<P: Packet, R: Random> Dualpi2<P, R> {
@@ -280,12 +281,20 @@ impl<P: Packet, R: Random> Dualpi2<P, R> {
         let c_len = self.c.len();
         if self.l.len() > 0 && (c_len == 0 || self.c_protection_credit <= 0) {
             let x = self.l.pop()?;
-            let w = if c_len > 0 { self.prm.c_protection_wc as i64 } else { 0 };
+            let w = if c_len > 0 {
+                self.prm.c_protection_wc as i64
+            } else {
+                0
+            };
             let change = w * x.p.size_bytes() as i64;
             Some(((x.enqueue_ns, x.p), true, change))
         } else if c_len > 0 {
             let x = self.c.pop()?;
-            let w = if self.l.len() > 0 { -(MAX_WC - self.prm.c_protection_wc as i64) } else { 0 };
+            let w = if self.l.len() > 0 {
+                -(MAX_WC - self.prm.c_protection_wc as i64)
+            } else {
+                0
+            };
             let change = w * x.p.size_bytes() as i64;
             Some(((x.enqueue_ns, x.p), false, change))
         } else {
