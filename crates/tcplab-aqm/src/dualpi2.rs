@@ -279,7 +279,7 @@ impl<P: Packet, R: Random> Dualpi2<P, R> {
     /// each packet moves the credit by its size x the other queue's weight when both are busy.
     fn dequeue_packet(&mut self) -> Option<(Queued2<P>, bool, i64)> {
         let c_len = self.c.len();
-        if self.l.len() > 0 && (c_len == 0 || self.c_protection_credit <= 0) {
+        if !self.l.is_empty() && (c_len == 0 || self.c_protection_credit <= 0) {
             let x = self.l.pop()?;
             let w = if c_len > 0 {
                 self.prm.c_protection_wc as i64
@@ -290,7 +290,7 @@ impl<P: Packet, R: Random> Dualpi2<P, R> {
             Some(((x.enqueue_ns, x.p), true, change))
         } else if c_len > 0 {
             let x = self.c.pop()?;
-            let w = if self.l.len() > 0 {
+            let w = if !self.l.is_empty() {
                 -(MAX_WC - self.prm.c_protection_wc as i64)
             } else {
                 0
