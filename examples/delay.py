@@ -1,15 +1,25 @@
 """A delay-based algorithm in Python, after TCP Vegas (Brakmo & Peterson, IEEE JSAC 1995): once
-a round it estimates the packets it keeps queued, cwnd x (srtt - min_rtt) / srtt, and holds
-that between ALPHA and BETA; loss still halves. Use it as  cc = "examples.delay:Delay"."""
+a round it estimates the packets it keeps queued, cwnd x (srtt - base_rtt) / srtt, and holds
+that between ALPHA and BETA; loss still halves. Use it as  cc = "examples.delay:Delay".
+
+Its base RTT is the smallest RTT of the data it sent (as Linux tcp_vegas.c keeps baseRTT from
+tcp_vegas_pkts_acked()), not the connection's min_rtt_us: that one also holds the handshake's RTT,
+whose 60-byte SYN misses the serialisation every data segment meets."""
 
 ALPHA, BETA = 2, 4  # packets queued at the bottleneck (Vegas' alpha and beta)
 
 
 class Delay:
+    base_rtt_us = 0
+
+    def on_rtt_sample(self, s, rtt_us):
+        if not self.base_rtt_us or rtt_us < self.base_rtt_us:
+            self.base_rtt_us = rtt_us
+
     def queued_packets(self, s):
-        if not s.srtt_us or not s.min_rtt_us:
+        if not s.srtt_us or not self.base_rtt_us:
             return None
-        return s.cwnd_bytes * (s.srtt_us - s.min_rtt_us) / s.srtt_us / s.mss_bytes
+        return s.cwnd_bytes * max(s.srtt_us - self.base_rtt_us, 0) / s.srtt_us / s.mss_bytes
 
     def on_ack(self, s, dupack):
         if not dupack and s.cwnd_limited and s.in_slow_start:

@@ -38,7 +38,8 @@ PROBE_COLUMNS = ["probe", "probe_rtt_p50_ms", "probe_rtt_p95_ms", "probe_rtt_p99
 #: A flow's RTT percentiles (its sender's samples), where the run measured latency.
 FLOW_RTT_COLUMNS = ["rtt_p50_ms", "rtt_p95_ms", "rtt_p99_ms"]
 FLOW_COLUMNS = ["flow", "from", "to", "stack", "cc", "start_s", "duration_s", "bytes_delivered", "throughput_mbps",
-                "completion_s", "retransmits", "recoveries", "rtos", "min_rtt_ms", "srtt_ms", "final_cwnd_bytes"]
+                "completion_s", "fct_s", "connect_ms", "retransmits", "syn_retransmits", "recoveries", "rtos",
+                "min_rtt_ms", "srtt_ms", "final_cwnd_bytes"]
 
 
 def param_column(key: str) -> str:
@@ -75,7 +76,7 @@ def summary_rows(summary: dict[str, Any], spec_hash: str, labels: dict[str, Any]
     types = {"seed": pa.int64(), "point": pa.int64(), "iteration": pa.int64(), "drops": pa.int64(),
              "bytes_delivered": pa.int64(), "retransmits": pa.int64(), "recoveries": pa.int64(), "rtos": pa.int64(),
              "final_cwnd_bytes": pa.int64(), "aqm_drops": pa.int64(), "ecn_marks": pa.int64(),
-             "probe_loss_pct": pa.float64()}
+             "probe_loss_pct": pa.float64(), "syn_retransmits": pa.int64()}
     fields = []
     for c in RUN_COLUMNS + list(latency) + flow_cols:
         fields.append(pa.field(c, types.get(c, pa.float64() if c.endswith(("_s", "_mbps", "_ms", "utilisation",

@@ -140,9 +140,18 @@ class Flow:
     sndbuf_initial_bytes: int | None
     freebsd: Mapping[str, Any] | None  # freebsd stacks: d43470 and the default stack's knobs
     ecn: bool = False            # ECN negotiated (RFC 3168): asked for by the sender, accepted
+    ecn_request: bool = False    # the sender asks for ECN in its SYN (the handshake negotiates it)
     ect1: bool = False           # send ECT(1), not ECT(0) (L4STeam/linux dctcp's dctcp_ect = 1)
     tso_max_bytes: int | None = None   # the sending host's NIC; None: the stack's (64 KB)
     receiver_os: str | None = None     # the receiving host's OS; None: the sender's stack's ACK rules
+    connect: str = "handshake"   # "handshake" (SYN, SYN-ACK, ACK) or "established" at the start time
+    window_scaling: bool = True  # offered by the sender (RFC 7323)
+    #: The receiving host's settings the handshake negotiates against: sack, timestamps,
+    #: window_scaling, ecn (accepts). An option is used only if both ends have it.
+    peer: Mapping[str, bool] = field(default_factory=lambda: {"sack": True, "timestamps": True,
+                                                             "window_scaling": True, "ecn": True})
+    syn_retries: int | None = None          # linux net.ipv4.tcp_syn_retries; None: 6
+    syn_linear_timeouts: int | None = None  # linux net.ipv4.tcp_syn_linear_timeouts; None: 4 (6.5+)
 
     @property
     def cc_model(self) -> str:

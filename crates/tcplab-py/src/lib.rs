@@ -144,6 +144,18 @@ impl Simulation {
             d.set_item("rtos", f.rtos)?;
             d.set_item("dup_segs_received", f.dup_segs_received)?;
             d.set_item("completion_ns", f.completion_ns)?;
+            d.set_item("fct_ns", f.fct_ns)?;
+            d.set_item("connect_ns", f.connect_ns)?;
+            d.set_item("syn_retrans", f.syn_retrans)?;
+            d.set_item("synack_retrans", f.synack_retrans)?;
+            d.set_item("connect_failed", f.connect_failed)?;
+            d.set_item("mss_bytes", f.mss_bytes)?;
+            let (sack, ts, ws) = f.options;
+            let o = PyDict::new(py);
+            o.set_item("sack", sack)?;
+            o.set_item("timestamps", ts)?;
+            o.set_item("window_scaling", ws)?;
+            d.set_item("options", o)?;
             d.set_item("cwnd_bytes", f.cwnd_bytes)?;
             d.set_item("srtt_ns", f.srtt_ns)?;
             d.set_item("min_rtt_ns", f.min_rtt_ns)?;

@@ -26,8 +26,9 @@ impl tcplab_aqm::Packet for Packet {
     /// identifies the 5-tuple here.
     fn flow_key(&self) -> u64 {
         let kind = match self.kind {
-            Kind::Data => 0u64,
-            Kind::Ack => 1,
+            // The handshake's packets share the 5-tuple of their direction.
+            Kind::Data | Kind::Syn | Kind::HandshakeAck => 0u64,
+            Kind::Ack | Kind::SynAck => 1,
             Kind::Udp => 2,
             // A probe's request and reply leave by opposite ports, as a flow's data and ACKs.
             Kind::Echo | Kind::EchoReply => 3,

@@ -218,14 +218,32 @@ pub struct FlowConfig {
     /// Initial size of an autotuned send buffer (Linux tcp_wmem[1]); default 16 KB.
     #[serde(default)]
     pub sndbuf_initial_bytes: Option<u64>,
-    /// ECN negotiated for this connection (RFC 3168): the sender asked (net.ipv4.tcp_ecn = 1,
-    /// net.inet.tcp.ecn.enable = 1, or a module that needs ECN: dctcp) and the receiver accepts.
+    /// The sender asks for ECN (RFC 3168: net.ipv4.tcp_ecn = 1, net.inet.tcp.ecn.enable = 1, or a
+    /// module that needs ECN: dctcp); the connection uses it when the receiver accepts too
+    /// (`peer.ecn`). `sack`, `timestamps` and `window_scaling` are likewise what the sender
+    /// offers in its SYN, used when the receiver's `peer` settings agree ([`FlowConfig::negotiated`]).
     #[serde(default)]
     pub ecn: bool,
     /// Send ECT(1), the L4S identifier (RFC 9331), instead of ECT(0): L4STeam/linux
     /// net/ipv4/tcp_dctcp.c's `dctcp_ect` module parameter (TCP_CONG_WANTS_ECT_1).
     #[serde(default)]
     pub ect1: bool,
+    /// Window scaling offered (RFC 7323 §2; net.ipv4.tcp_window_scaling, net.inet.tcp.rfc1323).
+    #[serde(default = "yes")]
+    pub window_scaling: bool,
+    /// The receiving host's TCP settings that the handshake negotiates against.
+    #[serde(default)]
+    pub peer: PeerOptions,
+    /// How the connection opens: a three-way handshake through the network, or established at the
+    /// start time without one (long-flow studies that leave the handshake out).
+    #[serde(default)]
+    pub connect: Connect,
+    /// Linux net.ipv4.tcp_syn_retries / tcp_syn_linear_timeouts; None: the stack's defaults.
+    #[serde(default)]
+    pub syn_retries: Option<u32>,
+    /// See `syn_retries`.
+    #[serde(default)]
+    pub syn_linear_timeouts: Option<u32>,
     /// Linux PRR version ("5.15" or "6.x"); only for the linux stack.
     #[serde(default, deserialize_with = "prr_version")]
     pub prr: Option<PrrVersion>,
@@ -267,11 +285,92 @@ fn whole_buffer() -> u32 {
     256
 }
 
+fn yes() -> bool {
+    true
+}
+
+/// How a flow's connection opens.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Connect {
+    /// Established at the start time, options as negotiated, no packets exchanged (the
+    /// simulator's behaviour before connection setup was modelled).
+    #[default]
+    Established,
+    /// SYN, SYN-ACK and ACK cross the network (`tcp::handshake`); data starts when the SYN-ACK
+    /// arrives.
+    Handshake,
+}
+
+/// What the receiving host accepts in a SYN (its sysctls): an option the sender offers is used
+/// only if the receiver has it on too.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct PeerOptions {
+    /// SACK (net.ipv4.tcp_sack, net.inet.tcp.sack.enable).
+    #[serde(default = "yes")]
+    pub sack: bool,
+    /// Timestamps (net.ipv4.tcp_timestamps, net.inet.tcp.rfc1323 1 or 3).
+    #[serde(default = "yes")]
+    pub timestamps: bool,
+    /// Window scaling (net.ipv4.tcp_window_scaling, net.inet.tcp.rfc1323 1 or 2).
+    #[serde(default = "yes")]
+    pub window_scaling: bool,
+    /// ECN accepted (net.ipv4.tcp_ecn 1 or 2, net.inet.tcp.ecn.enable 1 or 2).
+    #[serde(default = "yes")]
+    pub ecn: bool,
+}
+
+impl Default for PeerOptions {
+    fn default() -> Self {
+        PeerOptions {
+            sack: true,
+            timestamps: true,
+            window_scaling: true,
+            ecn: true,
+        }
+    }
+}
+
+/// The options a connection runs with once both ends have spoken (RFC 2018 §2, RFC 7323 §2.2
+/// and §3.2, RFC 3168 §6.1.1): each on only if the SYN offered it and the SYN-ACK agreed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Negotiated {
+    /// SACK permitted.
+    pub sack: bool,
+    /// Timestamps on every segment.
+    pub timestamps: bool,
+    /// Window scaling (else the receiver's window is at most 65535 bytes).
+    pub window_scaling: bool,
+    /// ECN.
+    pub ecn: bool,
+    /// Sender MSS, payload bytes: the MTU's less 12 bytes when timestamps are on (the spec's
+    /// `mss` is for the sender's own offer; without timestamps the 12 bytes carry data).
+    pub mss: u32,
+}
+
 impl FlowConfig {
     /// The window the receiver's buffer can offer with nothing held out of order: Linux
     /// tcp_win_from_space() = space x scaling_ratio >> TCP_RMEM_TO_WIN_SCALE (8).
     pub fn rcv_space_bytes(&self) -> u64 {
         self.rcvbuf_bytes * self.rcv_scaling_ratio as u64 >> 8
+    }
+
+    /// The options the connection ends up with, given what the sender offers and the receiver
+    /// accepts (the outcome of the handshake; an established connection gets the same).
+    pub fn negotiated(&self) -> Negotiated {
+        let timestamps = self.timestamps && self.peer.timestamps;
+        Negotiated {
+            sack: self.sack && self.peer.sack,
+            timestamps,
+            window_scaling: self.window_scaling && self.peer.window_scaling,
+            ecn: self.ecn && self.peer.ecn,
+            mss: if self.timestamps && !timestamps {
+                self.mss + crate::packet::TS_OPT
+            } else {
+                self.mss
+            },
+        }
     }
 }
 

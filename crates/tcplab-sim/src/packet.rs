@@ -20,12 +20,26 @@ pub enum Kind {
     Ack,
     /// UDP datagram of a background constant-bit-rate source.
     Udp,
+    /// TCP SYN, sender to receiver: opens the connection, options in `opts`, ECN setup in
+    /// `ece` + `cwr` (RFC 3168 §6.1.1).
+    Syn,
+    /// TCP SYN-ACK, receiver to sender: the options the receiver agrees to, ECN in `ece`.
+    SynAck,
+    /// The pure ACK that completes the three-way handshake, sender to receiver.
+    HandshakeAck,
     /// ICMP echo request of a latency probe (RFC 792; ping): `flow` is the probe's index, `seq`
     /// its icmp_seq, `ts_val` its send time (iputils ping carries it in the payload).
     Echo,
     /// ICMP echo reply: the request's `flow`, `seq` and `ts_val`, sent back at once.
     EchoReply,
 }
+
+/// `Packet::opts` bit: SACK-permitted option (RFC 2018 §2).
+pub const OPT_SACK_PERMITTED: u8 = 1;
+/// `Packet::opts` bit: timestamps option (RFC 7323 §3.2).
+pub const OPT_TIMESTAMPS: u8 = 2;
+/// `Packet::opts` bit: window-scale option (RFC 7323 §2.2).
+pub const OPT_WINDOW_SCALE: u8 = 4;
 
 /// One packet. Sequence numbers are 64-bit byte offsets from the start of the flow (no wrap).
 #[derive(Clone, Copy, Debug)]
@@ -64,6 +78,8 @@ pub struct Packet {
     pub ece: bool,
     /// TCP CWR flag: the sender has reduced its window (Data).
     pub cwr: bool,
+    /// Options of a SYN or SYN-ACK (`OPT_*` bits).
+    pub opts: u8,
 }
 
 impl Packet {
@@ -87,6 +103,7 @@ impl Packet {
             ecn: 0,
             ece: false,
             cwr: false,
+            opts: 0,
         }
     }
 
@@ -161,9 +178,41 @@ pub fn header_bytes(timestamps: bool, nsack: usize) -> u32 {
     IP_HDR + TCP_HDR + ts + sack
 }
 
+/// IP bytes of a SYN or SYN-ACK with these `OPT_*` options, laid out as Linux
+/// tcp_options_write() does: MSS (4), SACK-permitted and timestamps together (2 + 10 = 12) or
+/// each padded with NOPs (4 and 12), window scale with a NOP (4). All four: 60 bytes.
+pub fn syn_bytes(opts: u8) -> u32 {
+    let (sack, ts) = (opts & OPT_SACK_PERMITTED != 0, opts & OPT_TIMESTAMPS != 0);
+    let sack_ts = match (sack, ts) {
+        (true, true) | (false, true) => TS_OPT,
+        (true, false) => 4,
+        (false, false) => 0,
+    };
+    let ws = if opts & OPT_WINDOW_SCALE != 0 { 4 } else { 0 };
+    IP_HDR + TCP_HDR + 4 + sack_ts + ws
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_syn_with_every_option_is_60_bytes_and_a_bare_one_44() {
+        let all = OPT_SACK_PERMITTED | OPT_TIMESTAMPS | OPT_WINDOW_SCALE;
+        assert_eq!(syn_bytes(all), 60);
+        assert_eq!(syn_bytes(0), 44);
+        assert_eq!(syn_bytes(OPT_SACK_PERMITTED | OPT_WINDOW_SCALE), 52);
+    }
+
+    #[test]
+    fn packet_stays_within_its_size() {
+        // The options byte sits in padding beside the other one-byte fields.
+        assert!(
+            std::mem::size_of::<Packet>() <= 136,
+            "{}",
+            std::mem::size_of::<Packet>()
+        );
+    }
 
     #[test]
     fn mss_1448_with_timestamps_fills_a_1500_byte_mtu() {

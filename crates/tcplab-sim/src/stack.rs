@@ -7,6 +7,7 @@
 //! (tcp_input.c / tcp_output.c / tcp_sack.c, before or after review D43470) with its cc(4)
 //! modules; `freebsd-rack` is FreeBSD's RACK stack (tcp_stacks/rack.c) with the same modules. What each leaves out is in `docs/models.md`.
 
+use crate::tcp::handshake::{SynProfile, SynTimer};
 use crate::tcp::prr::PrrVersion;
 use crate::time::{Ns, MS, SEC};
 
@@ -240,6 +241,9 @@ pub struct StackProfile {
     /// tcp_retransmit_skb() sends up to cwnd - in_flight segments of an skb; FreeBSD only with
     /// net.inet.tcp.sack.tso).
     pub retx_tso: bool,
+    /// Connection setup: SYN timer, window after a lost SYN, SYN-ACK timer
+    /// ([`crate::tcp::handshake`]).
+    pub syn: crate::tcp::handshake::SynProfile,
 }
 
 /// Profile names the registry knows.
@@ -276,6 +280,7 @@ fn rfc() -> StackProfile {
         rack: false,
         tlp: false,
         cc_family: crate::cc::Family::Rfc,
+        syn: SynProfile::rfc(),
     }
 }
 
@@ -305,6 +310,8 @@ fn linux() -> StackProfile {
         // net.ipv4.tcp_early_retrans = 3 (RACK + TLP) is the default.
         tlp: true,
         quickack_segments: 16,
+        // net.ipv4.tcp_syn_retries 6, tcp_syn_linear_timeouts 4 (Linux 6.5+).
+        syn: SynProfile::linux(6, 4),
         ..rfc()
     }
 }
@@ -328,6 +335,7 @@ fn freebsd() -> StackProfile {
         sndbuf: SndbufPolicy::FreeBsdInc(8192),
         sndbuf_initial_bytes: 32_768,
         write_lowat_bytes: Some(2048),
+        syn: SynProfile::freebsd(200 * MS),
         ..rfc()
     }
 }
@@ -337,7 +345,8 @@ fn freebsd() -> StackProfile {
 /// rack_rto_min 30 ms, rack_rto_max 4 s, RACK_TCPT_RANGESET without the default stack's 200 ms
 /// slop (rack's timer_slop is taken as 0: its initial value was not read), rack_tlp_min 10 ms,
 /// rack_delayed_ack_time 40 ms; RACK and TLP always on (RACK requires SACK); the same socket
-/// layer, send-buffer autosizing and cc(4) modules as the default stack.
+/// layer, send-buffer autosizing and cc(4) modules as the default stack. Its connection setup is
+/// the default stack's (rack.c's own SYN_SENT timer path was not read; docs/models.md).
 fn freebsd_rack() -> StackProfile {
     StackProfile {
         name: "freebsd-rack",
@@ -363,6 +372,12 @@ pub fn resolve(f: &crate::config::FlowConfig) -> Option<StackProfile> {
     }
     if let (Some(v), Recovery::LinuxPrr(_)) = (f.prr, profile.recovery) {
         profile.recovery = Recovery::LinuxPrr(v);
+    }
+    if let SynTimer::Linux { retries, linear } = profile.syn.timer {
+        profile.syn.timer = SynTimer::Linux {
+            retries: f.syn_retries.unwrap_or(retries),
+            linear: f.syn_linear_timeouts.unwrap_or(linear),
+        };
     }
     let freebsd_stack = matches!(
         profile.recovery,

@@ -56,6 +56,11 @@ pub fn flow(name: &str, src: u32, dst: u32, cc: &str, app: AppConfig) -> FlowCon
         freebsd: None,
         ecn: false,
         ect1: false,
+        window_scaling: true,
+        peer: PeerOptions::default(),
+        connect: Connect::Established,
+        syn_retries: None,
+        syn_linear_timeouts: None,
     }
 }
 

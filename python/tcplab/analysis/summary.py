@@ -29,12 +29,16 @@ def flow_row(*, flow: str, frm: str, to: str, stack: str, cc: str, start_s: floa
              duration_s: float | None, completion_s: float | None, throughput_mbps: float | None,
              bytes_delivered: int | None, bytes_written: int | None, retransmits: int | None, recoveries: int,
              rtos: int, duplicates_received: int | None, final_cwnd_bytes: int | None, srtt_ms: float | None,
-             min_rtt_ms: float | None, mss_bytes: int) -> dict[str, Any]:
+             min_rtt_ms: float | None, mss_bytes: int, fct_s: float | None = None, connect_ms: float | None = None,
+             syn_retransmits: int | None = None) -> dict[str, Any]:
     """One flow's row of summary.json, the same for every kind of run (simulated, kernel, remote,
-    imported): what a run is judged by, in units named in the keys."""
+    imported): what a run is judged by, in units named in the keys. `completion_s` is iperf3's
+    (from the connection set up to the last byte acknowledged), `fct_s` from the first SYN,
+    `connect_ms` the handshake (None where a run has no such measurement)."""
     return {"flow": flow, "from": frm, "to": to, "stack": stack, "cc": cc, "start_s": start_s, "kind": kind,
-            "duration_s": duration_s, "completion_s": completion_s, "throughput_mbps": throughput_mbps,
-            "bytes_delivered": bytes_delivered, "bytes_written": bytes_written, "retransmits": retransmits,
+            "duration_s": duration_s, "completion_s": completion_s, "fct_s": fct_s, "connect_ms": connect_ms,
+            "throughput_mbps": throughput_mbps, "bytes_delivered": bytes_delivered, "bytes_written": bytes_written,
+            "retransmits": retransmits, "syn_retransmits": syn_retransmits,
             "recoveries": recoveries, "rtos": rtos, "duplicates_received": duplicates_received,
             "final_cwnd_bytes": final_cwnd_bytes, "srtt_ms": srtt_ms, "min_rtt_ms": min_rtt_ms, "mss_bytes": mss_bytes}
 
@@ -68,7 +72,13 @@ def summarize(resolved: Resolved, totals: dict[str, Any], run_dir: Path) -> dict
             recoveries=st["recoveries"], rtos=st["rtos"],
             # Spurious retransmissions as the receiver saw them (the simulator counts them).
             duplicates_received=st.get("dup_segs_received"), final_cwnd_bytes=st["cwnd_bytes"],
-            srtt_ms=_r(st["srtt_ns"] / 1e6, 3), min_rtt_ms=_r(st["min_rtt_ns"] / 1e6, 3), mss_bytes=info.mss))
+            srtt_ms=_r(st["srtt_ns"] / 1e6, 3), min_rtt_ms=_r(st["min_rtt_ns"] / 1e6, 3),
+            mss_bytes=st.get("mss_bytes", info.mss),
+            fct_s=_r(st["fct_ns"] / 1e9) if st.get("fct_ns") is not None else None,
+            connect_ms=_r(st["connect_ns"] / 1e6, 3) if st.get("connect_ns") is not None else None,
+            syn_retransmits=st.get("syn_retrans")))
+        if st.get("connect_failed"):
+            flows[-1]["connect_failed"] = True
         if "ece_acks" in st:  # the connection negotiated ECN
             flows[-1]["ecn"] = {"ce_segments_received": st["ce_segs_received"], "ece_acks": st["ece_acks"],
                                 "window_reductions": st["ecn_reductions"]}
@@ -77,11 +87,15 @@ def summarize(resolved: Resolved, totals: dict[str, Any], run_dir: Path) -> dict
     # A real-kernel run reports when each client actually started; the simulator starts on time.
     starts = [st.get("start_ns", f.start_ns) for f, st in zip(resolved.flows, totals["flows"])]
     ends = []
+    # A time-limited flow's window is the spec's [start, start + time] whether or not a handshake
+    # delays its data by the connect time (docs/models.md, "Connection setup"); a transfer ends at
+    # its FCT (connect time + iperf3's completion time).
     for f, t_start, s in zip(resolved.flows, starts, flows):
         if f.app.kind == "time":
             ends.append(t_start + f.app.duration_ns)
         elif s["completion_s"] is not None:
-            ends.append(t_start + int(s["completion_s"] * 1e9))
+            connect_ns = int((s.get("connect_ms") or 0) * 1e6)
+            ends.append(t_start + connect_ns + int(s["completion_s"] * 1e9))
     t0, t1 = min(starts), max(ends) if ends else totals["end_ns"]
     label = resolved.bottleneck.label
     rate = resolved.bottleneck.rate_bps

@@ -51,7 +51,9 @@ def lower(exp: Experiment) -> dict[str, Any]:
         "sndbuf_bytes": f.sndbuf_bytes, "rcvbuf_bytes": f.rcvbuf_bytes, "rcv_scaling_ratio": f.rcv_scaling_ratio,
         "rx_nic": _rx_nic(f), "tso_max_bytes": f.tso_max_bytes, "receiver_os": f.receiver_os, "write_bytes": f.write_bytes, "app": f.app.as_dict(), "prr": f.prr,
         "sndbuf_initial_bytes": f.sndbuf_initial_bytes, "freebsd": dict(f.freebsd) if f.freebsd is not None else None,
-    } | ({"ecn": True} if f.ecn else {}) | ({"ect1": True} if f.ect1 else {}) for f in exp.flows]
+        "connect": f.connect, "window_scaling": f.window_scaling, "peer": dict(f.peer),
+        "syn_retries": f.syn_retries, "syn_linear_timeouts": f.syn_linear_timeouts,
+    } | ({"ecn": True} if f.ecn_request else {}) | ({"ect1": True} if f.ect1 else {}) for f in exp.flows]
     udp = [{"name": u.name, "src": index[u.frm], "dst": index[u.to], "rate_bps": u.rate_bps, "size_bytes": u.size_bytes,
             "start_ns": u.start_ns, "stop_ns": u.stop_ns} for u in exp.background]
     probes = [{"name": p.name, "src": index[p.frm], "dst": index[p.to], "interval_ns": p.interval_ns,

@@ -52,13 +52,21 @@ def summary_table(summary: dict[str, Any]) -> Table:
     """Per-flow throughput, retransmits, RTT; caption with utilisation and fairness."""
     seed = "" if summary["seed"] is None else f"seed {summary['seed']}, "
     t = Table(title=f"{summary['name']} ({seed}{summary['backend']})")
-    for col in ("flow", "path", "stack", "cc", "Mbit/s", "completion", "retr", "recov", "RTOs", "srtt ms"):
+    connects = any(f.get("connect_ms") is not None for f in summary["flows"])
+    handshake_cols = ("FCT", "connect ms", "SYN retr") if connects else ()
+    cols = ("flow", "path", "stack", "cc", "Mbit/s", "completion", *handshake_cols, "retr", "recov", "RTOs", "srtt ms")
+    for col in cols:
         t.add_column(col, justify="right" if col not in ("flow", "path", "stack", "cc") else "left")
     for f in summary["flows"]:
+        # completion: iperf3's (from the connection set up); FCT from the first SYN.
+        handshake = (("-" if f.get("fct_s") is None else f"{f['fct_s']:.3f} s",
+                      "-" if f.get("connect_ms") is None else f"{f['connect_ms']:.1f}",
+                      str(f.get("syn_retransmits") or 0)) if connects else ())
         t.add_row(
             f["flow"], port_label(f["from"], f["to"]), f["stack"], f["cc"],
             "-" if f["throughput_mbps"] is None else f"{f['throughput_mbps']:.1f}",
             "-" if f["completion_s"] is None else f"{f['completion_s']:.3f} s",
+            *handshake,
             str(f["retransmits"]), str(f["recoveries"]), str(f["rtos"]),
             "-" if not f["srtt_ms"] else f"{f['srtt_ms']:.1f}",
         )

@@ -23,7 +23,10 @@ DEFAULTS = {
 }
 
 SENDER_KEYS = ("host", "to", "stack", "cc", "start", "time", "bytes", "write", "initcwnd", "sndbuf", "rcvbuf", "mtu", "sack",
-               "timestamps", "prr", "d43470", "version")
+               "timestamps", "prr", "d43470", "version", "connect")
+#: How a connection opens: a three-way handshake through the network (iperf3's connections: its
+#: transfer times start after it), or established at the start time (`connect = "established"`).
+CONNECT = ("handshake", "established")
 
 #: Each stack's knobs with their defaults and allowed values, as the Rust stack profiles define
 #: them (tcplab-sim stack.rs `options`); never restated here.
@@ -169,7 +172,8 @@ def _sender(ctx: Ctx, name: str, t: dict[str, Any], hosts: set[str], sysctls: _S
     host, to = _endpoints(ctx, t, path, name, hosts)
     stack = ctx.choice(t, path, "stack", DEFAULTS["stack"], list(_native.stacks()))
     by_sysctl = sysctls.for_sender(name, host, to, stack)
-    for key, param in (("cc", "cc"), ("sndbuf", "sndbuf_bytes"), ("rcvbuf", "rcvbuf_bytes"), ("initcwnd", "iw_segments")):
+    for key, param in (("cc", "cc"), ("sndbuf", "sndbuf_bytes"), ("rcvbuf", "rcvbuf_bytes"), ("initcwnd", "iw_segments"),
+                       ("sack", "sack"), ("timestamps", "timestamps")):
         if key in t and param in by_sysctl:
             raise ctx.err(join(path, key), "is also set by a sysctl of its host or receiver; give one of them")
     cc = _cc(ctx, t | {"cc": by_sysctl["cc"]} if "cc" in by_sysctl else t, path, stack)
@@ -184,8 +188,16 @@ def _sender(ctx: Ctx, name: str, t: dict[str, Any], hosts: set[str], sysctls: _S
     rcvbuf = by_sysctl.get("rcvbuf_bytes") or ctx.unit(t, path, "rcvbuf", units.parse_size_bytes, DEFAULTS["rcvbuf"],
                                                        limits.SOCKBUF)
     mtu = ctx.integer(t, path, "mtu", DEFAULTS["mtu"], 576, 65535)
-    timestamps = ctx.boolean(t, path, "timestamps", True)
-    sack = ctx.boolean(t, path, "sack", True)
+    timestamps = by_sysctl.get("timestamps", ctx.boolean(t, path, "timestamps", True))
+    sack = by_sysctl.get("sack", ctx.boolean(t, path, "sack", True))
+    connect = ctx.choice(t, path, "connect", CONNECT[0], CONNECT)
+    # The receiving host's side of the handshake: what it accepts (its sysctls; all on by default).
+    peer = {opt: by_sysctl.get(f"peer.{opt}", True) for opt in ("sack", "timestamps", "window_scaling")}
+    peer["ecn"] = by_sysctl.get("ecn_accept", True)
+    if stack.startswith("freebsd") and sack and not peer["sack"]:
+        key = next(k for k in ("net.inet.tcp.sack.enable", "net.ipv4.tcp_sack") if k in sysctls.hosts.get(to, {}))
+        raise ctx.err(f'hosts.{to}.sysctl."{key}"', f"turns SACK off at the receiver, but the {stack} stack of "
+                      f"sender {name} is modelled for SACK connections only")
     iw = by_sysctl.get("iw_segments") or ctx.integer(t, path, "initcwnd", DEFAULTS["initcwnd"], 1, 10000)
     mss = mtu - 40 - (12 if timestamps else 0)
     prr, freebsd = _stack_knobs(ctx, t, path, stack, sack, by_sysctl)
@@ -201,16 +213,21 @@ def _sender(ctx: Ctx, name: str, t: dict[str, Any], hosts: set[str], sysctls: _S
     if rcvbuf * ratio >> 8 < mss:
         raise ctx.err(join(path, "rcvbuf"), f"must offer a window of at least one segment ({mss} bytes); "
                       f"receiver {to} offers {ratio}/256 of its buffer")
-    # ECN is used when the sender asks (tcp_ecn = 1, or dctcp: TCP_CONG_NEEDS_ECN) and the receiver
-    # accepts (tcp_ecn 1 or 2; 2 is both systems' default).
-    ecn = (by_sysctl.get("ecn_request", False) or cc == "dctcp") and by_sysctl.get("ecn_accept", True)
-    # L4STeam/linux's dctcp with dctcp_ect = 1 sends ECT(1) (the parameter acts on dctcp only).
-    ect1 = ecn and cc == "dctcp" and by_sysctl.get("ect1", False)
+    # ECN is asked for by the sender (tcp_ecn = 1, or dctcp: TCP_CONG_NEEDS_ECN) and used when the
+    # receiver accepts (tcp_ecn 1 or 2; 2 is both systems' default): `peer["ecn"]`.
+    ecn_request = by_sysctl.get("ecn_request", False) or cc == "dctcp"
+    ecn = ecn_request and peer["ecn"]
+    # L4STeam/linux's dctcp with dctcp_ect = 1 sends ECT(1) once ECN is negotiated (the parameter
+    # acts on dctcp only).
+    ect1 = ecn_request and cc == "dctcp" and by_sysctl.get("ect1", False)
     flow = Flow(name=name, host=host, to=to, stack=stack, cc=cc, start_ns=start, app=app, mss=mss, timestamps=timestamps,
                 sack=sack, iw_segments=iw, sndbuf_bytes=sndbuf, rcvbuf_bytes=rcvbuf, rcv_scaling_ratio=ratio,
                 rx_nic=receiver.rx_nic, write_bytes=write, prr=prr,
                 sndbuf_initial_bytes=by_sysctl.get("sndbuf_initial_bytes"), freebsd=freebsd,
-                tso_max_bytes=sender_host.tso_max_bytes, receiver_os=receiver.os, ecn=ecn, ect1=ect1)
+                tso_max_bytes=sender_host.tso_max_bytes, receiver_os=receiver.os, ecn=ecn, ecn_request=ecn_request, ect1=ect1,
+                connect=connect,
+                window_scaling=by_sysctl.get("window_scaling", True), peer=peer,
+                syn_retries=by_sysctl.get("syn_retries"), syn_linear_timeouts=by_sysctl.get("syn_linear_timeouts"))
     return flow, _normalized(t, flow, by_sysctl)
 
 
@@ -229,6 +246,10 @@ def _normalized(t: dict[str, Any], f: Flow, by_sysctl: dict[str, Any]) -> dict[s
         if param not in by_sysctl:
             n[key] = value
     n["sack"], n["timestamps"] = f.sack, f.timestamps
+    for key in ("sack", "timestamps"):
+        if key in by_sysctl:
+            del n[key]  # set by the host's sysctl, which the resolved spec keeps
+    n["connect"] = f.connect
     if f.stack == "linux":
         n["prr"] = f.prr or STACK_OPTIONS["linux"]["prr"]["default"]
     if f.stack == "freebsd":

@@ -27,6 +27,12 @@ LINUX_SYSCTLS = {
                                   "of L4STeam/linux's tcp_dctcp.c (mainline has none), simulator only",
     "net.ipv4.tcp_adv_win_scale": "receiver: share of the buffer offered as window, 1 - 2^-n for n > 0, "
                                   "2^n for n <= 0 (default 1: half; Linux 6.6+ measure it, docs/models.md)",
+    "net.ipv4.tcp_sack": "0 or 1 (default): SACK offered in SYNs and accepted; used when both ends have it",
+    "net.ipv4.tcp_timestamps": "0 or 1 (default): timestamps offered and accepted; used when both ends have them",
+    "net.ipv4.tcp_window_scaling": "0 or 1 (default): window scaling; without it a window is at most 65535 bytes",
+    "net.ipv4.tcp_syn_retries": "SYN retransmissions before connect() fails (default 6)",
+    "net.ipv4.tcp_syn_linear_timeouts": "SYN timeouts that keep the 1 s RTO before it doubles (default 4, "
+                                        "Linux 6.5+; 0 is the behaviour of older kernels)",
 }
 
 #: FreeBSD names -> what each sets.
@@ -46,6 +52,9 @@ FREEBSD_SYSCTLS = {
     "net.inet.tcp.functions_default": "TCP stack: freebsd or rack; must agree with the sender's stack",
     "net.inet.tcp.cc.algorithm": "congestion control of connections this host opens",
     "net.inet.tcp.ecn.enable": "ECN (RFC 3168): 1 request and accept, 2 accept only (default), 0 off",
+    "net.inet.tcp.sack.enable": "0 or 1 (default): SACK offered and accepted; used when both ends have it",
+    "net.inet.tcp.rfc1323": "RFC 7323 options: 1 window scaling and timestamps (default), 2 window scaling "
+                            "only, 3 timestamps only, 0 neither",
 }
 
 #: net.inet.tcp.functions_default values and the sender stack each one names.
@@ -159,11 +168,30 @@ def _one(name: str, value: Any, stack_family: str, role: str) -> dict[str, Any]:
             out["iw_segments"] = _int(1, 10000)(value)
     elif name == "net.ipv4.tcp_ecn":
         out |= _ecn(_int(0, 2)(value), role)
+    elif name in _LINUX_OPTIONS:
+        out |= _option(_LINUX_OPTIONS[name], bool(_int(0, 1)(value)), role)
+    elif name == "net.ipv4.tcp_syn_retries":
+        if role == "sender":
+            out["syn_retries"] = _int(1, 127)(value)
+    elif name == "net.ipv4.tcp_syn_linear_timeouts":
+        if role == "sender":
+            out["syn_linear_timeouts"] = _int(0, 10)(value)
     elif name == "module.tcp_dctcp.dctcp_ect":
         # L4STeam/linux net/ipv4/tcp_dctcp.c dctcp_register(): dctcp_ect sets TCP_CONG_WANTS_ECT_1.
         if role == "sender":
             out["ect1"] = bool(_int(0, 1)(value))
     return out
+
+
+#: Linux switches of the TCP options a handshake negotiates.
+_LINUX_OPTIONS = {"net.ipv4.tcp_sack": "sack", "net.ipv4.tcp_timestamps": "timestamps",
+                  "net.ipv4.tcp_window_scaling": "window_scaling"}
+
+
+def _option(option: str, on: bool, role: str) -> dict[str, Any]:
+    """A TCP option switch (sack, timestamps, window_scaling): offered in the SYN by a sender,
+    accepted in the SYN-ACK by a receiver (`peer.*`)."""
+    return {option: on} if role == "sender" else {f"peer.{option}": on}
 
 
 def _ecn(mode: int, role: str) -> dict[str, Any]:
@@ -204,4 +232,10 @@ def _freebsd(name: str, value: Any, role: str) -> dict[str, Any]:
         return {"cc": str(value)} if role == "sender" else {}
     if name == "net.inet.tcp.ecn.enable":
         return _ecn(_int(0, 2)(value), role)
+    if name == "net.inet.tcp.sack.enable":
+        return _option("sack", bool(_int(0, 1)(value)), role)
+    if name == "net.inet.tcp.rfc1323":
+        # tcp_subr.c tcp_newtcpcb(): 1 TF_REQ_SCALE|TF_REQ_TSTMP, 2 TF_REQ_SCALE, 3 TF_REQ_TSTMP.
+        mode = _int(0, 3)(value)
+        return _option("window_scaling", mode in (1, 2), role) | _option("timestamps", mode in (1, 3), role)
     raise KeyError(name)

@@ -55,8 +55,25 @@ pub struct FlowStats {
     pub rtos: u64,
     /// Segments the receiver already had (spurious retransmissions).
     pub dup_segs_received: u64,
-    /// Completion time of a fixed-size transfer, from its start.
+    /// Completion time of a fixed-size transfer: from the connection being established (when
+    /// iperf3 starts its clock, after connecting its data socket) to the last byte acknowledged.
     pub completion_ns: Option<Ns>,
+    /// Flow completion time: from the first SYN (the flow's start) to the last byte
+    /// acknowledged; equal to `completion_ns` on a connection established without a handshake.
+    pub fct_ns: Option<Ns>,
+    /// From the first SYN to the SYN-ACK's arrival (connect() returning); None without a
+    /// handshake or when it failed.
+    pub connect_ns: Option<Ns>,
+    /// SYNs retransmitted.
+    pub syn_retrans: u64,
+    /// SYN-ACKs the receiver retransmitted on its timer.
+    pub synack_retrans: u64,
+    /// The connection attempt was given up.
+    pub connect_failed: bool,
+    /// The sender's MSS as negotiated, payload bytes.
+    pub mss_bytes: u64,
+    /// Options in use: (SACK, timestamps, window scaling).
+    pub options: (bool, bool, bool),
     /// Final cwnd.
     pub cwnd_bytes: u64,
     /// Final smoothed RTT.
@@ -308,7 +325,8 @@ impl Simulation {
     }
 
     /// End of the interval that contains `t` for flow `fi`: intervals start at the flow's start
-    /// (iperf3 `-i`) and the last one ends with a time-limited application.
+    /// (iperf3 `-i`; with a handshake the first one holds it) and the last one ends with a
+    /// time-limited application.
     fn interval_end(&self, fi: usize, t: Ns) -> Ns {
         let f = &self.flow_cfg[fi];
         let k = (t - f.start_ns) / self.interval_ns + 1;
@@ -678,6 +696,24 @@ impl Simulation {
                 }
                 self.after_sender(fi);
             }
+            Kind::Syn => {
+                timed!(
+                    self,
+                    self.receivers[fi].on_syn(&p, self.now, &mut out, &mut self.next_id)
+                );
+                self.flush(node, &mut out);
+                self.sync_receiver_timer(fi);
+            }
+            Kind::HandshakeAck => self.receivers[fi].on_handshake_ack(),
+            Kind::SynAck => {
+                self.set_nic_backlog(fi);
+                timed!(
+                    self,
+                    self.senders[fi].on_synack(&p, self.now, &mut out, &mut self.next_id)
+                );
+                self.flush(node, &mut out);
+                self.after_sender(fi);
+            }
             Kind::Udp => {
                 let u = &mut self.udp[fi];
                 u.received += 1;
@@ -722,7 +758,16 @@ impl Simulation {
                 recoveries: s.recoveries,
                 rtos: s.rto_count,
                 dup_segs_received: r.dup_segs,
-                completion_ns: s.completed_at.map(|t| t - f.start_ns),
+                completion_ns: s
+                    .completed_at
+                    .map(|t| t - s.hs.established_ns.unwrap_or(f.start_ns)),
+                fct_ns: s.completed_at.map(|t| t - f.start_ns),
+                connect_ns: s.hs.established_ns.map(|t| t - f.start_ns),
+                syn_retrans: s.hs.syn_retrans as u64,
+                synack_retrans: r.hs.retrans as u64,
+                connect_failed: s.hs.failed,
+                mss_bytes: s.mss,
+                options: s.options(),
                 cwnd_bytes: s.v.win.cwnd,
                 srtt_ns: s.rtt.srtt_ns,
                 min_rtt_ns: s.rtt.min_rtt_ns,

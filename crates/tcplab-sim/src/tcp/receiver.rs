@@ -4,9 +4,13 @@
 //! a Linux receiver offers only part of its buffer (tcp_win_from_space()), the rest being the
 //! memory overhead of the packets it holds.
 
+use super::handshake::{Server, SynAckTimer};
 use super::ranges::RangeSet;
-use crate::config::{Coalesce, FlowConfig, RxNicConfig};
-use crate::packet::{header_bytes, Kind, Packet, MAX_SACK_BLOCKS};
+use crate::config::{Coalesce, Connect, FlowConfig, PeerOptions, RxNicConfig};
+use crate::packet::{
+    header_bytes, syn_bytes, Kind, Packet, MAX_SACK_BLOCKS, OPT_SACK_PERMITTED, OPT_TIMESTAMPS,
+    OPT_WINDOW_SCALE, TS_OPT,
+};
 use crate::stack::StackProfile;
 use crate::time::Ns;
 
@@ -156,6 +160,19 @@ pub struct TcpReceiver {
     ack_now: bool,
     /// Data segments that arrived CE-marked.
     pub ce_segs: u64,
+    /// The largest window it may offer: unbounded with window scaling, else 65535 bytes.
+    max_window: u64,
+    /// What this host accepts in a SYN.
+    accept: PeerOptions,
+    /// The echo it would use with ECN on (RFC 3168, or DCTCP's for a dctcp flow).
+    ecn_mode: EcnEcho,
+    /// The sender's MSS without timestamps (the MTU's less 40 bytes).
+    mss_no_ts: u64,
+    /// The receiving buffer, for the window-scale shift.
+    rcvbuf: u64,
+    /// Handshake state (a request sock / syncache entry until the ACK or data arrives).
+    pub hs: Server,
+    synack_timer: SynAckTimer,
 }
 
 /// RFC 7323 §2.3: the smallest shift that lets the buffer fit in the 16-bit window field (max 14).
@@ -170,16 +187,40 @@ pub fn window_scale(rcvbuf: u64) -> u32 {
 impl TcpReceiver {
     /// A receiver for flow `f`.
     pub fn new(flow: u32, f: &FlowConfig, profile: &StackProfile) -> Self {
+        // Established: the options both ends agreed to; with a handshake they are set when the
+        // SYN arrives (`on_syn`).
+        let n = f.negotiated();
+        let established = f.connect == Connect::Established;
+        let ecn_mode = if f.cc == "dctcp" {
+            EcnEcho::Dctcp
+        } else {
+            EcnEcho::Rfc3168
+        };
+        let mss_no_ts = f.mss as u64 + if f.timestamps { TS_OPT as u64 } else { 0 };
         TcpReceiver {
             flow,
             peer: f.src,
-            mss: f.mss as u64,
-            timestamps: f.timestamps,
-            sack: f.sack,
+            mss: n.mss as u64,
+            timestamps: n.timestamps && established,
+            sack: n.sack && established,
             ack_every: profile.ack_every_segments.max(1),
             delack_ns: profile.delack_ns,
             space: f.rcv_space_bytes(),
-            wscale: window_scale(f.rcvbuf_bytes),
+            wscale: if n.window_scaling {
+                window_scale(f.rcvbuf_bytes)
+            } else {
+                0
+            },
+            max_window: if n.window_scaling { u64::MAX } else { 65_535 },
+            accept: f.peer,
+            ecn_mode,
+            mss_no_ts,
+            rcvbuf: f.rcvbuf_bytes,
+            hs: Server {
+                established,
+                ..Default::default()
+            },
+            synack_timer: profile.syn.synack,
             rcv_nxt: 0,
             ooo: RangeSet::default(),
             ooo_bytes: 0,
@@ -199,10 +240,10 @@ impl TcpReceiver {
                 ring: Vec::new(),
                 irq_at: None,
             },
-            ecn: match (f.ecn, f.cc.as_str()) {
-                (false, _) => EcnEcho::Off,
-                (true, "dctcp") => EcnEcho::Dctcp,
-                (true, _) => EcnEcho::Rfc3168,
+            ecn: if n.ecn && established {
+                ecn_mode
+            } else {
+                EcnEcho::Off
             },
             ece: false,
             ack_now: false,
@@ -238,12 +279,77 @@ impl TcpReceiver {
         }
     }
 
-    /// When the delayed-ACK timer or the NIC's interrupt wants to fire.
+    /// When the delayed-ACK timer, the NIC's interrupt or the SYN-ACK timer wants to fire.
     pub fn timer_deadline(&self) -> Option<Ns> {
-        match (self.delack_deadline, self.nic.irq_at) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
+        [self.delack_deadline, self.nic.irq_at, self.hs.deadline]
+            .into_iter()
+            .flatten()
+            .min()
+    }
+
+    /// A SYN arrives (the first, or a retransmission): agree to the options this host has on,
+    /// answer with a SYN-ACK and arm its timer (Linux tcp_conn_request() / tcp_check_req() with
+    /// inet_rtx_syn_ack() for a repeated SYN; FreeBSD syncache_add() / syncache_respond()).
+    pub fn on_syn(&mut self, p: &Packet, now: Ns, out: &mut Vec<Packet>, next_id: &mut u64) {
+        if self.hs.established {
+            return; // a late copy of a SYN the connection no longer needs
         }
+        let a = &self.accept;
+        let opts = p.opts
+            & ((a.sack as u8 * OPT_SACK_PERMITTED)
+                | (a.timestamps as u8 * OPT_TIMESTAMPS)
+                | (a.window_scaling as u8 * OPT_WINDOW_SCALE));
+        // RFC 3168 §6.1.1: an ECN-setup SYN (ECE and CWR) is answered with ECE alone when this
+        // host accepts ECN (Linux tcp_ecn_create_request(), FreeBSD tcp_ecn_syncache_add()).
+        let ece = p.ece && p.cwr && a.ecn;
+        self.sack = opts & OPT_SACK_PERMITTED != 0;
+        self.timestamps = opts & OPT_TIMESTAMPS != 0;
+        self.mss = self.mss_no_ts - if self.timestamps { TS_OPT as u64 } else { 0 };
+        let ws = opts & OPT_WINDOW_SCALE != 0;
+        self.wscale = if ws { window_scale(self.rcvbuf) } else { 0 };
+        self.max_window = if ws { u64::MAX } else { 65_535 };
+        self.ecn = if ece { self.ecn_mode } else { EcnEcho::Off };
+        if self.timestamps {
+            self.ts_recent = p.ts_val;
+        }
+        self.hs.synack = Some((opts, ece));
+        self.send_synack(out, next_id);
+        self.hs.deadline = Some(now + self.synack_timer.interval_ns(self.hs.retrans));
+    }
+
+    fn send_synack(&mut self, out: &mut Vec<Packet>, next_id: &mut u64) {
+        let Some((opts, ece)) = self.hs.synack else {
+            return;
+        };
+        *next_id += 1;
+        let mut a = Packet::new(*next_id, Kind::SynAck, self.flow, self.peer);
+        a.opts = opts;
+        a.ece = ece;
+        a.size_bytes = syn_bytes(opts);
+        // RFC 7323 §2.2: the window field of a SYN-ACK is never scaled.
+        a.rwnd = self.space.min(65_535);
+        a.ts_ecr = self.ts_recent;
+        out.push(a);
+    }
+
+    /// The handshake's ACK arrives: the connection is established.
+    pub fn on_handshake_ack(&mut self) {
+        self.hs.established = true;
+        self.hs.deadline = None;
+    }
+
+    /// The SYN-ACK timer: retransmit it with the stack's backoff, up to its limit.
+    fn synack_timeout(&mut self, now: Ns, out: &mut Vec<Packet>, next_id: &mut u64) {
+        if self.hs.established || self.hs.deadline.is_none_or(|d| d > now) {
+            return;
+        }
+        if self.hs.retrans >= self.synack_timer.max_retrans() {
+            self.hs.deadline = None;
+            return;
+        }
+        self.hs.retrans += 1;
+        self.send_synack(out, next_id);
+        self.hs.deadline = Some(now + self.synack_timer.interval_ns(self.hs.retrans));
     }
 
     /// Bytes held out of order.
@@ -256,6 +362,10 @@ impl TcpReceiver {
     /// when rx-frames wait (ethtool(8) -C), whose poll hands the ring to TCP, merged by GRO or
     /// LRO (`RxNic::poll`).
     pub fn on_data(&mut self, p: &Packet, now: Ns, out: &mut Vec<Packet>, next_id: &mut u64) {
+        if !self.hs.established {
+            // Data acknowledges the SYN-ACK as the handshake's ACK would.
+            self.on_handshake_ack();
+        }
         let len = p.len as u64;
         if self.ecn != EcnEcho::Off || p.ecn == crate::aqm::ecn::CE {
             self.ecn_in(p, out, next_id);
@@ -374,6 +484,9 @@ impl TcpReceiver {
 
     /// The NIC's interrupt or the delayed-ACK timer may be due.
     pub fn on_timer(&mut self, now: Ns, out: &mut Vec<Packet>, next_id: &mut u64) {
+        if self.hs.deadline.is_some() {
+            self.synack_timeout(now, out, next_id);
+        }
         if self.nic.irq_at.is_some_and(|t| t <= now) {
             self.nic_poll(now, out, next_id);
         }
@@ -393,7 +506,8 @@ impl TcpReceiver {
         // and the held packets' memory (truesize) is their length / scaling_ratio, so the window
         // loses exactly the bytes held. Advertised in units of 2^wscale; the right edge never
         // moves left (RFC 7323 §2.4, RFC 9293).
-        let free = self.space.saturating_sub(self.ooo_bytes) >> self.wscale << self.wscale;
+        let free = (self.space.saturating_sub(self.ooo_bytes) >> self.wscale << self.wscale)
+            .min(self.max_window);
         self.right_edge = self.right_edge.max(self.rcv_nxt + free);
         a.rwnd = self.right_edge - self.rcv_nxt;
         a.ts_ecr = self.ts_recent;
@@ -451,6 +565,11 @@ mod tests {
             freebsd: None,
             ecn: false,
             ect1: false,
+            window_scaling: true,
+            peer: Default::default(),
+            connect: Default::default(),
+            syn_retries: None,
+            syn_linear_timeouts: None,
         };
         TcpReceiver::new(0, &f, &crate::stack::profile("linux").unwrap())
     }

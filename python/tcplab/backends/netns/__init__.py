@@ -66,6 +66,11 @@ def _sysctls(resolved: Resolved, p: planmod.Plan) -> dict[str, dict[str, str]]:
         out[dst]["net.ipv4.tcp_rmem"] = f"4096 131072 {f.rcvbuf_bytes}"
         if f.ecn:  # RFC 3168 negotiation by the kernel itself (receivers accept by default, 2)
             out[src]["net.ipv4.tcp_ecn"] = "1"
+        # What the receiving host turns off (the kernel's handshake negotiates it; on by default).
+        for opt, name in (("sack", "net.ipv4.tcp_sack"), ("timestamps", "net.ipv4.tcp_timestamps"),
+                          ("window_scaling", "net.ipv4.tcp_window_scaling"), ("ecn", "net.ipv4.tcp_ecn")):
+            if not f.peer[opt]:
+                out[dst][name] = "0"
         scale = resolved.host_sysctls.get(f.to, {}).get("net.ipv4.tcp_adv_win_scale")
         if scale is not None:
             out[dst]["net.ipv4.tcp_adv_win_scale"] = str(scale)

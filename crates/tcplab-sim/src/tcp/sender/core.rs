@@ -99,12 +99,22 @@ pub struct Conn {
     pub(super) rate: RateState,
     /// ECN state (RFC 3168), inert when the connection did not negotiate ECN.
     pub ecn: super::ecn::EcnState,
+    /// Connection setup (SYN_SENT until the SYN-ACK; `Connect::Established`: never).
+    pub hs: super::connect::Client,
 }
 
 impl Conn {
     /// The core for `f` with its resolved stack configuration and CC module.
     pub fn new(flow: u32, f: &FlowConfig, profile: StackProfile, cc: crate::cc::Cc) -> Self {
-        let mss = f.mss as u64;
+        let handshake = f.connect == crate::config::Connect::Handshake;
+        // Established: the options both ends agree to. Handshake: the sender's own offer until
+        // the SYN-ACK says what the receiver agreed to (`connect.rs`).
+        let n = f.negotiated();
+        let (mss, timestamps, sack, ecn) = if handshake {
+            (f.mss as u64, f.timestamps, f.sack, false)
+        } else {
+            (n.mss as u64, n.timestamps, n.sack, n.ecn)
+        };
         let mut rtt = RttEstimator::new(
             profile.initial_rto_ns,
             profile.min_rto_ns,
@@ -122,13 +132,23 @@ impl Conn {
             f.sndbuf_bytes.min(initial)
         };
         Conn {
+            hs: super::connect::Client::new(
+                f.connect,
+                super::connect::offer_bits(f.sack, f.timestamps, f.window_scaling),
+                f.ecn,
+                if handshake {
+                    f.window_scaling
+                } else {
+                    n.window_scaling
+                },
+            ),
             flow,
             dst: f.dst,
             profile,
             v: ConnCc::new(f.iw_segments as u64 * mss),
             mss,
-            timestamps: f.timestamps,
-            sack: f.sack,
+            timestamps,
+            sack,
             app: f.app.clone(),
             write_bytes: f.write_bytes.max(1),
             sndbuf: f.sndbuf_bytes,
@@ -138,8 +158,9 @@ impl Conn {
             written: 0,
             snd_una: 0,
             snd_nxt: 0,
-            // Until the first ACK, the window the receiver offered in its SYN-ACK.
-            snd_wnd: f.rcv_space_bytes(),
+            // Established: until the first ACK, the window the receiver offered in its SYN-ACK.
+            // SYN_SENT: none yet (FreeBSD's CC_RTO reads snd_wnd = 0 there).
+            snd_wnd: if handshake { 0 } else { f.rcv_space_bytes() },
             sb: Scoreboard::default(),
             state: State::Open,
             recover_guard: None,
@@ -166,9 +187,15 @@ impl Conn {
             owns_cwnd: cc.owns_cwnd(),
             cc_paces: cc.needs_pacing(),
             rate: RateState::default(),
-            ecn: super::ecn::EcnState::new(f.ecn, f.ect1),
+            ecn: super::ecn::EcnState::new(ecn, f.ect1),
             cc,
         }
+    }
+
+    /// Options in use: (SACK, timestamps, window scaling as offered; the receiver's shift is its
+    /// own).
+    pub fn options(&self) -> (bool, bool, bool) {
+        (self.sack, self.timestamps, self.hs.window_scaling())
     }
 
     pub(super) fn event(&mut self, now: Ns, e: SenderEvent) {
@@ -261,6 +288,9 @@ impl Conn {
 
     /// Whether the application has nothing more to send and everything is acknowledged.
     pub fn done(&self, now: Ns) -> bool {
+        if self.hs.failed {
+            return true;
+        }
         match self.app {
             AppConfig::Bytes { .. } => self.completed_at.is_some(),
             AppConfig::Time { duration_ns } => {
@@ -352,7 +382,9 @@ impl Conn {
         (self.pace_next > self.v.now && paced && self.has_sendable()).then_some(self.pace_next)
     }
 
-    /// The application starts: the CC module's conn_init.
+    /// The application starts writing on the established connection: the CC module's conn_init.
+    /// Its clock (a `-t` duration, the intervals) runs from the flow's start time, the connect()
+    /// call, so a handshake falls inside its first interval (docs/models.md, "Connection setup").
     pub(super) fn start(&mut self, now: Ns) {
         self.started = true;
         self.v.now = now;

@@ -12,6 +12,7 @@ use crate::stack::{Recovery, StackProfile};
 use crate::time::Ns;
 
 mod ack;
+mod connect;
 mod core;
 pub mod ecn;
 mod freebsd;
@@ -67,11 +68,17 @@ pub enum SenderEvent {
     Tlp,
     /// The tail loss probe's data was acknowledged.
     TlpEnd,
+    /// The SYN-ACK arrived: the connection is established.
+    Connected,
+    /// The SYN was retransmitted.
+    SynRetransmit,
+    /// The connection attempt was given up (no SYN-ACK).
+    ConnectFailed,
 }
 
 impl SenderEvent {
     /// Every event, in code order.
-    pub const ALL: [SenderEvent; 7] = [
+    pub const ALL: [SenderEvent; 10] = [
         SenderEvent::RecoveryStart,
         SenderEvent::RecoveryEnd,
         SenderEvent::Rto,
@@ -79,6 +86,9 @@ impl SenderEvent {
         SenderEvent::Complete,
         SenderEvent::Tlp,
         SenderEvent::TlpEnd,
+        SenderEvent::Connected,
+        SenderEvent::SynRetransmit,
+        SenderEvent::ConnectFailed,
     ];
 
     /// The event's name in the records contract.
@@ -91,6 +101,9 @@ impl SenderEvent {
             SenderEvent::Complete => "complete",
             SenderEvent::Tlp => "tlp",
             SenderEvent::TlpEnd => "tlp_end",
+            SenderEvent::Connected => "connected",
+            SenderEvent::SynRetransmit => "syn_retransmit",
+            SenderEvent::ConnectFailed => "connect_failed",
         }
     }
 
@@ -104,6 +117,9 @@ impl SenderEvent {
             SenderEvent::Complete => 5,
             SenderEvent::Tlp => 6,
             SenderEvent::TlpEnd => 7,
+            SenderEvent::Connected => 8,
+            SenderEvent::SynRetransmit => 9,
+            SenderEvent::ConnectFailed => 10,
         }
     }
 }
@@ -219,11 +235,31 @@ impl TcpSender {
     /// The earliest time the sender wants to be woken (RTO, pacing, small-queue release, the
     /// stack's own timers).
     pub fn timer_deadline(&self) -> Option<Ns> {
+        if !self.core.started {
+            return self.core.hs.deadline();
+        }
         each_stack!(&self.stack, s => s.timer_deadline(&self.core))
     }
 
-    /// The application starts: connection already established (the handshake is not modelled).
+    /// The flow's start time: connect() (a SYN, `Connect::Handshake`) or, on a connection
+    /// established without one, the application's first write.
     pub fn start(&mut self, now: Ns, out: &mut Vec<Packet>, next_id: &mut u64) {
+        if self.core.hs.mode == crate::config::Connect::Handshake {
+            self.core.connect(now, out, next_id);
+            return;
+        }
+        self.establish(now, out, next_id);
+    }
+
+    /// A SYN-ACK arrived: on the first one the application starts writing.
+    pub fn on_synack(&mut self, p: &Packet, now: Ns, out: &mut Vec<Packet>, next_id: &mut u64) {
+        if self.core.on_synack(p, now, out, next_id) {
+            self.establish(now, out, next_id);
+        }
+    }
+
+    /// The application starts on the established connection.
+    fn establish(&mut self, now: Ns, out: &mut Vec<Packet>, next_id: &mut u64) {
         self.core.start(now);
         let c = &mut self.core;
         match &mut self.stack {
@@ -249,6 +285,10 @@ impl TcpSender {
 
     /// A timer fired: the stack's timers (RTO, TLP, RACK), pacing or small-queue release.
     pub fn on_timer(&mut self, now: Ns, out: &mut Vec<Packet>, next_id: &mut u64) {
+        if !self.core.started {
+            self.core.syn_timeout(now, out, next_id);
+            return;
+        }
         let c = &mut self.core;
         each_stack!(&mut self.stack, s => s.on_timer(c, now, out, next_id))
     }
