@@ -48,16 +48,30 @@ def test_linux_defaults_fill_in():
     # w = 5 gives 32 (1 - (31/32)^55) = 26.4.
     assert (red["max_bytes"], red["min_bytes"], red["probability"]) == (100_000, 33_333, 0.02)
     assert red["wlog"] == 5
+    dp = _bottleneck(_with_aqm("dualpi2"))["aqm"]
+    # sch_dualpi2.c dualpi2_reset_default(): 15 ms / 16 ms, alpha 41/256 and beta 819/256 Hz, step
+    # 1 ms, k = 2, wc = 10 %, ECT(1)/CE to L, drop on overload at dequeue; the 60p buffer is the
+    # limit and the memory limit 60 x 2 x 1514 (get_memory_limit()).
+    assert dp == {"kind": "dualpi2", "limit_packets": 60, "memory_limit_bytes": 60 * 2 * 1514, "target_ns": 15_000_000,
+                  "tupdate_ns": 16_000_000, "alpha_256": 41, "beta_256": 819, "step_ns": 1_000_000, "step_packets": None,
+                  "min_qlen_step": 0, "coupling": 2, "c_protection": 10, "ecn_mask": "l4s_ect",
+                  "drop_overload": True, "drop_early": False}
+    assert _bottleneck(_with_aqm({"kind": "dualpi2", "step_thresh": "5p"}))["aqm"]["step_packets"] == 5
 
 
 @pytest.mark.parametrize("aqm,key,words", [
-    ({"kind": "blue"}, "topology.bottleneck.aqm.kind", "codel, fq_codel, pie, red, step"),
+    ({"kind": "blue"}, "topology.bottleneck.aqm.kind", "codel, fq_codel, pie, red, step, dualpi2"),
     ({"kind": "codel", "target": "-5ms"}, "topology.bottleneck.aqm.target", ""),
     ({"kind": "codel", "target": "0ms"}, "topology.bottleneck.aqm.target", "positive"),
     ({"kind": "codel", "tupdate": "15ms"}, "topology.bottleneck.aqm.tupdate", "unknown key"),
     ({"kind": "red", "limit": "400KB", "min": "90KB", "max": "80KB"}, "topology.bottleneck.aqm.min", "not smaller"),
     ({"kind": "red", "limit": "400KB", "probability": 2}, "topology.bottleneck.aqm.probability", "(0, 1]"),
     ({"kind": "step"}, "topology.bottleneck.aqm.threshold", "required"),
+    ({"kind": "dualpi2", "coupling": 0}, "topology.bottleneck.aqm.coupling", "from 1 to 255"),
+    ({"kind": "dualpi2", "alpha": -0.1}, "topology.bottleneck.aqm.alpha", "gain in Hz"),
+    ({"kind": "dualpi2", "target": "-15ms"}, "topology.bottleneck.aqm.target", ""),
+    ({"kind": "dualpi2", "ecn_mask": "ect0"}, "topology.bottleneck.aqm.ecn_mask", "l4s_ect"),
+    ({"kind": "dualpi2", "c_protection": 101}, "topology.bottleneck.aqm.c_protection", "0 to 100"),
     ({"target": "5ms"}, "topology.bottleneck.aqm.kind", "required"),
 ])
 def test_bad_parameters_fail_in_one_line_naming_the_key(aqm, key, words):
@@ -74,7 +88,8 @@ def test_aqm_on_the_access_links_is_refused():
         resolve(spec, "t.toml")
 
 
-@pytest.mark.parametrize("aqm", ["codel", "fq_codel", "pie", {"kind": "red", "ecn": True}, {"kind": "step", "threshold": "20p"}])
+@pytest.mark.parametrize("aqm", ["codel", "fq_codel", "pie", {"kind": "red", "ecn": True}, {"kind": "step", "threshold": "20p"},
+                                 "dualpi2"])
 def test_each_kind_runs_and_conserves_packets(aqm):
     spec = _with_aqm(aqm)
     spec["topology"]["bottleneck"]["loss"] = 0.0
@@ -115,6 +130,21 @@ def test_ecn_is_negotiated_as_the_sysctls_say():
         _sender_ecn("linux", {"net.ipv4.tcp_ecn": 3})
 
 
+def test_dctcp_ect_sends_ect1_only_from_dctcp():
+    # L4STeam/linux tcp_dctcp.c: the dctcp_ect module parameter makes dctcp send ECT(1).
+    def flow(cc: str, value: int):
+        spec = copy.deepcopy(BASE)
+        spec["senders"]["s1"] |= {"stack": "linux", "cc": cc}
+        spec["hosts"] = {"s1": {"sysctl": {"module.tcp_dctcp.dctcp_ect": value}}}
+        exp = resolve(spec, "t.toml")
+        return exp.flows[0].ect1, lower(exp)["flows"][0].get("ect1", False)
+    assert flow("dctcp", 1) == (True, True)
+    assert flow("dctcp", 0) == (False, False)
+    assert flow("cubic", 1) == (False, False), "the parameter acts on dctcp only"
+    with pytest.raises(SpecError, match=r"dctcp_ect"):
+        flow("dctcp", 2)
+
+
 def test_ecn_flows_under_marking_codel_lose_nothing_and_summary_counts_marks(tmp_path):
     from tcplab import api  # noqa: F401  (the public entry point the CLI uses)
     # A limit above slow start's overshoot: at the link's 60 packets the queue overflows before
@@ -151,7 +181,8 @@ def test_t8_and_t9_sweeps_resolve_to_the_disciplines_they_compare():
     pts = points(spec, src, parts(spec, src))
     kinds = [(p.resolved.bottleneck_aqm_kind, dict(p.resolved.links[p.resolved.bottleneck_port // 2].ab.aqm or {}).get("ecn"))
              for p in pts]
-    assert kinds == [("drop-tail", None)] + [(k, e) for k in ("codel", "fq_codel", "pie", "red") for e in (False, True)]
+    assert kinds == [("drop-tail", None)] + [(k, e) for k in ("codel", "fq_codel", "pie", "red") for e in (False, True)] \
+        + [("dualpi2", None)]
     assert all(f.ecn for p in pts for f in p.resolved.flows), "T8's senders ask for ECN"
     spec, src = load_spec("T9")
     pts = points(spec, src, parts(spec, src))

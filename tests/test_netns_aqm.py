@@ -98,6 +98,15 @@ def test_a_discipline_the_kernel_has_is_its_qdisc_under_htb_with_linuxs_paramete
     data.pop("sweep")
     p = planmod.build(resolve(data, src), "tl00ad", qdiscs=kernel_with_all)
     assert p.aqm_where == {"rt1->rt2": "tcplab-linkem step"}
+    # DualPI2 runs in linkem even on a kernel with sch_dualpi2 (its tc arguments are not mapped).
+    p = planmod.build(_t8('"dualpi2"'), "tl00ad", qdiscs=kernel_with_all | {"dualpi2"})
+    assert p.aqm_where == {"rt1->rt2": "tcplab-linkem dualpi2"}
+    # L4STeam/linux's dctcp_ect has no mainline counterpart: refused, not silently ECT(0).
+    data, src = load_spec("T9")
+    data.pop("sweep")
+    data["hosts"] = {"s1": {"sysctl": {"module.tcp_dctcp.dctcp_ect": 1}}}
+    with pytest.raises(planmod.PlanError, match="dctcp_ect"):
+        planmod.build(resolve(data, src), "tl00ad", qdiscs=kernel_with_all)
 
 
 def test_linkems_samples_give_the_ports_drops_and_queue_on_the_runs_clock():

@@ -141,6 +141,7 @@ class Flow:
     freebsd: Mapping[str, Any] | None  # freebsd stacks: d43470 and the default stack's knobs
     ecn: bool = False            # ECN negotiated (RFC 3168): asked for by the sender, accepted
     ecn_request: bool = False    # the sender asks for ECN in its SYN (the handshake negotiates it)
+    ect1: bool = False           # send ECT(1), not ECT(0) (L4STeam/linux dctcp's dctcp_ect = 1)
     tso_max_bytes: int | None = None   # the sending host's NIC; None: the stack's (64 KB)
     receiver_os: str | None = None     # the receiving host's OS; None: the sender's stack's ACK rules
     connect: str = "handshake"   # "handshake" (SYN, SYN-ACK, ACK) or "established" at the start time

@@ -1,5 +1,5 @@
 //! Active queue management: the queue disciplines a link direction can run instead of drop-tail
-//! (CoDel, FQ-CoDel, PIE, RED, a DCTCP step-marking threshold), behind one trait the port calls
+//! (CoDel, FQ-CoDel, PIE, RED, a DCTCP step-marking threshold, DualPI2), behind one trait the port calls
 //! when a packet arrives and when its transmitter is free. One implementation, used by both
 //! backends: the simulator (crates/tcplab-sim, its Packet) and the link emulator
 //! (crates/tcplab-linkem, Ethernet frames whose IP header it reads and rewrites).
@@ -10,6 +10,7 @@
 //! Time is in ns on whatever clock the caller uses (simulated time, or the kernel's frame stamps).
 
 pub mod codel;
+pub mod dualpi2;
 pub mod fq_codel;
 pub mod pie;
 pub mod red;
@@ -187,6 +188,40 @@ pub enum AqmConfig {
         /// Adaptive RED: adjust max_P every 500 ms (Floyd, Gummadi, Shenker 2001).
         adaptive: bool,
     },
+    /// DualPI2 (RFC 9332; Linux net/sched/sch_dualpi2.c): an L4S queue and a Classic queue
+    /// coupled through one PI controller.
+    Dualpi2 {
+        /// Packets over both queues.
+        limit_packets: u64,
+        /// Bytes over both queues.
+        memory_limit_bytes: u64,
+        /// PI target delay.
+        target_ns: Ns,
+        /// PI update period.
+        tupdate_ns: Ns,
+        /// Integral gain, 1/256 Hz.
+        alpha_256: u32,
+        /// Proportional gain, 1/256 Hz.
+        beta_256: u32,
+        /// L-queue step threshold as a sojourn time (exclusive with `step_packets`).
+        #[serde(default)]
+        step_ns: Option<Ns>,
+        /// L-queue step threshold as a queue length, packets.
+        #[serde(default)]
+        step_packets: Option<u64>,
+        /// Step only when the L queue held at least this many packets on arrival.
+        min_qlen_step: u64,
+        /// Coupling factor k.
+        coupling: u32,
+        /// C-queue WRR weight, %.
+        c_protection: u32,
+        /// L-queue classifier: "l4s_ect", "cla_ect" or "any_ect".
+        ecn_mask: String,
+        /// Drop (not only mark) L packets on overload.
+        drop_overload: bool,
+        /// Mark/drop at enqueue.
+        drop_early: bool,
+    },
     /// Step marking: CE on arrival when the queue holds more than a threshold (the DCTCP switch,
     /// Alizadeh et al., SIGCOMM 2010, §3.1).
     Step {
@@ -289,10 +324,66 @@ where
                 rng,
             ))
         }
+        AqmConfig::Dualpi2 { .. } => Box::new(dualpi2::Dualpi2::new(dualpi2_params(cfg)?, rng)),
         AqmConfig::Step {
             threshold_bytes,
             limit_packets,
         } => Box::new(step::Step::new(*threshold_bytes, *limit_packets)),
+    })
+}
+
+/// DualPI2's parameters from the spec, checked as dualpi2_policy / dualpi2_change() check them.
+fn dualpi2_params(cfg: &AqmConfig) -> Result<dualpi2::Dualpi2Params, String> {
+    let AqmConfig::Dualpi2 {
+        limit_packets,
+        memory_limit_bytes,
+        target_ns,
+        tupdate_ns,
+        alpha_256,
+        beta_256,
+        step_ns,
+        step_packets,
+        min_qlen_step,
+        coupling,
+        c_protection,
+        ecn_mask,
+        drop_overload,
+        drop_early,
+    } = cfg
+    else {
+        unreachable!("dualpi2_params on another kind")
+    };
+    let step = match (step_ns, step_packets) {
+        (Some(ns), None) => dualpi2::StepThresh::Time(*ns),
+        (None, Some(n)) => dualpi2::StepThresh::Packets(*n),
+        _ => return Err("dualpi2 needs exactly one of step_ns and step_packets".into()),
+    };
+    let ecn_mask = match ecn_mask.as_str() {
+        "l4s_ect" => dualpi2::EcnMask::L4sEct,
+        "cla_ect" => dualpi2::EcnMask::ClaEct,
+        "any_ect" => dualpi2::EcnMask::AnyEct,
+        m => return Err(format!("dualpi2 ecn_mask {m:?} is not l4s_ect, cla_ect or any_ect")),
+    };
+    if *limit_packets == 0 || *memory_limit_bytes == 0 || *tupdate_ns == 0 || *coupling == 0 || *coupling > 255 {
+        return Err("dualpi2 limit, memory_limit, tupdate must be positive and coupling in 1..=255".into());
+    }
+    if *alpha_256 == 0 || *beta_256 == 0 || *c_protection > 100 {
+        return Err("dualpi2 alpha and beta must be positive and c_protection in 0..=100".into());
+    }
+    Ok(dualpi2::Dualpi2Params {
+        limit_packets: *limit_packets,
+        memory_limit_bytes: *memory_limit_bytes,
+        target_ns: *target_ns,
+        tupdate_ns: *tupdate_ns,
+        alpha_256: *alpha_256,
+        beta_256: *beta_256,
+        step,
+        min_qlen_step: *min_qlen_step,
+        coupling: *coupling,
+        c_protection_wc: *c_protection,
+        ecn_mask,
+        drop_overload: *drop_overload,
+        drop_early: *drop_early,
     })
 }
 
@@ -327,6 +418,10 @@ impl<P: Packet> Fifo<P> {
         self.bytes -= x.p.size_bytes();
         self.last_popped_enqueue_ns = x.enqueue_ns;
         Some(x)
+    }
+    /// When the head packet arrived, if any.
+    pub fn front_enqueue_ns(&self) -> Option<Ns> {
+        self.q.front().map(|x| x.enqueue_ns)
     }
     /// Packets held.
     pub fn len(&self) -> u64 {

@@ -178,3 +178,112 @@ fn red_marking_follows_the_linear_ramp() {
     assert_eq!(red_mark_fraction(25), 0.0, "below min nothing is marked");
     assert_eq!(red_mark_fraction(65), 1.0, "above max everything is marked");
 }
+
+/// Linux's dualpi2 defaults (dualpi2_reset_default()) with room for a large test backlog.
+fn dualpi2_linux(limit_packets: u64) -> tcplab_aqm::dualpi2::Dualpi2<Pkt, SplitMix> {
+    use tcplab_aqm::dualpi2::*;
+    Dualpi2::new(
+        Dualpi2Params {
+            limit_packets,
+            memory_limit_bytes: limit_packets * 2 * 1514,
+            target_ns: 15_000_000,
+            tupdate_ns: 16_000_000,
+            alpha_256: 41,
+            beta_256: 819,
+            step: StepThresh::Time(1_000_000),
+            min_qlen_step: 0,
+            coupling: 2,
+            c_protection_wc: 10,
+            ecn_mask: EcnMask::L4sEct,
+            drop_overload: true,
+            drop_early: false,
+        },
+        SplitMix(7),
+    )
+}
+
+fn pkt(ecn: u8) -> Pkt {
+    Pkt { size: 1500, ecn }
+}
+
+#[test]
+fn dualpi2_couples_p_c_equal_p_squared_and_p_cl_equal_k_p() {
+    // One Classic packet enqueued at t=0 and never served: at the PI ticks (every 16 ms) the
+    // C-queue head delay is 16, 32, 48, 64 ms. RFC 9332 A.2 dualpi2_update():
+    // p' += alpha (qdelay - target) + beta (qdelay - qdelay_old), alpha = 41/256 Hz, beta =
+    // 819/256 Hz (Linux's defaults, "~0.16" and "~3.2").
+    let mut q = dualpi2_linux(200_000);
+    let mut dropped = Vec::new();
+    q.enqueue(pkt(ecn::NOT_ECT), 0, &mut dropped);
+    let (alpha, beta, target) = (41.0 / 256.0, 819.0 / 256.0, 0.015);
+    let mut p = 0.0f64;
+    let mut old = 0.0;
+    for tick in 1..=4 {
+        let d = tick as f64 * 0.016;
+        p += alpha * (d - target) + beta * (d - old);
+        old = d;
+    }
+    // Just after the fourth tick: 20 000 Not-ECT Classic packets and 20 000 ECT(1) packets, all
+    // dequeued at that same instant (sojourn 0, so the 1 ms step never fires; no tick runs).
+    let now = 64_000_000 + 1;
+    for _ in 0..20_000 {
+        q.enqueue(pkt(ecn::NOT_ECT), now, &mut dropped);
+        q.enqueue(pkt(ecn::ECT1), now, &mut dropped);
+    }
+    assert!(dropped.is_empty());
+    // Linux keeps the gains as whole units of 2^-32 per 64 ns (dualpi2_scale_alpha_beta():
+    // 44.02 -> 44 and 879.4 -> 879), which costs < 0.05% of p'.
+    assert!((q.base_probability() / p - 1.0).abs() < 1e-3, "p' {} vs {p}", q.base_probability());
+    let (mut l_marked, mut l_seen) = (0u64, 0u64);
+    while let Some(x) = q.dequeue(now, &mut dropped) {
+        if x.ecn != ecn::NOT_ECT {
+            l_seen += 1;
+            l_marked += (x.ecn == ecn::CE) as u64;
+        }
+    }
+    // Every L packet is ECT(1) so none is dropped; the Classic ones are dropped with p_C.
+    let c_drop = dropped.len() as f64 / 20_001.0;
+    let l_mark = l_marked as f64 / l_seen as f64;
+    let (p_c, p_cl) = (p * p, (2.0 * p).min(1.0));
+    eprintln!("p' {p:.4}: C drops {c_drop:.4} (p'^2 {p_c:.4}), L marks {l_mark:.4} (2p' {p_cl:.4})");
+    assert_eq!(l_seen, 20_000);
+    // Binomial standard errors at n = 20 000: 0.0015 for p_C ~ 0.049, 0.0035 for p_CL ~ 0.44.
+    assert!((c_drop - p_c).abs() < 0.006, "C-queue drop fraction {c_drop:.4} vs p'^2 {p_c:.4}");
+    assert!((l_mark - p_cl).abs() < 0.015, "L-queue mark fraction {l_mark:.4} vs 2p' {p_cl:.4}");
+}
+
+#[test]
+fn dualpi2_l_queue_marks_every_packet_over_the_1ms_step() {
+    // Before the first PI tick p' = 0, so only the step marks (RFC 9332 A.1: L packets are marked
+    // when their sojourn exceeds T = 1 ms, else with p_CL).
+    let mut q = dualpi2_linux(10_000);
+    let mut dropped = Vec::new();
+    let mut marked_after = |q: &mut tcplab_aqm::dualpi2::Dualpi2<Pkt, SplitMix>, t_in: Ns, t_out: Ns| {
+        for _ in 0..10 {
+            q.enqueue(pkt(ecn::ECT1), t_in, &mut dropped);
+        }
+        (0..10)
+            .filter(|_| q.dequeue(t_out, &mut dropped).unwrap().ecn == ecn::CE)
+            .count()
+    };
+    assert_eq!(marked_after(&mut q, 0, 900_000), 0, "sojourn 0.9 ms < 1 ms");
+    assert_eq!(marked_after(&mut q, 1_000_000, 2_100_000), 10, "sojourn 1.1 ms > 1 ms");
+    assert_eq!(q.step_marks, 10);
+    assert!(dropped.is_empty());
+}
+
+#[test]
+fn dualpi2_wrr_gives_the_classic_queue_its_10_percent_weight() {
+    // Both queues backlogged: dequeue_packet()'s credit sends wc / (wc + wl) = 10 / 100 of the
+    // bytes from the C queue (equal packet sizes: one packet in ten).
+    let mut q = dualpi2_linux(10_000);
+    let mut dropped = Vec::new();
+    for _ in 0..200 {
+        q.enqueue(pkt(ecn::ECT0), 0, &mut dropped);
+        q.enqueue(pkt(ecn::ECT1), 0, &mut dropped);
+    }
+    let from_c = (0..100)
+        .filter(|_| q.dequeue(1, &mut dropped).unwrap().ecn == ecn::ECT0)
+        .count();
+    assert_eq!(from_c, 10);
+}

@@ -39,7 +39,7 @@ const USAGE: &str = "usage: tcplab-linkem --a IFACE --b IFACE [--delay-ab-us N] 
 [--aqm-ab JSON] [--aqm-ba JSON] [--seed N] [--ring-frames N] [--stats FILE] [--no-rt]
   --aqm-ab/--aqm-ba: a queue discipline in the resolved spec's form, e.g.
   '{\"kind\":\"codel\",\"target_ns\":5000000,\"interval_ns\":100000000,\"limit_packets\":1000,\"ecn\":true}'
-  (kinds codel, fq_codel, pie, red, step; needs --rate-ab-bps / --rate-ba-bps)";
+  (kinds codel, fq_codel, pie, red, step, dualpi2; needs --rate-ab-bps / --rate-ba-bps)";
 
 #[derive(Default)]
 struct Args {

@@ -493,6 +493,33 @@ mod tests {
     }
 
     #[test]
+    fn dualpi2_from_the_cli_json_marks_ect1_frames_over_its_1ms_step() {
+        // The resolved spec's dict, as `--aqm-ab` takes it (Linux's defaults, 60-packet limit).
+        let json = r#"{"kind": "dualpi2", "limit_packets": 60, "memory_limit_bytes": 181680, "target_ns": 15000000,
+            "tupdate_ns": 16000000, "alpha_256": 41, "beta_256": 819, "step_ns": 1000000, "step_packets": null,
+            "min_qlen_step": 0, "coupling": 2, "c_protection": 10, "ecn_mask": "l4s_ect", "drop_overload": true,
+            "drop_early": false}"#;
+        let aqm = crate::aqm("--aqm-ab", json).unwrap();
+        // 20 ECT(1) frames at once (20 x 121 us on the wire: the last ones wait over 1 ms), then
+        // 50 Mbit/s, under the wire's rate: only the preloaded frames past the step are marked.
+        let (out, _, st, _) = drive(aqm, 0, ecn::ECT1, 20, 50_000_000, 1);
+        let ce = out.iter().filter(|(_, d)| d[15] & 3 == ecn::CE).count() as u64;
+        // FIFO arithmetic: a 1514-byte frame takes 121.12 us; the 20 preloaded arrive at 0, the
+        // rest every 242.24 us. Marked: those whose wait (start - arrival) exceeds 1 ms (the
+        // preloaded k >= 9, and arrivals j = 1..10 while the backlog drains).
+        let (tx, gap) = (121_120u64, 242_240u64);
+        let arrivals = (0..20).map(|_| 0).chain((1..4000).map(|j| j * gap));
+        let (mut free, mut expected) = (0u64, 0u64);
+        for a in arrivals {
+            let start = free.max(a);
+            expected += (start - a > 1_000_000) as u64;
+            free = start + tx;
+        }
+        assert_eq!(expected, 21);
+        assert_eq!((ce, st.ecn_marks, st.drops), (expected, expected, 0));
+    }
+
+    #[test]
     fn a_queue_discipline_needs_a_rate() {
         let cfg = PipeConfig {
             aqm: Some(codel(false)),

@@ -224,6 +224,10 @@ pub struct FlowConfig {
     /// offers in its SYN, used when the receiver's `peer` settings agree ([`FlowConfig::negotiated`]).
     #[serde(default)]
     pub ecn: bool,
+    /// Send ECT(1), the L4S identifier (RFC 9331), instead of ECT(0): L4STeam/linux
+    /// net/ipv4/tcp_dctcp.c's `dctcp_ect` module parameter (TCP_CONG_WANTS_ECT_1).
+    #[serde(default)]
+    pub ect1: bool,
     /// Window scaling offered (RFC 7323 §2; net.ipv4.tcp_window_scaling, net.inet.tcp.rfc1323).
     #[serde(default = "yes")]
     pub window_scaling: bool,

@@ -55,6 +55,7 @@ pub fn flow(name: &str, src: u32, dst: u32, cc: &str, app: AppConfig) -> FlowCon
         sndbuf_initial_bytes: None,
         freebsd: None,
         ecn: false,
+        ect1: false,
         window_scaling: true,
         peer: PeerOptions::default(),
         connect: Connect::Established,

@@ -10,7 +10,7 @@ from typing import Any
 from . import units
 from .ctx import Ctx, join
 
-KINDS = ("codel", "fq_codel", "pie", "red", "step")
+KINDS = ("codel", "fq_codel", "pie", "red", "step", "dualpi2")
 
 #: Allowed keys per kind (besides `kind`).
 KEYS: dict[str, tuple[str, ...]] = {
@@ -19,7 +19,12 @@ KEYS: dict[str, tuple[str, ...]] = {
     "pie": ("target", "tupdate", "limit", "alpha", "beta", "ecn", "bytemode"),
     "red": ("limit", "min", "max", "probability", "avpkt", "burst", "ecn", "harddrop", "adaptive"),
     "step": ("threshold", "limit"),
+    "dualpi2": ("limit", "memory_limit", "target", "tupdate", "alpha", "beta", "step_thresh", "min_qlen_step",
+                "coupling", "c_protection", "ecn_mask", "drop_overload", "drop_early"),
 }
+
+#: dualpi2's L-queue classifiers (include/uapi/linux/pkt_sched.h enum tc_dualpi2_ecn_mask).
+DUALPI2_ECN_MASKS = ("l4s_ect", "cla_ect", "any_ect")
 
 #: An MTU-sized packet, bytes, for converting a packet buffer into bytes (RED) and back.
 PACKET_BYTES = 1500
@@ -104,6 +109,8 @@ def aqm(ctx: Ctx, raw: Any, path: str, buffer: tuple[int | None, int | None]) ->
         out["bytemode"] = ctx.boolean(t, path, "bytemode", False)
     elif kind == "red":
         _red(ctx, t, path, buffer, out)
+    elif kind == "dualpi2":
+        _dualpi2(ctx, t, path, buffer, out)
     else:
         out["threshold_bytes"] = _bytes(ctx, t, path, "threshold", None) if "threshold" in t else None
         if out["threshold_bytes"] is None:
@@ -137,3 +144,39 @@ def _red(ctx: Ctx, t: dict[str, Any], path: str, buffer: tuple[int | None, int |
     out.update({"limit_bytes": limit, "min_bytes": qmin, "max_bytes": qmax, "probability": float(prob), "wlog": wlog,
                 "avpkt_bytes": avpkt, "ecn": ctx.boolean(t, path, "ecn", False),
                 "harddrop": ctx.boolean(t, path, "harddrop", False), "adaptive": ctx.boolean(t, path, "adaptive", False)})
+
+
+def _gain_256(ctx: Ctx, t: dict[str, Any], path: str, key: str, default: float) -> int:
+    """A PI gain in Hz as tc-dualpi2 takes it, kept in 1/256 Hz as the kernel does
+    (sch_dualpi2.c: defaults 41 "~0.16 Hz * 256" and 819 "~3.20 Hz * 256")."""
+    v = t.get(key, default)
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v * 256 < 2**23:
+        raise ctx.err(join(path, key), f"must be a gain in Hz, 0 < {key} < 32768, got {v!r}")
+    return max(1, round(v * 256))
+
+
+def _dualpi2(ctx: Ctx, t: dict[str, Any], path: str, buffer: tuple[int | None, int | None], out: dict[str, Any]) -> None:
+    """DualPI2 with Linux's defaults (net/sched/sch_dualpi2.c dualpi2_reset_default()): limit
+    10000 packets, memory limit = limit x 2 x MTU, target 15 ms, tupdate 16 ms, alpha 0.16,
+    beta 3.2, step 1 ms, coupling 2, C-queue weight 10%, L4S = ECT(1)/CE, drop on overload, at
+    dequeue. `step_thresh` is a duration ("1ms") or a packet count ("5p")."""
+    limit = _limit_packets(ctx, t, path, buffer, 10000)
+    out["limit_packets"] = limit
+    out["memory_limit_bytes"] = _bytes(ctx, t, path, "memory_limit", f"{limit * 2 * 1514}B")
+    if out["memory_limit_bytes"] < 1:
+        raise ctx.err(join(path, "memory_limit"), "must be positive")
+    out["target_ns"] = _duration(ctx, t, path, "target", "15ms", 0)
+    out["tupdate_ns"] = _duration(ctx, t, path, "tupdate", "16ms")
+    out["alpha_256"] = _gain_256(ctx, t, path, "alpha", 0.16)
+    out["beta_256"] = _gain_256(ctx, t, path, "beta", 3.2)
+    step = t.get("step_thresh", "1ms")
+    if isinstance(step, str) and step.strip().endswith("p") and step.strip()[:-1].isdigit():
+        out["step_packets"], out["step_ns"] = int(step.strip()[:-1]), None
+    else:
+        out["step_ns"], out["step_packets"] = _duration(ctx, t, path, "step_thresh", "1ms", 0), None
+    out["min_qlen_step"] = ctx.integer(t, path, "min_qlen_step", 0, 0, 2**32 - 1)
+    out["coupling"] = ctx.integer(t, path, "coupling", 2, 1, 255)
+    out["c_protection"] = ctx.integer(t, path, "c_protection", 10, 0, 100)
+    out["ecn_mask"] = ctx.choice(t, path, "ecn_mask", "l4s_ect", DUALPI2_ECN_MASKS)
+    out["drop_overload"] = ctx.boolean(t, path, "drop_overload", True)
+    out["drop_early"] = ctx.boolean(t, path, "drop_early", False)

@@ -217,11 +217,14 @@ def _sender(ctx: Ctx, name: str, t: dict[str, Any], hosts: set[str], sysctls: _S
     # receiver accepts (tcp_ecn 1 or 2; 2 is both systems' default): `peer["ecn"]`.
     ecn_request = by_sysctl.get("ecn_request", False) or cc == "dctcp"
     ecn = ecn_request and peer["ecn"]
+    # L4STeam/linux's dctcp with dctcp_ect = 1 sends ECT(1) once ECN is negotiated (the parameter
+    # acts on dctcp only).
+    ect1 = ecn_request and cc == "dctcp" and by_sysctl.get("ect1", False)
     flow = Flow(name=name, host=host, to=to, stack=stack, cc=cc, start_ns=start, app=app, mss=mss, timestamps=timestamps,
                 sack=sack, iw_segments=iw, sndbuf_bytes=sndbuf, rcvbuf_bytes=rcvbuf, rcv_scaling_ratio=ratio,
                 rx_nic=receiver.rx_nic, write_bytes=write, prr=prr,
                 sndbuf_initial_bytes=by_sysctl.get("sndbuf_initial_bytes"), freebsd=freebsd,
-                tso_max_bytes=sender_host.tso_max_bytes, receiver_os=receiver.os, ecn=ecn, ecn_request=ecn_request,
+                tso_max_bytes=sender_host.tso_max_bytes, receiver_os=receiver.os, ecn=ecn, ecn_request=ecn_request, ect1=ect1,
                 connect=connect,
                 window_scaling=by_sysctl.get("window_scaling", True), peer=peer,
                 syn_retries=by_sysctl.get("syn_retries"), syn_linear_timeouts=by_sysctl.get("syn_linear_timeouts"))

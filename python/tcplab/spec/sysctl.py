@@ -23,6 +23,8 @@ LINUX_SYSCTLS = {
     "route.initcwnd": "initial congestion window, segments (ip route ... initcwnd N)",
     "net.ipv4.tcp_ecn": "ECN (RFC 3168): 1 request and accept, 2 accept only (default), 0 off; "
                         "dctcp requests it whatever this says",
+    "module.tcp_dctcp.dctcp_ect": "1: dctcp sends ECT(1), the L4S identifier (RFC 9331), instead of ECT(0); a parameter "
+                                  "of L4STeam/linux's tcp_dctcp.c (mainline has none), simulator only",
     "net.ipv4.tcp_adv_win_scale": "receiver: share of the buffer offered as window, 1 - 2^-n for n > 0, "
                                   "2^n for n <= 0 (default 1: half; Linux 6.6+ measure it, docs/models.md)",
     "net.ipv4.tcp_sack": "0 or 1 (default): SACK offered in SYNs and accepted; used when both ends have it",
@@ -174,6 +176,10 @@ def _one(name: str, value: Any, stack_family: str, role: str) -> dict[str, Any]:
     elif name == "net.ipv4.tcp_syn_linear_timeouts":
         if role == "sender":
             out["syn_linear_timeouts"] = _int(0, 10)(value)
+    elif name == "module.tcp_dctcp.dctcp_ect":
+        # L4STeam/linux net/ipv4/tcp_dctcp.c dctcp_register(): dctcp_ect sets TCP_CONG_WANTS_ECT_1.
+        if role == "sender":
+            out["ect1"] = bool(_int(0, 1)(value))
     return out
 
 

@@ -564,6 +564,7 @@ mod tests {
             prr: None,
             freebsd: None,
             ecn: false,
+            ect1: false,
             window_scaling: true,
             peer: Default::default(),
             connect: Default::default(),

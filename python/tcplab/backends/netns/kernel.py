@@ -31,7 +31,7 @@ WITHOUT = {
     "codel": "runs in tcplab-linkem", "fq_codel": "runs in tcplab-linkem", "pie": "runs in tcplab-linkem",
     "red": "runs in tcplab-linkem", "netem": "delay and loss run in tcplab-linkem",
     "fq": "TCP paces itself where it needs to (tcp_output.c tcp_needs_internal_pacing())",
-    "dualpi2": "not available on either backend (tcplab has no DualPI2 model)",
+    "dualpi2": "runs in tcplab-linkem",
 }
 #: Congestion controls tried (with the spec's own added by the caller).
 CC_PROBES = ("reno", "cubic", "bbr", "dctcp", "vegas", "westwood", "htcp", "illinois", "bic", "hybla", "scalable",

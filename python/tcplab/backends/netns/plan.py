@@ -117,6 +117,9 @@ def _refuse(exp: Experiment) -> None:
             raise PlanError(f"node {n.name!r} is a switch with one shared buffer; Linux queues are per interface, "
                             "so the netns backend cannot build it (use a dumbbell or pipe topology)")
     for f in exp.flows:
+        if f.ect1:
+            raise PlanError(f"sender {f.name!r} sets module.tcp_dctcp.dctcp_ect = 1, a parameter of L4STeam/linux's "
+                            "dctcp that mainline kernels lack; run it on the simulator")
         if f.stack != "linux":
             raise PlanError(f"sender {f.name!r} uses the {f.stack!r} stack; the netns backend runs this machine's "
                             "Linux TCP only (use the simulator for FreeBSD stacks)")
@@ -129,7 +132,9 @@ def _in_linkem(d: Any, qdiscs: set[str]) -> dict[str, Any] | None:
     if d.aqm is None:
         return None
     a = dict(d.aqm)
-    return None if a["kind"] in qdiscs and a["kind"] != "step" else a
+    # Step marking has no Linux qdisc; DualPI2 always runs in linkem too (its tc arguments are not
+    # mapped yet, and this machine's kernel has no sch_dualpi2 to check them against).
+    return None if a["kind"] in qdiscs and a["kind"] not in ("step", "dualpi2") else a
 
 
 def _link_devices(plan: Plan, exp: Experiment, i: int, link: Link, qdiscs: set[str]) -> None:

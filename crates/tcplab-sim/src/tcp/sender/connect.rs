@@ -189,7 +189,7 @@ impl Conn {
         }
         self.timestamps = ts;
         let ecn = self.hs.ecn_request && p.ece && !p.cwr;
-        self.ecn = super::ecn::EcnState::new(ecn);
+        self.ecn = super::ecn::EcnState::new(ecn, self.ecn.ect1);
     }
 
     /// The handshake's RTT sample where the stack takes one: the timestamp echo, or the SYN's

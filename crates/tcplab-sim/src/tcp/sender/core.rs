@@ -187,7 +187,7 @@ impl Conn {
             owns_cwnd: cc.owns_cwnd(),
             cc_paces: cc.needs_pacing(),
             rate: RateState::default(),
-            ecn: super::ecn::EcnState::new(ecn),
+            ecn: super::ecn::EcnState::new(ecn, f.ect1),
             cc,
         }
     }

@@ -27,6 +27,8 @@ use crate::time::Ns;
 pub struct EcnState {
     /// ECN was negotiated.
     pub on: bool,
+    /// Data goes out ECT(1) instead of ECT(0).
+    pub ect1: bool,
     /// snd_nxt when the last reduction was made: no new one until snd_una passes it.
     high_seq: Option<u64>,
     /// Set CWR on the next new data segment.
@@ -39,9 +41,10 @@ pub struct EcnState {
 
 impl EcnState {
     /// The state of a connection that negotiated ECN (`on`) or not.
-    pub fn new(on: bool) -> Self {
+    pub fn new(on: bool, ect1: bool) -> Self {
         EcnState {
             on,
+            ect1,
             ..Default::default()
         }
     }
@@ -51,13 +54,14 @@ impl EcnState {
         self.high_seq.is_some_and(|h| snd_una < h)
     }
 
-    /// Codepoints of an outgoing data segment: ECT(0) on new data (RFC 3168 §6.1.5: not on
+    /// Codepoints of an outgoing data segment: ECT(0) (or ECT(1)) on new data (RFC 3168 §6.1.5: not on
     /// retransmissions), CWR on the first new segment after a reduction.
     pub fn mark_outgoing(&mut self, p: &mut Packet) {
         if !self.on || p.retx {
             return;
         }
-        p.ecn = codepoint::ECT0;
+        // L4STeam/linux include/net/inet_ecn.h: ECT(1) when the module wants it (dctcp_ect).
+        p.ecn = if self.ect1 { codepoint::ECT1 } else { codepoint::ECT0 };
         if self.cwr_pending {
             p.cwr = true;
             self.cwr_pending = false;
