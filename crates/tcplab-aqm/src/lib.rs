@@ -111,6 +111,30 @@ pub trait Aqm<P> {
     fn last_enqueue_ns(&self) -> Ns;
 }
 
+/// The read-only half of [`Aqm`] for a discipline that holds its packets in one [`Fifo`] `q` and
+/// counts in an [`AqmStats`] `st` (CoDel, PIE, RED, step): written once here, expanded inside
+/// each `impl Aqm`.
+#[macro_export]
+macro_rules! one_fifo_accessors {
+    () => {
+        fn len_packets(&self) -> u64 {
+            self.q.len()
+        }
+
+        fn len_bytes(&self) -> u64 {
+            self.q.bytes()
+        }
+
+        fn stats(&self) -> $crate::AqmStats {
+            self.st
+        }
+
+        fn last_enqueue_ns(&self) -> $crate::Ns {
+            self.q.last_popped_enqueue_ns
+        }
+    };
+}
+
 /// A discipline as the resolved spec gives it (units already ns and bytes; defaults already
 /// filled in by the Python side, which cites where each comes from).
 #[derive(Clone, Debug, Deserialize)]

@@ -233,19 +233,5 @@ impl<P: Packet, R: Random> Aqm<P> for Pie<P, R> {
         Some(x.p)
     }
 
-    fn len_packets(&self) -> u64 {
-        self.q.len()
-    }
-
-    fn len_bytes(&self) -> u64 {
-        self.q.bytes()
-    }
-
-    fn stats(&self) -> AqmStats {
-        self.st
-    }
-
-    fn last_enqueue_ns(&self) -> Ns {
-        self.q.last_popped_enqueue_ns
-    }
+    crate::one_fifo_accessors!();
 }
