@@ -11,12 +11,8 @@ rev=${1:?usage: bench/records_vs.sh REV [--quick]}
 quick=0; [ "${2:-}" = "--quick" ] && quick=1
 py=.venv/bin/python
 [ -x "$py" ] || { echo "run ./scripts/install first" >&2; exit 1; }
-work=$(mktemp -d)
-old="$work/old"
-cleanup() { git worktree remove --force "$old" >/dev/null 2>&1 || true; rm -rf "$work"; }
-trap cleanup EXIT
-git worktree add -f "$old" "$rev" >/dev/null
-cp -r target "$work/target" 2>/dev/null || true
+. bench/old_checkout.sh
+old_checkout "$rev"
 (cd "$old" && CARGO_TARGET_DIR="$work/target" cargo build -q --release -p tcplab-py)
 cp "$work/target/release/lib_native.so" "$old/python/tcplab/_native.abi3.so"
 # This checkout's module as built by the last `pip install -e` (scripts/install) or maturin.

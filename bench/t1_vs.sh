@@ -21,13 +21,8 @@ if ! command -v valgrind >/dev/null 2>&1; then
         echo "bench: valgrind missing; run: sudo apt-get install valgrind" >&2; exit 1
     fi
 fi
-work=$(mktemp -d)
-old="$work/old"
-cleanup() { git worktree remove --force "$old" >/dev/null 2>&1 || true; rm -rf "$work"; }
-trap cleanup EXIT
-git worktree add -f "$old" "$rev" >/dev/null
-# Reuse this checkout's compiled dependencies; only the workspace crates rebuild.
-cp -r target "$work/target"
+. bench/old_checkout.sh
+old_checkout "$rev"
 (cd "$old" && CARGO_TARGET_DIR="$work/target" cargo build -q --release -p tcplab-py)
 cp "$work/target/release/lib_native.so" "$old/python/tcplab/_native.abi3.so"
 steal() { awk '/^cpu /{print $9}' /proc/stat; }

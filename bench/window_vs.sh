@@ -13,12 +13,8 @@ quick=""; [ "${2:-}" = "--quick" ] && { quick="--quick"; shift; }
 glob=${2:-*}
 py=.venv/bin/python
 [ -x "$py" ] || { echo "run ./scripts/install first" >&2; exit 1; }
-work=$(mktemp -d)
-old="$work/old"
-cleanup() { git worktree remove --force "$old" >/dev/null 2>&1 || true; rm -rf "$work"; }
-trap cleanup EXIT
-git worktree add -f "$old" "$rev" >/dev/null
-cp -r target "$work/target" 2>/dev/null || true
+. bench/old_checkout.sh
+old_checkout "$rev"
 (cd "$old" && CARGO_TARGET_DIR="$work/target" cargo build -q --release -p tcplab-sim --example run_config)
 cp "$work/target/release/examples/run_config" "$work/run_config-old"
 cargo build -q --release -p tcplab-sim --example run_config
