@@ -338,7 +338,10 @@ fn a_time_limited_flow_counts_its_time_from_the_connection_as_iperf3_does() {
     let iv = &sim.rec.intervals;
     let (t1, bytes) = (iv.column("t_end_ns").unwrap(), iv.column("bytes").unwrap());
     assert_eq!(*t1.last().unwrap() as u64, connect + 2 * SEC);
-    assert_eq!(&t1[..4], &[SEC as i64, 2 * SEC as i64, 3 * SEC as i64, 4 * SEC as i64]);
+    assert_eq!(
+        &t1[..4],
+        &[SEC as i64, 2 * SEC as i64, 3 * SEC as i64, 4 * SEC as i64]
+    );
     assert_eq!(bytes[0] + bytes[1], 0, "nothing before the connection");
     assert!(bytes[3] > 0);
 }
