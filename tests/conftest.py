@@ -52,6 +52,26 @@ start = "500ms"
 """
 
 
+def kernel_dumbbell(name: str, seed: int, rate: str, delay: str, buffer: str) -> str:
+    """The head of a spec for the kernel-backed tests (netns, remote): two pairs behind 1 Gbit/s x
+    50 us access links, the bottleneck as given; the caller appends its senders and options."""
+    return f"""
+name = "{name}"
+seed = {seed}
+[topology]
+kind = "dumbbell"
+pairs = 2
+[topology.access]
+rate = "1Gbit"
+delay = "50us"
+buffer = "256p"
+[topology.bottleneck]
+rate = "{rate}"
+delay = "{delay}"
+buffer = "{buffer}"
+"""
+
+
 @pytest.fixture
 def small_spec(tmp_path: Path) -> Path:
     p = tmp_path / "small.toml"

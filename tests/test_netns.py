@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import kernel_dumbbell
 
 from tcplab.backends.netns import plan as planmod
 from tcplab.backends.netns.trace import Collector, ProbeSample, StateChange, TraceParseError, parse_line
@@ -24,21 +25,7 @@ from tcplab.spec import load_spec, resolve
 ROOT = Path(__file__).resolve().parents[1]
 TCPLAB = [sys.executable, "-m", "tcplab.cli"]
 
-SPEC = """
-name = "netns-test"
-seed = 3
-[topology]
-kind = "dumbbell"
-pairs = 2
-[topology.access]
-rate = "1Gbit"
-delay = "50us"
-buffer = "256p"
-[topology.bottleneck]
-rate = "100Mbit"
-delay = "20ms"
-buffer = "350p"
-[senders.s1]
+SPEC = kernel_dumbbell("netns-test", 3, "100Mbit", "20ms", "350p") + """[senders.s1]
 to = "r1"
 cc = "cubic"
 time = "{t}"

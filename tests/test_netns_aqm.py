@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import kernel_dumbbell
 
 from tcplab.backends.netns import _linkem_aqm_args, kernel, plan as planmod
 from tcplab.spec import load_spec, resolve
@@ -19,21 +20,7 @@ from tcplab.spec.aqm import tc_red_eval_ewma
 ROOT = Path(__file__).resolve().parents[1]
 TCPLAB = [sys.executable, "-m", "tcplab.cli"]
 
-SPEC = """
-name = "netns-aqm-test"
-seed = 3
-[topology]
-kind = "dumbbell"
-pairs = 2
-[topology.access]
-rate = "1Gbit"
-delay = "50us"
-buffer = "256p"
-[topology.bottleneck]
-rate = "100Mbit"
-delay = "10ms"
-buffer = "1000p"
-aqm = {aqm}
+SPEC = kernel_dumbbell("netns-aqm-test", 3, "100Mbit", "10ms", "1000p") + """aqm = {aqm}
 [stack_sysctl.linux]
 "net.ipv4.tcp_ecn" = 1
 [senders.s1]

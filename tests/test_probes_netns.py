@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import kernel_dumbbell
 
 from tcplab.backends.netns import ping
 from tcplab.model import Probe
@@ -51,21 +52,7 @@ def test_ping_output_becomes_the_probes_table():
         ping.parse(PING_OUT.split("---")[0])  # killed before its totals
 
 
-SPEC = """
-name = "netns-probes"
-seed = 1
-[topology]
-kind = "dumbbell"
-pairs = 2
-[topology.access]
-rate = "1Gbit"
-delay = "50us"
-buffer = "256p"
-[topology.bottleneck]
-rate = "20Mbit"
-delay = "10ms"
-buffer = "100p"
-[senders.s1]
+SPEC = kernel_dumbbell("netns-probes", 1, "20Mbit", "10ms", "100p") + """[senders.s1]
 to = "r1"
 cc = "cubic"
 time = "3s"

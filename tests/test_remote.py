@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import kernel_dumbbell
 
 from tcplab.backends.remote import freebsd, linux, parse_freebsd_netstat, plan as planmod
 from tcplab.backends.remote.journal import Journal
@@ -31,21 +32,7 @@ TCPLAB = [sys.executable, "-m", "tcplab.cli"]
 NODES = ["s1", "s2", "rt1", "rt2", "r1", "r2"]
 
 # T1's shape at test scale: 50 Mbit/s x 20 ms bottleneck (the delay is the lab's linkem), 4 s.
-SPEC = """
-name = "remote-t1"
-seed = 1
-[topology]
-kind = "dumbbell"
-pairs = 2
-[topology.access]
-rate = "1Gbit"
-delay = "50us"
-buffer = "256p"
-[topology.bottleneck]
-rate = "50Mbit"
-delay = "10ms"
-buffer = "100p"
-[senders.s1]
+SPEC = kernel_dumbbell("remote-t1", 1, "50Mbit", "10ms", "100p") + """[senders.s1]
 to = "r1"
 cc = "cubic"
 time = "{t}"
