@@ -3,6 +3,7 @@
 
 use tcplab_sim::config::*;
 use tcplab_sim::sim::Simulation;
+use tcplab_sim::stack::FreeBsdVersion;
 use tcplab_sim::time::{Ns, MS, SEC};
 
 pub const GBIT: u64 = 1_000_000_000;
@@ -260,5 +261,19 @@ pub fn dumbbell(
             link: 0,
             dir: "ab".into(),
         }],
+    }
+}
+
+/// FreeBSD default-stack knobs the tests start from: the 2023 tree with D43470, PRR and TSO on,
+/// sack.tso off, sendbuf_inc 8 KB (the shipped sysctls); a test changes fields with `..`.
+pub fn freebsd_knobs() -> FreeBsdKnobs {
+    FreeBsdKnobs {
+        d43470: true,
+        do_prr: true,
+        sack_tso: false,
+        tso: true,
+        sendbuf_inc_bytes: 8192,
+        version: FreeBsdVersion::V2023,
+        sack_lrd: None,
     }
 }

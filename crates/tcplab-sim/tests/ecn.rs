@@ -8,8 +8,7 @@ use tcplab_sim::aqm::AqmConfig;
 use tcplab_sim::cc::dctcp::Dctcp;
 use tcplab_sim::cc::freebsd_dctcp::FreeBsdDctcp;
 use tcplab_sim::cc::{AckKind, CcHooks, CcVars, LinuxCcOps};
-use tcplab_sim::config::{FlowConfig, FreeBsdKnobs};
-use tcplab_sim::stack::FreeBsdVersion;
+use tcplab_sim::config::FlowConfig;
 use tcplab_sim::time::{Ns, MS, SEC, US};
 
 fn ecn_flow(name: &str, stack: &str, cc: &str) -> FlowConfig {
@@ -17,15 +16,7 @@ fn ecn_flow(name: &str, stack: &str, cc: &str) -> FlowConfig {
     f.stack = stack.into();
     f.ecn = true;
     if stack == "freebsd" {
-        f.freebsd = Some(FreeBsdKnobs {
-            d43470: true,
-            do_prr: true,
-            sack_tso: false,
-            tso: true,
-            sendbuf_inc_bytes: 8192,
-            version: FreeBsdVersion::V2023,
-            sack_lrd: None,
-        });
+        f.freebsd = Some(freebsd_knobs());
     }
     f
 }

@@ -21,12 +21,8 @@ fn freebsd_flow(bytes: u64, d43470: bool, tso: bool) -> FlowConfig {
     f.stack = "freebsd".into();
     f.freebsd = Some(FreeBsdKnobs {
         d43470,
-        do_prr: true,
-        sack_tso: false,
         tso,
-        sendbuf_inc_bytes: 8192,
-        version: FreeBsdVersion::V2023,
-        sack_lrd: None,
+        ..freebsd_knobs()
     });
     f
 }

@@ -79,12 +79,8 @@ fn one_loss_version(version: Option<tcplab_sim::stack::FreeBsdVersion>) -> Simul
     if let Some(v) = version {
         f.freebsd = Some(tcplab_sim::config::FreeBsdKnobs {
             d43470: false,
-            do_prr: true,
-            sack_tso: false,
-            tso: true,
-            sendbuf_inc_bytes: 8192,
             version: v,
-            sack_lrd: None,
+            ..freebsd_knobs()
         });
     }
     let mut cfg = pipe(100 * MBIT, 40 * MS, 1000, vec![f], 20 * SEC);
@@ -131,12 +127,8 @@ fn rack_2025_refuses_the_2024_10_tree() {
     f.stack = "freebsd-rack".into();
     f.freebsd = Some(tcplab_sim::config::FreeBsdKnobs {
         d43470: false,
-        do_prr: true,
-        sack_tso: false,
-        tso: true,
-        sendbuf_inc_bytes: 8192,
         version: tcplab_sim::stack::FreeBsdVersion::V15_2024_10,
-        sack_lrd: None,
+        ..freebsd_knobs()
     });
     let cfg = pipe(100 * MBIT, 40 * MS, 1000, vec![f], SEC);
     assert!(Simulation::new(&cfg).is_err());

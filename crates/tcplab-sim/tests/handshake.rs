@@ -9,7 +9,6 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use tcplab_sim::config::{AppConfig, Connect, FlowConfig, FreeBsdKnobs, SimConfig};
 use tcplab_sim::sim::{FlowStats, Simulation};
-use tcplab_sim::stack::FreeBsdVersion;
 use tcplab_sim::time::{Ns, MS, SEC};
 
 /// iperf3 `-n 65k`: 65 x 1024 bytes = 45 segments of 1448 and one of 1400.
@@ -27,13 +26,8 @@ fn hs_flow(stack: &str, cc: &str, iw: u32, bytes: u64) -> FlowConfig {
         // A fixed send buffer (net.inet.tcp.sendbuf_inc 0, sndbuf 64 MB): the transfer is limited
         // by slow start, not by send-buffer autosizing from the 32 KB sendspace.
         f.freebsd = Some(FreeBsdKnobs {
-            d43470: true,
-            do_prr: true,
-            sack_tso: false,
-            tso: true,
             sendbuf_inc_bytes: 0,
-            version: FreeBsdVersion::V2023,
-            sack_lrd: None,
+            ..freebsd_knobs()
         });
     }
     f
