@@ -254,7 +254,14 @@ impl<P: Packet> Aqm<P> for Codel<P> {
     }
 
     fn dequeue(&mut self, now: Ns, dropped: &mut Vec<P>) -> Option<P> {
-        dequeue(&mut self.q, &self.prm, &mut self.v, &mut self.st, now, dropped)
+        dequeue(
+            &mut self.q,
+            &self.prm,
+            &mut self.v,
+            &mut self.st,
+            now,
+            dropped,
+        )
     }
 
     crate::one_fifo_accessors!();

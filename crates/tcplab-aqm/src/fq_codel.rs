@@ -171,7 +171,14 @@ impl<P: Packet> Aqm<P> for FqCodel<P> {
                 qlen: &mut self.qlen,
                 backlog: &mut self.backlog,
             };
-            let got = codel::dequeue(&mut src, &self.prm, &mut f.cvars, &mut self.st, now, dropped);
+            let got = codel::dequeue(
+                &mut src,
+                &self.prm,
+                &mut f.cvars,
+                &mut self.st,
+                now,
+                dropped,
+            );
             match got {
                 Some(p) => {
                     f.deficit -= p.size_bytes() as i64;

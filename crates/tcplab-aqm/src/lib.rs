@@ -257,7 +257,11 @@ pub enum AqmConfig {
 }
 
 /// Build a discipline for a port whose wire runs at `rate_bps`, drawing from `rng`.
-pub fn build<P, R>(cfg: &AqmConfig, rate_bps: u64, mut rng: R) -> Result<Box<dyn Aqm<P> + Send>, String>
+pub fn build<P, R>(
+    cfg: &AqmConfig,
+    rate_bps: u64,
+    mut rng: R,
+) -> Result<Box<dyn Aqm<P> + Send>, String>
 where
     P: Packet + Send + 'static,
     R: Random + Send + 'static,
@@ -386,10 +390,21 @@ fn dualpi2_params(cfg: &AqmConfig) -> Result<dualpi2::Dualpi2Params, String> {
         "l4s_ect" => dualpi2::EcnMask::L4sEct,
         "cla_ect" => dualpi2::EcnMask::ClaEct,
         "any_ect" => dualpi2::EcnMask::AnyEct,
-        m => return Err(format!("dualpi2 ecn_mask {m:?} is not l4s_ect, cla_ect or any_ect")),
+        m => {
+            return Err(format!(
+                "dualpi2 ecn_mask {m:?} is not l4s_ect, cla_ect or any_ect"
+            ))
+        }
     };
-    if *limit_packets == 0 || *memory_limit_bytes == 0 || *tupdate_ns == 0 || *coupling == 0 || *coupling > 255 {
-        return Err("dualpi2 limit, memory_limit, tupdate must be positive and coupling in 1..=255".into());
+    if *limit_packets == 0
+        || *memory_limit_bytes == 0
+        || *tupdate_ns == 0
+        || *coupling == 0
+        || *coupling > 255
+    {
+        return Err(
+            "dualpi2 limit, memory_limit, tupdate must be positive and coupling in 1..=255".into(),
+        );
     }
     if *alpha_256 == 0 || *beta_256 == 0 || *c_protection > 100 {
         return Err("dualpi2 alpha and beta must be positive and c_protection in 0..=100".into());

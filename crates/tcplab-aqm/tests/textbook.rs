@@ -107,7 +107,10 @@ fn codel_drop_spacing_is_interval_over_sqrt_count() {
     // t = 0 leave at t, so their sojourn reaches 5 ms at t = 5 ms; the first dequeue after
     // 5 + 100 ms drops.
     let first_ms = drops[0] as f64 / 1e6;
-    assert!(first_ms > 105.0 && first_ms <= 105.0 + 0.12 + 0.12, "first drop at {first_ms} ms");
+    assert!(
+        first_ms > 105.0 && first_ms <= 105.0 + 0.12 + 0.12,
+        "first drop at {first_ms} ms"
+    );
 }
 
 #[test]
@@ -159,7 +162,10 @@ fn red_mark_fraction(backlog: u64) -> f64 {
             marked += 1;
         }
     }
-    assert!(dropped.is_empty(), "ECN-capable packets are marked, not dropped");
+    assert!(
+        dropped.is_empty(),
+        "ECN-capable packets are marked, not dropped"
+    );
     marked as f64 / n as f64
 }
 
@@ -233,7 +239,11 @@ fn dualpi2_couples_p_c_equal_p_squared_and_p_cl_equal_k_p() {
     assert!(dropped.is_empty());
     // Linux keeps the gains as whole units of 2^-32 per 64 ns (dualpi2_scale_alpha_beta():
     // 44.02 -> 44 and 879.4 -> 879), which costs < 0.05% of p'.
-    assert!((q.base_probability() / p - 1.0).abs() < 1e-3, "p' {} vs {p}", q.base_probability());
+    assert!(
+        (q.base_probability() / p - 1.0).abs() < 1e-3,
+        "p' {} vs {p}",
+        q.base_probability()
+    );
     let (mut l_marked, mut l_seen) = (0u64, 0u64);
     while let Some(x) = q.dequeue(now, &mut dropped) {
         if x.ecn != ecn::NOT_ECT {
@@ -245,11 +255,19 @@ fn dualpi2_couples_p_c_equal_p_squared_and_p_cl_equal_k_p() {
     let c_drop = dropped.len() as f64 / 20_001.0;
     let l_mark = l_marked as f64 / l_seen as f64;
     let (p_c, p_cl) = (p * p, (2.0 * p).min(1.0));
-    eprintln!("p' {p:.4}: C drops {c_drop:.4} (p'^2 {p_c:.4}), L marks {l_mark:.4} (2p' {p_cl:.4})");
+    eprintln!(
+        "p' {p:.4}: C drops {c_drop:.4} (p'^2 {p_c:.4}), L marks {l_mark:.4} (2p' {p_cl:.4})"
+    );
     assert_eq!(l_seen, 20_000);
     // Binomial standard errors at n = 20 000: 0.0015 for p_C ~ 0.049, 0.0035 for p_CL ~ 0.44.
-    assert!((c_drop - p_c).abs() < 0.006, "C-queue drop fraction {c_drop:.4} vs p'^2 {p_c:.4}");
-    assert!((l_mark - p_cl).abs() < 0.015, "L-queue mark fraction {l_mark:.4} vs 2p' {p_cl:.4}");
+    assert!(
+        (c_drop - p_c).abs() < 0.006,
+        "C-queue drop fraction {c_drop:.4} vs p'^2 {p_c:.4}"
+    );
+    assert!(
+        (l_mark - p_cl).abs() < 0.015,
+        "L-queue mark fraction {l_mark:.4} vs 2p' {p_cl:.4}"
+    );
 }
 
 #[test]
@@ -258,16 +276,21 @@ fn dualpi2_l_queue_marks_every_packet_over_the_1ms_step() {
     // when their sojourn exceeds T = 1 ms, else with p_CL).
     let mut q = dualpi2_linux(10_000);
     let mut dropped = Vec::new();
-    let mut marked_after = |q: &mut tcplab_aqm::dualpi2::Dualpi2<Pkt, SplitMix>, t_in: Ns, t_out: Ns| {
-        for _ in 0..10 {
-            q.enqueue(pkt(ecn::ECT1), t_in, &mut dropped);
-        }
-        (0..10)
-            .filter(|_| q.dequeue(t_out, &mut dropped).unwrap().ecn == ecn::CE)
-            .count()
-    };
+    let mut marked_after =
+        |q: &mut tcplab_aqm::dualpi2::Dualpi2<Pkt, SplitMix>, t_in: Ns, t_out: Ns| {
+            for _ in 0..10 {
+                q.enqueue(pkt(ecn::ECT1), t_in, &mut dropped);
+            }
+            (0..10)
+                .filter(|_| q.dequeue(t_out, &mut dropped).unwrap().ecn == ecn::CE)
+                .count()
+        };
     assert_eq!(marked_after(&mut q, 0, 900_000), 0, "sojourn 0.9 ms < 1 ms");
-    assert_eq!(marked_after(&mut q, 1_000_000, 2_100_000), 10, "sojourn 1.1 ms > 1 ms");
+    assert_eq!(
+        marked_after(&mut q, 1_000_000, 2_100_000),
+        10,
+        "sojourn 1.1 ms > 1 ms"
+    );
     assert_eq!(q.step_marks, 10);
     assert!(dropped.is_empty());
 }

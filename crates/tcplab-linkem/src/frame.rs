@@ -56,7 +56,11 @@ impl Frame {
             at += 4;
         }
         match ethertype {
-            ETH_P_IP if d.len() >= at + 20 && d[at] >> 4 == 4 && d.len() >= at + ((d[at] & 0xf) as usize) * 4 => {
+            ETH_P_IP
+                if d.len() >= at + 20
+                    && d[at] >> 4 == 4
+                    && d.len() >= at + ((d[at] & 0xf) as usize) * 4 =>
+            {
                 L3::V4(at)
             }
             ETH_P_IPV6 if d.len() >= at + 40 && d[at] >> 4 == 6 => L3::V6(at),
@@ -232,7 +236,11 @@ mod tests {
                 assert_eq!(f.ecn(), ecn::CE);
                 assert_eq!(f.data[15] >> 2, tos >> 2, "DSCP kept");
                 let ip = &f.data[14..34];
-                assert_eq!(be16(ip, 10), rfc1071(ip), "tos {tos:#x} ttl {ttl}: incremental = full checksum");
+                assert_eq!(
+                    be16(ip, 10),
+                    rfc1071(ip),
+                    "tos {tos:#x} ttl {ttl}: incremental = full checksum"
+                );
             }
         }
     }
@@ -252,7 +260,10 @@ mod tests {
         f.set_ecn(ecn::CE);
         assert_eq!(f.ecn(), ecn::CE);
         assert_eq!(f.data[14], 0x60 | 0b1011, "version and DSCP high bits kept");
-        assert_eq!(f.data[15], 0b1011_0011, "DSCP low bits, CE, flow label kept");
+        assert_eq!(
+            f.data[15], 0b1011_0011,
+            "DSCP low bits, CE, flow label kept"
+        );
     }
 
     #[test]
@@ -266,21 +277,39 @@ mod tests {
         let mut short = v4(2, 64, 1, 2);
         short.truncate(30);
         assert_eq!(Frame::new(short).ecn(), ecn::NOT_ECT);
-        assert!(tcplab_aqm::set_ce(&mut Frame::new(v4(2, 64, 1, 2))), "ECT(0) is marked");
-        assert!(!tcplab_aqm::set_ce(&mut Frame::new(v4(0, 64, 1, 2))), "Not-ECT is not");
+        assert!(
+            tcplab_aqm::set_ce(&mut Frame::new(v4(2, 64, 1, 2))),
+            "ECT(0) is marked"
+        );
+        assert!(
+            !tcplab_aqm::set_ce(&mut Frame::new(v4(0, 64, 1, 2))),
+            "Not-ECT is not"
+        );
     }
 
     #[test]
     fn flow_key_separates_5_tuples_and_ignores_everything_else() {
         let key = |f: Vec<u8>| Frame::new(f).flow_key();
-        assert_eq!(key(v4(0, 64, 40000, 5201)), key(v4(2, 10, 40000, 5201)), "TOS and TTL are not the tuple");
+        assert_eq!(
+            key(v4(0, 64, 40000, 5201)),
+            key(v4(2, 10, 40000, 5201)),
+            "TOS and TTL are not the tuple"
+        );
         assert_ne!(key(v4(0, 64, 40000, 5201)), key(v4(0, 64, 40001, 5201)));
-        assert_ne!(key(v4(0, 64, 40000, 5201)), key(v4(0, 64, 5201, 40000)), "each direction is its own flow");
+        assert_ne!(
+            key(v4(0, 64, 40000, 5201)),
+            key(v4(0, 64, 5201, 40000)),
+            "each direction is its own flow"
+        );
         assert_ne!(key(v6(0, 1)), key(v6(0, 2)));
         let mut vlan = v4(0, 64, 40000, 5201);
         vlan.splice(12..12, [0x81, 0x00, 0x00, 0x05]);
         let mut f = Frame::new(vlan);
-        assert_eq!(f.flow_key(), key(v4(0, 64, 40000, 5201)), "an 802.1Q tag is skipped");
+        assert_eq!(
+            f.flow_key(),
+            key(v4(0, 64, 40000, 5201)),
+            "an 802.1Q tag is skipped"
+        );
         f.set_ecn(ecn::ECT1);
         assert_eq!(f.ecn(), ecn::ECT1);
     }

@@ -95,12 +95,18 @@ mod tests {
     #[test]
     fn buckets_are_within_1_6_percent_and_ordered() {
         let mut last = 0;
-        for v in (0..2_000_000u64).step_by(7).chain([u32::MAX as u64, 1 << 40]) {
+        for v in (0..2_000_000u64)
+            .step_by(7)
+            .chain([u32::MAX as u64, 1 << 40])
+        {
             let i = bucket(v);
             assert!(i >= last, "bucket order at {v}");
             last = i;
             let mid = value(i) as f64;
-            assert!((mid - v as f64).abs() <= (v as f64 / 64.0).max(0.5), "{v} -> {mid}");
+            assert!(
+                (mid - v as f64).abs() <= (v as f64 / 64.0).max(0.5),
+                "{v} -> {mid}"
+            );
         }
     }
 

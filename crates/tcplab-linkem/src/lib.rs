@@ -103,7 +103,9 @@ fn parse_args(args: Vec<String>) -> Result<Args, String> {
     }
     for (d, cfg) in [("ab", &a.ab), ("ba", &a.ba)] {
         if cfg.aqm.is_some() && cfg.rate_bps == 0 {
-            return Err(format!("--aqm-{d} needs --rate-{d}-bps (the wire the discipline drains into)"));
+            return Err(format!(
+                "--aqm-{d} needs --rate-{d}-bps (the wire the discipline drains into)"
+            ));
         }
     }
     Ok(a)
@@ -225,7 +227,9 @@ fn forward(mut rx: ring::RxRing, tx: ring::Tx, mut pipe: Pipe, realtime: bool) -
         pipe.transmit(now, true);
         if sampling && now >= next_sample_ns {
             let (frames, bytes) = pipe.queue_now();
-            let (drops, marks) = pipe.discipline().map_or((0, 0), |(s, _, _)| (s.drops, s.ecn_marks));
+            let (drops, marks) = pipe
+                .discipline()
+                .map_or((0, 0), |(s, _, _)| (s.drops, s.ecn_marks));
             st.queue_samples.push((now, frames, bytes, drops, marks));
             next_sample_ns = now + QUEUE_SAMPLE_NS;
         }
@@ -301,7 +305,10 @@ pub fn run(args: Vec<String>) -> i32 {
         args.seed.wrapping_mul(2),
         args.seed.wrapping_mul(2).wrapping_add(1),
     );
-    let (pipe_ab, pipe_ba) = match (Pipe::new(args.ab.clone(), seed_ab), Pipe::new(args.ba.clone(), seed_ba)) {
+    let (pipe_ab, pipe_ba) = match (
+        Pipe::new(args.ab.clone(), seed_ab),
+        Pipe::new(args.ba.clone(), seed_ba),
+    ) {
         (Ok(x), Ok(y)) => (x, y),
         (Err(e), _) | (_, Err(e)) => {
             eprintln!("tcplab-linkem: {e}");

@@ -151,7 +151,8 @@ impl Pipe {
         if self.cfg.limit_frames > 0 && self.in_queue.len() >= self.cfg.limit_frames {
             return Verdict::QueueFull;
         }
-        let done = self.busy_until_ns.max(arrival_ns) + tx_time_ns(data.len() as u64, self.cfg.rate_bps);
+        let done =
+            self.busy_until_ns.max(arrival_ns) + tx_time_ns(data.len() as u64, self.cfg.rate_bps);
         self.busy_until_ns = done;
         self.in_queue.push_back(done);
         self.line.push_back((done + self.cfg.delay_ns, data));
@@ -183,7 +184,9 @@ impl Pipe {
         let Some(e) = self.egress.as_mut() else {
             return;
         };
-        while e.aqm.len_packets() > 0 && (e.wire_free_ns < now_ns || (inclusive && e.wire_free_ns == now_ns)) {
+        while e.aqm.len_packets() > 0
+            && (e.wire_free_ns < now_ns || (inclusive && e.wire_free_ns == now_ns))
+        {
             let t = e.wire_free_ns;
             let next = e.aqm.dequeue(t, &mut e.dropped);
             e.dropped.clear();
@@ -192,7 +195,8 @@ impl Pipe {
             };
             e.sojourn.add(t.saturating_sub(e.aqm.last_enqueue_ns()));
             e.wire_free_ns = t + tx_time_ns(f.data.len() as u64, self.cfg.rate_bps);
-            self.line.push_back((self.epoch_ns + e.wire_free_ns + self.cfg.delay_ns, f.data));
+            self.line
+                .push_back((self.epoch_ns + e.wire_free_ns + self.cfg.delay_ns, f.data));
         }
     }
 
@@ -374,7 +378,10 @@ mod tests {
         let mut t = gap;
         let end = secs * 1_000_000_000;
         while t < end {
-            assert_eq!(p.admit(epoch_ns + t, tcp_frame(ecn_field, 1)), Verdict::Accepted);
+            assert_eq!(
+                p.admit(epoch_ns + t, tcp_frame(ecn_field, 1)),
+                Verdict::Accepted
+            );
             p.transmit(epoch_ns + t, true);
             while let Some(x) = p.pop_due(epoch_ns + t) {
                 out.push(x);
@@ -416,10 +423,16 @@ mod tests {
         let epoch = 1_795_480_244_851_008_526;
         let (_, drops, _, h) = drive(pie, epoch, ecn::NOT_ECT, 0, 102_000_000, 30);
         let p50_ms = h.quantile(0.5) as f64 / 1e6;
-        assert!((12.0..=18.0).contains(&p50_ms), "median sojourn {p50_ms:.2} ms, target 15");
+        assert!(
+            (12.0..=18.0).contains(&p50_ms),
+            "median sojourn {p50_ms:.2} ms, target 15"
+        );
         let late = drops.iter().filter(|&&t| t >= 15_000_000_000).count() as f64;
         let share = late / (15 * 102_000_000 / (1514 * 8)) as f64;
-        assert!((share - 2.0 / 102.0).abs() < 0.15 * 2.0 / 102.0, "dropped {share:.4}");
+        assert!(
+            (share - 2.0 / 102.0).abs() < 0.15 * 2.0 / 102.0,
+            "dropped {share:.4}"
+        );
     }
 
     #[test]
@@ -428,7 +441,11 @@ mod tests {
         // 121.12 us (its departures are exactly that far apart while the queue is backlogged).
         let (out, _, st, _) = overload(ecn::NOT_ECT, false, 0, 150_000_000, 2);
         let gaps: Vec<u64> = out.windows(2).map(|w| w[1].0 - w[0].0).collect();
-        assert!(gaps.iter().skip(10).all(|&g| g == 121_120), "{:?}", &gaps[..20]);
+        assert!(
+            gaps.iter().skip(10).all(|&g| g == 121_120),
+            "{:?}",
+            &gaps[..20]
+        );
         assert!(st.drops > 0);
         assert_eq!(st.ecn_marks, 0);
     }
@@ -451,15 +468,24 @@ mod tests {
             }
             let gap_ms = (w[1] - w[0]) as f64 / 1e6;
             // One arrival gap (0.121 ms) of resolution in when the drop is seen.
-            assert!((gap_ms - 100.0 * x).abs() <= 0.13 + 0.005 * 100.0 * x, "gap {k}: {gap_ms:.3} ms");
+            assert!(
+                (gap_ms - 100.0 * x).abs() <= 0.13 + 0.005 * 100.0 * x,
+                "gap {k}: {gap_ms:.3} ms"
+            );
             if count >= 8.0 {
                 let exact = 100.0 / count.sqrt();
-                assert!((gap_ms - exact).abs() <= 0.13 + 0.01 * exact, "gap {k}: {gap_ms:.3} vs {exact:.3} ms");
+                assert!(
+                    (gap_ms - exact).abs() <= 0.13 + 0.01 * exact,
+                    "gap {k}: {gap_ms:.3} vs {exact:.3} ms"
+                );
             }
         }
         // The first drop: the head's sojourn reaches 5 ms at t = 5 ms, an interval later it drops.
         let first_ms = drops[0] as f64 / 1e6;
-        assert!(first_ms > 105.0 && first_ms <= 105.0 + 0.25, "first drop at {first_ms} ms");
+        assert!(
+            first_ms > 105.0 && first_ms <= 105.0 + 0.25,
+            "first drop at {first_ms} ms"
+        );
     }
 
     #[test]
@@ -472,9 +498,15 @@ mod tests {
         let arrived_second_half = 10 * 101_000_000 / (1514 * 8);
         let late = drops.iter().filter(|&&t| t >= 10_000_000_000).count() as f64;
         let share = late / arrived_second_half as f64;
-        assert!((share - 1.0 / 101.0).abs() < 0.1 / 101.0, "dropped {share:.4} of the arrivals");
+        assert!(
+            (share - 1.0 / 101.0).abs() < 0.1 / 101.0,
+            "dropped {share:.4} of the arrivals"
+        );
         let (p50_ms, p95_ms) = (h.quantile(0.5) as f64 / 1e6, h.quantile(0.95) as f64 / 1e6);
-        assert!((5.0..=10.0).contains(&p50_ms) && p95_ms <= 10.0, "sojourn p50 {p50_ms:.2} p95 {p95_ms:.2} ms");
+        assert!(
+            (5.0..=10.0).contains(&p50_ms) && p95_ms <= 10.0,
+            "sojourn p50 {p50_ms:.2} p95 {p95_ms:.2} ms"
+        );
         // Every arrival left or was dropped.
         let arrivals = (20_000_000_000 - 1) / tx_time_ns(1514, 101_000_000);
         assert_eq!(out.len() as u64 + st.drops, arrivals);
@@ -483,7 +515,10 @@ mod tests {
     #[test]
     fn ecn_codel_marks_ect_frames_instead_of_dropping_them() {
         let (out, _, st, _) = overload(ecn::ECT0, true, 0, 110_000_000, 5);
-        assert_eq!(st.drops, 0, "ECT frames are marked, not dropped (below the limit)");
+        assert_eq!(
+            st.drops, 0,
+            "ECT frames are marked, not dropped (below the limit)"
+        );
         assert!(st.ecn_marks > 20);
         let ce = out.iter().filter(|(_, d)| d[15] & 3 == ecn::CE).count() as u64;
         assert_eq!(ce, st.ecn_marks, "every mark is in a frame that left");

@@ -5,7 +5,9 @@
 use crate::packet::{Kind, Packet};
 use crate::rng::Rng;
 
-pub use tcplab_aqm::{codel, dualpi2, ecn, fq_codel, pie, red, step, Aqm, AqmConfig, AqmStats, Fifo, Queued};
+pub use tcplab_aqm::{
+    codel, dualpi2, ecn, fq_codel, pie, red, step, Aqm, AqmConfig, AqmStats, Fifo, Queued,
+};
 
 /// A discipline at one of the simulator's ports.
 pub type PortAqm = Box<dyn Aqm<Packet>>;

@@ -89,7 +89,10 @@ mod tests {
         // 50th of 1..100 ms is 50 ms, 99th is 99 ms (to the bucket's 1.6%).
         for (q, want) in [(0.5, 50e6), (0.95, 95e6), (0.99, 99e6)] {
             let got = h.quantile(q).unwrap() as f64;
-            assert!(got <= want && got >= want * (1.0 - 1.0 / 64.0), "q{q}: {got}");
+            assert!(
+                got <= want && got >= want * (1.0 - 1.0 / 64.0),
+                "q{q}: {got}"
+            );
         }
         assert_eq!(h.mean_ns(), Some(50.5e6));
     }

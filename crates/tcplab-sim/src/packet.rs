@@ -223,7 +223,10 @@ mod tests {
     #[test]
     fn slab_reuses_freed_slots_first_in_first_out() {
         let mut slab = Slab::default();
-        let (a, b) = (slab.insert(&Packet::new(1, Kind::Data, 0, 1)), slab.insert(&Packet::new(2, Kind::Ack, 0, 0)));
+        let (a, b) = (
+            slab.insert(&Packet::new(1, Kind::Data, 0, 1)),
+            slab.insert(&Packet::new(2, Kind::Ack, 0, 0)),
+        );
         assert_eq!((a, b, slab.len()), (0, 1, 2));
         assert_eq!(slab.take(a).id, 1);
         assert_eq!(slab.get(b).id, 2);

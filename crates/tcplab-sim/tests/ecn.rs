@@ -43,16 +43,30 @@ fn ecn_flows_lose_no_packets_under_a_marking_codel() {
     for s in sim.flow_stats() {
         let (ce, ece, reductions) = s.ecn.expect("ECN negotiated");
         assert_eq!(s.retrans_segs, 0, "{}: no retransmission", s.name);
-        assert!(ce > 0 && reductions > 0, "{}: ce {ce}, reductions {reductions}", s.name);
+        assert!(
+            ce > 0 && reductions > 0,
+            "{}: ce {ce}, reductions {reductions}",
+            s.name
+        );
         // RFC 3168 §6.1.2: at most one reduction per window of data, however many ECE ACKs.
         let rtts = 20.0 / 0.040;
-        assert!((reductions as f64) < rtts && ece >= reductions, "{}: {reductions} reductions", s.name);
+        assert!(
+            (reductions as f64) < rtts && ece >= reductions,
+            "{}: {reductions} reductions",
+            s.name
+        );
     }
 }
 
 /// Feed a module ACKs of one MSS for `windows` windows of `w` segments each, a fraction
 /// `marked` of each window's ACKs carrying ECE; returns alpha / 1024 after each window.
-fn alpha_run<C: CcHooks + LinuxCcOps>(cc: &mut C, alpha: fn(&C) -> u64, marked: f64, w: u64, windows: u64) -> Vec<f64> {
+fn alpha_run<C: CcHooks + LinuxCcOps>(
+    cc: &mut C,
+    alpha: fn(&C) -> u64,
+    marked: f64,
+    w: u64,
+    windows: u64,
+) -> Vec<f64> {
     let mss = 1000;
     let mut v = CcVars::new(mss, 10 * mss);
     v.win.cwnd = w * mss;
@@ -146,12 +160,18 @@ fn dctcp_queue_oscillates_around_k_with_the_papers_amplitude() {
     let pct = |p: f64| pk[((pk.len() - 1) as f64 * p) as usize];
     let (q_max, amp) = dctcp_paper(10e9 / 8.0 / 1500.0, 200e-6, k_pkts, 2.0);
     let (lo, hi) = (pct(0.02), pct(0.98));
-    eprintln!("dctcp queue p2 {lo:.1} p50 {:.1} p98 {hi:.1}; paper Q_max {q_max:.1}, A {amp:.1}", pct(0.5));
+    eprintln!(
+        "dctcp queue p2 {lo:.1} p50 {:.1} p98 {hi:.1}; paper Q_max {q_max:.1}, A {amp:.1}",
+        pct(0.5)
+    );
     let stats = sim.flow_stats();
     for s in &stats {
         assert_eq!(s.retrans_segs, 0, "no loss with step marking");
     }
-    assert!((hi - q_max).abs() <= 0.25 * q_max, "queue top {hi:.1} vs K + N = {q_max:.1}");
+    assert!(
+        (hi - q_max).abs() <= 0.25 * q_max,
+        "queue top {hi:.1} vs K + N = {q_max:.1}"
+    );
     let swing = hi - lo;
     assert!(
         swing >= 0.5 * amp && swing <= 2.0 * amp,

@@ -362,7 +362,14 @@ impl Tracker {
 
     /// Record one ACK as the sender received it: cumulative `ack`, advertised window in bytes
     /// (-1 unknown) and its SACK blocks [start, end), all relative like `send`'s `seq`.
-    pub fn ack(&mut self, rec: &mut Recorder, t_ns: i64, ack: i64, rwnd_bytes: i64, sacks: &[(i64, i64)]) {
+    pub fn ack(
+        &mut self,
+        rec: &mut Recorder,
+        t_ns: i64,
+        ack: i64,
+        rwnd_bytes: i64,
+        sacks: &[(i64, i64)],
+    ) {
         let mut row = [-1i64; 12];
         row[0] = t_ns;
         row[1] = self.flow;

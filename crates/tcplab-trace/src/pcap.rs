@@ -751,6 +751,9 @@ fn tcp_options(o: &[u8]) -> Opts {
 }
 
 /// Whether the direction `key` has shown its SYN.
-fn d_syn_seen(dirs: &FastMap<(IpAddr, u16, IpAddr, u16), Dir>, key: &(IpAddr, u16, IpAddr, u16)) -> bool {
+fn d_syn_seen(
+    dirs: &FastMap<(IpAddr, u16, IpAddr, u16), Dir>,
+    key: &(IpAddr, u16, IpAddr, u16),
+) -> bool {
     dirs.get(key).is_some_and(|d| d.syn_seen)
 }

@@ -656,7 +656,8 @@ impl Simulation {
     fn pipe_arrive(&mut self, pi: u32) {
         let port = &mut self.ports[pi as usize];
         let (head, freed) = port.pop_arrived(self.now);
-        self.q.pop_and_repeat(port.pipe.front().map(|e| e.arrival_ns));
+        self.q
+            .pop_and_repeat(port.pipe.front().map(|e| e.arrival_ns));
         let node = port.to;
         if freed > 0 {
             if let Some(pl) = port.pool {

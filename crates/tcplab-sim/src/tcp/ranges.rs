@@ -215,7 +215,9 @@ mod tests {
                 }
                 assert_eq!(gap_bytes, new, "seed {seed}");
                 assert_eq!(r.insert(s, e), new, "seed {seed}");
-                bits[s as usize..e as usize].iter_mut().for_each(|b| *b = true);
+                bits[s as usize..e as usize]
+                    .iter_mut()
+                    .for_each(|b| *b = true);
                 assert_eq!(r.iter().collect::<Vec<_>>(), runs(&bits), "seed {seed}");
                 assert_eq!(bytes_of(&r, N), bits);
             }

@@ -521,9 +521,7 @@ impl Scoreboard {
             }
         };
         self.sacked_run = (found.map_or(0, Seg::end), top);
-        found
-            .filter(|s| !s.has(RETRANS))
-            .map(|s| (s.seq, s.len))
+        found.filter(|s| !s.has(RETRANS)).map(|s| (s.seq, s.len))
     }
 
     /// Split the segment containing `at` so that a segment starts there (FreeBSD retransmits part
@@ -933,7 +931,13 @@ mod rack_queue_tests {
     fn state(b: &Scoreboard) -> (Vec<(u64, u32, Ns, u16, u8)>, [u64; 5]) {
         let segs = b.segs.iter();
         let segs = segs.map(|s| (s.seq, s.len, s.sent_at, s.tx_count, s.flags & !TRACKED));
-        let counters = [b.sacked_bytes, b.lost_bytes, b.retrans_bytes, b.lost_mark, b.high_rxt];
+        let counters = [
+            b.sacked_bytes,
+            b.lost_bytes,
+            b.retrans_bytes,
+            b.lost_mark,
+            b.high_rxt,
+        ];
         (segs.collect(), counters)
     }
 
@@ -987,7 +991,8 @@ mod rack_queue_tests {
             let (mut b, mut now, mut snd_nxt) = (Scoreboard::default(), 0, 0);
             for step in 0..400 {
                 random_step(&mut b, &mut rng, &mut now, &mut snd_nxt);
-                b.check().unwrap_or_else(|e| panic!("seed {seed} step {step}: {e}"));
+                b.check()
+                    .unwrap_or_else(|e| panic!("seed {seed} step {step}: {e}"));
                 let want = rescue_candidate_linear(&b);
                 assert_eq!(b.rescue_candidate(), want, "seed {seed} step {step}");
                 let want = next_lost_linear(&b);
@@ -1011,7 +1016,8 @@ mod rack_queue_tests {
                 let got = b.rack_mark_lost(xmit, end, rtt, reo, now);
                 assert_eq!(got, want, "seed {seed} step {step}");
                 assert_eq!(state(&b), state(&reference), "seed {seed} step {step}");
-                b.check().unwrap_or_else(|e| panic!("seed {seed} step {step}: {e}"));
+                b.check()
+                    .unwrap_or_else(|e| panic!("seed {seed} step {step}: {e}"));
                 calls_that_marked += (got.0 > 0) as u32;
             }
         }

@@ -61,7 +61,11 @@ impl EcnState {
             return;
         }
         // L4STeam/linux include/net/inet_ecn.h: ECT(1) when the module wants it (dctcp_ect).
-        p.ecn = if self.ect1 { codepoint::ECT1 } else { codepoint::ECT0 };
+        p.ecn = if self.ect1 {
+            codepoint::ECT1
+        } else {
+            codepoint::ECT0
+        };
         if self.cwr_pending {
             p.cwr = true;
             self.cwr_pending = false;
