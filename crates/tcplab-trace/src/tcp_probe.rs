@@ -364,7 +364,6 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use crate::import::parse_bytes;
 
     #[test]
