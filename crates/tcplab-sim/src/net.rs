@@ -130,6 +130,7 @@ impl Port {
 
     /// Bring the FIFO up to `now`: packets whose transmission has started leave it. Returns the
     /// bytes that left (for the shared pool).
+    #[inline]
     pub fn advance(&mut self, now: Ns) -> u64 {
         let mut freed = 0;
         while self.n_waiting > 0 {
@@ -204,6 +205,7 @@ impl Port {
     /// Admission at `now` (after `advance`): random loss first (netem and Dummynet drop on entry),
     /// then netem's limit on what it holds, then the drop-tail limits and the switch's shared
     /// buffer (`pool`, brought up to now), if any.
+    #[inline]
     pub fn admit(&mut self, size_bytes: u32, now: Ns, pool: Option<&Pool>) -> Result<(), Drop> {
         self.arrivals += 1;
         if self.rng.chance(self.loss)
@@ -251,6 +253,7 @@ impl Port {
     /// `dst`): it waits its turn, is serialised, propagates. Returns its arrival time at the far
     /// end if the pipe was empty (the caller schedules that event), and the bytes it adds to the
     /// FIFO (0 if it went straight onto the wire).
+    #[inline(always)] // one call per packet per hop: its prologue and epilogue were a fifth of it
     pub fn send(&mut self, packet: u32, size_bytes: u32, dst: u32, now: Ns) -> (Option<Ns>, u64) {
         let size = size_bytes as u64;
         let start = self.busy_until.max(now);

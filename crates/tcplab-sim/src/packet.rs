@@ -123,14 +123,14 @@ impl Packet {
 #[derive(Default)]
 pub struct Slab {
     slots: Vec<Packet>,
-    free: std::collections::VecDeque<u32>,
+    free_slots: std::collections::VecDeque<u32>,
 }
 
 impl Slab {
     /// Store a copy of `p`; its handle.
     #[inline]
     pub fn insert(&mut self, p: &Packet) -> u32 {
-        match self.free.pop_front() {
+        match self.free_slots.pop_front() {
             Some(h) => {
                 self.slots[h as usize] = *p;
                 h
@@ -151,13 +151,19 @@ impl Slab {
     /// Remove the packet stored under `h`.
     #[inline]
     pub fn take(&mut self, h: u32) -> Packet {
-        self.free.push_back(h);
+        self.free(h);
         self.slots[h as usize]
+    }
+
+    /// Free the slot of the packet stored under `h`, once it has been read in place.
+    #[inline]
+    pub fn free(&mut self, h: u32) {
+        self.free_slots.push_back(h);
     }
 
     /// Packets stored.
     pub fn len(&self) -> usize {
-        self.slots.len() - self.free.len()
+        self.slots.len() - self.free_slots.len()
     }
 
     /// Whether no packet is stored.
