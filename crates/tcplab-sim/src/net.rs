@@ -56,6 +56,9 @@ pub struct Port {
     limit_bytes: Option<u64>,
     /// netem's limit: packets held in the port, its delay included.
     held_limit_packets: Option<u64>,
+    /// Whether any of `loss`, `drop_arrivals` or `held_limit_packets` can refuse a packet on
+    /// entry (most ports have none; admission checks this one flag per packet instead).
+    drops_on_entry: bool,
     /// Shared buffer pool of the owning switch, if any.
     pub pool: Option<u32>,
     /// Packets admitted but not yet being transmitted: the last `n_waiting` entries of `pipe`
@@ -104,6 +107,9 @@ impl Port {
             limit_packets: d.buffer_packets,
             limit_bytes: d.buffer_bytes,
             held_limit_packets: d.held_limit_packets,
+            drops_on_entry: d.loss > 0.0
+                || !d.drop_arrivals.is_empty()
+                || d.held_limit_packets.is_some(),
             pool,
             n_waiting: 0,
             queue_bytes: 0,
@@ -208,6 +214,17 @@ impl Port {
     #[inline]
     pub fn admit(&mut self, size_bytes: u32, now: Ns, pool: Option<&Pool>) -> Result<(), Drop> {
         self.arrivals += 1;
+        if self.drops_on_entry {
+            self.admit_on_entry(now)?;
+        }
+        if self.busy_until <= now || self.aqm.is_some() {
+            return Ok(()); // straight onto the wire, or the discipline decides
+        }
+        self.admit_to_buffer(size_bytes, pool)
+    }
+
+    /// Random loss, scripted drops and netem's limit, for a port that has any of them.
+    fn admit_on_entry(&mut self, now: Ns) -> Result<(), Drop> {
         if self.rng.chance(self.loss)
             || (!self.drop_arrivals.is_empty() && self.drop_arrivals.contains(&self.arrivals))
         {
@@ -223,9 +240,11 @@ impl Port {
             self.drops += 1;
             return Err(Drop::Buffer);
         }
-        if self.busy_until <= now || self.aqm.is_some() {
-            return Ok(()); // straight onto the wire, or the discipline decides
-        }
+        Ok(())
+    }
+
+    /// The drop-tail limits and the shared buffer, for a packet that has to wait.
+    fn admit_to_buffer(&mut self, size_bytes: u32, pool: Option<&Pool>) -> Result<(), Drop> {
         let size = size_bytes as u64;
         let over_packets = self
             .limit_packets

@@ -584,10 +584,31 @@ impl Simulation {
     }
 
     /// Route the packet stored under handle `h` (for node `dst`, `size_bytes` long) from `node`
-    /// into its next port.
+    /// into its next port. Runs once per packet per hop: a port without a shared buffer or a
+    /// discipline (every port of T1) is looked up once and takes the packet in a few lines.
     fn forward_stored(&mut self, node: u32, h: u32, dst: u32, size_bytes: u32) {
         let pi = self.routes.next_hop(node, dst);
         debug_assert_ne!(pi, u32::MAX, "no route from {node} to {dst}");
+        let now = self.now;
+        let port = &mut self.ports[pi as usize];
+        if port.pool.is_some() || port.aqm.is_some() {
+            self.forward_to_shared_or_aqm(pi, h, dst, size_bytes);
+            return;
+        }
+        port.advance(now);
+        if port.admit(size_bytes, now, None).is_err() {
+            let p = self.slab.take(h);
+            self.drop_packet(p);
+            return;
+        }
+        if let (Some(t), _) = port.send(h, size_bytes, dst, now) {
+            self.q.push(t, Action::PipeArrive(pi));
+        }
+    }
+
+    /// `forward_stored` into a port of a shared-buffer switch or one with a queue discipline.
+    #[inline(never)]
+    fn forward_to_shared_or_aqm(&mut self, pi: u32, h: u32, dst: u32, size_bytes: u32) {
         let now = self.now;
         let pool = self.ports[pi as usize].pool;
         match pool {
