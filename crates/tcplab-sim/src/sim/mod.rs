@@ -510,6 +510,7 @@ impl Simulation {
         );
     }
 
+    #[inline(always)] // after every data segment
     fn sync_receiver_timer(&mut self, fi: usize) {
         let deadline = self.receivers[fi].timer_deadline();
         arm(
@@ -586,6 +587,7 @@ impl Simulation {
     /// Route the packet stored under handle `h` (for node `dst`, `size_bytes` long) from `node`
     /// into its next port. Runs once per packet per hop: a port without a shared buffer or a
     /// discipline (every port of T1) is looked up once and takes the packet in a few lines.
+    #[inline(always)]
     fn forward_stored(&mut self, node: u32, h: u32, dst: u32, size_bytes: u32) {
         let pi = self.routes.next_hop(node, dst);
         debug_assert_ne!(pi, u32::MAX, "no route from {node} to {dst}");
