@@ -45,7 +45,7 @@ class PageModel:
     panels: dict[str, dict[str, Any]] = field(default_factory=dict)
     episodes: list[dict[str, Any]] = field(default_factory=list)
     tseq: list[dict[str, Any]] = field(default_factory=list)
-    blobs: dict[str, dict] = field(default_factory=dict)
+    blobs: S.Blobs = field(default_factory=S.Blobs)
     notes: list[str] = field(default_factory=list)
 
     def panel(self, pid: str) -> dict[str, Any]:

@@ -12,6 +12,7 @@ integer microseconds, delta-encoded (the page adds them up), so a 200 s run stay
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -22,6 +23,28 @@ OVERVIEW_BUCKETS = 1000
 PAGE_POINTS = 600_000
 #: Segments of the time-sequence graphs in one page (~20 bytes each).
 PAGE_SENDS = 400_000
+
+
+def script_json(data: object) -> str:
+    """`data` as JSON for a script element of the page: "</" cannot end the element early once
+    escaped; the JSON stays valid."""
+    return json.dumps(data, separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
+
+
+class Blobs(dict):
+    """The page's detail blobs by key, each held as the JSON text the page embeds: as Python
+    lists, T1's 600 000 detail samples took ~40 MB until the page was written (bench/README.md,
+    issue 23). Reading a blob back (static charts) parses its text."""
+
+    def __setitem__(self, key: str, value: dict) -> None:
+        super().__setitem__(key, script_json(value))
+
+    def __getitem__(self, key: str) -> dict:
+        return json.loads(super().__getitem__(key))
+
+    def texts(self) -> list[tuple[str, str]]:
+        """(key, JSON text) of every blob, in the order they were added."""
+        return list(super().items())
 
 
 @dataclass
