@@ -118,3 +118,21 @@ def test_plain_string_names_are_coded_in_sorted_order(tmp_path: Path):
     cols = C.read(tmp_path, "queues")
     assert cols.names["port"] == ["r10", "r2"] and cols["port"].tolist() == ["r2", "r10", "r2"]
     assert cols.by_time()["port"].tolist() == ["r10", "r2", "r2"]
+
+
+def _encode_values_by_objects(y, decimals):
+    """The page's values as encode_values made them before it avoided object arrays."""
+    y = np.asarray(y, dtype=float)
+    out = (np.round(y) if decimals <= 0 else np.round(y, decimals)).astype(object)
+    out[np.isnan(y)] = None
+    return [None if v is None else int(v) for v in out.tolist()] if decimals <= 0 else out.tolist()
+
+
+def test_encode_values_as_by_python_objects():
+    from tcplab.report.series import encode_values
+
+    rng = np.random.default_rng(1)
+    for decimals in (0, 1, 3):
+        for y in ([], [np.nan], [1.5, np.nan, -0.4, 2.5, -2.5, 3e20, -0.0, 2.0**53 + 2], rng.normal(0, 1e6, 1000)):
+            want, got = _encode_values_by_objects(y, decimals), encode_values(y, decimals)
+            assert got == want and [type(v) for v in got] == [type(v) for v in want]

@@ -77,7 +77,10 @@ def m4_indices(t_ns: np.ndarray, y: np.ndarray, buckets: int, lo: int | None = N
         bk = bucket_of[at]
         return at[np.r_[True, bk[1:] != bk[:-1]]]
 
-    return np.unique(np.concatenate([starts, ends, first_where(mins), first_where(maxs)]))
+    chosen = np.zeros(n, dtype=bool)  # the sorted union, by a mask: np.unique sorted ~0.1 s a page
+    for at in (starts, ends, first_where(mins), first_where(maxs)):
+        chosen[at] = True
+    return np.flatnonzero(chosen)
 
 
 def in_windows(t_ns: np.ndarray, windows: list[tuple[int, int]]) -> np.ndarray:
@@ -104,7 +107,8 @@ def detail_indices(t_ns: np.ndarray, y: np.ndarray, budget: int, focus: Focus) -
         kept_windows += 1
     rest = budget - int(keep.sum())
     buckets = max(1, rest // 4)
-    idx = np.union1d(np.flatnonzero(keep), m4_indices(t_ns, y, buckets))
+    keep[m4_indices(t_ns, y, buckets)] = True  # the union of the windows' samples and M4's
+    idx = np.flatnonzero(keep)
     span_ms = (int(t_ns[-1]) - int(t_ns[0])) / 1e6
     return idx, f"every sample in {kept_windows} focus window(s), elsewhere M4 over {span_ms / buckets:.3g} ms buckets"
 
@@ -116,16 +120,20 @@ def encode_times(t_ns: np.ndarray, origin_ns: int) -> list[int]:
 
 
 def encode_values(y: np.ndarray, decimals: int) -> list:
-    """Values rounded for the page; NaN as null."""
+    """Values rounded for the page (`decimals` <= 0: integers); NaN as null."""
     y = np.asarray(y, dtype=float)
+    r = np.round(y) if decimals <= 0 else np.round(y, decimals)
+    nan = np.isnan(r)
     if decimals <= 0:
-        out = np.round(y).astype(object)
+        # int() of each float, as numpy's conversion where it is exact (below 2**53).
+        finite = np.where(nan, 0, r)
+        exact = not len(r) or float(np.abs(finite).max()) < 2**53
+        out = finite.astype(np.int64).tolist() if exact else [None if v != v else int(v) for v in r.tolist()]
     else:
-        out = np.round(y, decimals).astype(object)
-    out[np.isnan(y)] = None
-    if decimals <= 0:
-        return [None if v is None else int(v) for v in out.tolist()]
-    return out.tolist()
+        out = r.tolist()
+    for i in np.flatnonzero(nan).tolist():
+        out[i] = None
+    return out
 
 
 def changes(y: np.ndarray) -> np.ndarray:
