@@ -38,13 +38,14 @@ class TableWriter:
     """Streams record batches from the simulator into one Parquet file per table.
 
     Batches are held as raw column bytes and converted and written once `FLUSH_ROWS` rows of a
-    table have gathered (and at close): one Parquet write per ~quarter million rows instead of one
-    per simulated second, whose fixed cost was most of a run's record writing, while what is held
-    stays ~30 MB (bench/README.md). Only the name columns are dictionary-encoded: on the integer
+    table have gathered (and at close): one Parquet write per 64 Ki rows instead of one per
+    simulated second, whose fixed cost was most of a run's record writing, while what is held
+    stays ~8 MB (T1: 107 MB peak RSS against 130 MB at 256 Ki rows, the same CPU time;
+    bench/README.md). Only the name columns are dictionary-encoded: on the integer
     columns Parquet's dictionary costs time and makes T1's files larger (7.9 vs 5.1 MB of flows)."""
 
     #: Rows of one table gathered before they are written as one row group.
-    FLUSH_ROWS = 1 << 18
+    FLUSH_ROWS = 1 << 16
 
     def __init__(self, directory: Path, flow_names: list[str], port_labels: list[str], probe_names: list[str] = ()):
         """`flow_names` is read at each write, so a caller that learns flows while it streams (an
