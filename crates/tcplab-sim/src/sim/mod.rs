@@ -708,7 +708,10 @@ impl Simulation {
             self.receivers[fi].on_data(p, self.now, &mut out, &mut self.next_id)
         );
         self.slab.free(h);
-        self.flush(node, &mut out);
+        if !out.is_empty() {
+            // Most segments are held for the NIC's next poll and answer nothing.
+            self.flush(node, &mut out);
+        }
         self.scratch = out;
         self.sync_receiver_timer(fi);
     }

@@ -368,6 +368,7 @@ impl Conn {
         self.written > self.snd_nxt || self.sb.lost_bytes > 0
     }
 
+    #[inline] // asked twice per segment sent; nearly always without pacing
     pub(super) fn pacing_rate(&self) -> Option<u64> {
         // Linux paces without fq when the CC asks (SK_PACING_NEEDED: tcp_internal_pacing()).
         if self.profile.pacing || self.cc_paces {
