@@ -485,6 +485,7 @@ impl Conn {
     }
 
     /// Hand one segment (new data at snd_nxt, or a retransmission) to the NIC.
+    #[inline(always)] // once per segment sent, from each stack's output loop
     pub(super) fn emit(
         &mut self,
         seq: u64,
