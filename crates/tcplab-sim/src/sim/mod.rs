@@ -609,7 +609,7 @@ impl Simulation {
     }
 
     /// `forward_stored` into a port of a shared-buffer switch or one with a queue discipline.
-    #[inline(never)]
+    #[inline(never)] // kept out of the per-hop code `forward_stored` is inlined into
     fn forward_to_shared_or_aqm(&mut self, pi: u32, h: u32, dst: u32, size_bytes: u32) {
         let now = self.now;
         let pool = self.ports[pi as usize].pool;
