@@ -1,6 +1,8 @@
-"""Report cost on T1's 200 s: report generation time (median of N, report only, from a finished
-run's tables), page size, and time to first render in headless Chromium (navigation start to every
-chart drawn), each for the default trace and for per-ACK samples (trace.sample = "ack").
+"""Report cost on T1's 200 s: report generation time (median of N, wall and CPU, report only,
+from a finished run's tables), its peak RSS (in a process of its own that only imports tcplab
+and makes the report), page size, and time to first render in headless Chromium (navigation
+start to every chart drawn), each for the default trace and for per-ACK samples
+(trace.sample = "ack").
 
     PYTHONPATH=python .venv/bin/python bench/report.py [--repeat 3] [--duration 200s] [--keep DIR [--reuse]]
 
@@ -15,6 +17,7 @@ import json
 import shutil
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -39,6 +42,30 @@ def first_render_s(page_path: Path) -> tuple[float, float]:
     return wall, script_ms
 
 
+# The child's own peak (VmHWM: Linux carries ru_maxrss over exec, so a child started by this
+# process would report this process's peak).
+_RSS_CHILD = """
+import json, sys
+from pathlib import Path
+from tcplab.runner import make_report
+def hwm_mb():
+    return next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM:")) // 1024
+out = Path(sys.argv[1])
+info, meta = json.loads((out / "summary.json").read_text()), json.loads((out / "meta.json").read_text())
+flows = [{"name": f["flow"], "start_ns": int(round(f["start_s"] * 1e9))} for f in info["flows"]]
+before = hwm_mb()
+make_report(out, flows, info, meta)
+print(before, hwm_mb())
+"""
+
+
+def report_rss_mb(out: Path) -> tuple[int, int]:
+    """(peak RSS after importing the report's modules, peak RSS after making the report), MB."""
+    proc = subprocess.run([sys.executable, "-c", _RSS_CHILD, str(out)], capture_output=True, text=True, check=True)
+    before, after = proc.stdout.split()
+    return int(before), int(after)
+
+
 def case(name: str, sets: list[str], duration: str, repeat: int, keep: Path, reuse: bool) -> dict:
     out = keep / name
     run_s = None
@@ -53,16 +80,20 @@ def case(name: str, sets: list[str], duration: str, repeat: int, keep: Path, reu
     info = run.info
     flows = [{"name": f["flow"], "start_ns": int(round(f["start_s"] * 1e9))} for f in info["flows"]]
     meta = json.loads((out / "meta.json").read_text())
-    times = []
+    times, cpu = [], []
     for _ in range(repeat):
-        t0 = time.monotonic()
+        t0, c0 = time.monotonic(), time.process_time()
         make_report(out, flows, info, meta)
         times.append(time.monotonic() - t0)
+        cpu.append(time.process_time() - c0)
+    rss_imports_mb, rss_mb = report_rss_mb(out)
     page = out / "report.html"
     render_s, script_ms = first_render_s(page)
     rows = sum(len(run.table(t)) for t in ("flows", "queues"))
     return {"case": name, "run_s": run_s, "samples": rows, "report_s_median": round(statistics.median(times), 2),
-            "report_s_all": [round(t, 2) for t in times], "page_mb": round(page.stat().st_size / 1e6, 2),
+            "report_s_all": [round(t, 2) for t in times], "report_cpu_s_median": round(statistics.median(cpu), 2),
+            "report_peak_rss_mb": rss_mb,
+            "peak_rss_after_imports_mb": rss_imports_mb, "page_mb": round(page.stat().st_size / 1e6, 2),
             "first_render_s": round(render_s, 2), "script_ms": round(script_ms)}
 
 

@@ -18,6 +18,11 @@ import os
 # numpy's OpenBLAS starts spinning worker threads that compete with the simulator for the CPU
 # (seen in profiles when pinned to one core); tcplab does no linear algebra that needs them.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+# Arrow's default allocator in pyarrow's wheels (mimalloc) keeps what Parquet writing and reading
+# freed for reuse: ~45 MB of peak RSS on `tcplab run T1` with its report (bench/README.md, issue
+# 23). The C library's malloc returns large blocks when they are freed, at no measured cost in
+# time. Read once, when pyarrow is first imported, so it is set here, before any import of it.
+os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
 
 import json  # noqa: E402
 import tempfile  # noqa: E402

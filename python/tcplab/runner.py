@@ -20,7 +20,7 @@ from .catalog import write_summary
 from .report import html as report_html
 from .spec import Resolved
 from .spec.sweep import run_key
-from .store import RunDir, read_table, write_json, write_toml
+from .store import RunDir, write_json, write_toml
 
 Progress = Callable[[int, int], None]
 
@@ -93,24 +93,22 @@ def _into(directory: Path, resolved: Resolved, progress: Progress | None, report
 
 def make_report(directory: Path, flows: list[dict[str, Any]], summary: dict[str, Any], meta: dict[str, Any]) -> Path:
     """report.html for a results folder: each table read once, decimated once (report.series)."""
-    from .analysis.recovery import episodes  # pandas: imported only when a report is made
+    from .analysis.recovery import episode_list
     from .report import interactive
     from .report.panels import PageModel, RunTables, add_run
 
     tables = RunTables.read(directory, summary)
     mss = {f["flow"]: f["mss_bytes"] for f in summary["flows"]}
-    eps = episodes(tables.events, _or_none(tables.sends), mss)
+    eps = episode_list(tables.events, tables.sends if len(tables.sends) else None, mss)
     model = PageModel()
     add_run(model, tables, eps)
+    intervals = tables.intervals.records()
+    del tables  # the charts are built: the tables go before the page is
     spec_text = (directory / "spec.toml").read_text()
     cpu_path = directory / "cpu.json"
     cpu_html = report_html.cpu_section(json.loads(cpu_path.read_text())) if cpu_path.is_file() else ""
-    return report_html.write(directory, summary, meta, spec_text, tables.intervals, flows, interactive.section(model),
+    return report_html.write(directory, summary, meta, spec_text, intervals, flows, interactive.section(model),
                              report_html.recovery_section(eps) + cpu_html)
-
-
-def _or_none(df):
-    return df if len(df) else None
 
 
 def execute(resolved: Resolved, out: Path, *, force: bool = False, progress: Progress | None = None,

@@ -38,13 +38,14 @@ class TableWriter:
     """Streams record batches from the simulator into one Parquet file per table.
 
     Batches are held as raw column bytes and converted and written once `FLUSH_ROWS` rows of a
-    table have gathered (and at close): one Parquet write per ~quarter million rows instead of one
-    per simulated second, whose fixed cost was most of a run's record writing, while what is held
-    stays ~30 MB (bench/README.md). Only the name columns are dictionary-encoded: on the integer
+    table have gathered (and at close): one Parquet write per 64 Ki rows instead of one per
+    simulated second, whose fixed cost was most of a run's record writing, while what is held
+    stays ~8 MB (T1: 107 MB peak RSS against 130 MB at 256 Ki rows, the same CPU time;
+    bench/README.md). Only the name columns are dictionary-encoded: on the integer
     columns Parquet's dictionary costs time and makes T1's files larger (7.9 vs 5.1 MB of flows)."""
 
     #: Rows of one table gathered before they are written as one row group.
-    FLUSH_ROWS = 1 << 18
+    FLUSH_ROWS = 1 << 16
 
     def __init__(self, directory: Path, flow_names: list[str], port_labels: list[str], probe_names: list[str] = ()):
         """`flow_names` is read at each write, so a caller that learns flows while it streams (an
@@ -57,19 +58,26 @@ class TableWriter:
         # Per table: (number of flow names when its first batch came, {column: [bytes]}, rows).
         self.pending: dict[str, tuple[int, dict[str, list[bytes]], int]] = {}
 
-    def _arrow(self, name: str, columns: dict[str, bytes]) -> pa.Table | None:
+    def _arrow(self, name: str, columns: dict[str, list[bytes]]) -> pa.Table | None:
+        """The held batches as one table whose columns are chunked over the batches' own bytes
+        (no copy: joining them first briefly doubled what a flush holds)."""
+        flow_names = arrowbuf.strings(self.flow_names) if name in _FLOW_TABLES else None
         arrays, names = [], []
-        for col, raw in columns.items():
-            if name in _FLOW_TABLES and col == "flow":
-                indices = arrowbuf.int32s(np.frombuffer(raw, dtype="<i8"))
-                arr: pa.Array = pa.DictionaryArray.from_arrays(indices, arrowbuf.strings(self.flow_names))
+        for col, parts in columns.items():
+            if flow_names is not None and col == "flow":
+                names_of: pa.Array | None = flow_names
             elif name in _PORT_TABLES and col == "port":
-                arr = pa.DictionaryArray.from_arrays(arrowbuf.int32s(np.frombuffer(raw, dtype="<i8")), self.port_labels)
+                names_of = self.port_labels
             elif name == "probes" and col == "probe":
-                arr = pa.DictionaryArray.from_arrays(arrowbuf.int32s(np.frombuffer(raw, dtype="<i8")), self.probe_names)
+                names_of = self.probe_names
             else:
-                arr = arrowbuf.int64s(raw)
-            arrays.append(arr)
+                names_of = None
+            if names_of is None:
+                chunks = [arrowbuf.int64s(raw) for raw in parts]
+            else:
+                chunks = [pa.DictionaryArray.from_arrays(arrowbuf.int32s(np.frombuffer(raw, dtype="<i8")), names_of)
+                          for raw in parts]
+            arrays.append(pa.chunked_array(chunks, type=chunks[0].type))
             names.append(col)
         if not arrays or len(arrays[0]) == 0:
             return None
@@ -92,7 +100,7 @@ class TableWriter:
 
     def _flush(self, name: str) -> None:
         _, cols, _ = self.pending.pop(name)
-        table = self._arrow(name, {c: b"".join(parts) for c, parts in cols.items()})
+        table = self._arrow(name, cols)
         if table is None:
             return
         if name not in self.writers:

@@ -39,15 +39,22 @@ fn lower_bound(b: usize) -> Ns {
 
 impl DelayHistogram {
     /// Count one duration.
+    #[inline] // once per packet through a monitored port
     pub fn add(&mut self, d: Ns) {
         let b = bucket(d);
-        if b >= self.counts.len() {
-            self.counts.resize(b + 1, 0);
+        match self.counts.get_mut(b) {
+            Some(c) => *c += 1,
+            None => self.count_in_new_bucket(b),
         }
-        self.counts[b] += 1;
         self.n += 1;
         self.sum_ns += d as u128;
         self.max_ns = self.max_ns.max(d);
+    }
+
+    #[cold]
+    fn count_in_new_bucket(&mut self, b: usize) {
+        self.counts.resize(b + 1, 0);
+        self.counts[b] = 1;
     }
 
     /// The `q` quantile (0..=1): the lower bound of the bucket holding the ceil(q n)-th sample.

@@ -56,6 +56,9 @@ pub struct Port {
     limit_bytes: Option<u64>,
     /// netem's limit: packets held in the port, its delay included.
     held_limit_packets: Option<u64>,
+    /// Whether any of `loss`, `drop_arrivals` or `held_limit_packets` can refuse a packet on
+    /// entry (most ports have none; admission checks this one flag per packet instead).
+    drops_on_entry: bool,
     /// Shared buffer pool of the owning switch, if any.
     pub pool: Option<u32>,
     /// Packets admitted but not yet being transmitted: the last `n_waiting` entries of `pipe`
@@ -104,6 +107,9 @@ impl Port {
             limit_packets: d.buffer_packets,
             limit_bytes: d.buffer_bytes,
             held_limit_packets: d.held_limit_packets,
+            drops_on_entry: d.loss > 0.0
+                || !d.drop_arrivals.is_empty()
+                || d.held_limit_packets.is_some(),
             pool,
             n_waiting: 0,
             queue_bytes: 0,
@@ -130,6 +136,7 @@ impl Port {
 
     /// Bring the FIFO up to `now`: packets whose transmission has started leave it. Returns the
     /// bytes that left (for the shared pool).
+    #[inline]
     pub fn advance(&mut self, now: Ns) -> u64 {
         let mut freed = 0;
         while self.n_waiting > 0 {
@@ -204,8 +211,20 @@ impl Port {
     /// Admission at `now` (after `advance`): random loss first (netem and Dummynet drop on entry),
     /// then netem's limit on what it holds, then the drop-tail limits and the switch's shared
     /// buffer (`pool`, brought up to now), if any.
+    #[inline]
     pub fn admit(&mut self, size_bytes: u32, now: Ns, pool: Option<&Pool>) -> Result<(), Drop> {
         self.arrivals += 1;
+        if self.drops_on_entry {
+            self.admit_on_entry(now)?;
+        }
+        if self.busy_until <= now || self.aqm.is_some() {
+            return Ok(()); // straight onto the wire, or the discipline decides
+        }
+        self.admit_to_buffer(size_bytes, pool)
+    }
+
+    /// Random loss, scripted drops and netem's limit, for a port that has any of them.
+    fn admit_on_entry(&mut self, now: Ns) -> Result<(), Drop> {
         if self.rng.chance(self.loss)
             || (!self.drop_arrivals.is_empty() && self.drop_arrivals.contains(&self.arrivals))
         {
@@ -221,9 +240,11 @@ impl Port {
             self.drops += 1;
             return Err(Drop::Buffer);
         }
-        if self.busy_until <= now || self.aqm.is_some() {
-            return Ok(()); // straight onto the wire, or the discipline decides
-        }
+        Ok(())
+    }
+
+    /// The drop-tail limits and the shared buffer, for a packet that has to wait.
+    fn admit_to_buffer(&mut self, size_bytes: u32, pool: Option<&Pool>) -> Result<(), Drop> {
         let size = size_bytes as u64;
         let over_packets = self
             .limit_packets
@@ -251,6 +272,7 @@ impl Port {
     /// `dst`): it waits its turn, is serialised, propagates. Returns its arrival time at the far
     /// end if the pipe was empty (the caller schedules that event), and the bytes it adds to the
     /// FIFO (0 if it went straight onto the wire).
+    #[inline(always)] // one call per packet per hop: its prologue and epilogue were a fifth of it
     pub fn send(&mut self, packet: u32, size_bytes: u32, dst: u32, now: Ns) -> (Option<Ns>, u64) {
         let size = size_bytes as u64;
         let start = self.busy_until.max(now);

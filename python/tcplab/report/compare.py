@@ -8,7 +8,7 @@ import html
 from pathlib import Path
 from typing import Any
 
-from ..analysis.recovery import episodes
+from ..analysis.recovery import episode_list
 from . import interactive
 from .html import _CSS, _table
 from .panels import PageModel, RunTables, add_run
@@ -21,7 +21,7 @@ def overlay_model(runs: list[tuple[str, Path, dict[str, Any]]]) -> PageModel:
     for label, path, info in runs:
         tables = RunTables.read(path, info)
         mss = {f["flow"]: f["mss_bytes"] for f in info["flows"]}
-        eps = episodes(tables.events, tables.sends if len(tables.sends) else None, mss)
+        eps = episode_list(tables.events, tables.sends if len(tables.sends) else None, mss)
         add_run(model, tables, eps, label=label, n_runs=len(runs))
     return model
 

@@ -22,7 +22,7 @@ def plot_run(run_dir: Path, what: list[str], flow: str | None, lo_s: float | Non
     leaves out the probes chart of a run without probes) into `out`: a file (one chart) or a
     folder (<what>[_<flow>].png and .svg). Times are the report's: seconds from the first flow's start."""
     from .. import Run
-    from ..analysis.recovery import episodes
+    from ..analysis.recovery import episode_list
     from . import plots
 
     run = Run(run_dir)
@@ -51,9 +51,10 @@ def plot_run(run_dir: Path, what: list[str], flow: str | None, lo_s: float | Non
         info = dict(info, flows=[f for f in info["flows"] if f["flow"] == flow])
         tables.summary = info
     mss = {f["flow"]: f["mss_bytes"] for f in info["flows"]}
-    eps = episodes(run.table("events"), tables.sends if len(tables.sends) else None, {**mss, **{n: 0 for n in names if n not in mss}})
-    if flow is not None and len(eps):
-        eps = eps[eps["flow"] == flow]
+    eps = episode_list(tables.events, tables.sends if len(tables.sends) else None, {**mss, **{n: 0 for n in names if n not in mss}},
+                       by_name=True)
+    if flow is not None:
+        eps = [e for e in eps if e.flow == flow]
     model = PageModel()
     add_run(model, tables, eps, full=True)
     written = []

@@ -43,8 +43,9 @@ def _table(table_id: str, header: list[str], rows: list[list[Any]], left: int = 
     return f'<table id="{table_id}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
 
-def recovery_section(eps) -> str:
-    """The loss-recovery table (first 50 episodes; the charts' episode list zooms to any)."""
+def recovery_section(eps: list[Any] | None) -> str:
+    """The loss-recovery table (first 50 episodes; the charts' episode list zooms to any):
+    `eps` as analysis.recovery.episode_list gives them."""
     if eps is None or not len(eps):
         return '<section id="recovery"><h2>Loss recovery</h2><p>No loss-recovery episodes.</p></section>'
 
@@ -53,7 +54,7 @@ def recovery_section(eps) -> str:
 
     rows = [[r.flow, r.episode, r.kind, r.start_s, None if r.duration_s is None or r.duration_s != r.duration_s else r.duration_s * 1e3,
              r.cwnd_entry_bytes, r.ssthresh_entry_bytes, r.cwnd_exit_bytes, r.flight_before_bytes, r.retransmissions,
-             yes(r.tso_sends), yes(r.fractional_sends), r.ended_by] for r in eps.head(50).itertuples(index=False)]
+             yes(r.tso_sends), yes(r.fractional_sends), r.ended_by] for r in eps[:50]]
     table = _table("recovery-table", ["flow", "#", "kind", "start s", "duration ms", "cwnd entry B", "ssthresh entry B",
                                       "cwnd exit B", "flight before B", "retransmissions", "TSO sends", "fractional sends",
                                       "ended by"], rows, left=3)

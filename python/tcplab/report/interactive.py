@@ -11,11 +11,11 @@ points per series, whatever the run's length.
 from __future__ import annotations
 
 import html
-import json
 import os
 from pathlib import Path
 
 from .panels import PageModel
+from .series import script_json
 
 #: Where Debian's libjs-dygraphs puts the library (TCPLAB_DYGRAPHS_DIR overrides).
 DYGRAPHS_DIR = Path("/usr/share/javascript/dygraphs")
@@ -36,11 +36,6 @@ def dygraphs_dir() -> Path:
     return Path(os.environ.get("TCPLAB_DYGRAPHS_DIR", DYGRAPHS_DIR))
 
 
-def _script_json(data: object) -> str:
-    # "</" cannot end the script element early once escaped; the JSON stays valid.
-    return json.dumps(data, separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
-
-
 def section(model: PageModel, title: str = "Charts") -> str:
     """The charts section: controls, linked panels, time-sequence graphs, and their scripts."""
     lib = dygraphs_dir()
@@ -49,9 +44,9 @@ def section(model: PageModel, title: str = "Charts") -> str:
         return (f'<section id="charts"><h2>{html.escape(title)}</h2><p class="bad">Interactive charts need the dygraphs '
                 f"library ({js} is missing): install Debian's libjs-dygraphs (scripts/install does), then "
                 f"<code>tcplab plot RUN</code> or re-run. <code>tcplab plot RUN --what cwnd</code> draws static charts.</p></section>")
-    blobs = "".join(f'<script type="application/json" id="blob-{k}">{_script_json(v)}</script>' for k, v in model.blobs.items())
+    blobs = "".join(f'<script type="application/json" id="blob-{k}">{text}</script>' for k, text in model.blobs.texts())
     tseq = '<section id="tseq-section"><h2>Time-sequence graphs</h2></section>' if model.tseq else ""
     return (f'<style>{css.read_text()}{CSS}</style><section id="charts"><h2>{html.escape(title)}</h2>'
             f'<div id="interactive"></div></section>{tseq}'
-            f'<script type="application/json" id="tcplab-model">{_script_json(model.as_json())}</script>{blobs}'
+            f'<script type="application/json" id="tcplab-model">{script_json(model.as_json())}</script>{blobs}'
             f"<script>{js.read_text()}</script><script>{_JS.read_text()}</script>")

@@ -11,10 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
-from ..store import read_table
+from ..analysis.recovery import Episode
+from . import columns as C
 from . import series as S
+from .columns import Columns
 
 #: Panels in page order: (id, title, y label with unit, unit for read-outs, y2 label, y2 unit).
 PANELS = [
@@ -44,7 +45,7 @@ class PageModel:
     panels: dict[str, dict[str, Any]] = field(default_factory=dict)
     episodes: list[dict[str, Any]] = field(default_factory=list)
     tseq: list[dict[str, Any]] = field(default_factory=list)
-    blobs: dict[str, dict] = field(default_factory=dict)
+    blobs: S.Blobs = field(default_factory=S.Blobs)
     notes: list[str] = field(default_factory=list)
 
     def panel(self, pid: str) -> dict[str, Any]:
@@ -68,66 +69,59 @@ READ_COLUMNS = {
 }
 
 
-def by_time(df: pd.DataFrame, col: str = "t_ns") -> pd.DataFrame:
-    """Rows in time order (records are written in time order: sorted only when they are not)."""
-    return df if df[col].is_monotonic_increasing else df.sort_values(col, kind="stable")
-
-
 @dataclass
 class RunTables:
-    """One run's tables as the charts read them (each read once)."""
+    """One run's tables as the charts read them (each read once, only the columns they draw)."""
 
     summary: dict[str, Any]
-    flows: pd.DataFrame
-    intervals: pd.DataFrame
-    queues: pd.DataFrame
-    ports: pd.DataFrame
-    events: pd.DataFrame
-    sends: pd.DataFrame
-    acks: pd.DataFrame
+    flows: Columns
+    intervals: Columns
+    queues: Columns
+    ports: Columns
+    events: Columns
+    sends: Columns
+    acks: Columns
     path: Path | None = None
-    probes: pd.DataFrame = field(default_factory=pd.DataFrame)
+    probes: Columns = field(default_factory=Columns)
 
     @classmethod
     def read(cls, run_dir: Path, summary: dict[str, Any]) -> "RunTables":
-        def one(t: str) -> pd.DataFrame:
-            cols = READ_COLUMNS.get(t)
-            if cols is not None and (run_dir / f"{t}.parquet").is_file():
-                import pyarrow.parquet as pq
-
-                have = set(pq.read_schema(run_dir / f"{t}.parquet").names)
-                cols = [c for c in cols if c in have]
-            return read_table(run_dir, t, columns=cols, names_as_categories=True)
-
-        return cls(summary, *(one(t) for t in ("flows", "intervals", "queues", "ports", "events", "sends", "acks")), path=run_dir,
-                   probes=one("probes"))
+        return cls(summary, *(C.read(run_dir, t, READ_COLUMNS.get(t)) for t in ("flows", "intervals", "queues", "ports", "events",
+                                                                                 "sends", "acks")),
+                   path=run_dir, probes=C.read(run_dir, "probes"))
 
     def window(self, lo_ns: int, hi_ns: int) -> "RunTables":
         """Only the rows within [lo_ns, hi_ns] (intervals and port counters that overlap it)."""
-        def cut(df: pd.DataFrame, a: str, b: str | None = None) -> pd.DataFrame:
-            if not len(df):
-                return df
-            return df[(df[b or a] >= lo_ns) & (df[a] <= hi_ns)]
+        def cut(t: Columns, a: str, b: str | None = None) -> Columns:
+            if not len(t):
+                return t
+            return t.take((t.codes(b or a) >= lo_ns) & (t.codes(a) <= hi_ns))
 
         return RunTables(self.summary, cut(self.flows, "t_ns"), cut(self.intervals, "t_start_ns", "t_end_ns"),
                          cut(self.queues, "t_ns"), cut(self.ports, "t_start_ns", "t_end_ns"), self.events,
                          cut(self.sends, "t_ns"), cut(self.acks, "t_ns"), self.path, cut(self.probes, "t_ns"))
 
 
-def _focus(eps: pd.DataFrame, flows: list[dict[str, Any]], flow: str | None) -> S.Focus:
+def _focus(eps: list[Episode], flows: list[dict[str, Any]], flow: str | None) -> S.Focus:
     """Full-resolution windows: each flow's first second, then recovery episodes in time order."""
     wins = [(int((f["start_s"] or 0) * 1e9), int((f["start_s"] or 0) * 1e9) + 1_000_000_000) for f in flows
             if flow is None or f["flow"] == flow]
-    if len(eps):
-        mine = eps if flow is None else eps[eps["flow"] == flow]
-        for r in mine.sort_values("start_s").itertuples(index=False):
-            dur = r.duration_s if r.duration_s == r.duration_s and r.duration_s is not None else 0.2
-            pad = max(0.05, dur)
-            wins.append((int((r.start_s - pad) * 1e9), int((r.start_s + dur + pad) * 1e9)))
+    mine = [r for r in eps if flow is None or r.flow == flow]
+    # In start order as pandas' sort_values (quicksort) put them: ties keep that order too.
+    for i in np.argsort(np.array([r.start_s for r in mine], dtype=float), kind="quicksort"):
+        r = mine[i]
+        dur = r.duration_s if r.duration_s == r.duration_s and r.duration_s is not None else 0.2
+        pad = max(0.05, dur)
+        wins.append((int((r.start_s - pad) * 1e9), int((r.start_s + dur + pad) * 1e9)))
     return S.Focus(wins)
 
 
-def add_run(model: PageModel, tables: RunTables, eps: pd.DataFrame, label: str | None = None,
+def _nan_below(v: np.ndarray, floor: int, strict: bool = False) -> np.ndarray:
+    """`v` as floats with NaN where it is below `floor` (at or below, `strict`): unknown values."""
+    return np.where(v > floor if strict else v >= floor, v, np.nan)
+
+
+def add_run(model: PageModel, tables: RunTables, eps: list[Episode], label: str | None = None,
             n_runs: int = 1, full: bool = False) -> None:
     """Add one run's series, episodes and time-sequence graphs to the page (`full`: every sample,
     no page budget: static charts of a window)."""
@@ -142,10 +136,16 @@ def add_run(model: PageModel, tables: RunTables, eps: pd.DataFrame, label: str |
     nser = max(1, len(flows) * 6 + 2) * n_runs
     budget = 1 << 62 if full else max(2000, S.PAGE_POINTS // nser)
     focus_all = _focus(eps, flows, None)
+    focus_of: dict[str, S.Focus] = {}  # each flow's, built once (a thousand flows, six series each)
+
+    def flow_focus(flow: str) -> S.Focus:
+        if flow not in focus_of:
+            focus_of[flow] = _focus(eps, flows, flow)
+        return focus_of[flow]
 
     def add(pid: str, name: str, group: str, t: Any, y: Any, decimals: int, flow: str | None, step: bool = True,
             axis: str = "y", dash: bool = False, edge: bool = False) -> None:
-        focus = _focus(eps, flows, flow) if flow else focus_all
+        focus = flow_focus(flow) if flow else focus_all
         s = S.series(np.asarray(t), np.asarray(y), origin, decimals, budget, focus, model.blobs, step=step)
         s.update(name=pre + name, group=pre + group, run=run_i, step=step, axis=axis, dash=dash, edge=edge)
         model.panel(pid)["series"].append(s)
@@ -154,25 +154,29 @@ def add_run(model: PageModel, tables: RunTables, eps: pd.DataFrame, label: str |
     fl = tables.flows
     for f in flows:
         name = f["flow"]
-        mine = fl[fl["flow"] == name] if len(fl) else fl
-        if len(mine):
-            mine = by_time(mine)
-            t = mine["t_ns"].to_numpy()
-            if (mine["cwnd_bytes"] >= 0).any():
-                add("cwnd", f"{name} cwnd", name, t, mine["cwnd_bytes"] / 1e3, 3, name)
-                ss = mine["ssthresh_bytes"].where(mine["ssthresh_bytes"] >= 0) / 1e3
-                if ss.notna().any():
+        mine = fl.of("flow", name).by_time()
+        if len(mine):  # one column of one flow at a time: the table is held once
+            t = mine["t_ns"]
+            cwnd = mine["cwnd_bytes"]
+            if (cwnd >= 0).any():
+                add("cwnd", f"{name} cwnd", name, t, cwnd / 1e3, 3, name)
+                ss = _nan_below(mine["ssthresh_bytes"], 0) / 1e3
+                if (~np.isnan(ss)).any():
                     add("cwnd", f"{name} ssthresh", name, t, ss, 3, name, dash=True)
-            if (mine["flight_bytes"] >= 0).any():
-                add("flight", f"{name} in flight", name, t, mine["flight_bytes"].where(mine["flight_bytes"] >= 0) / 1e3, 3, name)
-            if (mine["srtt_us"] > 0).any():
-                add("srtt", f"{name} srtt", name, t, mine["srtt_us"].where(mine["srtt_us"] > 0) / 1e3, 3, name, step=False)
-        ak = tables.acks
-        mine_a = ak[ak["flow"] == name] if len(ak) else ak
+            del cwnd
+            flight = mine["flight_bytes"]
+            if (flight >= 0).any():
+                add("flight", f"{name} in flight", name, t, _nan_below(flight, 0) / 1e3, 3, name)
+            del flight
+            srtt = mine["srtt_us"]
+            if (srtt > 0).any():
+                add("srtt", f"{name} srtt", name, t, _nan_below(srtt, 0, strict=True) / 1e3, 3, name, step=False)
+            del srtt, t
+        mine_a = tables.acks.of("flow", name)
         if len(mine_a) and (mine_a["rwnd_bytes"] >= 0).any():
-            mine_a = by_time(mine_a)
-            add("flight", f"{name} receive window", name, mine_a["t_ns"].to_numpy(),
-                mine_a["rwnd_bytes"].where(mine_a["rwnd_bytes"] >= 0) / 1e3, 3, name, dash=True, edge=True)
+            mine_a = mine_a.by_time()
+            add("flight", f"{name} receive window", name, mine_a["t_ns"],
+                _nan_below(mine_a["rwnd_bytes"], 0) / 1e3, 3, name, dash=True, edge=True)
     if not len(tables.acks):
         model.panel("flight")["notes"].append(f"{pre}receive window: {MISSING['acks']}.")
     if not len(fl):
@@ -180,7 +184,7 @@ def add_run(model: PageModel, tables: RunTables, eps: pd.DataFrame, label: str |
             model.panel(pid)["notes"].append(f"{pre}{MISSING['flows']}.")
     _probes(tables, add, model, pre)
     _queue(tables, add, model, pre)
-    for r in eps.itertuples(index=False) if len(eps) else []:
+    for r in eps:
         dur = r.duration_s if r.duration_s is not None and r.duration_s == r.duration_s else 0.0
         model.episodes.append({"run": run_i, "flow": r.flow, "group": pre + r.flow, "n": int(r.episode), "kind": r.kind,
                                "start": round(r.start_s - origin / 1e9, 6), "end": round(r.start_s + dur - origin / 1e9, 6),
@@ -189,7 +193,7 @@ def add_run(model: PageModel, tables: RunTables, eps: pd.DataFrame, label: str |
     from .tseq import add_tseq
 
     for f in flows:
-        add_tseq(model, tables, f, _focus(eps, flows, f["flow"]), origin, run_i, pre, budget, n_runs, full)
+        add_tseq(model, tables, f, flow_focus(f["flow"]), origin, run_i, pre, budget, n_runs, full)
 
 
 def _throughput(tables: RunTables, flows: list[dict[str, Any]], add) -> None:
@@ -198,14 +202,14 @@ def _throughput(tables: RunTables, flows: list[dict[str, Any]], add) -> None:
         return
     total: dict[int, float] = {}
     for f in flows:
-        mine = iv[iv["flow"] == f["flow"]].sort_values("t_start_ns")
+        mine = iv.of("flow", f["flow"]).sort_by("t_start_ns")
         if not len(mine):
             continue
-        mbps = (mine["bytes"] * 8 / ((mine["t_end_ns"] - mine["t_start_ns"]) / 1e9) / 1e6).to_numpy()
+        mbps = mine["bytes"] * 8 / ((mine["t_end_ns"] - mine["t_start_ns"]) / 1e9) / 1e6
         # A step chart holds each interval's rate from its start; the last interval ends at t_end.
-        t = np.r_[mine["t_start_ns"].to_numpy(), mine["t_end_ns"].to_numpy()[-1]]
+        t = np.r_[mine["t_start_ns"], mine["t_end_ns"][-1]]
         add("throughput", f"{f['flow']}", f["flow"], t, np.r_[mbps, mbps[-1]], 3, f["flow"])
-        for te, v in zip(mine["t_end_ns"].to_numpy() // 1_000_000, mbps):
+        for te, v in zip(mine["t_end_ns"] // 1_000_000, mbps):
             total[int(te)] = total.get(int(te), 0.0) + float(v)
     if len(flows) > 1 and total:
         ts = np.array(sorted(total), dtype=np.int64) * 1_000_000
@@ -220,11 +224,11 @@ def _probes(tables: RunTables, add, model: PageModel, pre: str) -> None:
     pr = tables.probes
     if not len(pr):
         return
-    for name in sorted(pr["probe"].unique()):
-        mine = by_time(pr[pr["probe"] == name])
-        rtt = mine["rtt_ns"].where(mine["rtt_ns"] >= 0) / 1e6
-        add("probes", f"{name} RTT", f"probe {name}", mine["t_ns"].to_numpy(), rtt, 3, None, step=False)
-        lost = int((mine["rtt_ns"] < 0).sum())
+    for name in sorted(pr.present("probe")):
+        mine = pr.of("probe", name).by_time()
+        rtt_ns = mine["rtt_ns"]
+        add("probes", f"{name} RTT", f"probe {name}", mine["t_ns"], _nan_below(rtt_ns, 0) / 1e6, 3, None, step=False)
+        lost = int((rtt_ns < 0).sum())
         if lost:
             model.panel("probes")["notes"].append(f"{pre}{name}: {lost} of {len(mine)} requests lost (gaps).")
 
@@ -235,16 +239,15 @@ def _queue(tables: RunTables, add, model: PageModel, pre: str) -> None:
         why = ("the run's logs do not describe the path" if tables.summary.get("import") else
                "the queue is sampled every trace.sample period, so not with sample = \"ack\"")
         model.panel("queue")["notes"].append(f"{pre}no queue samples: {why}.")
-    ports = sorted(q["port"].unique()) if len(q) else _bottleneck_ports(tables)
+    ports = sorted(q.present("port")) if len(q) else _bottleneck_ports(tables)
     for port in ports:
-        rows = by_time(q[q["port"] == port]) if len(q) else q
+        rows = q.of("port", port).by_time()
         if len(rows):
-            add("queue", f"queue {port}", "queue", rows["t_ns"].to_numpy(), rows["queue_packets"].to_numpy(), 0, None, step=True)
-        p = tables.ports
-        mine = p[p["port"] == port].sort_values("t_start_ns") if len(p) else p
+            add("queue", f"queue {port}", "queue", rows["t_ns"], rows["queue_packets"], 0, None, step=True)
+        mine = tables.ports.of("port", port).sort_by("t_start_ns")
         if len(mine):
-            t = np.r_[mine["t_start_ns"].to_numpy(), mine["t_end_ns"].to_numpy()[-1]]
-            d = mine["drops"].to_numpy().astype(float)
+            t = np.r_[mine["t_start_ns"], mine["t_end_ns"][-1]]
+            d = mine["drops"].astype(float)
             add("queue", f"drops {port}", "queue", t, np.r_[d, d[-1]], 0, None, axis="y2")
 
 
@@ -254,4 +257,4 @@ def _bottleneck_ports(tables: RunTables) -> list[str]:
     p = tables.ports
     if not len(p) or not b.get("link"):
         return []
-    return [x for x in p["port"].unique() if str(x) == b["link"]][:1]
+    return [x for x in p.present("port") if str(x) == b["link"]][:1]

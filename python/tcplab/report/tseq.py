@@ -9,26 +9,26 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from ..contract import TLP
 from . import series as S
+from .columns import Columns
 
 #: Mark kinds in the page (and in `tcplab plot --what tseq`): code -> name.
 KINDS = {0: "segment", 1: "TSO burst", 2: "fractional", 3: "retransmission", 4: "probe"}
 
 
-def send_kinds(sends: pd.DataFrame, mss: int, probe_t_ns: np.ndarray) -> np.ndarray:
+def send_kinds(sends: Columns, mss: int, probe_t_ns: np.ndarray) -> np.ndarray:
     """Each send's kind: probe (sent when a tail-loss probe fired), retransmission, TSO burst
     (more than one MSS), fractional (less than one MSS) or one segment."""
-    b = sends["bytes"].to_numpy()
+    b = sends["bytes"]
     k = np.zeros(len(sends), dtype=np.int64)
     if mss > 0:
         k[b > mss] = 1
         k[(b > 0) & (b < mss)] = 2
-    k[sends["retx"].to_numpy() == 1] = 3
+    k[sends["retx"] == 1] = 3
     if len(probe_t_ns):
-        k[np.isin(sends["t_ns"].to_numpy(), probe_t_ns)] = 4
+        k[np.isin(sends["t_ns"], probe_t_ns)] = 4
     return k
 
 
@@ -48,39 +48,40 @@ def _pick(t_ns: np.ndarray, share: int, focus: S.Focus) -> tuple[np.ndarray, lis
     return keep, wins
 
 
-def sack_blocks(acks: pd.DataFrame) -> pd.DataFrame:
-    """One row per SACK block an ACK carried: t_ns, start, end."""
-    parts = []
+def sack_blocks(acks: Columns) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every SACK block the ACKs carried, in time order (blocks of one ACK in their order):
+    (t_ns, start, end)."""
+    t, parts = acks["t_ns"], []
     for i in range(1, 5):
         a, b = acks[f"sack{i}_start"], acks[f"sack{i}_end"]
         ok = (a >= 0) & (b > a)
-        parts.append(pd.DataFrame({"t_ns": acks["t_ns"][ok], "start": a[ok], "end": b[ok]}))
-    out = pd.concat(parts) if parts else pd.DataFrame(columns=["t_ns", "start", "end"])
-    return out.sort_values("t_ns", kind="stable")
+        parts.append((t[ok], a[ok], b[ok]))
+    bt, start, end = (np.concatenate(p) for p in zip(*parts))
+    order = np.argsort(bt, kind="stable")
+    return bt[order], start[order], end[order]
 
 
 def add_tseq(model, tables, flow: dict[str, Any], focus: S.Focus, origin: int, run_i: int, pre: str, budget: int,
              n_runs: int = 1, full: bool = False) -> None:
     """Add one flow's time-sequence graph to the page model (`full`: every send, no budget)."""
-    from .panels import MISSING, by_time
+    from .panels import MISSING
 
     name, mss = flow["flow"], int(flow.get("mss_bytes") or 0)
     share = 1 << 62 if full else S.PAGE_SENDS // (max(1, len(tables.summary["flows"])) * max(1, n_runs))
     g: dict[str, Any] = {"run": run_i, "flow": name, "group": pre + name, "title": f"{pre}{name}: time-sequence graph",
                          "mss": mss, "lines": [], "sends": None, "sacks": None, "windows": None, "notes": []}
-    sd = tables.sends
-    mine = by_time(sd[sd["flow"] == name]) if len(sd) else sd
-    mine = mine[mine["seq"] >= 0] if len(mine) else mine
+    mine = tables.sends.of("flow", name).by_time()
+    mine = mine.take(mine["seq"] >= 0) if len(mine) else mine
     if len(mine):
-        ev = tables.events
-        probes = ev[(ev["flow"] == name) & (ev["event"] == TLP)]["t_ns"].to_numpy() if len(ev) else np.array([])
+        ev = tables.events.of("flow", name)
+        probes = ev["t_ns"][ev["event"] == TLP] if len(ev) else np.array([])
         kinds = send_kinds(mine, mss, probes)
-        t = mine["t_ns"].to_numpy()
+        t = mine["t_ns"]
         keep, wins = _pick(t, share, focus)
-        seq = mine["seq"].to_numpy()[keep]
+        seq = mine["seq"][keep]
         key = f"d{len(model.blobs)}"
         model.blobs[key] = {"t": S.encode_times(t[keep], origin), "s": np.diff(seq, prepend=0).tolist(),
-                            "b": mine["bytes"].to_numpy()[keep].tolist(), "k": kinds[keep].tolist()}
+                            "b": mine["bytes"][keep].tolist(), "k": kinds[keep].tolist()}
         g["sends"] = key
         g["counts"] = {KINDS[k]: int((kinds == k).sum()) for k in KINDS}
         if wins is not None:
@@ -92,10 +93,8 @@ def add_tseq(model, tables, flow: dict[str, Any], focus: S.Focus, origin: int, r
         if tables.path is not None and (tables.path / "netns" / "bottleneck.pcap").is_file():
             g["notes"].append("This kernel run's capture is netns/bottleneck.pcap: `tcplab import "
                               "RUN/netns/bottleneck.pcap --out X` makes a run whose time-sequence graphs draw it.")
-    ak = tables.acks
-    ma = by_time(ak[ak["flow"] == name]) if len(ak) else ak
-    fl = tables.flows
-    mf = by_time(fl[fl["flow"] == name]) if len(fl) else fl
+    ma = tables.acks.of("flow", name).by_time()
+    mf = tables.flows.of("flow", name).by_time()
 
     def line(label: str, t: np.ndarray, y: np.ndarray, f: S.Focus, dash: bool = False, edge: bool = False) -> None:
         s = S.series(t, y, origin, 0, budget, f, model.blobs, step=True)
@@ -103,30 +102,30 @@ def add_tseq(model, tables, flow: dict[str, Any], focus: S.Focus, origin: int, r
         g["lines"].append(s)
 
     if len(ma):
-        t = ma["t_ns"].to_numpy()
-        line("cumulative ACK", t, ma["ack"].to_numpy().astype(float), focus)
-        rw = ma["rwnd_bytes"].to_numpy().astype(float)
+        t, ack = ma["t_ns"], ma["ack"]
+        line("cumulative ACK", t, ack.astype(float), focus)
+        rw = ma["rwnd_bytes"].astype(float)
         if (rw >= 0).any():
-            line("receive-window edge", t, np.where(rw >= 0, ma["ack"].to_numpy() + rw, np.nan), focus, dash=True, edge=True)
-        blocks = sack_blocks(ma)
-        if len(blocks):
-            bt = blocks["t_ns"].to_numpy()
+            line("receive-window edge", t, np.where(rw >= 0, ack + rw, np.nan), focus, dash=True, edge=True)
+        bt, start, end = sack_blocks(ma)
+        if len(bt):
             keep, _ = _pick(bt, share, focus)
-            st = blocks["start"].to_numpy()[keep]
+            st = start[keep]
             key = f"d{len(model.blobs)}"
             model.blobs[key] = {"t": S.encode_times(bt[keep], origin), "s": np.diff(st, prepend=0).tolist(),
-                                "e": (blocks["end"].to_numpy()[keep] - st).tolist()}
+                                "e": (end[keep] - st).tolist()}
             g["sacks"] = key
     elif len(mf) and (mf["snd_una"] >= 0).any():
-        ok = mf["snd_una"] >= 0
-        line("cumulative ACK (flow samples)", mf["t_ns"].to_numpy()[ok], mf["snd_una"].to_numpy()[ok].astype(float), focus)
+        una = mf["snd_una"]
+        ok = una >= 0
+        line("cumulative ACK (flow samples)", mf["t_ns"][ok], una[ok].astype(float), focus)
         g["notes"].append(f"ACK line from the flow samples; SACK blocks and the receive-window edge: {MISSING['acks']}.")
     else:
         g["notes"].append(f"ACK line: {MISSING['acks']}.")
-    if len(mf) and (mf["snd_nxt"] >= 0).any():
-        ok = mf["snd_nxt"] >= 0
-        line("highest sequence sent (snd_nxt)", mf["t_ns"].to_numpy()[ok], mf["snd_nxt"].to_numpy()[ok].astype(float), focus,
-             dash=True)
+    nxt = mf["snd_nxt"] if len(mf) else None
+    if nxt is not None and (nxt >= 0).any():
+        ok = nxt >= 0
+        line("highest sequence sent (snd_nxt)", mf["t_ns"][ok], nxt[ok].astype(float), focus, dash=True)
     if g["sends"] is None and not g["lines"]:
         g["notes"].append("Nothing to draw for this flow.")
     model.tseq.append(g)

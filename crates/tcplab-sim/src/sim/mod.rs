@@ -453,20 +453,6 @@ impl Simulation {
         self.senders[fi].nic_backlog = self.ports[pi].queue_bytes;
     }
 
-    /// One row of the `acks` table: what the sender is about to read from this ACK.
-    fn record_ack(&mut self, fi: usize, p: &Packet) {
-        let mut row = [-1i64; 12];
-        row[0] = self.now as i64;
-        row[1] = fi as i64;
-        row[2] = p.ack as i64;
-        row[3] = p.rwnd as i64;
-        for (i, &(a, b)) in p.sack_blocks().iter().enumerate() {
-            row[4 + 2 * i] = a as i64;
-            row[5 + 2 * i] = b as i64;
-        }
-        self.rec.acks.push(&row);
-    }
-
     /// After any sender activity: record its events, re-arm its timer.
     fn after_sender(&mut self, fi: usize) {
         self.flow_rows.touch(fi);
@@ -522,6 +508,7 @@ impl Simulation {
         );
     }
 
+    #[inline(always)] // after every data segment
     fn sync_receiver_timer(&mut self, fi: usize) {
         let deadline = self.receivers[fi].timer_deadline();
         arm(
@@ -596,10 +583,32 @@ impl Simulation {
     }
 
     /// Route the packet stored under handle `h` (for node `dst`, `size_bytes` long) from `node`
-    /// into its next port.
+    /// into its next port. Runs once per packet per hop: a port without a shared buffer or a
+    /// discipline (every port of T1) is looked up once and takes the packet in a few lines.
+    #[inline(always)]
     fn forward_stored(&mut self, node: u32, h: u32, dst: u32, size_bytes: u32) {
         let pi = self.routes.next_hop(node, dst);
         debug_assert_ne!(pi, u32::MAX, "no route from {node} to {dst}");
+        let now = self.now;
+        let port = &mut self.ports[pi as usize];
+        if port.pool.is_some() || port.aqm.is_some() {
+            self.forward_to_shared_or_aqm(pi, h, dst, size_bytes);
+            return;
+        }
+        port.advance(now);
+        if port.admit(size_bytes, now, None).is_err() {
+            let p = self.slab.take(h);
+            self.drop_packet(p);
+            return;
+        }
+        if let (Some(t), _) = port.send(h, size_bytes, dst, now) {
+            self.q.push(t, Action::PipeArrive(pi));
+        }
+    }
+
+    /// `forward_stored` into a port of a shared-buffer switch or one with a queue discipline.
+    #[inline(never)]
+    fn forward_to_shared_or_aqm(&mut self, pi: u32, h: u32, dst: u32, size_bytes: u32) {
         let now = self.now;
         let pool = self.ports[pi as usize].pool;
         match pool {
@@ -663,44 +672,72 @@ impl Simulation {
             }
         }
         if head.dst == node {
-            let p = self.slab.take(head.packet);
-            self.deliver(node, p);
+            self.deliver(node, head.packet);
         } else {
             self.forward_stored(node, head.packet, head.dst, head.size_bytes);
         }
     }
 
-    fn deliver(&mut self, node: u32, p: Packet) {
+    /// The packet under handle `h` has reached its destination `node`. Data segments and ACKs
+    /// (nearly every delivery) are read where they lie in the slab rather than copied out of it
+    /// (136 bytes per packet); the rare kinds are taken out first.
+    fn deliver(&mut self, node: u32, h: u32) {
         self.delivered += 1;
+        let p = self.slab.get(h);
+        let (kind, fi) = (p.kind, p.flow as usize);
         if let Some(a) = self.audit.as_mut() {
             a.delivered.insert(p.id);
         }
+        match kind {
+            Kind::Data => self.deliver_data(node, h, fi),
+            Kind::Ack => self.deliver_ack(node, h, fi),
+            _ => {
+                let p = self.slab.take(h);
+                self.deliver_other(node, p);
+            }
+        }
+    }
+
+    fn deliver_data(&mut self, node: u32, h: u32, fi: usize) {
+        let mut out = std::mem::take(&mut self.scratch);
+        let p = self.slab.get(h);
+        timed!(
+            self,
+            self.receivers[fi].on_data(p, self.now, &mut out, &mut self.next_id)
+        );
+        self.slab.free(h);
+        self.flush(node, &mut out);
+        self.scratch = out;
+        self.sync_receiver_timer(fi);
+    }
+
+    fn deliver_ack(&mut self, node: u32, h: u32, fi: usize) {
+        if self.record_acks {
+            let row = ack_row(self.now, fi, self.slab.get(h));
+            self.rec.acks.push(&row);
+        }
+        self.set_nic_backlog(fi);
+        let mut out = std::mem::take(&mut self.scratch);
+        let p = self.slab.get(h);
+        timed!(
+            self,
+            self.senders[fi].on_ack(p, self.now, &mut out, &mut self.next_id)
+        );
+        self.slab.free(h);
+        self.flush(node, &mut out);
+        self.scratch = out;
+        if self.sample_interval_ns == 0 {
+            self.sample_flow(fi);
+        }
+        self.after_sender(fi);
+    }
+
+    /// Handshake segments, UDP and ping packets at their destination.
+    fn deliver_other(&mut self, node: u32, p: Packet) {
         let fi = p.flow as usize;
         let mut out = std::mem::take(&mut self.scratch);
         match p.kind {
-            Kind::Data => {
-                timed!(
-                    self,
-                    self.receivers[fi].on_data(&p, self.now, &mut out, &mut self.next_id)
-                );
-                self.flush(node, &mut out);
-                self.sync_receiver_timer(fi);
-            }
-            Kind::Ack => {
-                if self.record_acks {
-                    self.record_ack(fi, &p);
-                }
-                self.set_nic_backlog(fi);
-                timed!(
-                    self,
-                    self.senders[fi].on_ack(&p, self.now, &mut out, &mut self.next_id)
-                );
-                self.flush(node, &mut out);
-                if self.sample_interval_ns == 0 {
-                    self.sample_flow(fi);
-                }
-                self.after_sender(fi);
-            }
+            Kind::Data | Kind::Ack => unreachable!("deliver() hands these over in place"),
             Kind::Syn => {
                 timed!(
                     self,
@@ -863,6 +900,20 @@ fn push_flow_row(rec: &mut Recorder, now: Ns, fi: usize, row: &sampler::FlowRow)
     full[1] = fi as i64;
     full[2..].copy_from_slice(row);
     rec.flows.push(&full);
+}
+
+/// One row of the `acks` table: what the sender is about to read from this ACK.
+fn ack_row(now: Ns, fi: usize, p: &Packet) -> [i64; 12] {
+    let mut row = [-1i64; 12];
+    row[0] = now as i64;
+    row[1] = fi as i64;
+    row[2] = p.ack as i64;
+    row[3] = p.rwnd as i64;
+    for (i, &(a, b)) in p.sack_blocks().iter().enumerate() {
+        row[4 + 2 * i] = a as i64;
+        row[5 + 2 * i] = b as i64;
+    }
+    row
 }
 
 fn ssthresh_col(ssthresh: u64) -> i64 {

@@ -12,7 +12,7 @@ use crate::packet::{
     OPT_WINDOW_SCALE, TS_OPT,
 };
 use crate::stack::StackProfile;
-use crate::time::Ns;
+use crate::time::{earliest, Ns};
 
 /// GRO's largest aggregate, headers included: skb_gro_receive() refuses a segment when
 /// `p->len + len >= gro_max_size` (net/core/gro.c; default GRO_LEGACY_MAX_SIZE = 65536).
@@ -281,10 +281,7 @@ impl TcpReceiver {
 
     /// When the delayed-ACK timer, the NIC's interrupt or the SYN-ACK timer wants to fire.
     pub fn timer_deadline(&self) -> Option<Ns> {
-        [self.delack_deadline, self.nic.irq_at, self.hs.deadline]
-            .into_iter()
-            .flatten()
-            .min()
+        earliest([self.delack_deadline, self.nic.irq_at, self.hs.deadline])
     }
 
     /// A SYN arrives (the first, or a retransmission): agree to the options this host has on,

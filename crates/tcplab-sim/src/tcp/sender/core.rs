@@ -12,7 +12,7 @@ use crate::cc::{CcHooks, LinuxCcOps};
 use crate::config::{AppConfig, FlowConfig};
 use crate::packet::{header_bytes, Kind, Packet};
 use crate::stack::{FreeBsdVersion, Recovery, SndbufPolicy, StackProfile};
-use crate::tcp::rate::RateState;
+use crate::tcp::rate::{RateState, RateTx};
 use crate::tcp::rtt::RttEstimator;
 use crate::tcp::scoreboard::Scoreboard;
 use crate::time::{tx_time_ns, Ns};
@@ -516,16 +516,16 @@ impl Conn {
             self.recovery_out_segs += 1;
             self.recovery_out_bytes += len;
         }
-        // tcp_rate_skb_sent(), for the modules that read delivery rates.
-        let tx = if self.owns_cwnd {
-            self.rate.on_send(now, self.sb.is_empty())
-        } else {
-            Default::default()
-        };
+        // tcp_rate_skb_sent(), for the modules that read delivery rates. The snapshot is taken
+        // in each branch rather than once before them: shared, it went through a stack slot
+        // that was read back wider than it was written (a store-forwarding stall per segment).
+        let idle = self.sb.is_empty();
         if retx {
+            let tx = self.rate_snapshot(now, idle);
             self.sb.mark_retransmitted(seq, now, tx);
             self.retrans_segs += 1;
         } else {
+            let tx = self.rate_snapshot(now, idle);
             self.sb.push(seq, len as u32, now, tx);
             self.snd_nxt += len;
         }
@@ -545,6 +545,17 @@ impl Conn {
             self.record_send(now, seq, len, retx, limit);
         }
         out.push(p);
+    }
+
+    /// The delivery-rate snapshot of a segment sent at `now` (tcp_rate_skb_sent()), for the
+    /// modules that read delivery rates; `idle`: nothing was outstanding.
+    #[inline(always)]
+    fn rate_snapshot(&mut self, now: Ns, idle: bool) -> RateTx {
+        if self.owns_cwnd {
+            self.rate.on_send(now, idle)
+        } else {
+            RateTx::default()
+        }
     }
 
     /// An output loop found nothing to send with `room` left in the window.

@@ -28,7 +28,7 @@ use crate::cc::CcHooks;
 use crate::cc::{AckKind, CongSignal};
 use crate::packet::Packet;
 use crate::stack::FreeBsdRecovery;
-use crate::time::Ns;
+use crate::time::{earliest, Ns};
 
 /// The default stack's own state.
 #[derive(Debug)]
@@ -52,10 +52,7 @@ impl FreeBsdStack {
 
     pub(super) fn timer_deadline(&self, c: &Conn) -> Option<Ns> {
         let pace = c.pace_deadline(c.pacing_rate().is_some());
-        [c.rto_deadline, pace, c.tsq_wake]
-            .into_iter()
-            .flatten()
-            .min()
+        earliest([c.rto_deadline, pace, c.tsq_wake])
     }
 
     /// The application starts: its first write(2).

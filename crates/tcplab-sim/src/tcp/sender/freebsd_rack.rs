@@ -18,7 +18,7 @@ use super::{SenderEvent, State};
 use crate::cc::CcHooks;
 use crate::packet::Packet;
 use crate::stack::FreeBsdVersion;
-use crate::time::Ns;
+use crate::time::{earliest, Ns};
 
 /// rack_prr_addbackmax: at most this many segments of unused PRR allowance join cwnd at exit.
 const PRR_ADDBACK_MAX_SEGS: u64 = 2;
@@ -56,17 +56,14 @@ impl RackStack {
     pub(super) fn timer_deadline(&self, c: &Conn) -> Option<Ns> {
         let pace = c.pace_deadline(true);
         let rapid = self.rapid_recovery_deadline(c);
-        [
+        earliest([
             c.rto_deadline,
             pace,
             c.tsq_wake,
             self.rack.reo_deadline,
             self.tlp.deadline,
             rapid,
-        ]
-        .into_iter()
-        .flatten()
-        .min()
+        ])
     }
 
     /// rack_output(): retransmissions of what RACK marked lost, then new data, within PRR's

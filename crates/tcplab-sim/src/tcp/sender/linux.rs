@@ -13,7 +13,7 @@ use super::{SenderEvent, State};
 use crate::cc::CcHooks;
 use crate::cc::CongSignal;
 use crate::packet::Packet;
-use crate::time::Ns;
+use crate::time::{earliest, Ns};
 
 /// The linux stack's own state: its recovery components.
 pub(super) struct LinuxStack {
@@ -48,16 +48,13 @@ impl LinuxStack {
 
     pub(super) fn timer_deadline(&self, c: &Conn) -> Option<Ns> {
         let pace = c.pace_deadline(c.pacing_rate().is_some());
-        [
+        earliest([
             c.rto_deadline,
             pace,
             c.tsq_wake,
             self.rack.reo_deadline,
             self.tlp.deadline,
-        ]
-        .into_iter()
-        .flatten()
-        .min()
+        ])
     }
 
     /// Process an ACK in tcp_ack()'s order.

@@ -10,7 +10,7 @@ use super::{SenderEvent, State};
 use crate::cc::CcHooks;
 use crate::cc::CongSignal;
 use crate::packet::Packet;
-use crate::time::Ns;
+use crate::time::{earliest, Ns};
 
 /// The rfc stack's own state: its RFC 6675 recovery.
 #[derive(Debug, Default)]
@@ -34,10 +34,7 @@ impl RfcStack {
 
     pub(super) fn timer_deadline(&self, c: &Conn) -> Option<Ns> {
         let pace = c.pace_deadline(c.pacing_rate().is_some());
-        [c.rto_deadline, pace, c.tsq_wake]
-            .into_iter()
-            .flatten()
-            .min()
+        earliest([c.rto_deadline, pace, c.tsq_wake])
     }
 
     /// Process an ACK (RFC 6675 §5, RFC 5681 §3.2, RFC 6582 §3.2).
