@@ -136,3 +136,24 @@ def test_encode_values_as_by_python_objects():
         for y in ([], [np.nan], [1.5, np.nan, -0.4, 2.5, -2.5, 3e20, -0.0, 2.0**53 + 2], rng.normal(0, 1e6, 1000)):
             want, got = _encode_values_by_objects(y, decimals), encode_values(y, decimals)
             assert got == want and [type(v) for v in got] == [type(v) for v in want]
+
+
+def test_many_names_are_grouped_once_with_the_same_rows_as_a_scan():
+    rng = np.random.default_rng(3)
+    names = [f"s{i}" for i in range(40)]
+    codes = rng.integers(0, 39, 5000).astype(np.int32)  # s39 has no rows
+    cols = C.Columns({"flow": codes, "t_ns": np.arange(5000, dtype=np.int64)}, {"flow": names})
+    scanned = cols.take(np.arange(len(cols)))  # a selection: scanned per name
+    assert len(names) > C.GROUP_NAMES
+    for n in names + ["nobody"]:
+        assert cols.of("flow", n)["t_ns"].tolist() == scanned.of("flow", n)["t_ns"].tolist() \
+            == [i for i, c in enumerate(codes) if names[c] == n]
+
+
+def test_raw_json_is_placed_as_its_text_and_names_cannot_be_mistaken_for_it():
+    from tcplab.report.series import RawJSON
+
+    ov = {"t": [0, 1000], "y": [1.5, None]}
+    doc = {"series": [{"ov": RawJSON(ov), "name": "\u0000x:0"}, {"ov": RawJSON({"t": [], "y": []}), "name": "</b>"}]}
+    plain = {"series": [{"ov": ov, "name": "\u0000x:0"}, {"ov": {"t": [], "y": []}, "name": "</b>"}]}
+    assert script_json(doc) == script_json(plain) and RawJSON(ov).value() == ov

@@ -15,8 +15,8 @@ import pyarrow.parquet as pq
 
 from ..store import DamagedResults
 
-#: Columns holding names, stored as Parquet dictionaries (store.TableWriter).
-NAME_COLUMNS = ("flow", "port", "probe")
+#: Above this many names a table is grouped by name once (a sort) rather than scanned per name.
+GROUP_NAMES = 16
 
 
 class Columns:
@@ -29,6 +29,7 @@ class Columns:
         self.names = names or {}
         self.rows = rows
         self._n = len(rows) if rows is not None else len(next(iter(self.cols.values()))) if self.cols else 0
+        self._cache: dict[tuple[str, str], Any] = {}
 
     def __len__(self) -> int:
         return self._n
@@ -42,6 +43,7 @@ class Columns:
         return np.asarray(self.names[col], dtype=object)[v] if col in self.names else v
 
     def codes(self, col: str) -> np.ndarray:
+        """A column's stored values for the selected rows (a name column: its codes)."""
         v = self.cols[col]
         return v if self.rows is None else v[self.rows]
 
@@ -51,10 +53,32 @@ class Columns:
         return Columns(self.cols, self.names, idx if self.rows is None else self.rows[idx])
 
     def of(self, col: str, name: str) -> "Columns":
-        """The rows whose name column `col` is `name` (none if the table never names it)."""
+        """The rows whose name column `col` is `name` (none if the table never names it), in
+        table order."""
         if not len(self) or name not in self.names.get(col, ()):
             return self.take(np.zeros(0, dtype=np.int64))
-        return self.take(self.codes(col) == self.names[col].index(name))
+        code = self._code_of(col)[name]
+        if self.rows is None and len(self.names[col]) > GROUP_NAMES:
+            order, bounds = self._grouped(col)
+            return self.take(order[bounds[code]:bounds[code + 1]])
+        return self.take(self.codes(col) == code)
+
+    def _code_of(self, col: str) -> dict[str, int]:
+        """Each name's code (its first place in the list, as list.index)."""
+        key = ("code", col)
+        if key not in self._cache:
+            self._cache[key] = {n: i for i, n in reversed(list(enumerate(self.names[col])))}
+        return self._cache[key]
+
+    def _grouped(self, col: str) -> tuple[np.ndarray, np.ndarray]:
+        """The rows ordered by the name's code, each name's rows in table order (a stable sort),
+        and where each code's rows start: one sort instead of a scan of the table per name."""
+        key = ("grouped", col)
+        if key not in self._cache:
+            codes = self.cols[col]
+            order = np.argsort(codes, kind="stable")
+            self._cache[key] = (order, np.searchsorted(codes[order], np.arange(len(self.names[col]) + 1)))
+        return self._cache[key]
 
     def sort_by(self, col: str, kind: str = "quicksort") -> "Columns":
         """Rows ordered by `col`: numpy's argsort of `kind`, as pandas' sort_values sorts (its
@@ -116,7 +140,8 @@ def _column(arr: pa.ChunkedArray) -> tuple[np.ndarray, list[str] | None]:
 
 def read(run_dir: Path, name: str, columns: list[str] | None = None) -> Columns:
     """`columns` (those the file has; default all) of one table; empty if the run recorded none.
-    Read a column at a time, so a column's Arrow buffers are freed before the next is read."""
+    Read a column at a time: a column that comes in several chunks is joined into one array, its
+    chunks freed, before the next is read."""
     path = Path(run_dir) / f"{name}.parquet"
     if not path.is_file():
         return Columns()

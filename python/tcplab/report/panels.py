@@ -136,10 +136,16 @@ def add_run(model: PageModel, tables: RunTables, eps: list[Episode], label: str 
     nser = max(1, len(flows) * 6 + 2) * n_runs
     budget = 1 << 62 if full else max(2000, S.PAGE_POINTS // nser)
     focus_all = _focus(eps, flows, None)
+    focus_of: dict[str, S.Focus] = {}  # each flow's, built once (a thousand flows, six series each)
+
+    def flow_focus(flow: str) -> S.Focus:
+        if flow not in focus_of:
+            focus_of[flow] = _focus(eps, flows, flow)
+        return focus_of[flow]
 
     def add(pid: str, name: str, group: str, t: Any, y: Any, decimals: int, flow: str | None, step: bool = True,
             axis: str = "y", dash: bool = False, edge: bool = False) -> None:
-        focus = _focus(eps, flows, flow) if flow else focus_all
+        focus = flow_focus(flow) if flow else focus_all
         s = S.series(np.asarray(t), np.asarray(y), origin, decimals, budget, focus, model.blobs, step=step)
         s.update(name=pre + name, group=pre + group, run=run_i, step=step, axis=axis, dash=dash, edge=edge)
         model.panel(pid)["series"].append(s)
@@ -187,7 +193,7 @@ def add_run(model: PageModel, tables: RunTables, eps: list[Episode], label: str 
     from .tseq import add_tseq
 
     for f in flows:
-        add_tseq(model, tables, f, _focus(eps, flows, f["flow"]), origin, run_i, pre, budget, n_runs, full)
+        add_tseq(model, tables, f, flow_focus(f["flow"]), origin, run_i, pre, budget, n_runs, full)
 
 
 def _throughput(tables: RunTables, flows: list[dict[str, Any]], add) -> None:

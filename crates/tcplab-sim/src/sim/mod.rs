@@ -5,6 +5,7 @@ use crate::cc;
 
 mod aqm_port;
 mod build;
+mod sampler;
 
 /// Supplies a flow's algorithm from outside the registry (a user-written one), by flow index and
 /// cc name, or None for the registry's.
@@ -119,6 +120,11 @@ pub struct Simulation {
     /// TCP receivers, one per flow.
     pub receivers: Vec<TcpReceiver>,
     sender_timer_at: Vec<Option<Ns>>,
+    /// What the 1 ms sampler reads of each sender, kept compact (`sampler.rs`).
+    flow_rows: sampler::FlowRows,
+    /// Each flow's sender host egress port (towards its receiver), looked up once: read on every
+    /// ACK, where the flow's config and the routing row would be two more cache lines.
+    host_ports: Vec<u32>,
     receiver_timer_at: Vec<Option<Ns>>,
     /// Background UDP sources.
     pub udp: Vec<UdpSource>,
@@ -174,6 +180,11 @@ impl Simulation {
         }
         let q = build::first_events(cfg, &udp, &probes);
         let nf = senders.len();
+        let host_ports = cfg
+            .flows
+            .iter()
+            .map(|f| routes.next_hop(f.src, f.dst))
+            .collect();
         Ok(Simulation {
             now: 0,
             stop_ns: cfg.stop_ns,
@@ -188,6 +199,8 @@ impl Simulation {
             senders,
             receivers,
             sender_timer_at: vec![None; nf],
+            flow_rows: sampler::FlowRows::new(nf),
+            host_ports,
             receiver_timer_at: vec![None; nf],
             udp,
             probes,
@@ -402,9 +415,8 @@ impl Simulation {
 
     fn sample(&mut self) {
         for fi in 0..self.senders.len() {
-            let s = &self.senders[fi];
-            if s.started && !s.done(self.now) {
-                self.sample_flow(fi);
+            if let Some(row) = self.flow_rows.get(fi, &self.senders, self.now) {
+                push_flow_row(&mut self.rec, self.now, fi, row);
             }
         }
         for i in 0..self.monitor.len() {
@@ -426,28 +438,13 @@ impl Simulation {
     }
 
     fn sample_flow(&mut self, fi: usize) {
-        let s = &self.senders[fi];
-        self.rec.flows.push(&[
-            self.now as i64,
-            fi as i64,
-            s.v.win.cwnd as i64,
-            ssthresh_col(s.v.win.ssthresh),
-            s.snd_una as i64,
-            s.snd_nxt as i64,
-            s.pipe() as i64,
-            (s.rtt.srtt_ns / 1000) as i64,
-            (s.rtt.rto_ns / 1000) as i64,
-            s.bytes_sent as i64,
-            s.snd_una as i64,
-            s.retrans_segs as i64,
-            s.state.code(),
-        ]);
+        let row = sampler::flow_row(&self.senders[fi]);
+        push_flow_row(&mut self.rec, self.now, fi, &row);
     }
 
     /// The sender's host egress port (towards its receiver).
     fn host_port(&self, fi: usize) -> usize {
-        let f = &self.flow_cfg[fi];
-        self.routes.next_hop(f.src, f.dst) as usize
+        self.host_ports[fi] as usize
     }
 
     fn set_nic_backlog(&mut self, fi: usize) {
@@ -458,6 +455,7 @@ impl Simulation {
 
     /// After any sender activity: record its events, re-arm its timer.
     fn after_sender(&mut self, fi: usize) {
+        self.flow_rows.touch(fi);
         if self.senders[fi].tsq_throttled && self.senders[fi].tsq_wake.is_none() {
             // TX completion frees the socket's skbs (tcp_wfree) and the TSQ handler sends
             // again; we wake the sender once its NIC queue is down to half the limit.
@@ -855,6 +853,7 @@ impl Simulation {
                 ));
             }
         }
+        self.flow_rows.check(&self.senders, self.now)?;
         let in_network: u64 = self.ports.iter().map(Port::packets_held).sum();
         if self.created != self.delivered + self.dropped + in_network {
             return Err(format!(
@@ -895,6 +894,15 @@ fn arm(
             *pending = Some(d);
         }
     }
+}
+
+/// One row of the `flows` table.
+fn push_flow_row(rec: &mut Recorder, now: Ns, fi: usize, row: &sampler::FlowRow) {
+    let mut full = [0i64; 13];
+    full[0] = now as i64;
+    full[1] = fi as i64;
+    full[2..].copy_from_slice(row);
+    rec.flows.push(&full);
 }
 
 /// One row of the `acks` table: what the sender is about to read from this ACK.

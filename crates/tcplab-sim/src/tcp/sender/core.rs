@@ -288,14 +288,22 @@ impl Conn {
 
     /// Whether the application has nothing more to send and everything is acknowledged.
     pub fn done(&self, now: Ns) -> bool {
+        now >= self.done_from_ns()
+    }
+
+    /// From when `done` holds if nothing else happens to the connection: at once when it failed
+    /// or its fixed-size transfer completed; for a time-limited application, at the end of its
+    /// time once everything written is acknowledged; otherwise never (`Ns::MAX`).
+    pub fn done_from_ns(&self) -> Ns {
         if self.hs.failed {
-            return true;
+            return 0;
         }
         match self.app {
-            AppConfig::Bytes { .. } => self.completed_at.is_some(),
-            AppConfig::Time { duration_ns } => {
-                self.started && now >= self.start_ns + duration_ns && self.snd_una == self.written
+            AppConfig::Bytes { .. } if self.completed_at.is_some() => 0,
+            AppConfig::Time { duration_ns } if self.started && self.snd_una == self.written => {
+                self.start_ns + duration_ns
             }
+            AppConfig::Bytes { .. } | AppConfig::Time { .. } => Ns::MAX,
         }
     }
 
