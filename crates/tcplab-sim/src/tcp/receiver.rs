@@ -620,6 +620,19 @@ mod tests {
         assert_eq!(r.dup_segs, 0);
     }
 
+    #[test]
+    fn the_window_offered_fits_the_16_bit_field_at_the_largest_shift() {
+        // A 2 GiB buffer at scaling_ratio 255 has ~2^31 bytes of space, but the field carries
+        // at most 65535 << 14 (tcp_select_initial_window()'s window_clamp): the offer stops there.
+        let mut r = linux_receiver((1 << 31) - 1);
+        r.space = ((1u64 << 31) - 1) * 255 >> 8;
+        assert_eq!(r.wscale, 14);
+        let (mut out, mut id) = (Vec::new(), 0);
+        r.on_data(&data(0), 0, &mut out, &mut id);
+        let a = out.pop().unwrap();
+        assert_eq!((a.ack, a.rwnd), (1448, 65_535 << 14));
+    }
+
     fn with_nic(
         mut r: TcpReceiver,
         coalesce: Coalesce,
