@@ -89,7 +89,10 @@ def case(name: str, sets: list[str], duration: str, repeat: int, keep: Path, reu
     rss_imports_mb, rss_mb = report_rss_mb(out)
     page = out / "report.html"
     render_s, script_ms = first_render_s(page)
-    rows = sum(len(run.table(t)) for t in ("flows", "queues"))
+    import pyarrow.parquet as pq  # after tcplab, which chooses Arrow's allocator before pyarrow loads
+
+    rows = sum(pq.ParquetFile(out / f"{t}.parquet").metadata.num_rows for t in ("flows", "queues")
+               if (out / f"{t}.parquet").is_file())
     return {"case": name, "run_s": run_s, "samples": rows, "report_s_median": round(statistics.median(times), 2),
             "report_s_all": [round(t, 2) for t in times], "report_cpu_s_median": round(statistics.median(cpu), 2),
             "report_peak_rss_mb": rss_mb,

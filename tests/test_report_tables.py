@@ -148,3 +148,12 @@ def test_many_names_are_grouped_once_with_the_same_rows_as_a_scan():
     for n in names + ["nobody"]:
         assert cols.of("flow", n)["t_ns"].tolist() == scanned.of("flow", n)["t_ns"].tolist() \
             == [i for i, c in enumerate(codes) if names[c] == n]
+
+
+def test_raw_json_is_placed_as_its_text_and_names_cannot_be_mistaken_for_it():
+    from tcplab.report.series import RawJSON
+
+    ov = {"t": [0, 1000], "y": [1.5, None]}
+    doc = {"series": [{"ov": RawJSON(ov), "name": "\u0000x:0"}, {"ov": RawJSON({"t": [], "y": []}), "name": "</b>"}]}
+    plain = {"series": [{"ov": ov, "name": "\u0000x:0"}, {"ov": {"t": [], "y": []}, "name": "</b>"}]}
+    assert script_json(doc) == script_json(plain) and RawJSON(ov).value() == ov

@@ -43,6 +43,7 @@ class Columns:
         return np.asarray(self.names[col], dtype=object)[v] if col in self.names else v
 
     def codes(self, col: str) -> np.ndarray:
+        """A column's stored values for the selected rows (a name column: its codes)."""
         v = self.cols[col]
         return v if self.rows is None else v[self.rows]
 
@@ -63,6 +64,7 @@ class Columns:
         return self.take(self.codes(col) == code)
 
     def _code_of(self, col: str) -> dict[str, int]:
+        """Each name's code (its first place in the list, as list.index)."""
         key = ("code", col)
         if key not in self._cache:
             self._cache[key] = {n: i for i, n in reversed(list(enumerate(self.names[col])))}
@@ -138,7 +140,8 @@ def _column(arr: pa.ChunkedArray) -> tuple[np.ndarray, list[str] | None]:
 
 def read(run_dir: Path, name: str, columns: list[str] | None = None) -> Columns:
     """`columns` (those the file has; default all) of one table; empty if the run recorded none.
-    Read a column at a time, so a column's Arrow buffers are freed before the next is read."""
+    Read a column at a time: a column that comes in several chunks is joined into one array, its
+    chunks freed, before the next is read."""
     path = Path(run_dir) / f"{name}.parquet"
     if not path.is_file():
         return Columns()

@@ -71,7 +71,7 @@ def cwnd_overlay(samples_a: pd.DataFrame, samples_b: pd.DataFrame, flow: str, la
 
 def _decoded(s: dict[str, Any], blobs: dict[str, dict]) -> tuple[np.ndarray, np.ndarray]:
     """A page series at its finest level: (t in seconds, values)."""
-    src = blobs[s["detail"]] if s.get("detail") else s["ov"]
+    src = blobs[s["detail"]] if s.get("detail") else s["ov"].value()
     t = np.cumsum(np.asarray(src["t"], dtype=np.int64)) / 1e6
     return t, np.array([np.nan if v is None else v for v in src["y"]], dtype=float)
 

@@ -13,6 +13,8 @@ integer microseconds, delta-encoded (the page adds them up), so a 200 s run stay
 from __future__ import annotations
 
 import json
+import re
+import secrets
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -25,10 +27,37 @@ PAGE_POINTS = 600_000
 PAGE_SENDS = 400_000
 
 
+class RawJSON:
+    """A value already turned into the page's JSON text (`script_json`), placed as it is when
+    the document holding it is written: a thousand flows' overviews held as Python lists took
+    ~0.5 GB until the page was written (bench/README.md, issue 23)."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, value: object):
+        self.text = script_json(value)
+
+    def value(self) -> object:
+        return json.loads(self.text)
+
+
 def script_json(data: object) -> str:
     """`data` as JSON for a script element of the page: "</" cannot end the element early once
-    escaped; the JSON stays valid."""
-    return json.dumps(data, separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
+    escaped; the JSON stays valid. A RawJSON inside `data` is written as its text."""
+    raws: list[str] = []
+    token = f"\0{secrets.token_hex(8)}:"  # a NUL and 16 random hex digits: in no name of a spec
+
+    def raw(o: object) -> str:
+        if not isinstance(o, RawJSON):
+            raise TypeError(f"{type(o).__name__} is not JSON serializable")
+        raws.append(o.text)
+        return f"{token}{len(raws) - 1}"
+
+    text = json.dumps(data, separators=(",", ":"), allow_nan=False, default=raw)
+    if raws:
+        quoted = re.escape(json.dumps(token)[:-1]) + r'(\d+)"'
+        text = re.sub(quoted, lambda m: raws[int(m.group(1))], text)
+    return text.replace("</", "<\\/")
 
 
 class Blobs(dict):
@@ -158,7 +187,7 @@ def series(t_ns: np.ndarray, y: np.ndarray, origin_ns: int, decimals: int, budge
         keep = changes(np.round(y, decimals) if decimals > 0 else np.round(y))
         t_ns, y = t_ns[keep], y[keep]
     ov = m4_indices(t_ns, y, OVERVIEW_BUCKETS)
-    out = {"ov": {"t": encode_times(t_ns[ov], origin_ns), "y": encode_values(y[ov], decimals)}, "detail": None,
+    out = {"ov": RawJSON({"t": encode_times(t_ns[ov], origin_ns), "y": encode_values(y[ov], decimals)}), "detail": None,
            "res": "every sample", "n": int(len(t_ns))}
     if len(ov) < len(t_ns):
         idx, res = detail_indices(t_ns, y, budget, focus)
