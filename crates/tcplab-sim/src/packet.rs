@@ -121,7 +121,7 @@ impl Packet {
 }
 
 /// The packets in the network, by handle. A packet is written here once when it enters the
-/// network and read once when it leaves it; pipes hold 16-byte entries in between, where they
+/// network and read once when it leaves it; pipes hold 32-byte entries in between, where they
 /// held whole packets (136 bytes each, copied at every hop: 9% of T1's time was that `memmove`,
 /// bench/README.md). Freed slots are reused first-in first-out: packets mostly leave the network
 /// in the order they entered it, so slots are then taken and read back in address order, which

@@ -607,7 +607,7 @@ impl Simulation {
     }
 
     /// `forward_stored` into a port of a shared-buffer switch or one with a queue discipline.
-    #[inline(never)]
+    #[inline(never)] // kept out of the per-hop code `forward_stored` is inlined into
     fn forward_to_shared_or_aqm(&mut self, pi: u32, h: u32, dst: u32, size_bytes: u32) {
         let now = self.now;
         let pool = self.ports[pi as usize].pool;
@@ -706,7 +706,10 @@ impl Simulation {
             self.receivers[fi].on_data(p, self.now, &mut out, &mut self.next_id)
         );
         self.slab.free(h);
-        self.flush(node, &mut out);
+        if !out.is_empty() {
+            // Most segments are held for the NIC's next poll and answer nothing.
+            self.flush(node, &mut out);
+        }
         self.scratch = out;
         self.sync_receiver_timer(fi);
     }

@@ -476,10 +476,16 @@ impl Scoreboard {
     }
 
     /// RFC 6675 NextSeg() rule 1: the first segment lost and not yet retransmitted.
+    #[inline] // asked before every segment sent; nearly always with nothing lost
     pub fn next_lost(&mut self) -> Option<(u64, u32)> {
         if self.lost_bytes == 0 {
             return None;
         }
+        self.find_next_lost()
+    }
+
+    /// `next_lost` when some bytes are marked lost.
+    fn find_next_lost(&mut self) -> Option<(u64, u32)> {
         let hint = self.next_lost_hint.saturating_sub(self.popped) as usize;
         let mut i = self.lower_bound_near(self.high_rxt, hint);
         while i < self.segs.len() {

@@ -376,6 +376,7 @@ impl Conn {
         self.written > self.snd_nxt || self.sb.lost_bytes > 0
     }
 
+    #[inline] // asked twice per segment sent; nearly always without pacing
     pub(super) fn pacing_rate(&self) -> Option<u64> {
         // Linux paces without fq when the CC asks (SK_PACING_NEEDED: tcp_internal_pacing()).
         if self.profile.pacing || self.cc_paces {
@@ -492,6 +493,7 @@ impl Conn {
     }
 
     /// Hand one segment (new data at snd_nxt, or a retransmission) to the NIC.
+    #[inline(always)] // once per segment sent, from each stack's output loop
     pub(super) fn emit(
         &mut self,
         seq: u64,
