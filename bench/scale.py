@@ -18,6 +18,8 @@ Usage: bench/scale.py [--curve window|flows|both] [--quick]     (--quick: shorte
        bench/scale.py --spec N OUT.toml    (writes the N-pair spec, e.g. for `tcplab run OUT.toml`)
        bench/scale.py --configs DIR [--quick]   (the window cases as simulator configs, for every
                                                  stack: what bench/window_vs.sh runs)
+       bench/scale.py --configs DIR --curve flows [--quick]   (the flows cases, n2.json ..
+                                                 n1000.json: what bench/flows_vs.sh runs)
 """
 
 from __future__ import annotations
@@ -70,12 +72,17 @@ def flow_cases(quick: bool) -> list[tuple[str, dict]]:
     return [(f"n{n}", dumbbell(n, "10Mbit", "10Gbit", "10000p", dur, "cubic")) for n in (2, 10, 100, 300, 1000)]
 
 
-def write_configs(out: Path, quick: bool) -> None:
-    """The window cases, for each stack, as the simulator's own JSON config (examples/run_config)."""
+def write_configs(out: Path, quick: bool, curve: str) -> None:
+    """The window cases, for each stack, or the flows cases, as the simulator's own JSON config
+    (examples/run_config)."""
     from tcplab.backends.sim import lower
     from tcplab.spec.schema import resolve
 
     out.mkdir(parents=True, exist_ok=True)
+    if curve == "flows":
+        for label, spec in flow_cases(quick):
+            (out / f"{label}.json").write_text(json.dumps(lower(resolve(spec, spec["name"]))))
+        return
     for stack in ("linux", "freebsd", "freebsd-rack", "rfc"):
         for label, spec in window_cases(quick):
             for sender in spec["senders"].values():
@@ -169,7 +176,7 @@ def main() -> None:
     ap.add_argument("--configs", metavar="DIR", type=Path, help="write the window cases' simulator configs")
     a = ap.parse_args()
     if a.configs:
-        write_configs(a.configs, a.quick)
+        write_configs(a.configs, a.quick, a.curve)
         return
     if a.spec:
         import tomli_w

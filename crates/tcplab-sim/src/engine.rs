@@ -101,7 +101,7 @@ pub struct EventQueue {
     /// The last sequence number given out.
     seq: u32,
     /// When `seq` reaches this, pending events are renumbered from 1 in their order (32 bits
-    /// would otherwise wrap after ~4.3 G events).
+    /// would otherwise wrap after ~4.3 G events; far fewer are ever pending).
     seq_limit: u32,
     /// Events processed so far.
     pub processed: u64,
@@ -121,7 +121,7 @@ impl Default for EventQueue {
 impl EventQueue {
     #[inline]
     fn next_seq(&mut self) -> u32 {
-        if self.seq == self.seq_limit {
+        if self.seq >= self.seq_limit {
             self.renumber();
         }
         self.seq += 1;
@@ -249,14 +249,17 @@ mod tests {
 
     #[test]
     fn renumbering_sequences_keeps_the_order() {
-        // Sequence numbers run out every 50 insertions and are renumbered from the pending
-        // events' order; the pops still match the reference, ties included.
+        // Sequence numbers run out at 50 and are renumbered from the pending events' order:
+        // every few insertions while few are pending, at every insertion once 50 or more are;
+        // the pops still match the reference, ties included.
         for seed in 0..4 {
-            let mut q = EventQueue {
-                seq_limit: 50,
-                ..EventQueue::default()
-            };
-            against_sorted_list(seed, 5_000, 3, 2, &mut q);
+            for push_weight in [1, 2] {
+                let mut q = EventQueue {
+                    seq_limit: 50,
+                    ..EventQueue::default()
+                };
+                against_sorted_list(seed, 5_000, 3, push_weight, &mut q);
+            }
         }
     }
 

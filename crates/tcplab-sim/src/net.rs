@@ -37,58 +37,62 @@ pub struct InPipe {
 /// transmission the moment it is admitted, so a port needs no "transmission done" event: a packet
 /// goes straight into `pipe` with its arrival time at the far end, and the queue's occupancy is
 /// brought up to date lazily (`advance`). One event per packet per hop remains (the arrival).
+#[repr(C)] // fields in this order: see the comments on the groups
 pub struct Port {
-    /// Sending node.
-    pub from: u32,
-    /// Receiving node.
-    pub to: u32,
-    /// Rate, bit/s of IP packets.
-    pub rate_bps: u64,
-    /// One-way propagation delay.
-    pub delay_ns: Ns,
-    /// Serialisation time per byte when the rate divides 8 Gbit/s exactly (the common case).
-    ns_per_byte: Option<u64>,
-    loss: f64,
-    jitter_ns: Ns,
-    drop_arrivals: Vec<u64>,
-    arrivals: u64,
-    limit_packets: Option<u64>,
-    limit_bytes: Option<u64>,
-    /// netem's limit: packets held in the port, its delay included.
-    held_limit_packets: Option<u64>,
-    /// Whether any of `loss`, `drop_arrivals` or `held_limit_packets` can refuse a packet on
-    /// entry (most ports have none; admission checks this one flag per packet instead).
-    drops_on_entry: bool,
-    /// Shared buffer pool of the owning switch, if any.
-    pub pool: Option<u32>,
+    // Read or written by every packet through the port (admission, send, arrival, `advance`),
+    // together in the first three cache lines: with thousands of flows a host's port is rarely
+    // in cache when its flow's next packet comes, and in Rust's own order they spread over six.
+    /// Every admitted packet (its handle in the simulation's [`crate::packet::Slab`]) with its
+    /// arrival time at `to`, in FIFO order.
+    pub pipe: VecDeque<InPipe>,
+    /// When the server is free again.
+    busy_until: Ns,
+    /// Bytes waiting (the packet being serialised is not counted, as in a qdisc).
+    pub queue_bytes: u64,
     /// Packets admitted but not yet being transmitted: the last `n_waiting` entries of `pipe`
     /// (FIFO: a packet that has not started cannot have arrived; kept in one queue, not two, so
     /// a queued packet costs one push and one pop).
     n_waiting: usize,
-    /// Bytes waiting (the packet being serialised is not counted, as in a qdisc).
-    pub queue_bytes: u64,
-    /// When the server is free again.
-    busy_until: Ns,
-    /// Every admitted packet (its handle in the simulation's [`crate::packet::Slab`]) with its
-    /// arrival time at `to`, in FIFO order.
-    pub pipe: VecDeque<InPipe>,
-    rng: Rng,
+    arrivals: u64,
     sched_bytes: u64,
     sched_packets: u64,
+    /// One-way propagation delay.
+    pub delay_ns: Ns,
+    jitter_ns: Ns,
+    /// Serialisation time per byte when the rate divides 8 Gbit/s exactly (the common case).
+    ns_per_byte: Option<u64>,
+    /// Sending node.
+    pub from: u32,
+    /// Receiving node.
+    pub to: u32,
+    /// A queue discipline in place of the drop-tail FIFO (then `n_waiting` stays 0: packets
+    /// wait in the discipline and go onto the wire one at a time, see [`crate::aqm`]).
+    pub aqm: Option<aqm::PortAqm>,
+    /// Shared buffer pool of the owning switch, if any.
+    pub pool: Option<u32>,
+    /// Whether any of `loss`, `drop_arrivals` or `held_limit_packets` can refuse a packet on
+    /// entry (most ports have none; admission checks this one flag per packet instead).
+    drops_on_entry: bool,
+    // Read by a packet that has to wait, or on some ports only.
+    /// Largest FIFO length seen, packets.
+    pub max_queue_packets: u64,
+    limit_packets: Option<u64>,
+    limit_bytes: Option<u64>,
+    /// Rate, bit/s of IP packets.
+    pub rate_bps: u64,
+    rng: Rng,
+    /// Per-packet queueing delay (arrival at the port to the start of transmission), kept for
+    /// monitored ports.
+    pub delay_hist: Option<crate::hist::DelayHistogram>,
+    loss: f64,
+    drop_arrivals: Vec<u64>,
+    /// netem's limit: packets held in the port, its delay included.
+    held_limit_packets: Option<u64>,
     /// Packets dropped because the buffer was full.
     pub drops: u64,
     /// Packets dropped by random loss.
     pub losses: u64,
-    /// Largest FIFO length seen, packets.
-    pub max_queue_packets: u64,
-    /// A queue discipline in place of the drop-tail FIFO (then `n_waiting` stays 0: packets
-    /// wait in the discipline and go onto the wire one at a time, see [`crate::aqm`]).
-    pub aqm: Option<aqm::PortAqm>,
-    /// Per-packet queueing delay (arrival at the port to the start of transmission), kept for
-    /// monitored ports.
-    pub delay_hist: Option<crate::hist::DelayHistogram>,
 }
-
 impl Port {
     /// A port for one direction of a link.
     pub fn new(from: u32, to: u32, d: &DirConfig, pool: Option<u32>, rng: Rng) -> Self {

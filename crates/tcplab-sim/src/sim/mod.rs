@@ -120,12 +120,12 @@ pub struct Simulation {
     /// TCP receivers, one per flow.
     pub receivers: Vec<TcpReceiver>,
     sender_timer_at: Vec<Option<Ns>>,
+    receiver_timer_at: Vec<Option<Ns>>,
     /// What the 1 ms sampler reads of each sender, kept compact (`sampler.rs`).
     flow_rows: sampler::FlowRows,
     /// Each flow's sender host egress port (towards its receiver), looked up once: read on every
     /// ACK, where the flow's config and the routing row would be two more cache lines.
     host_ports: Vec<u32>,
-    receiver_timer_at: Vec<Option<Ns>>,
     /// Background UDP sources.
     pub udp: Vec<UdpSource>,
     /// Latency probes.
@@ -199,9 +199,9 @@ impl Simulation {
             senders,
             receivers,
             sender_timer_at: vec![None; nf],
+            receiver_timer_at: vec![None; nf],
             flow_rows: sampler::FlowRows::new(nf),
             host_ports,
-            receiver_timer_at: vec![None; nf],
             udp,
             probes,
             rec: Recorder::default(),
