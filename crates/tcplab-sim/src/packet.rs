@@ -48,6 +48,12 @@ pub const OPT_WINDOW_SCALE: u8 = 4;
 /// read back from the slab about an RTT after it was written (a cache miss) costs one cache line
 /// more often than two; the ACK-only fields follow. Rust's own order put `kind` 104 bytes from
 /// `seq`: two lines for every delivery.
+///
+/// An ACK's window and SACK edges are 32-bit, as on the wire (RFC 793 §3.1; RFC 2018 §3): the
+/// window is at most 65 535 << 14 < 2^30 bytes (RFC 7323 §2.3; the receiver clamps it so), and
+/// SACK blocks lie above the cumulative ACK and below data the sender sent within a window it was
+/// offered, so each edge is stored as its offset from `ack` (see [`Packet::set_sack_blocks`]).
+/// 104 bytes where 64-bit edges took 136.
 #[derive(Clone, Copy, Debug)]
 #[repr(C)]
 pub struct Packet {
@@ -81,12 +87,28 @@ pub struct Packet {
     pub id: u64,
     /// Cumulative ACK (Ack).
     pub ack: u64,
-    /// Advertised receive window, bytes after scaling (Ack).
-    pub rwnd: u64,
     /// TSecr: echoed timestamp (Ack).
     pub ts_ecr: Ns,
-    /// SACK blocks [start, end) (Ack), most recent first (RFC 2018 §4).
-    pub sack: [(u64, u64); MAX_SACK_BLOCKS],
+    /// Advertised receive window, bytes after scaling (Ack): below 2^30 (RFC 7323 §2.3).
+    pub rwnd: u32,
+    /// SACK blocks [start, end) (Ack) as offsets from `ack`, most recent first (RFC 2018 §4);
+    /// read them with [`Packet::sack_blocks`].
+    sack_offsets: [(u32, u32); MAX_SACK_BLOCKS],
+}
+
+/// An ACK's SACK blocks as absolute [start, end) byte offsets of the flow; derefs to a slice.
+#[derive(Clone, Copy, Debug)]
+pub struct SackBlocks {
+    edges: [(u64, u64); MAX_SACK_BLOCKS],
+    n: u8,
+}
+
+impl std::ops::Deref for SackBlocks {
+    type Target = [(u64, u64)];
+    #[inline]
+    fn deref(&self) -> &[(u64, u64)] {
+        &self.edges[..self.n as usize]
+    }
 }
 
 impl Packet {
@@ -103,7 +125,7 @@ impl Packet {
             retx: false,
             ack: 0,
             rwnd: 0,
-            sack: [(0, 0); MAX_SACK_BLOCKS],
+            sack_offsets: [(0, 0); MAX_SACK_BLOCKS],
             nsack: 0,
             ts_val: 0,
             ts_ecr: 0,
@@ -114,15 +136,41 @@ impl Packet {
         }
     }
 
-    /// The valid SACK blocks.
-    pub fn sack_blocks(&self) -> &[(u64, u64)] {
-        &self.sack[..self.nsack as usize]
+    /// The valid SACK blocks, as absolute byte offsets.
+    #[inline]
+    pub fn sack_blocks(&self) -> SackBlocks {
+        let mut edges = [(0, 0); MAX_SACK_BLOCKS];
+        for (e, &(s, t)) in edges.iter_mut().zip(&self.sack_offsets[..self.nsack as usize]) {
+            *e = (self.ack + s as u64, self.ack + t as u64);
+        }
+        SackBlocks {
+            edges,
+            n: self.nsack,
+        }
+    }
+
+    /// Set the SACK blocks (at most [`MAX_SACK_BLOCKS`]) of an ACK whose `ack` is already set.
+    /// Each lies above the cumulative ACK (RFC 2018 §3: blocks report data held beyond it) and
+    /// below what the sender sent within a window it was offered, so within 2^31 bytes of `ack`
+    /// (the receiver offers less than 2^30, `TcpReceiver::send_ack`); an edge that does not fit
+    /// would be a broken invariant, and stops the run rather than corrupt it.
+    #[inline]
+    pub fn set_sack_blocks(&mut self, blocks: &[(u64, u64)]) {
+        let offset = |edge: u64| -> u32 {
+            edge.checked_sub(self.ack)
+                .and_then(|d| u32::try_from(d).ok())
+                .unwrap_or_else(|| panic!("SACK edge {edge} not within 2^32 above ACK {}", self.ack))
+        };
+        for (o, &(s, e)) in self.sack_offsets.iter_mut().zip(blocks) {
+            *o = (offset(s), offset(e));
+        }
+        self.nsack = blocks.len() as u8;
     }
 }
 
 /// The packets in the network, by handle. A packet is written here once when it enters the
 /// network and read once when it leaves it; pipes hold 32-byte entries in between, where they
-/// held whole packets (136 bytes each, copied at every hop: 9% of T1's time was that `memmove`,
+/// held whole packets (then 136 bytes each, copied at every hop: 9% of T1's time was that `memmove`,
 /// bench/README.md). Freed slots are reused first-in first-out: packets mostly leave the network
 /// in the order they entered it, so slots are then taken and read back in address order, which
 /// the CPU prefetches (a last-in first-out reuse scatters them, and reading a packet back on
@@ -220,7 +268,7 @@ mod tests {
     #[test]
     fn packet_stays_within_its_size_with_a_data_segments_fields_first() {
         // The one-byte fields share one 8-byte word; nothing else pads.
-        assert_eq!(std::mem::size_of::<Packet>(), 136);
+        assert_eq!(std::mem::size_of::<Packet>(), 104);
         let p = Packet::new(1, Kind::Data, 0, 1);
         let offset = |field: *const u8| field as usize - &p as *const Packet as usize;
         for end in [
@@ -232,6 +280,34 @@ mod tests {
         ] {
             assert!(end <= 32, "{end}");
         }
+    }
+
+    #[test]
+    fn sack_blocks_round_trip_as_offsets_from_the_ack() {
+        let mut a = Packet::new(1, Kind::Ack, 0, 0);
+        a.ack = 5_000_000_000; // above 2^32: the offsets, not the edges, are 32-bit
+        let blocks = [(5_000_001_448, 5_000_002_896), (5_000_004_344, 5_000_004_344 + (1 << 30))];
+        a.set_sack_blocks(&blocks);
+        assert_eq!(a.nsack, 2);
+        assert_eq!(&*a.sack_blocks(), &blocks[..]);
+        a.set_sack_blocks(&[]);
+        assert!(a.sack_blocks().is_empty());
+    }
+
+    #[test]
+    #[should_panic(expected = "not within 2^32 above ACK")]
+    fn a_sack_edge_below_the_ack_stops_the_run() {
+        let mut a = Packet::new(1, Kind::Ack, 0, 0);
+        a.ack = 10_000;
+        a.set_sack_blocks(&[(9_000, 11_000)]);
+    }
+
+    #[test]
+    #[should_panic(expected = "not within 2^32 above ACK")]
+    fn a_sack_edge_2_to_the_32_above_the_ack_stops_the_run() {
+        let mut a = Packet::new(1, Kind::Ack, 0, 0);
+        a.ack = 10_000;
+        a.set_sack_blocks(&[(20_000, 10_000 + (1 << 32))]);
     }
 
     #[test]

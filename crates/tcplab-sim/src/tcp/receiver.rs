@@ -160,7 +160,8 @@ pub struct TcpReceiver {
     ack_now: bool,
     /// Data segments that arrived CE-marked.
     pub ce_segs: u64,
-    /// The largest window it may offer: unbounded with window scaling, else 65535 bytes.
+    /// The largest window it may offer: what the 16-bit field carries at its shift,
+    /// 65 535 << wscale (65 535 without scaling; [`max_window`]).
     max_window: u64,
     /// What this host accepts in a SYN.
     accept: PeerOptions,
@@ -173,6 +174,15 @@ pub struct TcpReceiver {
     /// Handshake state (a request sock / syncache entry until the ACK or data arrives).
     pub hs: Server,
     synack_timer: SynAckTimer,
+}
+
+/// The largest window a receiver with this shift offers: 65 535 << wscale, below 2^30 as the
+/// shift is at most 14 (RFC 7323 §2.3). Linux net/ipv4/tcp_output.c tcp_select_initial_window():
+/// "Set the clamp no higher than max representable value", `window_clamp = min(U16_MAX <<
+/// rcv_wscale, window_clamp)`; FreeBSD sys/netinet/tcp_output.c tcp_default_output(): `if
+/// (recwin > (long)TCP_MAXWIN << tp->rcv_scale) recwin = (long)TCP_MAXWIN << tp->rcv_scale`.
+pub fn max_window(wscale: u32) -> u64 {
+    65_535 << wscale
 }
 
 /// RFC 7323 §2.3: the smallest shift that lets the buffer fit in the 16-bit window field (max 14).
@@ -211,7 +221,11 @@ impl TcpReceiver {
             } else {
                 0
             },
-            max_window: if n.window_scaling { u64::MAX } else { 65_535 },
+            max_window: max_window(if n.window_scaling {
+                window_scale(f.rcvbuf_bytes)
+            } else {
+                0
+            }),
             accept: f.peer,
             ecn_mode,
             mss_no_ts,
@@ -304,7 +318,7 @@ impl TcpReceiver {
         self.mss = self.mss_no_ts - if self.timestamps { TS_OPT as u64 } else { 0 };
         let ws = opts & OPT_WINDOW_SCALE != 0;
         self.wscale = if ws { window_scale(self.rcvbuf) } else { 0 };
-        self.max_window = if ws { u64::MAX } else { 65_535 };
+        self.max_window = max_window(self.wscale);
         self.ecn = if ece { self.ecn_mode } else { EcnEcho::Off };
         if self.timestamps {
             self.ts_recent = p.ts_val;
@@ -324,7 +338,7 @@ impl TcpReceiver {
         a.ece = ece;
         a.size_bytes = syn_bytes(opts);
         // RFC 7323 §2.2: the window field of a SYN-ACK is never scaled.
-        a.rwnd = self.space.min(65_535);
+        a.rwnd = self.space.min(65_535) as u32;
         a.ts_ecr = self.ts_recent;
         out.push(a);
     }
@@ -506,14 +520,17 @@ impl TcpReceiver {
         let free = (self.space.saturating_sub(self.ooo_bytes) >> self.wscale << self.wscale)
             .min(self.max_window);
         self.right_edge = self.right_edge.max(self.rcv_nxt + free);
-        a.rwnd = self.right_edge - self.rcv_nxt;
+        // Below max_window (< 2^30): the right edge was set by an earlier ACK, at a rcv_nxt no
+        // larger than now, to at most max_window beyond it.
+        let rwnd = self.right_edge - self.rcv_nxt;
+        debug_assert!(rwnd <= self.max_window);
+        a.rwnd = rwnd as u32;
         a.ts_ecr = self.ts_recent;
         a.ece = self.ece && self.ecn != EcnEcho::Off;
         if self.sack {
             let max_blocks = if self.timestamps { 3 } else { MAX_SACK_BLOCKS };
             let n = self.recent_blocks.len().min(max_blocks);
-            a.sack[..n].copy_from_slice(&self.recent_blocks[..n]);
-            a.nsack = n as u8;
+            a.set_sack_blocks(&self.recent_blocks[..n]);
         }
         a.size_bytes = header_bytes(self.timestamps, a.nsack as usize);
         self.last_ack_sent = self.rcv_nxt;
@@ -535,6 +552,8 @@ mod tests {
         assert_eq!(window_scale(65_536), 1);
         assert_eq!(window_scale(16 << 20), 9);
         assert_eq!(window_scale(1 << 40), 14);
+        // The largest offer fits the 16-bit field at the largest shift, below 2^30.
+        assert_eq!(max_window(14), (1 << 30) - (1 << 14));
     }
 
     fn linux_receiver(rcvbuf_bytes: u64) -> TcpReceiver {
@@ -601,6 +620,19 @@ mod tests {
         assert_eq!(r.dup_segs, 0);
     }
 
+    #[test]
+    fn the_window_offered_fits_the_16_bit_field_at_the_largest_shift() {
+        // A 2 GiB buffer at scaling_ratio 255 has ~2^31 bytes of space, but the field carries
+        // at most 65535 << 14 (tcp_select_initial_window()'s window_clamp): the offer stops there.
+        let mut r = linux_receiver((1 << 31) - 1);
+        r.space = ((1u64 << 31) - 1) * 255 >> 8;
+        assert_eq!(r.wscale, 14);
+        let (mut out, mut id) = (Vec::new(), 0);
+        r.on_data(&data(0), 0, &mut out, &mut id);
+        let a = out.pop().unwrap();
+        assert_eq!((a.ack, a.rwnd), (1448, 65_535 << 14));
+    }
+
     fn with_nic(
         mut r: TcpReceiver,
         coalesce: Coalesce,
@@ -640,7 +672,7 @@ mod tests {
         assert_eq!(r.timer_deadline(), Some(110_000));
         r.on_timer(110_000, &mut out, &mut id);
         let a = out.pop().unwrap();
-        assert_eq!((a.ack, a.sack_blocks()), (5792, &[(7240, 8688)][..]));
+        assert_eq!((a.ack, &*a.sack_blocks()), (5792, &[(7240, 8688)][..]));
     }
 
     /// Feed `n` full segments `gap_ns` apart from time 0 (a back-to-back train) and run every

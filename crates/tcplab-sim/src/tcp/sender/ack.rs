@@ -41,7 +41,7 @@ impl Conn {
         want_ca_rtt: bool,
         linux_cc: bool,
     ) -> AckIntake {
-        self.snd_wnd = p.rwnd;
+        self.snd_wnd = p.rwnd as u64;
         let mut a = AckIntake {
             fresh: p.ack >= self.snd_una,
             ..Default::default()
@@ -52,7 +52,7 @@ impl Conn {
             0
         };
         a.newly_sacked = if self.sack {
-            self.sb.sack(p.sack_blocks(), self.snd_una)
+            self.sb.sack(&p.sack_blocks(), self.snd_una)
         } else {
             0
         };
@@ -89,7 +89,7 @@ impl Conn {
             // falling back to the timestamp echo when only retransmitted data was acknowledged.
             self.v.snd_nxt = self.snd_nxt;
             self.v.delivered_bytes_this_ack = a.acked + a.newly_sacked;
-            let slow_path = a.acked == 0 || !p.sack_blocks().is_empty();
+            let slow_path = a.acked == 0 || p.nsack > 0;
             self.cc
                 .in_ack_event(&self.view(), &mut self.v.win, slow_path);
             if a.acked > 0 {

@@ -165,7 +165,7 @@ impl Conn {
         self.hs.established_ns = Some(now);
         self.apply_options(p);
         // RFC 7323 §2.2: the window in a SYN-ACK is not scaled.
-        self.snd_wnd = p.rwnd;
+        self.snd_wnd = p.rwnd as u64;
         self.handshake_rtt(p, now);
         self.initial_window(p);
         self.event(now, SenderEvent::Connected);

@@ -76,10 +76,10 @@ impl FreeBsdStack {
         next_id: &mut u64,
     ) {
         c.v.now = now;
-        c.snd_wnd = p.rwnd;
+        c.snd_wnd = p.rwnd as u64;
         // tcp_sack_doack(): the scoreboard first; sack_changed when it learned something.
         let newly_sacked = if c.sack {
-            c.sb.sack(p.sack_blocks(), c.snd_una)
+            c.sb.sack(&p.sack_blocks(), c.snd_una)
         } else {
             0
         };
@@ -223,7 +223,7 @@ impl FreeBsdStack {
                 // (`V_tcp_do_prr && to.to_flags & TOF_SACK`); a pure cumulative partial ACK (the
                 // receiver holds nothing out of order) goes to tcp_sack_partialack() even with
                 // PRR on, and its cap at ssthresh is a byte budget, not whole segments.
-                if self.k.prr && !p.sack_blocks().is_empty() {
+                if self.k.prr && p.nsack > 0 {
                     c.rto_deadline = None;
                     self.prr.ack(c, self.k, delivered, new_loss);
                     if committed {
