@@ -680,7 +680,7 @@ impl Simulation {
 
     /// The packet under handle `h` has reached its destination `node`. Data segments and ACKs
     /// (nearly every delivery) are read where they lie in the slab rather than copied out of it
-    /// (136 bytes per packet); the rare kinds are taken out first.
+    /// (a whole `Packet` each time); the rare kinds are taken out first.
     fn deliver(&mut self, node: u32, h: u32) {
         self.delivered += 1;
         let p = self.slab.get(h);
