@@ -153,7 +153,9 @@ impl Packet {
     /// Each lies above the cumulative ACK (RFC 2018 §3: blocks report data held beyond it) and
     /// below what the sender sent within a window it was offered, so within 2^31 bytes of `ack`
     /// (the receiver offers less than 2^30, `TcpReceiver::send_ack`); an edge that does not fit
-    /// would be a broken invariant, and stops the run rather than corrupt it.
+    /// would be a broken invariant, and stops the run rather than corrupt it. (The receiver sends
+    /// no D-SACK, RFC 2883, whose first block may lie below the ACK: that would need a signed
+    /// offset.)
     #[inline]
     pub fn set_sack_blocks(&mut self, blocks: &[(u64, u64)]) {
         let offset = |edge: u64| -> u32 {

@@ -207,6 +207,11 @@ impl TcpReceiver {
             EcnEcho::Rfc3168
         };
         let mss_no_ts = f.mss as u64 + if f.timestamps { TS_OPT as u64 } else { 0 };
+        let wscale = if n.window_scaling {
+            window_scale(f.rcvbuf_bytes)
+        } else {
+            0
+        };
         TcpReceiver {
             flow,
             peer: f.src,
@@ -216,16 +221,8 @@ impl TcpReceiver {
             ack_every: profile.ack_every_segments.max(1),
             delack_ns: profile.delack_ns,
             space: f.rcv_space_bytes(),
-            wscale: if n.window_scaling {
-                window_scale(f.rcvbuf_bytes)
-            } else {
-                0
-            },
-            max_window: max_window(if n.window_scaling {
-                window_scale(f.rcvbuf_bytes)
-            } else {
-                0
-            }),
+            wscale,
+            max_window: max_window(wscale),
             accept: f.peer,
             ecn_mode,
             mss_no_ts,
