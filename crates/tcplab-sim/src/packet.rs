@@ -140,7 +140,10 @@ impl Packet {
     #[inline]
     pub fn sack_blocks(&self) -> SackBlocks {
         let mut edges = [(0, 0); MAX_SACK_BLOCKS];
-        for (e, &(s, t)) in edges.iter_mut().zip(&self.sack_offsets[..self.nsack as usize]) {
+        for (e, &(s, t)) in edges
+            .iter_mut()
+            .zip(&self.sack_offsets[..self.nsack as usize])
+        {
             *e = (self.ack + s as u64, self.ack + t as u64);
         }
         SackBlocks {
@@ -161,7 +164,9 @@ impl Packet {
         let offset = |edge: u64| -> u32 {
             edge.checked_sub(self.ack)
                 .and_then(|d| u32::try_from(d).ok())
-                .unwrap_or_else(|| panic!("SACK edge {edge} not within 2^32 above ACK {}", self.ack))
+                .unwrap_or_else(|| {
+                    panic!("SACK edge {edge} not within 2^32 above ACK {}", self.ack)
+                })
         };
         for (o, &(s, e)) in self.sack_offsets.iter_mut().zip(blocks) {
             *o = (offset(s), offset(e));
@@ -288,7 +293,10 @@ mod tests {
     fn sack_blocks_round_trip_as_offsets_from_the_ack() {
         let mut a = Packet::new(1, Kind::Ack, 0, 0);
         a.ack = 5_000_000_000; // above 2^32: the offsets, not the edges, are 32-bit
-        let blocks = [(5_000_001_448, 5_000_002_896), (5_000_004_344, 5_000_004_344 + (1 << 30))];
+        let blocks = [
+            (5_000_001_448, 5_000_002_896),
+            (5_000_004_344, 5_000_004_344 + (1 << 30)),
+        ];
         a.set_sack_blocks(&blocks);
         assert_eq!(a.nsack, 2);
         assert_eq!(&*a.sack_blocks(), &blocks[..]);
