@@ -176,7 +176,7 @@ impl Simulation {
         let monitor = build::monitored_ports(cfg)?;
         let mut ports = ports;
         for &m in &monitor {
-            ports[m as usize].delay_hist = Some(Default::default());
+            ports[m as usize].monitor();
         }
         let q = build::first_events(cfg, &udp, &probes);
         let nf = senders.len();
@@ -421,7 +421,7 @@ impl Simulation {
         }
         for i in 0..self.monitor.len() {
             let p = self.monitor[i];
-            match self.ports[p as usize].pool {
+            match self.ports[p as usize].pool() {
                 Some(pl) => self.settle_pool(pl),
                 None => {
                     self.ports[p as usize].advance(self.now);
@@ -591,7 +591,7 @@ impl Simulation {
         debug_assert_ne!(pi, u32::MAX, "no route from {node} to {dst}");
         let now = self.now;
         let port = &mut self.ports[pi as usize];
-        if port.pool.is_some() || port.aqm.is_some() {
+        if port.shared_or_aqm() {
             self.forward_to_shared_or_aqm(pi, h, dst, size_bytes);
             return;
         }
@@ -610,7 +610,7 @@ impl Simulation {
     #[inline(never)] // kept out of the per-hop code `forward_stored` is inlined into
     fn forward_to_shared_or_aqm(&mut self, pi: u32, h: u32, dst: u32, size_bytes: u32) {
         let now = self.now;
-        let pool = self.ports[pi as usize].pool;
+        let pool = self.ports[pi as usize].pool();
         match pool {
             Some(pl) => self.settle_pool(pl),
             None => {
@@ -626,7 +626,7 @@ impl Simulation {
             self.drop_packet(p);
             return;
         }
-        if port.aqm.is_some() {
+        if port.has_aqm() {
             let p = self.slab.take(h);
             self.aqm_enqueue(pi, p);
             return;
@@ -664,10 +664,10 @@ impl Simulation {
         let port = &mut self.ports[pi as usize];
         let (head, freed) = port.pop_arrived(self.now);
         self.q
-            .pop_and_repeat(port.pipe.front().map(|e| e.arrival_ns));
+            .pop_and_repeat(port.next_in_pipe().map(|e| e.arrival_ns));
         let node = port.to;
         if freed > 0 {
-            if let Some(pl) = port.pool {
+            if let Some(pl) = port.pool() {
                 self.pools[pl as usize].used_bytes -= freed;
             }
         }
