@@ -413,6 +413,7 @@ impl Simulation {
         self.port_iv_start = self.now;
     }
 
+    #[inline(never)] // once per sample interval: kept out of the event loop's code
     fn sample(&mut self) {
         for fi in 0..self.senders.len() {
             if let Some(row) = self.flow_rows.get(fi, &self.senders, self.now) {
@@ -453,9 +454,8 @@ impl Simulation {
         self.senders[fi].nic_backlog = self.ports[pi].queue_bytes;
     }
 
-    /// After any sender activity: record its events, re-arm its timer.
+    /// After any sender activity: record its events, re-arm its timer, tell the sampler.
     fn after_sender(&mut self, fi: usize) {
-        self.flow_rows.touch(fi);
         if self.senders[fi].tsq_throttled && self.senders[fi].tsq_wake.is_none() {
             // TX completion frees the socket's skbs (tcp_wfree) and the TSQ handler sends
             // again; we wake the sender once its NIC queue is down to half the limit.
@@ -506,6 +506,8 @@ impl Simulation {
             self.now,
             Action::SenderTimer(fi as u32),
         );
+        // Last: everything above may change the sender.
+        self.flow_rows.touch(fi, &self.senders);
     }
 
     #[inline(always)] // after every data segment
