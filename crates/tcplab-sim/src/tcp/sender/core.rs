@@ -16,14 +16,16 @@ use crate::tcp::rate::{RateState, RateTx};
 use crate::tcp::rtt::RttEstimator;
 use crate::tcp::scoreboard::Scoreboard;
 use crate::time::{tx_time_ns, Ns};
+use std::rc::Rc;
 
 /// The shared part of one TCP sender.
 pub struct Conn {
     /// Flow index.
     pub flow: u32,
     pub(super) dst: u32,
-    /// The stack's resolved configuration ([`crate::stack::resolve`]), immutable.
-    pub(super) profile: StackProfile,
+    /// The stack's resolved configuration ([`crate::stack::resolve`]), immutable, shared by the
+    /// flows with the same one.
+    pub(super) profile: Rc<StackProfile>,
     pub(super) cc: crate::cc::Cc,
     /// The CC window and the inputs the stack sets for the hooks.
     pub v: ConnCc,
@@ -105,7 +107,7 @@ pub struct Conn {
 
 impl Conn {
     /// The core for `f` with its resolved stack configuration and CC module.
-    pub fn new(flow: u32, f: &FlowConfig, profile: StackProfile, cc: crate::cc::Cc) -> Self {
+    pub fn new(flow: u32, f: &FlowConfig, profile: Rc<StackProfile>, cc: crate::cc::Cc) -> Self {
         let handshake = f.connect == crate::config::Connect::Handshake;
         // Established: the options both ends agree to. Handshake: the sender's own offer until
         // the SYN-ACK says what the receiver agreed to (`connect.rs`).

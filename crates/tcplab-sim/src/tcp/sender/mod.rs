@@ -10,6 +10,7 @@ use crate::config::FlowConfig;
 use crate::packet::Packet;
 use crate::stack::{Recovery, StackProfile};
 use crate::time::Ns;
+use std::rc::Rc;
 
 mod ack;
 mod connect;
@@ -212,9 +213,9 @@ impl std::ops::DerefMut for TcpSender {
 }
 
 impl TcpSender {
-    /// A sender for `f` with its resolved stack configuration ([`crate::stack::resolve`]) and
-    /// CC module.
-    pub fn new(flow: u32, f: &FlowConfig, profile: StackProfile, cc: crate::cc::Cc) -> Self {
+    /// A sender for `f` with its resolved stack configuration ([`crate::stack::resolve`], shared
+    /// by the flows that resolve to the same one: [`crate::stack::Shared`]) and CC module.
+    pub fn new(flow: u32, f: &FlowConfig, profile: Rc<StackProfile>, cc: crate::cc::Cc) -> Self {
         let stack = Stack::for_profile(&profile);
         TcpSender {
             core: Conn::new(flow, f, profile, cc),
