@@ -606,3 +606,27 @@ pub fn options(name: &str) -> Option<Vec<Knob>> {
         _ => return None,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn equal_profiles_are_one_copy_and_a_knob_makes_another() {
+        let mut shared = Shared::default();
+        let a = shared.intern(linux());
+        let b = shared.intern(linux());
+        assert!(std::rc::Rc::ptr_eq(&a, &b));
+        // One knob apart (a flow's tso_max_bytes): its own copy, and the first stays shared.
+        let small_tso = StackProfile {
+            tso_max_bytes: 1448,
+            ..linux()
+        };
+        let c = shared.intern(small_tso.clone());
+        assert!(!std::rc::Rc::ptr_eq(&a, &c));
+        assert_eq!(*c, small_tso);
+        assert!(std::rc::Rc::ptr_eq(&c, &shared.intern(small_tso)));
+        assert!(std::rc::Rc::ptr_eq(&a, &shared.intern(linux())));
+        assert!(!std::rc::Rc::ptr_eq(&a, &shared.intern(freebsd())));
+    }
+}
