@@ -194,9 +194,13 @@ impl Stack {
 
 /// One TCP sender: the connection core and its stack. The core's public fields (`v`, `snd_una`,
 /// `events`, ...) read through the sender.
+///
+/// Aligned to a cache line, the stack's state first and then the core, whose hot fields come
+/// first ([`Conn`]): what an ACK touches is one run of whole cache lines from the sender's start.
+#[repr(C, align(64))]
 pub struct TcpSender {
-    core: Conn,
     stack: Stack,
+    core: Conn,
 }
 
 impl std::ops::Deref for TcpSender {
