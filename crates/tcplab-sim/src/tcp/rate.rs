@@ -165,7 +165,15 @@ mod tests {
         let mut last = RateSample::default();
         for (i, &(t, tx)) in sent.iter().enumerate() {
             let d = [seg(t, (i as u64 + 1) * 1000)];
-            last = r.on_ack(t + 50_000_000, &d, &[tx], 1000, 0, 50_000_000, 10 - i as u64);
+            last = r.on_ack(
+                t + 50_000_000,
+                &d,
+                &[tx],
+                1000,
+                0,
+                50_000_000,
+                10 - i as u64,
+            );
         }
         // The last ACK: 10 packets delivered since the first was sent; the send phase lasted 9 ms,
         // the ACK phase from the first send (delivered_mstamp at idle) 59 ms: 10 packets / 59 ms.

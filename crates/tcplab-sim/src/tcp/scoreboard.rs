@@ -194,7 +194,10 @@ impl Scoreboard {
                 break;
             }
             let s = self.segs.pop_front().expect("front exists");
-            let tx = self.rates.as_mut().map(|r| r.txs.pop_front().expect("one per segment"));
+            let tx = self
+                .rates
+                .as_mut()
+                .map(|r| r.txs.pop_front().expect("one per segment"));
             self.popped += 1;
             if let Some(k) = s.rack_key() {
                 self.rack_q.remove(&k);
