@@ -845,6 +845,38 @@ mod tests {
     }
 
     #[test]
+    fn rate_snapshots_follow_their_segments_through_splits_retransmissions_sacks_and_acks() {
+        let tx = |tag: u64| RateTx {
+            delivered: tag,
+            ..Default::default()
+        };
+        // (end, snapshot tag) of each delivered segment.
+        let tags = |b: &Scoreboard| -> Vec<(u64, u64)> {
+            let d = b.delivered().iter().zip(b.delivered_txs());
+            d.map(|(d, t)| (d.end, t.delivered)).collect()
+        };
+        let mut b = Scoreboard::keeping_rates();
+        for i in 0..6u64 {
+            b.push(i * 100, 100, i, tx(i * 100));
+        }
+        b.split_at(250); // 200..250 and 250..300, both with segment 200's snapshot
+        b.mark_retransmitted(100, 10, tx(1100)); // the retransmission's snapshot replaces it
+        b.sack(&[(250, 300), (400, 500)], 0);
+        b.check().unwrap();
+        assert_eq!(tags(&b), [(300, 200), (500, 400)]);
+        b.clear_delivered();
+        b.ack(400); // 250..300 was SACKed: not delivered again
+        b.check().unwrap();
+        assert_eq!(tags(&b), [(100, 0), (200, 1100), (250, 200), (400, 300)]);
+        // A scoreboard that does not keep them has none, and delivers the same segments.
+        let mut c = Scoreboard::default();
+        c.push(0, 100, 0, tx(7));
+        c.ack(100);
+        assert_eq!(c.delivered().len(), 1);
+        assert!(c.delivered_txs().is_empty());
+    }
+
+    #[test]
     fn rack_marks_segments_sent_before_a_delivered_one_once_rtt_plus_reo_wnd_passed() {
         // segments 0..5 sent at t = 0, 10, 20, 30, 40 (ms units here), segment 3 SACKed.
         let mut b = Scoreboard::default();
