@@ -206,6 +206,26 @@ def test_detail_keeps_every_sample_of_the_first_focus_window_within_the_budget()
     assert "1 focus window" in res  # the second (90 000 samples) does not fit half the budget
 
 
+def test_a_page_of_many_series_shares_its_budgets_and_a_few_keep_full_overviews():
+    # A few flows (~26 series): each series keeps its 1000-bucket overview and 600 000 / 26 detail samples.
+    assert S.page_share(26) == S.Share(1000, 600_000 // 26)
+    assert S.page_share(200).overview_buckets == 1000
+    # A thousand flows (~6000 series): the page's 200 000 buckets split, detail at its floor.
+    many = S.page_share(6002)
+    assert many == S.Share(200_000 // 6002, 100)
+    # Floors hold however many series share the page; static charts get every sample.
+    assert S.page_share(10**6) == S.Share(S.MIN_OVERVIEW_BUCKETS, S.MIN_DETAIL_POINTS)
+    assert S.page_share(10**6, full=True) == S.Share(1000, 1 << 62)
+    # A 10 s flow sampled every ms, as one of those thousand flows: its overview has at most four
+    # samples per bucket and its detail at most its share.
+    t = np.arange(0, 10**10, 10**6, dtype=np.int64)
+    y = np.sin(t / 3e8) * 1e3
+    blobs = S.Blobs()
+    s = S.series(t, y, 0, 3, many, S.Focus([(0, 10**9)]), blobs)
+    assert len(s["ov"].value()["t"]) <= 4 * many.overview_buckets
+    assert len(blobs[s["detail"]]["t"]) <= many.detail_points
+
+
 def test_peers_and_sweep_pages_overlay_their_runs_on_the_same_charts(browser, tmp_path, shots):
     peers = tcplab.peers("T1", duration="1s", out=tmp_path / "peers")
     page = open_page(browser, peers.path / "peers.html")

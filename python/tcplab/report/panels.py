@@ -132,9 +132,8 @@ def add_run(model: PageModel, tables: RunTables, eps: list[Episode], label: str 
     model.runs.append({"label": label or summ["name"], "name": summ["name"], "origin_s": origin / 1e9,
                        "backend": summ.get("backend", "")})
     pre = f"{label} " if label else ""
-    # Shared detail budget: the number of series is known roughly up front.
-    nser = max(1, len(flows) * 6 + 2) * n_runs
-    budget = 1 << 62 if full else max(2000, S.PAGE_POINTS // nser)
+    # The page's budgets shared by its series: their number is known roughly up front.
+    share = S.page_share(max(1, len(flows) * 6 + 2) * n_runs, full)
     focus_all = _focus(eps, flows, None)
     focus_of: dict[str, S.Focus] = {}  # each flow's, built once (a thousand flows, six series each)
 
@@ -146,7 +145,7 @@ def add_run(model: PageModel, tables: RunTables, eps: list[Episode], label: str 
     def add(pid: str, name: str, group: str, t: Any, y: Any, decimals: int, flow: str | None, step: bool = True,
             axis: str = "y", dash: bool = False, edge: bool = False) -> None:
         focus = flow_focus(flow) if flow else focus_all
-        s = S.series(np.asarray(t), np.asarray(y), origin, decimals, budget, focus, model.blobs, step=step)
+        s = S.series(np.asarray(t), np.asarray(y), origin, decimals, share, focus, model.blobs, step=step)
         s.update(name=pre + name, group=pre + group, run=run_i, step=step, axis=axis, dash=dash, edge=edge)
         model.panel(pid)["series"].append(s)
 
@@ -193,7 +192,7 @@ def add_run(model: PageModel, tables: RunTables, eps: list[Episode], label: str 
     from .tseq import add_tseq
 
     for f in flows:
-        add_tseq(model, tables, f, flow_focus(f["flow"]), origin, run_i, pre, budget, n_runs, full)
+        add_tseq(model, tables, f, flow_focus(f["flow"]), origin, run_i, pre, share, n_runs, full)
 
 
 def _throughput(tables: RunTables, flows: list[dict[str, Any]], add) -> None:

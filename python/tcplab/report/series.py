@@ -5,8 +5,10 @@ detail level loaded when a panel is zoomed: every sample inside the run's focus 
 flow's first second and its recovery episodes, in time order while the page budget lasts) and
 M4 at a finer bucket elsewhere.
 
-Page budget: PAGE_POINTS samples of detail shared by all series of a page, OVERVIEW_BUCKETS
-buckets per series, PAGE_SENDS segments for the time-sequence graphs. Times go to the page as
+Page budget: PAGE_POINTS samples of detail and PAGE_OVERVIEW_BUCKETS overview buckets shared by
+all series of a page (at most OVERVIEW_BUCKETS buckets each), PAGE_SENDS segments for the
+time-sequence graphs: a page of a few flows gives each series its full 1000-bucket overview, a
+thousand flows' page stays bounded (`page_share`). Times go to the page as
 integer microseconds, delta-encoded (the page adds them up), so a 200 s run stays compact.
 """
 
@@ -21,8 +23,16 @@ import numpy as np
 
 #: Buckets of a series' overview (at most 4 samples each): ~1000 pixel columns.
 OVERVIEW_BUCKETS = 1000
+#: Overview buckets in one page, shared equally by its series: every series of up to 200 keeps
+#: OVERVIEW_BUCKETS; a thousand flows (~7000 series) made a 149 MB page that took longer to
+#: write than the simulation took to run (bench/README.md, issue 23).
+PAGE_OVERVIEW_BUCKETS = 200_000
+#: Fewest overview buckets of a series, however many share the page.
+MIN_OVERVIEW_BUCKETS = 25
 #: Detail samples in one page, shared equally by its series (~12 bytes each in the page).
 PAGE_POINTS = 600_000
+#: Fewest detail samples of a series, however many share the page.
+MIN_DETAIL_POINTS = 100
 #: Segments of the time-sequence graphs in one page (~20 bytes each).
 PAGE_SENDS = 400_000
 
@@ -74,6 +84,24 @@ class Blobs(dict):
     def texts(self) -> list[tuple[str, str]]:
         """(key, JSON text) of every blob, in the order they were added."""
         return list(super().items())
+
+
+@dataclass(frozen=True)
+class Share:
+    """One series' part of its page: overview buckets, and detail samples when zoomed."""
+
+    overview_buckets: int
+    detail_points: int
+
+
+def page_share(n_series: int, full: bool = False) -> Share:
+    """Each series' share of a page of about `n_series` series: the page budgets split equally,
+    within the floors above; `full`: every sample in the detail (static charts of a window)."""
+    n = max(1, n_series)
+    if full:
+        return Share(OVERVIEW_BUCKETS, 1 << 62)
+    buckets = min(OVERVIEW_BUCKETS, max(MIN_OVERVIEW_BUCKETS, PAGE_OVERVIEW_BUCKETS // n))
+    return Share(buckets, max(MIN_DETAIL_POINTS, PAGE_POINTS // n))
 
 
 @dataclass
@@ -174,11 +202,12 @@ def changes(y: np.ndarray) -> np.ndarray:
     return keep
 
 
-def series(t_ns: np.ndarray, y: np.ndarray, origin_ns: int, decimals: int, budget: int, focus: Focus,
+def series(t_ns: np.ndarray, y: np.ndarray, origin_ns: int, decimals: int, share: Share, focus: Focus,
            blobs: dict[str, dict], step: bool = False) -> dict:
     """One series for the page: its overview inline and, when the overview drops samples, its
-    detail level as a separate blob (parsed only when a panel is zoomed). A `step` series first
-    loses its repeated values (losslessly), so the budget goes further."""
+    detail level as a separate blob (parsed only when a panel is zoomed), each within the
+    series' `share` of the page. A `step` series first loses its repeated values (losslessly), so
+    the budget goes further."""
     t_ns = np.asarray(t_ns, dtype=np.int64)
     y = np.asarray(y, dtype=float)
     ok = ~np.isnan(y)
@@ -186,11 +215,11 @@ def series(t_ns: np.ndarray, y: np.ndarray, origin_ns: int, decimals: int, budge
     if step and len(y):
         keep = changes(np.round(y, decimals) if decimals > 0 else np.round(y))
         t_ns, y = t_ns[keep], y[keep]
-    ov = m4_indices(t_ns, y, OVERVIEW_BUCKETS)
+    ov = m4_indices(t_ns, y, share.overview_buckets)
     out = {"ov": RawJSON({"t": encode_times(t_ns[ov], origin_ns), "y": encode_values(y[ov], decimals)}), "detail": None,
            "res": "every sample", "n": int(len(t_ns))}
     if len(ov) < len(t_ns):
-        idx, res = detail_indices(t_ns, y, budget, focus)
+        idx, res = detail_indices(t_ns, y, share.detail_points, focus)
         key = f"d{len(blobs)}"
         blobs[key] = {"t": encode_times(t_ns[idx], origin_ns), "y": encode_values(y[idx], decimals)}
         out.update(detail=key, res=res)

@@ -61,7 +61,7 @@ def sack_blocks(acks: Columns) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return bt[order], start[order], end[order]
 
 
-def add_tseq(model, tables, flow: dict[str, Any], focus: S.Focus, origin: int, run_i: int, pre: str, budget: int,
+def add_tseq(model, tables, flow: dict[str, Any], focus: S.Focus, origin: int, run_i: int, pre: str, line_share: S.Share,
              n_runs: int = 1, full: bool = False) -> None:
     """Add one flow's time-sequence graph to the page model (`full`: every send, no budget)."""
     from .panels import MISSING
@@ -97,7 +97,7 @@ def add_tseq(model, tables, flow: dict[str, Any], focus: S.Focus, origin: int, r
     mf = tables.flows.of("flow", name).by_time()
 
     def line(label: str, t: np.ndarray, y: np.ndarray, f: S.Focus, dash: bool = False, edge: bool = False) -> None:
-        s = S.series(t, y, origin, 0, budget, f, model.blobs, step=True)
+        s = S.series(t, y, origin, 0, line_share, f, model.blobs, step=True)
         s.update(name=label, step=True, dash=dash, edge=edge)
         g["lines"].append(s)
 

@@ -102,6 +102,7 @@ pub(super) fn flows(
     let rng = Rng::new(cfg.seed);
     let mut senders = Vec::new();
     let mut receivers = Vec::new();
+    let mut profiles = stack::Shared::default();
     for (i, f) in cfg.flows.iter().enumerate() {
         check_node(cfg, f.src, "a flow")?;
         check_node(cfg, f.dst, "a flow")?;
@@ -168,7 +169,7 @@ pub(super) fn flows(
         };
         receivers.push(TcpReceiver::new(i as u32, f, &rx_profile));
         let algo = if measure_cpu { cc::marked(algo) } else { algo };
-        let mut sender = TcpSender::new(i as u32, f, profile, algo);
+        let mut sender = TcpSender::new(i as u32, f, profiles.intern(profile), algo);
         // Streams 1 << 40 + flow: apart from the links' (their index) and fixed per flow.
         sender.v.random = rng.fork((1 << 40) + i as u64).next_u64();
         sender.record_sends = cfg.record_sends;

@@ -68,37 +68,42 @@ impl RateState {
         self.app_limited != 0
     }
 
-    /// tcp_rate_skb_delivered() for each segment this ACK delivered, then tcp_rate_gen(): the
-    /// sample. `lost` is the packets newly marked lost, `min_rtt_ns` the connection's minimum
-    /// RTT (0: none yet), `prior_in_flight` the packets in flight before the ACK.
+    /// tcp_rate_skb_delivered() for each segment this ACK delivered (`txs[i]`: `delivered[i]`'s
+    /// snapshot), then tcp_rate_gen(): the sample. `lost` is the packets newly marked lost,
+    /// `min_rtt_ns` the connection's minimum RTT (0: none yet), `prior_in_flight` the packets in
+    /// flight before the ACK.
+    #[allow(clippy::too_many_arguments)]
     pub fn on_ack(
         &mut self,
         now: Ns,
         delivered: &[Delivered],
+        txs: &[RateTx],
         mss: u64,
         lost: u64,
         min_rtt_ns: Ns,
         prior_in_flight: u64,
     ) -> RateSample {
-        let mut prior: Option<&Delivered> = None;
+        debug_assert_eq!(delivered.len(), txs.len());
+        let mut prior: Option<(&Delivered, &RateTx)> = None;
         let mut interval_ns: Ns = 0;
         let mut newly = 0;
         let mut rtt_us = -1;
-        for d in delivered {
+        for (d, tx) in delivered.iter().zip(txs) {
             newly += pcount(d.len, mss);
-            if d.tx.delivered_mstamp.is_none() {
+            if tx.delivered_mstamp.is_none() {
                 continue;
             }
             // The most recently sent packet wins (tcp_skb_sent_after()).
-            let newer = prior
-                .is_none_or(|p| d.sent_at > p.sent_at || (d.sent_at == p.sent_at && d.end > p.end));
+            let newer = prior.is_none_or(|(p, _)| {
+                d.sent_at > p.sent_at || (d.sent_at == p.sent_at && d.end > p.end)
+            });
             if newer {
-                prior = Some(d);
+                prior = Some((d, tx));
                 self.first_tx_mstamp = d.sent_at;
-                interval_ns = d.sent_at.saturating_sub(d.tx.first_tx_mstamp);
+                interval_ns = d.sent_at.saturating_sub(tx.first_tx_mstamp);
             }
         }
-        if let Some(p) = prior {
+        if let Some((p, _)) = prior {
             if !p.retrans {
                 // tcp_clean_rtx_queue() / tcp_sacktag: RTT of the newest never-retransmitted one.
                 rtt_us = (now.saturating_sub(p.sent_at) / 1000) as i64;
@@ -121,11 +126,11 @@ impl RateState {
             interval_us: -1,
             ..RateSample::default()
         };
-        let Some(p) = prior else { return rs };
-        rs.prior_delivered = p.tx.delivered;
-        rs.is_app_limited = p.tx.is_app_limited;
-        rs.delivered = (self.delivered - p.tx.delivered) as i64;
-        let ack_ns = now.saturating_sub(p.tx.delivered_mstamp.unwrap_or(now));
+        let Some((_, tx)) = prior else { return rs };
+        rs.prior_delivered = tx.delivered;
+        rs.is_app_limited = tx.is_app_limited;
+        rs.delivered = (self.delivered - tx.delivered) as i64;
+        let ack_ns = now.saturating_sub(tx.delivered_mstamp.unwrap_or(now));
         let interval_us = (interval_ns.max(ack_ns) / 1000) as i64;
         // An interval shorter than the minimum RTT is implausible (ACK compression): no sample.
         if interval_us < (min_rtt_ns / 1000) as i64 {
@@ -140,13 +145,12 @@ impl RateState {
 mod tests {
     use super::*;
 
-    fn seg(sent_at: Ns, end: u64, tx: RateTx) -> Delivered {
+    fn seg(sent_at: Ns, end: u64) -> Delivered {
         Delivered {
             sent_at,
             end,
             len: 1000,
             retrans: false,
-            tx,
         }
     }
 
@@ -160,8 +164,16 @@ mod tests {
         }
         let mut last = RateSample::default();
         for (i, &(t, tx)) in sent.iter().enumerate() {
-            let d = [seg(t, (i as u64 + 1) * 1000, tx)];
-            last = r.on_ack(t + 50_000_000, &d, 1000, 0, 50_000_000, 10 - i as u64);
+            let d = [seg(t, (i as u64 + 1) * 1000)];
+            last = r.on_ack(
+                t + 50_000_000,
+                &d,
+                &[tx],
+                1000,
+                0,
+                50_000_000,
+                10 - i as u64,
+            );
         }
         // The last ACK: 10 packets delivered since the first was sent; the send phase lasted 9 ms,
         // the ACK phase from the first send (delivered_mstamp at idle) 59 ms: 10 packets / 59 ms.
@@ -179,9 +191,9 @@ mod tests {
         r.mark_app_limited(1);
         let tx1 = r.on_send(1_000_000, false);
         assert!(!tx0.is_app_limited && tx1.is_app_limited);
-        let s = r.on_ack(10_000_000, &[seg(0, 1000, tx0)], 1000, 0, 0, 2);
+        let s = r.on_ack(10_000_000, &[seg(0, 1000)], &[tx0], 1000, 0, 0, 2);
         assert!(!s.is_app_limited && r.app_limited()); // delivered 1, bubble ends after 1
-        let s = r.on_ack(11_000_000, &[seg(1_000_000, 2000, tx1)], 1000, 0, 0, 1);
+        let s = r.on_ack(11_000_000, &[seg(1_000_000, 2000)], &[tx1], 1000, 0, 0, 1);
         assert!(s.is_app_limited && !r.app_limited());
     }
 }

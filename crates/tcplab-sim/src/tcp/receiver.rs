@@ -46,10 +46,11 @@ struct Aggregate {
 
 /// The receiving NIC: frames wait for the moderated interrupt, whose NAPI poll (Linux) or
 /// interrupt handler (FreeBSD) hands them to TCP at once, coalesced per flow.
+#[repr(C)] // the ring last: without moderation no segment reads it (see `TcpReceiver`)
 struct RxNic {
     cfg: RxNicConfig,
-    ring: Vec<Frame>,
     irq_at: Option<Ns>,
+    ring: Vec<Frame>,
 }
 
 impl RxNic {
@@ -123,46 +124,58 @@ pub enum EcnEcho {
 }
 
 /// One TCP receiver.
+///
+/// Aligned to a cache line, its fields in a fixed order (`repr(C)`): what every data segment and
+/// every ACK it sends read or write first, in the first four lines, then what only the
+/// handshake, ECN, out-of-order data or the records read. With thousands of flows a receiver is
+/// rarely in cache when its next segment comes; in Rust's own order those fields were spread
+/// over all five lines of the struct. `tests::per_segment_fields_fit_in_four_lines` holds the
+/// first group to its size.
+#[repr(C, align(64))] // fields in this order: see above and the comments on the groups
 pub struct TcpReceiver {
-    flow: u32,
-    /// Node the ACKs go to (the sender's host).
-    peer: u32,
-    mss: u64,
-    timestamps: bool,
-    sack: bool,
-    ack_every: u32,
-    delack_ns: Ns,
-    /// The window with nothing held: rcvbuf x scaling_ratio / 256 (FlowConfig::rcv_space_bytes).
-    space: u64,
-    wscale: u32,
+    // ---- Hot: every data segment, every ACK sent, the timer deadline. ----
     /// Next byte expected; everything below was delivered to the application in order.
     pub rcv_nxt: u64,
-    /// Out-of-order data held, as merged byte ranges (Linux `tp->out_of_order_queue`).
-    ooo: RangeSet,
-    ooo_bytes: u64,
-    recent_blocks: Vec<(u64, u64)>,
-    right_edge: u64,
     last_ack_sent: u64,
     ts_recent: Ns,
-    unacked_segs: u32,
-    quickacks: u32,
-    delack_deadline: Option<Ns>,
-    /// ACKs sent.
-    pub acks_sent: u64,
-    /// The receiving NIC (interrupt moderation, GRO/LRO).
-    nic: RxNic,
-    /// Segments that brought nothing new (all below rcv_nxt or inside a held block): the
-    /// spurious retransmissions a DSACK would report (RFC 2883).
-    pub dup_segs: u64,
-    ecn: EcnEcho,
-    /// RFC 3168 TCP_ECN_DEMAND_CWR, or DCTCP's CE state: what the next ACK's ECE says.
-    ece: bool,
-    ack_now: bool,
-    /// Data segments that arrived CE-marked.
-    pub ce_segs: u64,
+    right_edge: u64,
+    /// The window with nothing held: rcvbuf x scaling_ratio / 256 (FlowConfig::rcv_space_bytes).
+    space: u64,
     /// The largest window it may offer: what the 16-bit field carries at its shift,
     /// 65 535 << wscale (65 535 without scaling; [`max_window`]).
     max_window: u64,
+    ooo_bytes: u64,
+    mss: u64,
+    delack_ns: Ns,
+    delack_deadline: Option<Ns>,
+    /// ACKs sent.
+    pub acks_sent: u64,
+    flow: u32,
+    /// Node the ACKs go to (the sender's host).
+    peer: u32,
+    ack_every: u32,
+    wscale: u32,
+    unacked_segs: u32,
+    quickacks: u32,
+    timestamps: bool,
+    sack: bool,
+    /// RFC 3168 TCP_ECN_DEMAND_CWR, or DCTCP's CE state: what the next ACK's ECE says.
+    ece: bool,
+    ack_now: bool,
+    ecn: EcnEcho,
+    /// Out-of-order data held, as merged byte ranges (Linux `tp->out_of_order_queue`).
+    ooo: RangeSet,
+    recent_blocks: Vec<(u64, u64)>,
+    /// Handshake state (a request sock / syncache entry until the ACK or data arrives).
+    pub hs: Server,
+    /// The receiving NIC (interrupt moderation, GRO/LRO); its ring, last, only with moderation.
+    nic: RxNic,
+    // ---- Cold: the handshake's options, ECN setup, counters only the records read. ----
+    /// Segments that brought nothing new (all below rcv_nxt or inside a held block): the
+    /// spurious retransmissions a DSACK would report (RFC 2883).
+    pub dup_segs: u64,
+    /// Data segments that arrived CE-marked.
+    pub ce_segs: u64,
     /// What this host accepts in a SYN.
     accept: PeerOptions,
     /// The echo it would use with ECN on (RFC 3168, or DCTCP's for a dctcp flow).
@@ -171,8 +184,6 @@ pub struct TcpReceiver {
     mss_no_ts: u64,
     /// The receiving buffer, for the window-scale shift.
     rcvbuf: u64,
-    /// Handshake state (a request sock / syncache entry until the ACK or data arrives).
-    pub hs: Server,
     synack_timer: SynAckTimer,
 }
 
@@ -551,6 +562,18 @@ mod tests {
         assert_eq!(window_scale(1 << 40), 14);
         // The largest offer fits the 16-bit field at the largest shift, below 2^30.
         assert_eq!(max_window(14), (1 << 30) - (1 << 14));
+    }
+
+    #[test]
+    fn per_segment_fields_fit_in_four_lines() {
+        use std::mem::{align_of, offset_of};
+        // What a data segment and the ACK it may trigger read or write (everything before the
+        // NIC's ring, which only a moderated NIC uses) lies in the struct's first four cache
+        // lines, and the struct starts on a line.
+        let per_segment_end = offset_of!(TcpReceiver, nic) + offset_of!(RxNic, ring);
+        assert!(per_segment_end <= 4 * 64, "{per_segment_end} bytes");
+        assert_eq!(align_of::<TcpReceiver>(), 64);
+        assert!(offset_of!(TcpReceiver, dup_segs) >= per_segment_end);
     }
 
     fn linux_receiver(rcvbuf_bytes: u64) -> TcpReceiver {

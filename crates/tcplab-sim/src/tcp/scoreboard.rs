@@ -21,7 +21,9 @@ const RETRANS: u8 = 4;
 /// retransmission is sent, or when RACK's horizon passes an original transmission.
 const TRACKED: u8 = 8;
 
-/// One segment as first transmitted; boundaries never change.
+/// One segment as first transmitted; boundaries never change. 24 bytes, so that the segments an
+/// ACK pops and the output loop pushes share cache lines (its delivery-rate snapshot, 40 bytes,
+/// is kept apart, and only for a module that reads it: [`Rates`]).
 #[derive(Clone, Debug)]
 pub struct Seg {
     /// First byte.
@@ -33,8 +35,6 @@ pub struct Seg {
     /// How many times it was sent.
     pub tx_count: u16,
     flags: u8,
-    /// The delivery-rate snapshot of its latest transmission (Linux `TCP_SKB_CB(skb)->tx`).
-    pub tx: RateTx,
 }
 
 /// A segment newly delivered (cumulatively acked or SACKed) by the ACK being processed.
@@ -48,8 +48,6 @@ pub struct Delivered {
     pub len: u32,
     /// Whether it had been retransmitted.
     pub retrans: bool,
-    /// Its delivery-rate snapshot.
-    pub tx: RateTx,
 }
 
 impl Seg {
@@ -59,9 +57,17 @@ impl Seg {
             end: self.end(),
             len: self.len,
             retrans: self.tx_count > 1,
-            tx: self.tx,
         }
     }
+}
+
+/// The delivery-rate snapshots (Linux `TCP_SKB_CB(skb)->tx`) of a scoreboard whose sender's CC
+/// module reads delivery rates: `txs[i]` is `segs[i]`'s latest transmission's, `delivered[i]`
+/// the one of the `i`-th segment in the scoreboard's `delivered`.
+#[derive(Default, Debug)]
+struct Rates {
+    txs: VecDeque<RateTx>,
+    delivered: Vec<RateTx>,
 }
 
 impl Seg {
@@ -114,9 +120,21 @@ pub struct Scoreboard {
     high_rxt: u64,
     /// Segments newly delivered (acked or SACKed) since `clear_delivered`.
     delivered: Vec<Delivered>,
+    /// The segments' delivery-rate snapshots, when kept ([`Scoreboard::keeping_rates`]).
+    rates: Option<Box<Rates>>,
 }
 
 impl Scoreboard {
+    /// An empty scoreboard that keeps each segment's delivery-rate snapshot ([`Self::delivered_txs`]):
+    /// for a CC module that reads delivery rates (BBR). Otherwise the snapshots passed in are
+    /// dropped ([`Self::default`]).
+    pub fn keeping_rates() -> Self {
+        Scoreboard {
+            rates: Some(Box::default()),
+            ..Default::default()
+        }
+    }
+
     /// Record a newly transmitted segment (must follow the previous one).
     pub fn push(&mut self, seq: u64, len: u32, now: Ns, tx: RateTx) {
         debug_assert!(self.segs.back().is_none_or(|s| s.end() == seq));
@@ -126,8 +144,10 @@ impl Scoreboard {
             sent_at: now,
             tx_count: 1,
             flags: 0,
-            tx,
         });
+        if let Some(r) = &mut self.rates {
+            r.txs.push_back(tx);
+        }
     }
 
     /// Number of outstanding segments.
@@ -174,12 +194,19 @@ impl Scoreboard {
                 break;
             }
             let s = self.segs.pop_front().expect("front exists");
+            let tx = self
+                .rates
+                .as_mut()
+                .map(|r| r.txs.pop_front().expect("one per segment"));
             self.popped += 1;
             if let Some(k) = s.rack_key() {
                 self.rack_q.remove(&k);
             }
             if !s.has(SACKED) {
                 self.delivered.push(s.delivered());
+                if let (Some(r), Some(tx)) = (&mut self.rates, tx) {
+                    r.delivered.push(tx);
+                }
             }
             self.forget(&s);
             if s.tx_count == 1 {
@@ -266,6 +293,9 @@ impl Scoreboard {
                 self.sacked_bytes += len;
                 newly += len;
                 self.delivered.push(seg.delivered());
+                if let Some(r) = &mut self.rates {
+                    r.delivered.push(r.txs[i]);
+                }
             }
             i += 1;
         }
@@ -553,6 +583,10 @@ impl Scoreboard {
             self.rack_q.insert(k);
         }
         self.segs.insert(i, tail);
+        if let Some(r) = &mut self.rates {
+            let tx = r.txs[i - 1];
+            r.txs.insert(i, tx);
+        }
     }
 
     /// Record a retransmission of the segment starting at `seq`.
@@ -564,7 +598,9 @@ impl Scoreboard {
         debug_assert_eq!(s.seq, seq);
         let key = s.rack_key();
         s.sent_at = now;
-        s.tx = tx;
+        if let Some(r) = &mut self.rates {
+            r.txs[i] = tx;
+        }
         s.tx_count = s.tx_count.saturating_add(1);
         // A retransmission joins the tail of RACK's time-ordered queue (Linux
         // tcp_update_skb_after_send(): list_move_tail(&skb->tcp_tsorted_anchor, ...)).
@@ -582,9 +618,18 @@ impl Scoreboard {
         &self.delivered
     }
 
-    /// Forget the delivered segments (keeps the buffer's capacity: this runs on every ACK).
+    /// The delivery-rate snapshots of the `delivered` segments, in the same order (empty unless
+    /// the scoreboard keeps them: [`Self::keeping_rates`]).
+    pub fn delivered_txs(&self) -> &[RateTx] {
+        self.rates.as_ref().map_or(&[], |r| &r.delivered)
+    }
+
+    /// Forget the delivered segments (keeps the buffers' capacity: this runs on every ACK).
     pub fn clear_delivered(&mut self) {
         self.delivered.clear();
+        if let Some(r) = &mut self.rates {
+            r.delivered.clear();
+        }
     }
 
     /// RACK loss detection (Linux tcp_recovery.c tcp_rack_detect_loss(), RFC 8985 §6.2): every
@@ -717,6 +762,17 @@ impl Scoreboard {
                 self.sacked_bytes, self.lost_bytes, self.retrans_bytes
             ));
         }
+        if let Some(r) = &self.rates {
+            if r.txs.len() != self.segs.len() || r.delivered.len() != self.delivered.len() {
+                return Err(format!(
+                    "{} rate snapshots for {} segments, {} for {} delivered",
+                    r.txs.len(),
+                    self.segs.len(),
+                    r.delivered.len(),
+                    self.delivered.len()
+                ));
+            }
+        }
         let queue: BTreeSet<(Ns, u64)> = self.segs.iter().filter_map(Seg::rack_key).collect();
         if queue != self.rack_q {
             return Err(format!(
@@ -786,6 +842,38 @@ mod tests {
         assert_eq!(b.pipe(500, 100), 0);
         assert_eq!(b.next_lost(), Some((0, 100)));
         b.check().unwrap();
+    }
+
+    #[test]
+    fn rate_snapshots_follow_their_segments_through_splits_retransmissions_sacks_and_acks() {
+        let tx = |tag: u64| RateTx {
+            delivered: tag,
+            ..Default::default()
+        };
+        // (end, snapshot tag) of each delivered segment.
+        let tags = |b: &Scoreboard| -> Vec<(u64, u64)> {
+            let d = b.delivered().iter().zip(b.delivered_txs());
+            d.map(|(d, t)| (d.end, t.delivered)).collect()
+        };
+        let mut b = Scoreboard::keeping_rates();
+        for i in 0..6u64 {
+            b.push(i * 100, 100, i, tx(i * 100));
+        }
+        b.split_at(250); // 200..250 and 250..300, both with segment 200's snapshot
+        b.mark_retransmitted(100, 10, tx(1100)); // the retransmission's snapshot replaces it
+        b.sack(&[(250, 300), (400, 500)], 0);
+        b.check().unwrap();
+        assert_eq!(tags(&b), [(300, 200), (500, 400)]);
+        b.clear_delivered();
+        b.ack(400); // 250..300 was SACKed: not delivered again
+        b.check().unwrap();
+        assert_eq!(tags(&b), [(100, 0), (200, 1100), (250, 200), (400, 300)]);
+        // A scoreboard that does not keep them has none, and delivers the same segments.
+        let mut c = Scoreboard::default();
+        c.push(0, 100, 0, tx(7));
+        c.ack(100);
+        assert_eq!(c.delivered().len(), 1);
+        assert!(c.delivered_txs().is_empty());
     }
 
     #[test]

@@ -141,6 +141,7 @@ impl Conn {
             self.rate.on_ack(
                 now,
                 self.sb.delivered(),
+                self.sb.delivered_txs(),
                 self.mss,
                 lost,
                 min_rtt,

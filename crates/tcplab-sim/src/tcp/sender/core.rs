@@ -16,32 +16,20 @@ use crate::tcp::rate::{RateState, RateTx};
 use crate::tcp::rtt::RttEstimator;
 use crate::tcp::scoreboard::Scoreboard;
 use crate::time::{tx_time_ns, Ns};
+use std::rc::Rc;
 
 /// The shared part of one TCP sender.
+///
+/// The fields are in a fixed order (`repr(C)`), in two groups. With thousands of flows a sender
+/// is rarely in cache when its next ACK comes, and every cache line an ACK touches is a miss; in
+/// Rust's own order the fields one ACK reads were spread over nearly all of the struct. So what
+/// the ACK path (intake, CC hooks, the output loop and `emit`) and the simulation's calls after
+/// it (timer deadline, sampler row) read or write comes first, together, and what only setup,
+/// recovery, timeouts or the records read comes after it. `tests::hot_fields_come_first` holds
+/// the first group to its size.
+#[repr(C)] // fields in this order: see above and the comments on the groups
 pub struct Conn {
-    /// Flow index.
-    pub flow: u32,
-    pub(super) dst: u32,
-    /// The stack's resolved configuration ([`crate::stack::resolve`]), immutable.
-    pub(super) profile: StackProfile,
-    pub(super) cc: crate::cc::Cc,
-    /// The CC window and the inputs the stack sets for the hooks.
-    pub v: ConnCc,
-    /// Sender maximum segment size, bytes.
-    pub mss: u64,
-    pub(super) timestamps: bool,
-    pub(super) sack: bool,
-    pub(super) app: AppConfig,
-    pub(super) write_bytes: u64,
-    pub(super) sndbuf: u64,
-    /// The send buffer's current size (grows with cwnd when the stack autotunes it).
-    pub(super) sndbuf_now: u64,
-    /// When the application starts.
-    pub start_ns: Ns,
-    /// Whether the application has started.
-    pub started: bool,
-    /// Bytes the application has written into the socket.
-    pub written: u64,
+    // ---- Hot: read or written on every ACK or every segment sent. ----
     /// Oldest unacknowledged byte.
     pub snd_una: u64,
     /// Next new byte to send (= snd_max: retransmissions come from the scoreboard, never by
@@ -49,25 +37,77 @@ pub struct Conn {
     pub snd_nxt: u64,
     /// Peer's advertised window, bytes.
     pub snd_wnd: u64,
-    pub(super) sb: Scoreboard,
-    /// Loss-recovery state.
-    pub state: State,
-    /// RecoveryPoint of the last recovery or RTO: no new reduction until it is passed
-    /// (RFC 6582 §3.2 step 1, RFC 6675 §5 step 2).
-    pub(super) recover_guard: Option<u64>,
-    pub(super) dupacks: u32,
+    /// Bytes the application has written into the socket.
+    pub written: u64,
+    /// Sender maximum segment size, bytes.
+    pub mss: u64,
+    /// The send buffer's current size (grows with cwnd when the stack autotunes it).
+    pub(super) sndbuf_now: u64,
+    pub(super) sndbuf: u64,
+    pub(super) write_bytes: u64,
+    /// When the application starts.
+    pub start_ns: Ns,
     /// Most bytes outstanding since the round began (Linux tp->max_packets_out).
     pub(super) max_out: u64,
-    /// RTT estimator and RTO.
-    pub rtt: RttEstimator,
-    pub(super) rto_deadline: Option<Ns>,
-    pub(super) pace_next: Ns,
-    pub(super) last_send: Option<Ns>,
     pub(super) round_end: u64,
+    pub(super) pace_next: Ns,
     /// Payload bytes sent, retransmissions included.
     pub bytes_sent: u64,
     /// Segments retransmitted.
     pub retrans_segs: u64,
+    /// Bytes this host has queued below TCP (its NIC FIFO), set by the simulation before each
+    /// call into the sender.
+    pub nic_backlog: u64,
+    pub(super) rto_deadline: Option<Ns>,
+    pub(super) last_send: Option<Ns>,
+    /// When the NIC queue will have drained enough to send again (set by the simulation).
+    pub tsq_wake: Option<Ns>,
+    /// Loss-recovery state.
+    pub state: State,
+    pub(super) app: AppConfig,
+    /// The stack's resolved configuration ([`crate::stack::resolve`]), immutable, shared by the
+    /// flows with the same one.
+    pub(super) profile: Rc<StackProfile>,
+    pub(super) cc: crate::cc::Cc,
+    /// Flow index.
+    pub flow: u32,
+    pub(super) dst: u32,
+    pub(super) dupacks: u32,
+    pub(super) timestamps: bool,
+    pub(super) sack: bool,
+    /// Whether the application has started.
+    pub started: bool,
+    /// Whether to keep `sends` (off by default: a row per ACK-clocked send is a lot of rows).
+    pub record_sends: bool,
+    /// Whether the last output stopped on the small-queue limit (Linux TSQ_THROTTLED).
+    pub tsq_throttled: bool,
+    /// Whether the CC sets cwnd itself on every ACK (Linux `cong_control`: BBR); such a module
+    /// also gets delivery-rate samples, tracked in `rate`.
+    pub(super) owns_cwnd: bool,
+    /// Whether the CC asks the stack to pace (Linux SK_PACING_NEEDED: BBR).
+    pub(super) cc_paces: bool,
+    /// The CC window and the inputs the stack sets for the hooks.
+    pub v: ConnCc,
+    /// RTT estimator and RTO.
+    pub rtt: RttEstimator,
+    pub(super) sb: Scoreboard,
+    /// Events since the simulation last drained them, with the state at that instant (the
+    /// simulation looks at it after every call into the sender).
+    pub events: Vec<(Ns, SenderEvent, Snapshot)>,
+    /// Sends since the simulation last drained them (looked at as `events` is).
+    pub sends: Vec<Send>,
+    /// ECN state (RFC 3168), inert when the connection did not negotiate ECN.
+    pub ecn: super::ecn::EcnState,
+    /// When all of a fixed-size transfer was acknowledged (`done_from_ns` reads it).
+    pub completed_at: Option<Ns>,
+    // ---- Cold: connection setup, recovery, timeouts, delivery rates (read only by a module
+    // that owns cwnd), and counters only the records read. ----
+    pub(super) rate: RateState,
+    /// Connection setup (SYN_SENT until the SYN-ACK; `Connect::Established`: never).
+    pub hs: super::connect::Client,
+    /// RecoveryPoint of the last recovery or RTO: no new reduction until it is passed
+    /// (RFC 6582 §3.2 step 1, RFC 6675 §5 step 2).
+    pub(super) recover_guard: Option<u64>,
     /// Segments and bytes sent while in fast recovery, over the connection's life; a recovery
     /// component counts its episode's sends (prr_out) from the values at its entry.
     pub(super) recovery_out_segs: u64,
@@ -76,36 +116,11 @@ pub struct Conn {
     pub rto_count: u64,
     /// Fast recoveries entered.
     pub recoveries: u64,
-    /// When all of a fixed-size transfer was acknowledged.
-    pub completed_at: Option<Ns>,
-    /// Events since the simulation last drained them, with the state at that instant.
-    pub events: Vec<(Ns, SenderEvent, Snapshot)>,
-    /// Whether to keep `sends` (off by default: a row per ACK-clocked send is a lot of rows).
-    pub record_sends: bool,
-    /// Sends since the simulation last drained them.
-    pub sends: Vec<Send>,
-    /// Bytes this host has queued below TCP (its NIC FIFO), set by the simulation before each
-    /// call into the sender.
-    pub nic_backlog: u64,
-    /// Whether the last output stopped on the small-queue limit (Linux TSQ_THROTTLED).
-    pub tsq_throttled: bool,
-    /// When the NIC queue will have drained enough to send again (set by the simulation).
-    pub tsq_wake: Option<Ns>,
-    /// Whether the CC sets cwnd itself on every ACK (Linux `cong_control`: BBR); such a module
-    /// also gets delivery-rate samples, tracked in `rate`.
-    pub(super) owns_cwnd: bool,
-    /// Whether the CC asks the stack to pace (Linux SK_PACING_NEEDED: BBR).
-    pub(super) cc_paces: bool,
-    pub(super) rate: RateState,
-    /// ECN state (RFC 3168), inert when the connection did not negotiate ECN.
-    pub ecn: super::ecn::EcnState,
-    /// Connection setup (SYN_SENT until the SYN-ACK; `Connect::Established`: never).
-    pub hs: super::connect::Client,
 }
 
 impl Conn {
     /// The core for `f` with its resolved stack configuration and CC module.
-    pub fn new(flow: u32, f: &FlowConfig, profile: StackProfile, cc: crate::cc::Cc) -> Self {
+    pub fn new(flow: u32, f: &FlowConfig, profile: Rc<StackProfile>, cc: crate::cc::Cc) -> Self {
         let handshake = f.connect == crate::config::Connect::Handshake;
         // Established: the options both ends agree to. Handshake: the sender's own offer until
         // the SYN-ACK says what the receiver agreed to (`connect.rs`).
@@ -161,7 +176,12 @@ impl Conn {
             // Established: until the first ACK, the window the receiver offered in its SYN-ACK.
             // SYN_SENT: none yet (FreeBSD's CC_RTO reads snd_wnd = 0 there).
             snd_wnd: if handshake { 0 } else { f.rcv_space_bytes() },
-            sb: Scoreboard::default(),
+            // Delivery-rate snapshots only for a module that reads them (see `rate_snapshot`).
+            sb: if cc.owns_cwnd() {
+                Scoreboard::keeping_rates()
+            } else {
+                Scoreboard::default()
+            },
             state: State::Open,
             recover_guard: None,
             dupacks: 0,
@@ -295,7 +315,10 @@ impl Conn {
     /// or its fixed-size transfer completed; for a time-limited application, at the end of its
     /// time once everything written is acknowledged; otherwise never (`Ns::MAX`).
     pub fn done_from_ns(&self) -> Ns {
-        if self.hs.failed {
+        // A connection that failed never started (`connect.rs` ignores a SYN-ACK once it gave
+        // up), so a started one need not read the handshake state, which is cold (the sampler
+        // asks this after every ACK).
+        if !self.started && self.hs.failed {
             return 0;
         }
         match self.app {
@@ -827,5 +850,96 @@ impl std::ops::Deref for ConnCc {
 impl std::ops::DerefMut for ConnCc {
     fn deref_mut(&mut self) -> &mut CcInputs {
         &mut self.inputs
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::TcpSender;
+    use super::Conn;
+    use std::mem::{align_of, offset_of, size_of};
+
+    fn size_of_field<T>(_: impl Fn(&Conn) -> &T) -> usize {
+        size_of::<T>()
+    }
+
+    #[test]
+    fn hot_fields_come_first() {
+        macro_rules! end {
+            ($($f:ident),*) => { [$(offset_of!(Conn, $f) + size_of_field(|c: &Conn| &c.$f)),*] };
+        }
+        macro_rules! start {
+            ($($f:ident),*) => { [$(offset_of!(Conn, $f)),*] };
+        }
+        // What the ACK path and the simulation's calls after it read or write ...
+        let hot_end = *end!(
+            snd_una,
+            snd_nxt,
+            snd_wnd,
+            written,
+            mss,
+            sndbuf_now,
+            sndbuf,
+            write_bytes,
+            start_ns,
+            max_out,
+            round_end,
+            pace_next,
+            bytes_sent,
+            retrans_segs,
+            nic_backlog,
+            rto_deadline,
+            last_send,
+            tsq_wake,
+            state,
+            app,
+            profile,
+            cc,
+            flow,
+            dst,
+            dupacks,
+            timestamps,
+            sack,
+            started,
+            record_sends,
+            tsq_throttled,
+            owns_cwnd,
+            cc_paces,
+            v,
+            rtt,
+            sb,
+            events,
+            sends,
+            ecn,
+            completed_at
+        )
+        .iter()
+        .max()
+        .unwrap();
+        // ... comes before what only setup, recovery, timeouts and the records read ...
+        let cold_start = *start!(
+            rate,
+            hs,
+            recover_guard,
+            recovery_out_segs,
+            recovery_out_bytes,
+            rto_count,
+            recoveries
+        )
+        .iter()
+        .min()
+        .unwrap();
+        assert!(
+            hot_end <= cold_start,
+            "hot fields end at {hot_end}, cold start at {cold_start}"
+        );
+        // ... and with the stack's state before it, is one run of at most 16 cache lines from
+        // the sender's start, which is on a line: at most 16 line fetches per ACK (Rust's own
+        // order spread them over ~20). The enum-dispatch build (`static-cc`) holds the CC
+        // module's state in place of the 16-byte box pointer: hot as well, not counted here.
+        let cc_inline = size_of::<crate::cc::Cc>() - 16;
+        let run = offset_of!(TcpSender, core) + hot_end - cc_inline;
+        assert!(run <= 16 * 64, "{run} bytes");
+        assert_eq!(align_of::<TcpSender>(), 64);
     }
 }

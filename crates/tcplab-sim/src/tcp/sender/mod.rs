@@ -10,6 +10,7 @@ use crate::config::FlowConfig;
 use crate::packet::Packet;
 use crate::stack::{Recovery, StackProfile};
 use crate::time::Ns;
+use std::rc::Rc;
 
 mod ack;
 mod connect;
@@ -193,9 +194,13 @@ impl Stack {
 
 /// One TCP sender: the connection core and its stack. The core's public fields (`v`, `snd_una`,
 /// `events`, ...) read through the sender.
+///
+/// Aligned to a cache line, the stack's state first and then the core, whose hot fields come
+/// first ([`Conn`]): what an ACK touches is one run of whole cache lines from the sender's start.
+#[repr(C, align(64))]
 pub struct TcpSender {
-    core: Conn,
     stack: Stack,
+    core: Conn,
 }
 
 impl std::ops::Deref for TcpSender {
@@ -212,9 +217,9 @@ impl std::ops::DerefMut for TcpSender {
 }
 
 impl TcpSender {
-    /// A sender for `f` with its resolved stack configuration ([`crate::stack::resolve`]) and
-    /// CC module.
-    pub fn new(flow: u32, f: &FlowConfig, profile: StackProfile, cc: crate::cc::Cc) -> Self {
+    /// A sender for `f` with its resolved stack configuration ([`crate::stack::resolve`], shared
+    /// by the flows that resolve to the same one: [`crate::stack::Shared`]) and CC module.
+    pub fn new(flow: u32, f: &FlowConfig, profile: Rc<StackProfile>, cc: crate::cc::Cc) -> Self {
         let stack = Stack::for_profile(&profile);
         TcpSender {
             core: Conn::new(flow, f, profile, cc),
