@@ -3,10 +3,10 @@
 
 use crate::aqm;
 use crate::config::{BufferPolicy, DirConfig, LinkConfig, NodeKind};
-use crate::rng::Rng;
-use crate::time::{tx_time_ns, Ns, SEC};
 pub use crate::pipe::InPipe;
 use crate::pipe::Pipe;
+use crate::rng::Rng;
+use crate::time::{tx_time_ns, Ns, SEC};
 use std::collections::VecDeque;
 
 /// Why a port refused a packet.
@@ -262,7 +262,8 @@ impl Port {
 
     /// The packets waiting in the FIFO, oldest first.
     fn waiting(&self) -> impl Iterator<Item = &InPipe> {
-        self.pipe.iter_from(self.pipe.len() - self.n_waiting as usize)
+        self.pipe
+            .iter_from(self.pipe.len() - self.n_waiting as usize)
     }
 
     /// When the FIFO will hold at most `bytes` (call `advance` first): the start time of the
@@ -357,7 +358,11 @@ impl Port {
     fn packets_in_flight(&self, now: Ns) -> u64 {
         // The pipe is in arrival order; packets due at `now` whose arrival event has not run yet
         // have left netem already.
-        let arrived = self.pipe.iter_from(0).take_while(|e| e.arrival_ns <= now).count();
+        let arrived = self
+            .pipe
+            .iter_from(0)
+            .take_while(|e| e.arrival_ns <= now)
+            .count();
         (self.pipe.len() - arrived) as u64
     }
 
@@ -637,7 +642,10 @@ mod tests {
             (offset_of!(Port, sched_packets), 8),
             (offset_of!(Port, rng), size_of::<Rng>()),
         ];
-        assert!(line1.iter().all(|&(at, n)| at >= 64 && at + n <= 128), "{line1:?}");
+        assert!(
+            line1.iter().all(|&(at, n)| at >= 64 && at + n <= 128),
+            "{line1:?}"
+        );
     }
 
     #[test]

@@ -23,6 +23,10 @@ use crate::trace::Recorder;
 use crate::udp::UdpSource;
 use std::collections::HashSet;
 
+/// Networks with more ports than this prefetch at arrivals (`pipe_arrive`): with fewer, what
+/// the next packet needs is in cache anyway and the prefetch is pure overhead.
+const PREFETCH_MIN_PORTS: usize = 256;
+
 /// Per-packet bookkeeping for invariant checks (off by default: it costs a hash insert per
 /// packet).
 #[derive(Default)]
@@ -135,6 +139,9 @@ pub struct Simulation {
     /// CPU meters, when the run measures them (`[measure] cpu`).
     pub cpu: Option<CpuMeter>,
     sample_interval_ns: Ns,
+    /// Whether arrivals prefetch for the next packet (`pipe_arrive`): in networks of more than
+    /// `PREFETCH_MIN_PORTS` ports.
+    prefetch_arrivals: bool,
     record_acks: bool,
     interval_ns: Ns,
     monitor: Vec<u32>,
@@ -179,6 +186,7 @@ impl Simulation {
             ports[m as usize].monitor();
         }
         let q = build::first_events(cfg, &udp, &probes);
+        let prefetch_arrivals = ports.len() > PREFETCH_MIN_PORTS;
         let nf = senders.len();
         let host_ports = cfg
             .flows
@@ -207,6 +215,7 @@ impl Simulation {
             rec: Recorder::default(),
             cpu,
             sample_interval_ns: cfg.sample_interval_ns,
+            prefetch_arrivals,
             record_acks: cfg.record_acks,
             interval_ns: cfg.interval_ns,
             monitor,
@@ -220,6 +229,12 @@ impl Simulation {
             dropped: 0,
             audit: None,
         })
+    }
+
+    /// Turn the arrivals' prefetches on or off (on by default in networks of more than
+    /// `PREFETCH_MIN_PORTS` ports): a hint to the CPU, which changes no result.
+    pub fn set_prefetch_arrivals(&mut self, on: bool) {
+        self.prefetch_arrivals = on;
     }
 
     /// Events handled so far.
@@ -250,6 +265,18 @@ impl Simulation {
     }
 
     fn run_events_until(&mut self, t: Ns) {
+        // Two copies of the event loop, so that one without prefetches compiles to exactly the
+        // code it would be without them (T1's: a flag test per arrival cost ~1.5% of its
+        // instructions).
+        if self.prefetch_arrivals {
+            self.run_events::<true>(t);
+        } else {
+            self.run_events::<false>(t);
+        }
+    }
+
+    /// The event loop; `PREFETCH`: see `pipe_arrive`.
+    fn run_events<const PREFETCH: bool>(&mut self, t: Ns) {
         let t = t.min(self.stop_ns);
         while let Some((et, action)) = self.q.peek() {
             if et > t {
@@ -258,7 +285,7 @@ impl Simulation {
             self.now = et;
             if let Action::PipeArrive(pi) = action {
                 // The pipe's next packet re-arms the event in the same heap step.
-                self.pipe_arrive(pi);
+                self.pipe_arrive::<PREFETCH>(pi);
             } else {
                 self.q.pop();
                 self.handle(action);
@@ -267,6 +294,7 @@ impl Simulation {
         self.now = self.now.max(t);
     }
 
+    #[inline(always)] // into each copy of the event loop (`run_events`), as it was into the one
     fn handle(&mut self, a: Action) {
         match a {
             Action::PipeArrive(_) => unreachable!("run_events_until handles arrivals"),
@@ -662,12 +690,30 @@ impl Simulation {
     }
 
     /// The packet at the head of port `pi`'s pipe arrives (its event is the queue's next).
-    fn pipe_arrive(&mut self, pi: u32) {
+    ///
+    /// With `PREFETCH` (a network of many ports, `prefetch_arrivals`), it also starts loading
+    /// what the pipe's next packet will need when it arrives: at its destination, its slot in the
+    /// slab; else the first two lines of the port it goes on to. With thousands of flows these
+    /// are rarely in cache, and the next arrival is a transmission time away (a few events at a
+    /// fast port), time enough for the loads to complete while other events run.
+    fn pipe_arrive<const PREFETCH: bool>(&mut self, pi: u32) {
         let port = &mut self.ports[pi as usize];
         let (head, freed) = port.pop_arrived(self.now);
-        self.q
-            .pop_and_repeat(port.next_in_pipe().map(|e| e.arrival_ns));
+        let next = port.next_in_pipe().copied();
+        self.q.pop_and_repeat(next.map(|e| e.arrival_ns));
         let node = port.to;
+        if PREFETCH {
+            if let Some(e) = next {
+                if e.dst == node {
+                    prefetch(self.slab.get(e.packet));
+                } else {
+                    let p = &self.ports[self.routes.next_hop(node, e.dst) as usize];
+                    prefetch(p);
+                    prefetch((p as *const Port as *const u8).wrapping_add(64));
+                }
+            }
+        }
+        let port = &self.ports[pi as usize];
         if freed > 0 {
             if let Some(pl) = port.pool() {
                 self.pools[pl as usize].used_bytes -= freed;
@@ -683,6 +729,7 @@ impl Simulation {
     /// The packet under handle `h` has reached its destination `node`. Data segments and ACKs
     /// (nearly every delivery) are read where they lie in the slab rather than copied out of it
     /// (a whole `Packet` each time); the rare kinds are taken out first.
+    #[inline(always)] // into each copy of the event loop, as it was into the one
     fn deliver(&mut self, node: u32, h: u32) {
         self.delivered += 1;
         let p = self.slab.get(h);
@@ -700,6 +747,7 @@ impl Simulation {
         }
     }
 
+    #[inline(always)] // into each copy of the event loop, as it was into the one
     fn deliver_data(&mut self, node: u32, h: u32, fi: usize) {
         let mut out = std::mem::take(&mut self.scratch);
         let p = self.slab.get(h);
@@ -716,6 +764,7 @@ impl Simulation {
         self.sync_receiver_timer(fi);
     }
 
+    #[inline(always)] // into each copy of the event loop, as it was into the one
     fn deliver_ack(&mut self, node: u32, h: u32, fi: usize) {
         if self.record_acks {
             let row = ack_row(self.now, fi, self.slab.get(h));
@@ -927,4 +976,17 @@ fn ssthresh_col(ssthresh: u64) -> i64 {
     } else {
         ssthresh as i64
     }
+}
+
+/// Ask the CPU to start loading the cache line at `p`: a hint, no effect on results; nothing
+/// where the target has no prefetch instruction.
+#[inline(always)]
+fn prefetch<T>(p: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch reads nothing architecturally and cannot fault, whatever the address.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch(p as *const i8, std::arch::x86_64::_MM_HINT_T0);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
 }
