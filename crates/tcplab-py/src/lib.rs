@@ -192,8 +192,8 @@ impl Simulation {
             d.set_item("tx_packets", tx_packets)?;
             d.set_item("drops", p.drops)?;
             d.set_item("losses", p.losses)?;
-            d.set_item("max_queue_packets", p.max_queue_packets)?;
-            if let Some(h) = p.delay_hist.as_ref().filter(|h| h.n > 0) {
+            d.set_item("max_queue_packets", p.max_queue_packets())?;
+            if let Some(h) = p.delay_hist().filter(|h| h.n > 0) {
                 // Per-packet queueing delay at this (monitored) port: arrival to transmission.
                 let q = PyDict::new(py);
                 q.set_item("packets", h.n)?;
@@ -204,7 +204,7 @@ impl Simulation {
                 q.set_item("max_ns", h.max_ns)?;
                 d.set_item("queue_delay", q)?;
             }
-            if let Some(a) = &p.aqm {
+            if let Some(a) = p.aqm() {
                 d.set_item("aqm_drops", a.stats().drops)?;
                 d.set_item("ecn_marks", a.stats().ecn_marks)?;
             }

@@ -11,6 +11,7 @@ pub mod engine;
 pub mod hist;
 pub mod net;
 pub mod packet;
+pub mod pipe;
 pub mod probe;
 pub mod rng;
 pub mod sim;

@@ -246,7 +246,7 @@ fn dualpi2_holds_classic_flows_near_15ms_and_an_l4s_flow_below_the_1ms_step() {
         "L-queue delay mean {m:.3} ms, p99 {p99:.3} ms"
     );
     let s = &sim.flow_stats()[0];
-    let st = sim.ports[2].aqm.as_ref().unwrap().stats();
+    let st = sim.ports[2].aqm().unwrap().stats();
     eprintln!(
         "  retransmitted {}, marks {}, drops {}, {:.1} Mbit/s",
         s.retrans_segs,

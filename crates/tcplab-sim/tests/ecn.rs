@@ -37,7 +37,7 @@ fn ecn_flows_lose_no_packets_under_a_marking_codel() {
         ce_threshold_ns: None,
     });
     let sim = run(&cfg);
-    let marks = sim.ports[2].aqm.as_ref().unwrap().stats();
+    let marks = sim.ports[2].aqm().unwrap().stats();
     assert!(marks.ecn_marks > 10, "{} marks", marks.ecn_marks);
     assert_eq!(marks.drops, 0);
     for s in sim.flow_stats() {

@@ -2,35 +2,88 @@
 //! the caller drains in batches (to Parquet), so a run never holds its whole trace in memory.
 
 /// One table: fixed column names, i64 values.
+///
+/// The columns lie in one buffer, each in a region of `stride` values: `capacity` (a multiple of
+/// 512 values, 4 KiB) plus 8 values (one 64-byte cache line) of padding, so that column k's
+/// region starts k lines further round a 4 KiB page than column 0's. A row is written to every
+/// column at the same index; were the columns separate allocations, large ones would all start
+/// at the same offset in a page (the allocator maps them page-aligned), and a row's 13 values
+/// would fall in one set of an 8-way cache: with thousands of flows sampled every millisecond,
+/// nearly every value written missed the cache (bench/README.md, issue 23).
 #[derive(Debug)]
 pub struct Table {
     /// Table name (also the Parquet file stem).
     pub name: &'static str,
     /// Column names, with units.
     pub columns: &'static [&'static str],
-    data: Vec<Vec<i64>>,
+    data: Vec<i64>,
+    /// Rows buffered.
+    rows: usize,
+    /// Rows each column's region holds.
+    capacity: usize,
 }
+
+/// Values per column region are a multiple of this (4 KiB of i64).
+const PAGE_VALUES: usize = 512;
+/// Values of padding after each column's region (one 64-byte cache line).
+const PAD_VALUES: usize = 8;
 
 impl Table {
     fn new(name: &'static str, columns: &'static [&'static str]) -> Self {
         Table {
             name,
             columns,
-            data: columns.iter().map(|_| Vec::new()).collect(),
+            data: Vec::new(),
+            rows: 0,
+            capacity: 0,
         }
     }
 
+    /// Values from one column's region to the next (0 before the first row).
+    fn stride(&self) -> usize {
+        if self.capacity == 0 {
+            0
+        } else {
+            self.capacity + PAD_VALUES
+        }
+    }
+
+    /// Column `k`'s buffered values.
+    fn col(&self, k: usize) -> &[i64] {
+        let at = k * self.stride();
+        &self.data[at..at + self.rows]
+    }
+
     /// Append one row; `row` has one value per column.
+    #[inline]
     pub fn push(&mut self, row: &[i64]) {
         debug_assert_eq!(row.len(), self.columns.len());
-        for (col, &v) in self.data.iter_mut().zip(row) {
-            col.push(v);
+        if self.rows == self.capacity {
+            self.grow();
         }
+        let (stride, at) = (self.stride(), self.rows);
+        for (k, &v) in row.iter().enumerate() {
+            self.data[k * stride + at] = v;
+        }
+        self.rows += 1;
+    }
+
+    /// Double each column's region (the first: one page of values), moving what is buffered.
+    #[cold]
+    fn grow(&mut self) {
+        let capacity = (2 * self.capacity).max(PAGE_VALUES);
+        let stride = capacity + PAD_VALUES;
+        let mut data = vec![0; stride * self.columns.len()];
+        for k in 0..self.columns.len() {
+            data[k * stride..k * stride + self.rows].copy_from_slice(self.col(k));
+        }
+        self.data = data;
+        self.capacity = capacity;
     }
 
     /// Rows currently buffered.
     pub fn len(&self) -> usize {
-        self.data.first().map_or(0, Vec::len)
+        self.rows
     }
 
     /// Whether no rows are buffered.
@@ -38,13 +91,13 @@ impl Table {
         self.len() == 0
     }
 
-    /// Take the buffered columns, leaving the table empty.
+    /// Take the buffered columns (copies), leaving the table empty with its memory kept.
     pub fn take(&mut self) -> Vec<Vec<i64>> {
-        // The next batch is likely as large: start it with this one's capacity.
-        self.data
-            .iter_mut()
-            .map(|c| std::mem::replace(c, Vec::with_capacity(c.len())))
-            .collect()
+        let out = (0..self.columns.len())
+            .map(|k| self.col(k).to_vec())
+            .collect();
+        self.rows = 0;
+        out
     }
 
     /// Hand each buffered column to `f` (name, values), then empty the table keeping its
@@ -53,10 +106,10 @@ impl Table {
         &mut self,
         mut f: impl FnMut(&'static str, &[i64]) -> Result<(), E>,
     ) -> Result<(), E> {
-        for (name, col) in self.columns.iter().zip(&mut self.data) {
-            f(name, col)?;
-            col.clear();
+        for (k, name) in self.columns.iter().enumerate() {
+            f(name, self.col(k))?;
         }
+        self.rows = 0;
         Ok(())
     }
 
@@ -65,7 +118,7 @@ impl Table {
         self.columns
             .iter()
             .position(|c| *c == name)
-            .map(|i| self.data[i].as_slice())
+            .map(|k| self.col(k))
     }
 }
 
@@ -218,6 +271,37 @@ mod tests {
         assert_eq!(got[0].1, (0..1000).collect::<Vec<i64>>());
         assert_eq!(got[3].1[8], 1500);
         assert!(rec.queues.is_empty());
-        assert!(rec.queues.data.iter().all(|c| c.capacity() >= 1000));
+        assert!(rec.queues.capacity >= 1000);
+        // The next batch goes into the same memory, and reads back as written.
+        let before = rec.queues.data.as_ptr();
+        rec.queues.push(&[7, 8, 9, 10]);
+        assert_eq!(rec.queues.data.as_ptr(), before);
+        assert_eq!(rec.queues.take(), vec![vec![7], vec![8], vec![9], vec![10]]);
+    }
+
+    #[test]
+    fn columns_keep_their_values_across_growth_and_start_a_line_apart_in_a_page() {
+        let mut rec = Recorder::default();
+        let n = 5 * PAGE_VALUES as i64 + 3; // grows 512 -> 1024 -> 2048 -> 4096 rows
+        for t in 0..n {
+            let row: Vec<i64> = (0..13).map(|k| t * 100 + k).collect();
+            rec.flows.push(&row);
+        }
+        assert_eq!(rec.flows.len(), n as usize);
+        for (k, name) in FLOW_COLUMNS.iter().enumerate() {
+            let col = rec.flows.column(name).unwrap();
+            assert!(col
+                .iter()
+                .enumerate()
+                .all(|(t, &v)| v == t as i64 * 100 + k as i64));
+        }
+        // Column k's first value is k cache lines (of 8 values) past a page boundary relative
+        // to column 0's: 13 columns, 13 different sets of a 4 KiB-periodic cache.
+        let base = rec.flows.col(0).as_ptr() as usize;
+        for k in 0..13 {
+            let off = rec.flows.col(k).as_ptr() as usize - base;
+            assert_eq!(off % 4096, 64 * k);
+        }
+        assert!(rec.flows.column("no such column").is_none());
     }
 }

@@ -12,9 +12,10 @@ impl Simulation {
         let now = self.now;
         let mut dropped = std::mem::take(&mut self.aqm_dropped);
         let port = &mut self.ports[pi as usize];
-        let aqm = port.aqm.as_mut().expect("port has a discipline");
+        let aqm = port.aqm_mut().expect("port has a discipline");
         aqm.enqueue(p, now, &mut dropped);
-        port.max_queue_packets = port.max_queue_packets.max(aqm.len_packets());
+        let held = aqm.len_packets();
+        port.note_queue_packets(held);
         self.count_aqm_drops(pi, &mut dropped);
         self.aqm_dropped = dropped;
         self.aqm_dequeue(pi);
@@ -30,13 +31,13 @@ impl Simulation {
         let mut dropped = std::mem::take(&mut self.aqm_dropped);
         let port = &mut self.ports[pi as usize];
         let next = port
-            .aqm
-            .as_mut()
+            .aqm_mut()
             .expect("port has a discipline")
             .dequeue(now, &mut dropped);
         if let Some(p) = next {
-            if let Some(h) = port.delay_hist.as_mut() {
-                h.add(now - port.aqm.as_ref().expect("discipline").last_enqueue_ns());
+            let enqueued_ns = port.aqm().expect("discipline").last_enqueue_ns();
+            if let Some(h) = port.delay_hist_mut() {
+                h.add(now - enqueued_ns);
             }
             let h = self.slab.insert(&p);
             let (arrival, _) = port.send(h, p.size_bytes, p.dst, now);

@@ -59,7 +59,7 @@ pub(super) fn network(cfg: &SimConfig) -> Result<(Vec<Port>, Vec<Pool>), String>
             }
         }
         let pair = link_ports(l, &kinds, &pool_of, &rng, i as u32)?;
-        if pair.iter().any(|p| p.aqm.is_some() && p.pool.is_some()) {
+        if pair.iter().any(|p| p.has_aqm() && p.pool().is_some()) {
             return Err(format!(
                 "link {i}: a queue discipline on a port of a shared-buffer switch is not supported"
             ));
@@ -67,7 +67,7 @@ pub(super) fn network(cfg: &SimConfig) -> Result<(Vec<Port>, Vec<Pool>), String>
         ports.extend(pair);
     }
     for (i, p) in ports.iter().enumerate() {
-        if let Some(pl) = p.pool {
+        if let Some(pl) = p.pool() {
             pools[pl as usize].ports.push(i as u32);
         }
     }

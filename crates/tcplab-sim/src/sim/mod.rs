@@ -176,7 +176,7 @@ impl Simulation {
         let monitor = build::monitored_ports(cfg)?;
         let mut ports = ports;
         for &m in &monitor {
-            ports[m as usize].delay_hist = Some(Default::default());
+            ports[m as usize].monitor();
         }
         let q = build::first_events(cfg, &udp, &probes);
         let nf = senders.len();
@@ -413,6 +413,7 @@ impl Simulation {
         self.port_iv_start = self.now;
     }
 
+    #[inline(never)] // once per sample interval: kept out of the event loop's code
     fn sample(&mut self) {
         for fi in 0..self.senders.len() {
             if let Some(row) = self.flow_rows.get(fi, &self.senders, self.now) {
@@ -421,7 +422,7 @@ impl Simulation {
         }
         for i in 0..self.monitor.len() {
             let p = self.monitor[i];
-            match self.ports[p as usize].pool {
+            match self.ports[p as usize].pool() {
                 Some(pl) => self.settle_pool(pl),
                 None => {
                     self.ports[p as usize].advance(self.now);
@@ -453,9 +454,8 @@ impl Simulation {
         self.senders[fi].nic_backlog = self.ports[pi].queue_bytes;
     }
 
-    /// After any sender activity: record its events, re-arm its timer.
+    /// After any sender activity: record its events, re-arm its timer, tell the sampler.
     fn after_sender(&mut self, fi: usize) {
-        self.flow_rows.touch(fi);
         if self.senders[fi].tsq_throttled && self.senders[fi].tsq_wake.is_none() {
             // TX completion frees the socket's skbs (tcp_wfree) and the TSQ handler sends
             // again; we wake the sender once its NIC queue is down to half the limit.
@@ -506,6 +506,8 @@ impl Simulation {
             self.now,
             Action::SenderTimer(fi as u32),
         );
+        // Last: everything above may change the sender.
+        self.flow_rows.touch(fi, &self.senders);
     }
 
     #[inline(always)] // after every data segment
@@ -591,7 +593,7 @@ impl Simulation {
         debug_assert_ne!(pi, u32::MAX, "no route from {node} to {dst}");
         let now = self.now;
         let port = &mut self.ports[pi as usize];
-        if port.pool.is_some() || port.aqm.is_some() {
+        if port.shared_or_aqm() {
             self.forward_to_shared_or_aqm(pi, h, dst, size_bytes);
             return;
         }
@@ -610,7 +612,7 @@ impl Simulation {
     #[inline(never)] // kept out of the per-hop code `forward_stored` is inlined into
     fn forward_to_shared_or_aqm(&mut self, pi: u32, h: u32, dst: u32, size_bytes: u32) {
         let now = self.now;
-        let pool = self.ports[pi as usize].pool;
+        let pool = self.ports[pi as usize].pool();
         match pool {
             Some(pl) => self.settle_pool(pl),
             None => {
@@ -626,7 +628,7 @@ impl Simulation {
             self.drop_packet(p);
             return;
         }
-        if port.aqm.is_some() {
+        if port.has_aqm() {
             let p = self.slab.take(h);
             self.aqm_enqueue(pi, p);
             return;
@@ -664,10 +666,10 @@ impl Simulation {
         let port = &mut self.ports[pi as usize];
         let (head, freed) = port.pop_arrived(self.now);
         self.q
-            .pop_and_repeat(port.pipe.front().map(|e| e.arrival_ns));
+            .pop_and_repeat(port.next_in_pipe().map(|e| e.arrival_ns));
         let node = port.to;
         if freed > 0 {
-            if let Some(pl) = port.pool {
+            if let Some(pl) = port.pool() {
                 self.pools[pl as usize].used_bytes -= freed;
             }
         }

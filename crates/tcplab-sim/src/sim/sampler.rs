@@ -3,9 +3,17 @@
 //! instead of a dozen cache lines scattered through the sender and its scoreboard.
 //!
 //! With many slow flows most samples find the flow unchanged (at 10 Mbit/s a flow gets an ACK
-//! about every 2.4 ms, and it is sampled every 1 ms): the simulation marks an entry stale after
-//! every call into the sender ([`FlowRows::touch`]) and the sampler re-reads only stale ones,
-//! so a row is always what reading the sender at that instant would give.
+//! about every 2.4 ms, and it is sampled every 1 ms): the simulation tells the sampler after
+//! every call into the sender ([`FlowRows::touch`]), and the entry is then either re-read at once
+//! or marked stale and re-read by the next sample, so a row is always what reading the sender at
+//! that instant would give.
+//!
+//! Which of the two: re-read at once when the entry has been sampled since it was last read. The
+//! sender was just called, so its lines are in cache; read at the next sample instead, a
+//! millisecond and thousands of other flows' events later, they would all miss. A flow touched
+//! more often than it is sampled (a fast flow, an ACK every few microseconds) is re-read at once
+//! only at its first touch after a sample, then marked stale until the next sample: at most two
+//! reads per sample interval, where reading at every touch would be one per ACK.
 
 use crate::tcp::sender::TcpSender;
 use crate::time::Ns;
@@ -37,11 +45,27 @@ struct Entry {
     row: FlowRow,
     /// The sender was called since `row` was read.
     stale: bool,
+    /// A sample has read `row` since it was read from the sender.
+    sampled: bool,
     /// Sampled while `started` and `now < done_from_ns` (the sender's `started && !done(now)`,
     /// which with the sender unchanged depends on the time only through a time-limited
     /// application's end).
     started: bool,
     done_from_ns: Ns,
+}
+
+impl Entry {
+    /// Read the sender now (out of line: the callers' common path is a flag test).
+    #[inline(never)]
+    fn read(&mut self, s: &TcpSender) {
+        self.stale = false;
+        self.sampled = false;
+        self.started = s.started;
+        self.done_from_ns = s.done_from_ns();
+        if self.started {
+            self.row = flow_row(s);
+        }
+    }
 }
 
 /// The sampler's entries, one per flow, in flow order.
@@ -55,6 +79,7 @@ impl FlowRows {
         let e = Entry {
             row: [0; 11],
             stale: true,
+            sampled: false,
             started: false,
             done_from_ns: 0,
         };
@@ -63,10 +88,19 @@ impl FlowRows {
         }
     }
 
-    /// The simulation called into flow `fi`'s sender: its entry must be re-read.
+    /// The simulation called into flow `fi`'s sender (and is done with it for this event): its
+    /// entry is re-read now if a sample has used it since it was last read, else marked stale.
     #[inline]
-    pub(super) fn touch(&mut self, fi: usize) {
-        self.entries[fi].stale = true;
+    pub(super) fn touch(&mut self, fi: usize, senders: &[TcpSender]) {
+        let e = &mut self.entries[fi];
+        if e.stale {
+            return;
+        }
+        if e.sampled {
+            e.read(&senders[fi]);
+        } else {
+            e.stale = true;
+        }
     }
 
     /// Flow `fi`'s row at `now` if the periodic sampler records it (started, not done), reading
@@ -75,13 +109,10 @@ impl FlowRows {
     pub(super) fn get(&mut self, fi: usize, senders: &[TcpSender], now: Ns) -> Option<&FlowRow> {
         let e = &mut self.entries[fi];
         if e.stale {
-            let s = &senders[fi];
-            e.stale = false;
-            e.started = s.started;
-            e.done_from_ns = s.done_from_ns();
-            if e.started {
-                e.row = flow_row(s);
-            }
+            e.read(&senders[fi]);
+        }
+        if !e.sampled {
+            e.sampled = true;
         }
         (e.started && now < e.done_from_ns).then_some(&e.row)
     }
