@@ -4,29 +4,30 @@ use crate::time::Ns;
 
 /// SRTT, RTTVAR and RTO per RFC 6298 §2, with exponential backoff (§5.5).
 #[derive(Clone, Debug)]
+#[repr(C)] // `srtt_ns` and `rto_ns` last, next to the connection's fields the sampler reads
 pub struct RttEstimator {
-    /// Smoothed RTT, 0 before the first sample.
-    pub srtt_ns: Ns,
-    /// RTT variation.
-    pub rttvar_ns: Ns,
-    /// Smallest sample seen, 0 before the first sample.
-    pub min_rtt_ns: Ns,
-    /// Latest sample.
-    pub latest_ns: Ns,
-    /// Current RTO including backoff.
-    pub rto_ns: Ns,
+    /// Every sample, for the flow's RTT percentiles (latency under load).
+    pub hist: crate::hist::DelayHistogram,
     /// Timeouts since the last sample (FreeBSD `t_rxtshift`).
     pub rxtshift: u32,
     /// Samples taken (FreeBSD `t_rttupdated`).
     pub samples: u64,
+    /// Latest sample.
+    pub latest_ns: Ns,
+    /// RTT variation.
+    pub rttvar_ns: Ns,
+    /// Smallest sample seen, 0 before the first sample.
+    pub min_rtt_ns: Ns,
     min_rto_ns: Ns,
     max_rto_ns: Ns,
     granularity_ns: Ns,
     /// Added to every computed RTO before the bounds (FreeBSD tcp_timer.h TCPT_RANGESET adds
     /// tcp_rexmit_slop, TCPTV_CPU_VAR = 200 ms); 0 for RFC 6298 and Linux.
     pub slop_ns: Ns,
-    /// Every sample, for the flow's RTT percentiles (latency under load).
-    pub hist: crate::hist::DelayHistogram,
+    /// Smoothed RTT, 0 before the first sample.
+    pub srtt_ns: Ns,
+    /// Current RTO including backoff.
+    pub rto_ns: Ns,
 }
 
 impl RttEstimator {

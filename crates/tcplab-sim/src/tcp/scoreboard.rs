@@ -87,7 +87,17 @@ impl Seg {
 
 /// Per-segment state of [snd_una, snd_max) and the aggregate counters RFC 6675 needs.
 #[derive(Default, Debug)]
+#[repr(C)] // the byte counters first: the sampler reads them (`pipe`) after a sender's ACKs
 pub struct Scoreboard {
+    /// Bytes SACKed.
+    pub sacked_bytes: u64,
+    /// Bytes marked lost and not SACKed.
+    pub lost_bytes: u64,
+    /// Bytes retransmitted, not SACKed, and not marked lost again.
+    pub retrans_bytes: u64,
+    /// Without SACK: segments presumed to have left the network, one per duplicate ACK
+    /// (Linux `tcp_add_reno_sack`), counted in MSS units.
+    pub reno_sacked_segs: u64,
     segs: VecDeque<Seg>,
     /// SACKed ranges, sorted and merged.
     sacked_ranges: RangeSet,
@@ -105,15 +115,6 @@ pub struct Scoreboard {
     /// not a sequence number, so that finding it costs no search of the window; a split
     /// before it only makes it point one segment early, which is harmless.)
     rack_next: u64,
-    /// Bytes SACKed.
-    pub sacked_bytes: u64,
-    /// Bytes marked lost and not SACKed.
-    pub lost_bytes: u64,
-    /// Bytes retransmitted, not SACKed, and not marked lost again.
-    pub retrans_bytes: u64,
-    /// Without SACK: segments presumed to have left the network, one per duplicate ACK
-    /// (Linux `tcp_add_reno_sack`), counted in MSS units.
-    pub reno_sacked_segs: u64,
     /// Everything below this sequence number has been examined for loss.
     lost_mark: u64,
     /// RFC 6675 HighRxt: retransmission search starts here.

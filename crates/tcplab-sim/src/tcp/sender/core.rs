@@ -26,57 +26,43 @@ use std::rc::Rc;
 /// the ACK path (intake, CC hooks, the output loop and `emit`) and the simulation's calls after
 /// it (timer deadline, sampler row) read or write comes first, together, and what only setup,
 /// recovery, timeouts or the records read comes after it. `tests::hot_fields_come_first` holds
-/// the first group to its size.
+/// the first group to its size. Within the first group, what the 1 ms sampler reads of a flow
+/// after its ACKs (`sim::sampler::flow_row`, `done_from_ns`, lines evicted again by then) is
+/// adjacent: the RTT estimator's `srtt_ns` and `rto_ns` (its last fields), the scalars below,
+/// the CC window (`v`'s first field).
 #[repr(C)] // fields in this order: see above and the comments on the groups
 pub struct Conn {
     // ---- Hot: read or written on every ACK or every segment sent. ----
+    /// RTT estimator and RTO.
+    pub rtt: RttEstimator,
+    // What the sampler reads, from here to `v.win`:
     /// Oldest unacknowledged byte.
     pub snd_una: u64,
     /// Next new byte to send (= snd_max: retransmissions come from the scoreboard, never by
     /// rewinding snd_nxt).
     pub snd_nxt: u64,
-    /// Peer's advertised window, bytes.
-    pub snd_wnd: u64,
     /// Bytes the application has written into the socket.
     pub written: u64,
     /// Sender maximum segment size, bytes.
     pub mss: u64,
-    /// The send buffer's current size (grows with cwnd when the stack autotunes it).
-    pub(super) sndbuf_now: u64,
-    pub(super) sndbuf: u64,
-    pub(super) write_bytes: u64,
     /// When the application starts.
     pub start_ns: Ns,
-    /// Most bytes outstanding since the round began (Linux tp->max_packets_out).
-    pub(super) max_out: u64,
-    pub(super) round_end: u64,
-    pub(super) pace_next: Ns,
     /// Payload bytes sent, retransmissions included.
     pub bytes_sent: u64,
     /// Segments retransmitted.
     pub retrans_segs: u64,
-    /// Bytes this host has queued below TCP (its NIC FIFO), set by the simulation before each
-    /// call into the sender.
-    pub nic_backlog: u64,
-    pub(super) rto_deadline: Option<Ns>,
-    pub(super) last_send: Option<Ns>,
-    /// When the NIC queue will have drained enough to send again (set by the simulation).
-    pub tsq_wake: Option<Ns>,
     /// Loss-recovery state.
     pub state: State,
     pub(super) app: AppConfig,
+    /// When all of a fixed-size transfer was acknowledged.
+    pub completed_at: Option<Ns>,
     /// The stack's resolved configuration ([`crate::stack::resolve`]), immutable, shared by the
     /// flows with the same one.
     pub(super) profile: Rc<StackProfile>,
-    pub(super) cc: crate::cc::Cc,
-    /// Flow index.
-    pub flow: u32,
-    pub(super) dst: u32,
-    pub(super) dupacks: u32,
-    pub(super) timestamps: bool,
-    pub(super) sack: bool,
     /// Whether the application has started.
     pub started: bool,
+    pub(super) timestamps: bool,
+    pub(super) sack: bool,
     /// Whether to keep `sends` (off by default: a row per ACK-clocked send is a lot of rows).
     pub record_sends: bool,
     /// Whether the last output stopped on the small-queue limit (Linux TSQ_THROTTLED).
@@ -86,10 +72,31 @@ pub struct Conn {
     pub(super) owns_cwnd: bool,
     /// Whether the CC asks the stack to pace (Linux SK_PACING_NEEDED: BBR).
     pub(super) cc_paces: bool,
-    /// The CC window and the inputs the stack sets for the hooks.
+    /// The CC window (read by the sampler) and the inputs the stack sets for the hooks.
     pub v: ConnCc,
-    /// RTT estimator and RTO.
-    pub rtt: RttEstimator,
+    /// Peer's advertised window, bytes.
+    pub snd_wnd: u64,
+    /// The send buffer's current size (grows with cwnd when the stack autotunes it).
+    pub(super) sndbuf_now: u64,
+    pub(super) sndbuf: u64,
+    pub(super) write_bytes: u64,
+    /// Most bytes outstanding since the round began (Linux tp->max_packets_out).
+    pub(super) max_out: u64,
+    pub(super) round_end: u64,
+    pub(super) pace_next: Ns,
+    /// Bytes this host has queued below TCP (its NIC FIFO), set by the simulation before each
+    /// call into the sender.
+    pub nic_backlog: u64,
+    pub(super) rto_deadline: Option<Ns>,
+    pub(super) last_send: Option<Ns>,
+    /// When the NIC queue will have drained enough to send again (set by the simulation).
+    pub tsq_wake: Option<Ns>,
+    pub(super) cc: crate::cc::Cc,
+    /// Flow index.
+    pub flow: u32,
+    pub(super) dst: u32,
+    pub(super) dupacks: u32,
+    /// The scoreboard (its byte counters, which the sampler's `pipe` reads, first).
     pub(super) sb: Scoreboard,
     /// Events since the simulation last drained them, with the state at that instant (the
     /// simulation looks at it after every call into the sender).
@@ -98,8 +105,6 @@ pub struct Conn {
     pub sends: Vec<Send>,
     /// ECN state (RFC 3168), inert when the connection did not negotiate ECN.
     pub ecn: super::ecn::EcnState,
-    /// When all of a fixed-size transfer was acknowledged (`done_from_ns` reads it).
-    pub completed_at: Option<Ns>,
     // ---- Cold: connection setup, recovery, timeouts, delivery rates (read only by a module
     // that owns cwnd), and counters only the records read. ----
     pub(super) rate: RateState,
@@ -768,6 +773,7 @@ impl Conn {
 /// The CC variables a connection keeps: the window hooks may change and the inputs the stack
 /// sets for them. A hook's [`CcView`] is built from these and the connection by [`Conn::view`].
 #[derive(Clone, Debug)]
+#[repr(C)] // the window first, next to the connection's fields the sampler reads (see `Conn`)
 pub struct ConnCc {
     /// What hooks may change.
     pub win: Window,
