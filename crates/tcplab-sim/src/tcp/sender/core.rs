@@ -24,14 +24,31 @@ use std::rc::Rc;
 /// is rarely in cache when its next ACK comes, and every cache line an ACK touches is a miss; in
 /// Rust's own order the fields one ACK reads were spread over nearly all of the struct. So what
 /// the ACK path (intake, CC hooks, the output loop and `emit`) and the simulation's calls after
-/// it (timer deadline, sampler row) read or write comes first, together, and what only setup,
-/// recovery, timeouts or the records read comes after it. `tests::hot_fields_come_first` holds
-/// the first group to its size. Within the first group, what the 1 ms sampler reads of a flow
-/// after its ACKs (`sim::sampler::flow_row`, `done_from_ns`, lines evicted again by then) is
-/// adjacent: the RTT estimator's `srtt_ns` and `rto_ns` (its last fields), the scalars below,
-/// the CC window (`v`'s first field).
+/// it (timer deadline, sampler row) read or write is together, last, and what only setup,
+/// recovery, timeouts or the records read comes before it. `linux::tests::hot_fields_come_last`
+/// holds the hot group, with the stack's state after it, to its lines. Within the hot group,
+/// what the 1 ms sampler reads of a flow after its ACKs (`sim::sampler::flow_row`,
+/// `done_from_ns`, lines evicted again by then) is adjacent: the RTT estimator's `srtt_ns` and
+/// `rto_ns` (its last fields), the scalars below, the CC window (`v`'s first field).
 #[repr(C)] // fields in this order: see above and the comments on the groups
 pub struct Conn {
+    // ---- Cold: connection setup, recovery, timeouts, delivery rates (read only by a module
+    // that owns cwnd), and counters only the records read. First, so that the hot group and the
+    // stack's state after the core make one run (see `TcpSender`). ----
+    pub(super) rate: RateState,
+    /// Connection setup (SYN_SENT until the SYN-ACK; `Connect::Established`: never).
+    pub hs: super::connect::Client,
+    /// RecoveryPoint of the last recovery or RTO: no new reduction until it is passed
+    /// (RFC 6582 §3.2 step 1, RFC 6675 §5 step 2).
+    pub(super) recover_guard: Option<u64>,
+    /// Segments and bytes sent while in fast recovery, over the connection's life; a recovery
+    /// component counts its episode's sends (prr_out) from the values at its entry.
+    pub(super) recovery_out_segs: u64,
+    pub(super) recovery_out_bytes: u64,
+    /// Retransmission timeouts.
+    pub rto_count: u64,
+    /// Fast recoveries entered.
+    pub recoveries: u64,
     // ---- Hot: read or written on every ACK or every segment sent. ----
     /// RTT estimator and RTO.
     pub rtt: RttEstimator,
@@ -105,22 +122,6 @@ pub struct Conn {
     pub sends: Vec<Send>,
     /// ECN state (RFC 3168), inert when the connection did not negotiate ECN.
     pub ecn: super::ecn::EcnState,
-    // ---- Cold: connection setup, recovery, timeouts, delivery rates (read only by a module
-    // that owns cwnd), and counters only the records read. ----
-    pub(super) rate: RateState,
-    /// Connection setup (SYN_SENT until the SYN-ACK; `Connect::Established`: never).
-    pub hs: super::connect::Client,
-    /// RecoveryPoint of the last recovery or RTO: no new reduction until it is passed
-    /// (RFC 6582 §3.2 step 1, RFC 6675 §5 step 2).
-    pub(super) recover_guard: Option<u64>,
-    /// Segments and bytes sent while in fast recovery, over the connection's life; a recovery
-    /// component counts its episode's sends (prr_out) from the values at its entry.
-    pub(super) recovery_out_segs: u64,
-    pub(super) recovery_out_bytes: u64,
-    /// Retransmission timeouts.
-    pub rto_count: u64,
-    /// Fast recoveries entered.
-    pub recoveries: u64,
 }
 
 impl Conn {
@@ -856,96 +857,5 @@ impl std::ops::Deref for ConnCc {
 impl std::ops::DerefMut for ConnCc {
     fn deref_mut(&mut self) -> &mut CcInputs {
         &mut self.inputs
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::super::TcpSender;
-    use super::Conn;
-    use std::mem::{align_of, offset_of, size_of};
-
-    fn size_of_field<T>(_: impl Fn(&Conn) -> &T) -> usize {
-        size_of::<T>()
-    }
-
-    #[test]
-    fn hot_fields_come_first() {
-        macro_rules! end {
-            ($($f:ident),*) => { [$(offset_of!(Conn, $f) + size_of_field(|c: &Conn| &c.$f)),*] };
-        }
-        macro_rules! start {
-            ($($f:ident),*) => { [$(offset_of!(Conn, $f)),*] };
-        }
-        // What the ACK path and the simulation's calls after it read or write ...
-        let hot_end = *end!(
-            snd_una,
-            snd_nxt,
-            snd_wnd,
-            written,
-            mss,
-            sndbuf_now,
-            sndbuf,
-            write_bytes,
-            start_ns,
-            max_out,
-            round_end,
-            pace_next,
-            bytes_sent,
-            retrans_segs,
-            nic_backlog,
-            rto_deadline,
-            last_send,
-            tsq_wake,
-            state,
-            app,
-            profile,
-            cc,
-            flow,
-            dst,
-            dupacks,
-            timestamps,
-            sack,
-            started,
-            record_sends,
-            tsq_throttled,
-            owns_cwnd,
-            cc_paces,
-            v,
-            rtt,
-            sb,
-            events,
-            sends,
-            ecn,
-            completed_at
-        )
-        .iter()
-        .max()
-        .unwrap();
-        // ... comes before what only setup, recovery, timeouts and the records read ...
-        let cold_start = *start!(
-            rate,
-            hs,
-            recover_guard,
-            recovery_out_segs,
-            recovery_out_bytes,
-            rto_count,
-            recoveries
-        )
-        .iter()
-        .min()
-        .unwrap();
-        assert!(
-            hot_end <= cold_start,
-            "hot fields end at {hot_end}, cold start at {cold_start}"
-        );
-        // ... and with the stack's state before it, is one run of at most 16 cache lines from
-        // the sender's start, which is on a line: at most 16 line fetches per ACK (Rust's own
-        // order spread them over ~20). The enum-dispatch build (`static-cc`) holds the CC
-        // module's state in place of the 16-byte box pointer: hot as well, not counted here.
-        let cc_inline = size_of::<crate::cc::Cc>() - 16;
-        let run = offset_of!(TcpSender, core) + hot_end - cc_inline;
-        assert!(run <= 16 * 64, "{run} bytes");
-        assert_eq!(align_of::<TcpSender>(), 64);
     }
 }

@@ -15,12 +15,14 @@ use crate::cc::CongSignal;
 use crate::packet::Packet;
 use crate::time::{earliest, Ns};
 
-/// The linux stack's own state: its recovery components.
+/// The linux stack's own state: its recovery components, what every ACK reads or writes (RACK,
+/// TLP) first, then what only recovery does (PRR, the rescue retransmission): see `TcpSender`.
+#[repr(C)]
 pub(super) struct LinuxStack {
-    rfc6675: Rfc6675,
-    prr: LinuxPrr,
     rack: Rack,
     tlp: Tlp,
+    rfc6675: Rfc6675,
+    prr: LinuxPrr,
 }
 
 impl LinuxStack {
@@ -227,5 +229,109 @@ impl LinuxStack {
             }
         }
         self.output(c, now, out, next_id);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::core::Conn;
+    use super::super::TcpSender;
+    use super::{LinuxStack, Tlp};
+    use std::mem::{align_of, offset_of, size_of};
+
+    fn size_of_field<T>(_: impl Fn(&Conn) -> &T) -> usize {
+        size_of::<T>()
+    }
+
+    /// `Conn`'s hot group comes last and the stack's per-ACK state right after it, so that what a
+    /// Linux sender's ACK touches is one run of at most 15 cache lines (Rust's own order spread
+    /// it over ~20 of 21).
+    #[test]
+    fn hot_fields_come_last() {
+        macro_rules! ends {
+            ($($f:ident),*) => { [$(offset_of!(Conn, $f) + size_of_field(|c: &Conn| &c.$f)),*] };
+        }
+        macro_rules! starts {
+            ($($f:ident),*) => { [$(offset_of!(Conn, $f)),*] };
+        }
+        // What the ACK path and the simulation's calls after it read or write ...
+        macro_rules! hot {
+            ($m:ident) => {
+                $m!(
+                    rtt,
+                    snd_una,
+                    snd_nxt,
+                    written,
+                    mss,
+                    start_ns,
+                    bytes_sent,
+                    retrans_segs,
+                    state,
+                    app,
+                    completed_at,
+                    profile,
+                    started,
+                    timestamps,
+                    sack,
+                    record_sends,
+                    tsq_throttled,
+                    owns_cwnd,
+                    cc_paces,
+                    v,
+                    snd_wnd,
+                    sndbuf_now,
+                    sndbuf,
+                    write_bytes,
+                    max_out,
+                    round_end,
+                    pace_next,
+                    nic_backlog,
+                    rto_deadline,
+                    last_send,
+                    tsq_wake,
+                    cc,
+                    flow,
+                    dst,
+                    dupacks,
+                    sb,
+                    events,
+                    sends,
+                    ecn
+                )
+            };
+        }
+        let hot_start = *hot!(starts).iter().min().unwrap();
+        let hot_end = *hot!(ends).iter().max().unwrap();
+        // ... comes after what only setup, recovery, timeouts and the records read ...
+        let cold = ends!(
+            rate,
+            hs,
+            recover_guard,
+            recovery_out_segs,
+            recovery_out_bytes,
+            rto_count,
+            recoveries
+        );
+        assert!(
+            cold.iter().all(|&e| e <= hot_start),
+            "{cold:?}, hot from {hot_start}"
+        );
+        // ... and ends the core (but for padding), so the stack's state follows it ...
+        assert!(size_of::<Conn>() - hot_end < align_of::<Conn>());
+        assert_eq!(offset_of!(TcpSender, stack), size_of::<Conn>());
+        // ... whose per-ACK part (the tag, RACK and TLP state) comes first.
+        let tag = align_of::<LinuxStack>(); // `repr(u8)`: the component after a one-byte tag
+        let stack_hot_end = tag + offset_of!(LinuxStack, tlp) + size_of::<Tlp>();
+        assert!(offset_of!(LinuxStack, rfc6675) >= stack_hot_end - tag);
+        assert!(offset_of!(LinuxStack, prr) >= stack_hot_end - tag);
+        let run_start = offset_of!(TcpSender, core) + hot_start;
+        let run_end = offset_of!(TcpSender, stack) + stack_hot_end;
+        assert_eq!(align_of::<TcpSender>(), 64);
+        // The enum-dispatch build (`static-cc`) holds the CC module's state in place of the
+        // 16-byte box pointer, inside the run: hot as well, its lines not counted here.
+        if cfg!(not(feature = "static-cc")) {
+            let lines = (run_end - 1) / 64 - run_start / 64 + 1;
+            assert!(lines <= 15, "{lines} lines: bytes {run_start}..{run_end}");
+        }
     }
 }

@@ -160,7 +160,9 @@ pub struct Send {
 }
 
 /// Each stack's own component, matched in place (no vtable): adding a stack is a file with its
-/// struct and a variant here, chosen by [`Stack::for_profile`].
+/// struct and a variant here, chosen by [`Stack::for_profile`]. `repr(u8)`: the tag first, then
+/// the component, whose per-ACK state comes first (see `TcpSender`).
+#[repr(u8)]
 enum Stack {
     Rfc(rfc::RfcStack),
     Linux(linux::LinuxStack),
@@ -195,12 +197,13 @@ impl Stack {
 /// One TCP sender: the connection core and its stack. The core's public fields (`v`, `snd_una`,
 /// `events`, ...) read through the sender.
 ///
-/// Aligned to a cache line, the stack's state first and then the core, whose hot fields come
-/// first ([`Conn`]): what an ACK touches is one run of whole cache lines from the sender's start.
+/// Aligned to a cache line, the core first, whose hot fields come last ([`Conn`]), then the
+/// stack's state, whose per-ACK part comes first (the Linux stack's RACK and TLP state before its
+/// PRR and rescue state, used only in recovery): what an ACK touches is one run of cache lines.
 #[repr(C, align(64))]
 pub struct TcpSender {
-    stack: Stack,
     core: Conn,
+    stack: Stack,
 }
 
 impl std::ops::Deref for TcpSender {
