@@ -202,18 +202,8 @@ mod tests {
         let mut rng = crate::rng::Rng::new(seed);
         let mut reference: Vec<(Ns, u64, Action)> = Vec::new();
         let mut seq = 0u64;
-        let actions = |i: u32| match i % 10 {
-            0 => Action::PipeArrive(i),
-            1 => Action::FlowStart(i),
-            2 => Action::SenderTimer(i),
-            3 => Action::ReceiverTimer(i),
-            4 => Action::UdpSend(i),
-            5 => Action::ProbeSend(i),
-            6 => Action::Sample,
-            7 => Action::FlowInterval(i),
-            8 => Action::PortInterval,
-            _ => Action::PortDequeue(i),
-        };
+        // Every variant in turn, with index i (the packing itself: every_action_survives_packing).
+        let actions = |i: u32| Action::unpack((i % 10) << 28 | i);
         for i in 0..steps {
             let now = reference.first().map_or(0, |e| e.0);
             let r = rng.below(2 + push_weight);

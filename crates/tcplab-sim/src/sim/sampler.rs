@@ -111,9 +111,7 @@ impl FlowRows {
         if e.stale {
             e.read(&senders[fi]);
         }
-        if !e.sampled {
-            e.sampled = true;
-        }
+        e.sampled = true;
         (e.started && now < e.done_from_ns).then_some(&e.row)
     }
 
