@@ -50,7 +50,8 @@ def t4(tmp_path_factory) -> Path:
 
 
 def test_the_page_inlines_dygraphs_1_1_1_from_the_pinned_pypi_package(t1):
-    pins = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())["project"]["dependencies"]
+    pyproject = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())
+    pins = pyproject["project"]["dependencies"]
     assert "dygraphs==0.0.14" in pins and metadata.version("dygraphs") == "0.0.14"
     js = interactive.dygraphs_js()
     assert js is not None and js.is_relative_to(Path(metadata.distribution("dygraphs").locate_file(""))), js
@@ -59,6 +60,13 @@ def test_the_page_inlines_dygraphs_1_1_1_from_the_pinned_pypi_package(t1):
     assert b'VERSION="1.1.1"' in text and b"MIT-licensed" in text.splitlines()[0]
     page = (t1 / "report.html").read_text()
     assert f"<script>{text.decode()}</script>" in page and "/usr/share" not in page
+
+
+def test_without_the_dygraphs_package_the_charts_section_names_it(monkeypatch):
+    monkeypatch.setattr(interactive, "DYGRAPHS_DIST", "tcplab-test-no-such-distribution")
+    assert interactive.dygraphs_js() is None
+    text = interactive.section(model=None)  # the model is not read when the library is missing
+    assert "Interactive charts need the <code>tcplab-test-no-such-distribution</code> package" in text
 
 
 def test_t1_report_panels_zoom_together_hover_toggle_and_episodes(browser, t1, shots):

@@ -50,9 +50,10 @@ def section(model: PageModel, title: str = "Charts") -> str:
     js = dygraphs_js()
     if js is None:  # only an install that skipped tcplab's dependencies (pip --no-deps) lands here
         return (f'<section id="charts"><h2>{html.escape(title)}</h2><p class="bad">Interactive charts need the '
-                f"<code>{DYGRAPHS_DIST}</code> package, a dependency of tcplab ({DYGRAPHS_FILE} is missing): install "
-                f"tcplab with its dependencies (not <code>pip --no-deps</code>), then <code>tcplab plot RUN</code> or re-run. "
-                f"<code>tcplab plot RUN --what cwnd</code> draws static charts.</p></section>")
+                f"<code>{DYGRAPHS_DIST}</code> package, a dependency of tcplab ({DYGRAPHS_FILE} is missing): "
+                f"install tcplab with its dependencies (not <code>pip --no-deps</code>), then "
+                f"<code>tcplab plot RUN</code> or re-run. <code>tcplab plot RUN --what cwnd</code> draws static charts."
+                f"</p></section>")
     blobs = "".join(f'<script type="application/json" id="blob-{k}">{text}</script>' for k, text in model.blobs.texts())
     tseq = '<section id="tseq-section"><h2>Time-sequence graphs</h2></section>' if model.tseq else ""
     return (f'<style>{CSS}</style><section id="charts"><h2>{html.escape(title)}</h2>'
