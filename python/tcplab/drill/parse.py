@@ -167,6 +167,8 @@ def _packet(path: str, line: int, text: str) -> Packet:
         raise ScriptError(path, line, "inconsistent TCP sequence numbers and payload size")
     ecn = _ip_info(path, line, ip_info)
     ack, win, options = _packet_tail(path, line, rest.strip())
+    if direction == "<" and win is None:
+        raise ScriptError(path, line, "window must be specified for inbound packets")
     return Packet(direction, "" if flags == "-" else flags, seq_i, end_i, len_i, ack, win, options, ecn)
 
 

@@ -76,6 +76,10 @@ class Call:
     arg: Any
 
 
+class Text(str):
+    """A quoted string argument (a bare word is a symbol, a plain str)."""
+
+
 #: The `...` of a system call line (any value).
 ELLIPSIS = "..."
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from .syntax import ELLIPSIS, Call, Struct
+from .syntax import ELLIPSIS, Call, Struct, Text
 
 _TOKEN = re.compile(r"\s*(\.\.\.|0x[0-9a-fA-F]+|-?\d+|[A-Za-z_][A-Za-z0-9_]*|\"(?:[^\"\\]|\\.)*\"|[\[\]{}(),=|])")
 
@@ -61,7 +61,7 @@ class _Reader:
         if t == ELLIPSIS:
             return ELLIPSIS
         if t.startswith('"'):
-            return bytes(t[1:-1], "utf-8").decode("unicode_escape")
+            return Text(bytes(t[1:-1], "utf-8").decode("unicode_escape"))
         if t.startswith("0x"):
             return int(t, 16)
         if t.lstrip("-").isdigit():
