@@ -93,8 +93,9 @@ def run_script(path: str, script: Script, timeout_s: float) -> Result:
     if os.geteuid() != 0:
         return Result(path, "kernel", "unsupported", None, "the kernel target needs root (network namespaces, TUN)")
     saved = _save_host_params()
+    # Its own session: the child, its namespace and any command it runs are killed as one group.
     child = subprocess.Popen([sys.executable, "-m", "tcplab.drill.kernel", path], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)
+                             stderr=subprocess.PIPE, text=True, start_new_session=True)
     old_term = signal.signal(signal.SIGTERM, _raise_interrupt) if _main_thread() else None
     try:
         out, err = child.communicate(timeout=timeout_s)
@@ -108,6 +109,7 @@ def run_script(path: str, script: Script, timeout_s: float) -> Result:
         if old_term is not None:
             signal.signal(signal.SIGTERM, old_term)
         _restore_host_params(saved)
+        _remove_restore_file(child.pid)
     return _child_result(path, out, err, child.returncode)
 
 
@@ -122,7 +124,10 @@ def _raise_interrupt(signum, frame):  # noqa: ANN001 - a signal handler
 
 
 def _kill(child: subprocess.Popen) -> None:
-    child.kill()
+    try:
+        os.killpg(child.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
     child.wait()
 
 
@@ -160,7 +165,7 @@ def _child(path: str) -> dict:
     except netdev.NetdevError as e:
         return {"result": "unsupported", "line": None, "reason": str(e)}
     finally:
-        _remove_restore_file()
+        _remove_restore_file(os.getpid())
     return {"result": "pass", "line": None, "reason": "; ".join([n for n in [note] if n] + engine.notes)}
 
 
@@ -179,10 +184,10 @@ def _congestion(script: Script) -> tuple[str | None, str]:
     return want, f"{want} set per socket (TCP_CONGESTION): the namespace's default is {now}"
 
 
-def _remove_restore_file() -> None:
-    """set_sysctls.py leaves /tmp/sysctl_restore_<our pid>.sh; the namespace is gone, so is its use."""
+def _remove_restore_file(pid: int) -> None:
+    """set_sysctls.py leaves /tmp/sysctl_restore_<runner pid>.sh; with the namespace gone it has no use."""
     try:
-        os.unlink(f"/tmp/sysctl_restore_{os.getpid()}.sh")
+        os.unlink(f"/tmp/sysctl_restore_{pid}.sh")
     except OSError:
         pass
 
