@@ -17,9 +17,11 @@ import pytest
 from tcplab.drill import parse_file, parse_text
 from tcplab.drill.syntax import ABSOLUTE, ANY, RELATIVE, RELATIVE_RANGE, Code, Packet, ScriptError, Shell, Syscall, TcpOption
 
-from .conftest import REPO, tcplab
+from conftest import REPO, tcplab
 
-SHARED = REPO.parent / "shared" / "packetdrill"  # reads ../shared/packetdrill
+# ../shared/packetdrill from the main checkout; a worktree one folder deeper finds it further up.
+SHARED = next((d / "shared" / "packetdrill" for d in REPO.parents if (d / "shared" / "packetdrill").is_dir()),
+              REPO.parent / "shared" / "packetdrill")
 LINUX, GOOGLE = SHARED / "linux-selftests", SHARED / "google"
 
 
@@ -40,7 +42,7 @@ def test_https_client_events_exactly():
     assert s.cleanup == Shell("/tmp/sysctl_restore_${PPID}.sh")
     head = [(e.line, e.time.kind, e.time.start_us, e.body) for e in s.events[:6]]
     assert head == [
-        (10, ABSOLUTE, 0, Syscall("socket", ("...", "SOCK_STREAM", "IPPROTO_TCP"), 3)),
+        (10, ABSOLUTE, 0, Syscall("socket", ("...", "SOCK_STREAM", "IPPROTO_TCP"), 4)),
         (11, RELATIVE, 0, Syscall("fcntl", (4, "F_SETFL", ("|", "O_RDWR", "O_NONBLOCK")), 0)),
         (12, RELATIVE, 0, Syscall("setsockopt", (4, "SOL_TCP", "TCP_NODELAY", [1], 4), 0)),
         (14, RELATIVE, 0, Syscall("connect", (4, "...", "..."), -1, "EINPROGRESS")),
@@ -51,7 +53,8 @@ def test_https_client_events_exactly():
             TcpOption("mss", (974,)), TcpOption("nop"), TcpOption("nop"), TcpOption("sackOK"), TcpOption("nop"),
             TcpOption("wscale", (7,))))),
     ]
-    assert len(s.events) == 17
+    assert len(s.events) == 20
+    assert s.events[-1].body == Packet("<", ".", 1, 1, 0, 2571, 229)
 
 
 def test_times_ranges_and_blocking_calls():
@@ -86,7 +89,8 @@ BAD = [
      "inconsistent TCP sequence numbers and payload size"),
     ("* write(3, ..., 10) = 10\n", 1, "event time <star> can only be used with outbound packets"),
     ("0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3\n+0 `sysctl -q x=1\n", 2, "unterminated command"),
-    ("0 setsockopt(3, SOL_SOCKET, SO_REUSEADDR, [1, 4) = 0\n", 1, "syntax error in setsockopt(): expected ',' or ']', got )"),
+    ("0 setsockopt(3, SOL_SOCKET, SO_REUSEADDR, [1, 4) = 0\n+0 close(3) = 0\n", 1, "unbalanced brackets at end of file"),
+    ("0 setsockopt(3, SOL_SOCKET, SO_REUSEADDR, [1 4], 4) = 0\n", 1, "syntax error in setsockopt(): expected ',' or ']', got 4"),
 ]
 
 
@@ -120,14 +124,16 @@ def test_model_targets_answer_unsupported_and_json_is_not_overwritten(tmp_path):
         "error: unknown target 'bsd': use kernel, linux, freebsd, freebsd-rack, rfc"
 
 
-def test_kernel_target_reports_what_it_cannot_run():
+def test_kernel_target_reports_what_it_cannot_run(tmp_path):
     """Reads ../shared/packetdrill: IPv6 and FreeBSD-only scripts are unsupported, with the reason."""
-    out = tcplab("drill", str(LINUX / "tcp_syncookies_ip6_9k.pkt"),
-                 str(SHARED / "freebsd-tcp-testsuite" / "snd-syn" / "snd-syn-rtx-keepinit-ipv4.pkt"))
+    bsd = SHARED / "freebsd-tcp-testsuite" / "snd-syn" / "snd-syn-rtx-keepinit-ipv4.pkt"
+    out = tcplab("drill", str(LINUX / "tcp_syncookies_ip6_9k.pkt"), str(bsd), "--json", str(tmp_path / "r.json"))
     assert out.returncode == 0, out.stderr
-    assert "unsupported │      │ --ip_version=ipv6: the kernel target runs IPv4 scripts only" in out.stdout
-    assert "FreeBSD sysctl (net.inet.*, kern.ipc.*): no such setting on Linux" in out.stdout
     assert "kernel: 0 pass, 0 fail, 2 unsupported" in out.stdout
+    rows = json.loads((tmp_path / "r.json").read_text())
+    assert [(r["result"], r["line"], r["reason"]) for r in rows] == [
+        ("unsupported", None, "--ip_version=ipv6: the kernel target runs IPv4 scripts only"),
+        ("unsupported", 40, "FreeBSD sysctl (net.inet.*, kern.ipc.*): no such setting on Linux")]
 
 
 #: What this kernel (Linux 6.18, HZ=250, no sch_fq) fails, and why (docs/drill.md).
@@ -148,6 +154,24 @@ GOOGLE_FAILS = {
 }
 
 
+#: RACK's reordering timer at HZ=250 fires on a 4 ms jiffy edge that lands within a few hundred µs of
+#: the script's tolerance bound, so these pass or fail from run to run (docs/drill.md).
+HZ_RACES = {"tcp_sack_sack-shift-sacked-7-3-4-8-9-fack.pkt", "sack-shift-sacked-7-3-4-8-9-fack.pkt"}
+
+
+def _check_suite(v: dict[str, dict], known_fails: dict[str, str], passes: int) -> None:
+    """`passes` pass unless an HZ race lost; the failures are the known ones (and what raced)."""
+    fails = {n: r for n, r in v.items() if r["result"] == "fail"}
+    raced = set(fails) & HZ_RACES
+    assert set(fails) - raced == set(known_fails), {n: r["reason"] for n, r in fails.items()}
+    assert sum(r["result"] == "pass" for r in v.values()) == passes - len(raced)
+    for name, start in known_fails.items():
+        assert fails[name]["reason"].startswith(start), fails[name]
+        assert isinstance(fails[name]["line"], int)
+    for name in raced:
+        assert fails[name]["reason"].startswith("timing error: expected outbound packet"), fails[name]
+
+
 @pytest.fixture(scope="module")
 def kernel_verdicts(tmp_path_factory) -> list[dict]:
     """Reads ../shared/packetdrill: both Linux suites on this kernel, once (about two minutes)."""
@@ -164,32 +188,24 @@ def _verdicts(rows: list[dict], folder: Path) -> dict[str, dict]:
 @pytest.mark.slow
 def test_kernel_target_linux_selftests(kernel_verdicts):
     """Reads ../shared/packetdrill/linux-selftests: 25 of the 30 IPv4 scripts pass, as upstream
-    packetdrill gives on this kernel; the five failures are the known ones."""
+    packetdrill gives on this kernel (24 when the HZ race is lost); the five failures are the known ones."""
     v = _verdicts(kernel_verdicts, LINUX)
     assert len(v) == 32
     unsupported = {n for n, r in v.items() if r["result"] == "unsupported"}
     assert unsupported == {"tcp_advmss_pmtu_ipv6.pkt", "tcp_syncookies_ip6_9k.pkt"}
-    assert sum(r["result"] == "pass" for r in v.values()) == 25
-    fails = {n: r for n, r in v.items() if r["result"] == "fail"}
-    assert set(fails) == set(LINUX_FAILS)
-    for name, start in LINUX_FAILS.items():
-        assert fails[name]["reason"].startswith(start), fails[name]
-        assert isinstance(fails[name]["line"], int)
+    _check_suite(v, LINUX_FAILS, 25)
     assert v["tcp_slow_start_slow-start-ack-per-1pkt.pkt"]["reason"] == \
         "cubic set per socket (TCP_CONGESTION): the namespace's default is bbr"
 
 
 @pytest.mark.slow
 def test_kernel_target_google(kernel_verdicts):
-    """Reads ../shared/packetdrill/google: 35 of the 41 IPv4 scripts pass; the six failures are the known ones."""
+    """Reads ../shared/packetdrill/google: 35 of the 41 IPv4 scripts pass (34 when the HZ race is
+    lost); the six failures are the known ones."""
     v = _verdicts(kernel_verdicts, GOOGLE)
     assert len(v) == 42
     assert {n for n, r in v.items() if r["result"] == "unsupported"} == {"basic-v6.pkt"}
-    assert sum(r["result"] == "pass" for r in v.values()) == 35
-    fails = {n: r for n, r in v.items() if r["result"] == "fail"}
-    assert set(fails) == set(GOOGLE_FAILS)
-    for name, start in GOOGLE_FAILS.items():
-        assert fails[name]["reason"].startswith(start), fails[name]
+    _check_suite(v, GOOGLE_FAILS, 35)
     assert "../../common/defaults.sh read as" in v["no-coalesce-large.pkt"]["reason"]
 
 

@@ -26,12 +26,6 @@ from .syntax import ABSOLUTE_RANGE, ANY, RELATIVE, RELATIVE_RANGE, Code, Event, 
 
 BIND_PORT = 8080  # config.c: live_bind_port / live_connect_port
 FIRST_REMOTE_PORT = 48000
-# packetdrill anchors a relative time at "now" after the previous event, which for its C loop is
-# tens of µs after that event was due. This Python loop takes up to ~1 ms more; counted as script
-# time, it would shift events against the kernel's 4 ms jiffies (HZ=250) and flip scripts that race
-# a timer. So a previous event that finished within OVERHEAD_US of its due time anchors at its due
-# time; one that took longer (a call that blocked) anchors at its end, as in packetdrill.
-OVERHEAD_US = 1000
 
 
 class Failed(Exception):
@@ -70,7 +64,6 @@ class Engine:
         self.ts_map: dict[int, int] = {}
         self.start_us = 0
         self.last: tuple[int, bool] | None = None  # (script time, was an inbound packet)
-        self.sniffed_at_us: int | None = None  # the last event's packet left then (it was outbound)
         self.snapshots: list[tuple[int, dict[str, int]]] = []
         self.blocking: tuple[threading.Event, Event, list] | None = None
         self.blocker = _Blocker()
@@ -104,14 +97,8 @@ class Engine:
             return t.start_us, t.end_us, t.blocking_end_us
         if self.last is not None and self.last[1] and _is_inbound(ev):
             offset = self.last[0]
-        elif self.sniffed_at_us is not None:
-            # After an outbound packet: when it left, not when this loop got to it.
-            offset = self.sniffed_at_us
         else:
             offset = self.now_us()
-            if self.last is not None and offset - self.last[0] <= OVERHEAD_US:
-                offset = self.last[0]  # the previous event was due then; what follows is our overhead
-        self.sniffed_at_us = None
         block_end = t.blocking_end_us + offset if t.blocking_end_us is not None and t.kind == RELATIVE else t.blocking_end_us
         return t.start_us + offset, (t.end_us + offset if t.end_us is not None else None), block_end
 
@@ -227,7 +214,6 @@ class Engine:
             raise Failed(ev.line, f"{err}; script: {_describe(p)}; actual: {self._describe_seen(seen)}")
         self._learn_ts(p, seen)
         self.check_time(ev.line, ev.time.kind, start, end, seen.time_us - self.start_us, "outbound packet")
-        self.sniffed_at_us = seen.time_us - self.start_us
 
     def _sniff(self, timeout_s: float) -> packets.Seen | None:
         deadline = time.monotonic() + timeout_s
@@ -242,6 +228,8 @@ class Engine:
                 self.conn = Conn(local_port=seen.sport, remote_port=seen.dport)  # an active open
             if (seen.sport, seen.dport) != (self.conn.local_port, self.conn.remote_port):
                 continue  # not the connection under test (packetdrill ignores unknown sockets' packets)
+            if self.trace:
+                print(f"  sniffed at {(seen.time_us - self.start_us) / 1e6:.6f}: {self._describe_seen(seen)}", file=sys.stderr)
             return seen
 
     def _learn_ts(self, p: Packet, seen: packets.Seen) -> None:
@@ -296,7 +284,7 @@ class Engine:
             raise Failed(ev.line, f"Expected errno {call.errno} but got {err or 'success'}")
 
     def _shell(self, line: int, command: str) -> None:
-        env = dict(os.environ, PACKETDRILL_PID=str(os.getpid()))
+        env = dict(os.environ, PACKETDRILL_PID=str(os.getpid()), PATH=_root_path(os.environ.get("PATH", "")))
         folder = Path(self.script.path).resolve().parent
         command = helper_paths(command, folder, self.notes)
         p = subprocess.run(["/bin/sh", "-c", command], cwd=folder, env=env, capture_output=True, text=True)
@@ -323,6 +311,12 @@ class Engine:
                 raise Failed(line, f"assertion failed in Python code: {_assert_text(text, e)}") from None
             except Exception as e:  # noqa: BLE001 - the script's own Python: any error fails it, as packetdrill
                 raise Failed(line, f"error in Python code: {type(e).__name__}: {e}") from None
+
+
+def _root_path(path: str) -> str:
+    """PATH with the system folders root's shell has: the suites call sysctl, tc, ip, ethtool, nstat."""
+    parts = [p for p in path.split(":") if p]
+    return ":".join(parts + [p for p in ("/usr/local/sbin", "/usr/sbin", "/sbin", "/usr/bin", "/bin") if p not in parts])
 
 
 _HELPER = re.compile(r"(?<![\w/.$])(\.\.?/[\w./-]+)")

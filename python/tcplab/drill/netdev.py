@@ -10,6 +10,7 @@ import ctypes
 import fcntl
 import os
 import select
+import shutil
 import socket
 import struct
 import subprocess
@@ -50,7 +51,8 @@ def realtime() -> None:
 
 
 def _ip(*args: str) -> None:
-    p = subprocess.run(["ip", *args], capture_output=True, text=True)
+    ip = shutil.which("ip", path="/usr/sbin:/sbin:/usr/bin:/bin") or "ip"
+    p = subprocess.run([ip, *args], capture_output=True, text=True)
     if p.returncode != 0:
         raise NetdevError(f"ip {' '.join(args)}: {p.stderr.strip()}")
 
