@@ -134,6 +134,15 @@ def test_kernel_target_reports_what_it_cannot_run(tmp_path):
     assert [(r["result"], r["line"], r["reason"]) for r in rows] == [
         ("unsupported", None, "--ip_version=ipv6: the kernel target runs IPv4 scripts only"),
         ("unsupported", 40, "FreeBSD sysctl (net.inet.*, kern.ipc.*): no such setting on Linux")]
+    odd = tmp_path / "odd.pkt"
+    odd.write_text("--tcp_ts_tick_usecs=1000\n0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3\n+0 poll(3, 1) = 0\n")
+    out = tcplab("drill", str(odd), "--json", str(tmp_path / "odd.json"))
+    assert json.loads((tmp_path / "odd.json").read_text())[0]["reason"] == \
+        "--tcp_ts_tick_usecs is not supported by the kernel target"
+    odd.write_text("0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3\n+0 poll(3, 1) = 0\n")
+    out = tcplab("drill", str(odd), "--json", str(tmp_path / "odd2.json"))
+    assert [(r["line"], r["reason"]) for r in json.loads((tmp_path / "odd2.json").read_text())] == [
+        (2, "system call poll() is not supported by the kernel target")]
 
 
 #: What this kernel (Linux 6.18, HZ=250, no sch_fq) fails, and why (docs/drill.md).

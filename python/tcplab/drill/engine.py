@@ -51,7 +51,8 @@ class Conn:
 
 
 class Engine:
-    """One run: `run()` returns notes (what was applied on the script's behalf) or raises Failed."""
+    """One run: `run()` returns when the script passed, else raises Failed (or Unsupported);
+    `notes` says what the target did on the script's behalf."""
 
     def __init__(self, script: Script, tun: netdev.Tun, congestion: str | None) -> None:
         self.script, self.tun, self.congestion = script, tun, congestion
@@ -277,7 +278,8 @@ class Engine:
         self.check_time(ev.line, ev.time.kind, block_end, None, done, "blocking system call return")
         self._check_result(ev, ev.body, result, err)  # type: ignore[arg-type]
 
-    def _check_result(self, ev: Event, call: Syscall, result: int, err: str | None, _done: int = 0) -> None:
+    def _check_result(self, ev: Event, call: Syscall, result: int, err: str | None, _done_us: int = 0) -> None:
+        """run_system_call.c: the result, then the errno, as the script gives them."""
         if call.result != "..." and result != call.result:
             raise Failed(ev.line, f"Expected result {call.result} but got {result}" + (f" with errno {err}" if err else ""))
         if call.errno and err != call.errno:

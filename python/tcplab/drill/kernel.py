@@ -19,6 +19,8 @@ from .syntax import Script, Shell, Syscall
 
 #: Host-wide files scripts write (echo 3 > .../hystart_detect): saved before, restored after.
 HOST_PARAMS = Path("/sys/module/tcp_cubic/parameters")
+#: The options this target follows (debug output options change no verdict); others are unsupported.
+HONOURED = {"ip_version", "tolerance_usecs", "tolerance_percent", "mtu", "mss", "strict_segments", "debug", "verbose"}
 _CC = re.compile(r"tcp_congestion_control\s*=\s*\"?(\w+)")
 _FREEBSD = re.compile(r"\bsysctl\s+(?:-\w+\s+)*net\.inet\.|\bkern\.ipc\.")
 
@@ -29,8 +31,8 @@ def static_problems(script: Script) -> tuple[int | None, str] | None:
 
     if script.ip_version() != "ipv4":
         return None, f"--ip_version={script.ip_version()}: the kernel target runs IPv4 scripts only"
-    for opt in ("wire_client", "wire_server", "so_filename", "define", "is_anyip", "speed", "init_scripts"):
-        if opt in script.options:
+    for opt in script.options:
+        if opt not in HONOURED:
             return None, f"--{opt} is not supported by the kernel target"
     if script.unsupported:
         return script.unsupported[0]
