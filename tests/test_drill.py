@@ -19,16 +19,16 @@ from tcplab.drill.syntax import ABSOLUTE, ANY, RELATIVE, RELATIVE_RANGE, Code, P
 
 from conftest import REPO, tcplab
 
-# ../shared/packetdrill from the main checkout; a worktree one folder deeper finds it further up.
-SHARED = next((d / "shared" / "packetdrill" for d in REPO.parents if (d / "shared" / "packetdrill").is_dir()),
-              REPO.parent / "shared" / "packetdrill")
+SHARED = REPO.parent / "shared" / "packetdrill"  # reads ../shared/packetdrill
 LINUX, GOOGLE = SHARED / "linux-selftests", SHARED / "google"
 
 
 def test_every_shared_script_parses():
-    """Reads ../shared/packetdrill: all its scripts (five suites) parse without an error."""
+    """Reads ../shared/packetdrill: all its scripts (five suites, as MANIFEST.tsv lists them) parse."""
     scripts = sorted(SHARED.rglob("*.pkt"))
-    assert len(scripts) == 290
+    listed = [ln.split("\t")[0] for ln in (SHARED / "MANIFEST.tsv").read_text().splitlines()[1:]]
+    assert sorted(str(p.relative_to(SHARED)) for p in scripts) == sorted(x for x in listed if x.endswith(".pkt"))
+    assert len(scripts) >= 290
     for path in scripts:
         script = parse_file(path)
         assert script.events, path
@@ -218,8 +218,10 @@ def test_kernel_target_google(kernel_verdicts):
     assert "../../common/defaults.sh read as" in v["no-coalesce-large.pkt"]["reason"]
 
 
-def test_sigterm_kills_the_script_and_restores_the_host(tmp_path):
-    """A script stopped by SIGTERM leaves no process behind and the host-wide file it wrote restored."""
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_stopped_run_kills_the_script_and_restores_the_host(tmp_path, signum):
+    """A run stopped by SIGTERM or Ctrl-C leaves no process behind (the namespace goes with its
+    process) and the host-wide file the script wrote restored."""
     hystart = Path("/sys/module/tcp_cubic/parameters/hystart_detect")
     before = hystart.read_text()
     script = tmp_path / "long.pkt"
@@ -231,7 +233,7 @@ def test_sigterm_kills_the_script_and_restores_the_host(tmp_path):
     while hystart.read_text() == before and time.monotonic() < deadline:
         time.sleep(0.05)
     assert hystart.read_text() != before  # the script ran its command
-    proc.send_signal(signal.SIGTERM)
+    proc.send_signal(signum)
     proc.communicate(timeout=20)
     assert proc.returncode != 0
     assert hystart.read_text() == before
