@@ -299,7 +299,10 @@ class Engine:
         s = self.calls.under_test
         if s is None:
             raise Failed(ev.line, "no socket to use for code")
-        self.snapshots.append((ev.line, {**tcpinfo.read(s), **tcpinfo.read_meminfo(s)}))
+        try:
+            self.snapshots.append((ev.line, {**tcpinfo.read(s), **tcpinfo.read_meminfo(s)}))
+        except OSError as e:  # code.c: "can't find getsockopt to get TCP info"
+            raise Failed(ev.line, f"runtime error in code: getsockopt(TCP_INFO): {e.strerror}") from None
 
     def _run_code(self) -> None:
         """code.c: one Python program, each block after the tcp_info it saw, run at the end."""

@@ -20,7 +20,7 @@ CLONE_NEWNET = 0x40000000
 TUNSETIFF, TUNSETOFFLOAD = 0x400454CA, 0x400454D0
 IFF_TUN, IFF_NO_PI, IFF_VNET_HDR = 0x0001, 0x1000, 0x4000
 TUN_F_CSUM, TUN_F_TSO4, TUN_F_TSO6, TUN_F_TSO_ECN = 0x01, 0x02, 0x04, 0x08
-ETH_P_ALL, PACKET_OUTGOING, SO_TIMESTAMPNS = 0x0003, 4, 35
+ETH_P_ALL, PACKET_OUTGOING, SO_TIMESTAMPNS, SO_RCVBUFFORCE = 0x0003, 4, 35, 33
 VNET_HDR = bytes(10)  # struct virtio_net_hdr, no GSO and no checksum offload for what we inject
 VIRTIO_NET_HDR_GSO_TCPV4 = 1
 
@@ -74,6 +74,8 @@ class Tun:
         _ip("route", "add", REMOTE_IP, "dev", DEVICE, "via", GATEWAY_IP)
         self.psock = socket.socket(socket.AF_PACKET, socket.SOCK_DGRAM, socket.htons(ETH_P_ALL))
         self.psock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+        # Room for every packet a script's burst sends while the loop sleeps (root may exceed rmem_max).
+        self.psock.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, 16 << 20)
         self.psock.bind((DEVICE, ETH_P_ALL))
         self.psock.setblocking(False)
 
