@@ -778,6 +778,11 @@ def version() -> None:
     out_console.print(f"tcplab {__version__}")
 
 
+from .drill.command import drill as _drill  # noqa: E402 - `tcplab drill`, packetdrill scripts (drill/)
+
+app.command("drill")(_drill)
+
+
 def main() -> None:
     from .paths import UnsafePath
 
