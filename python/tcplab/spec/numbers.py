@@ -78,9 +78,12 @@ def finite(value: Any, what: str) -> float:
         text = value.strip()
         if (problem := too_long(text)) is not None:
             raise NumberError(_at(what, f"{problem}"))
-        if not _FLOAT_RE.fullmatch(text):
+        nonfinite = re.fullmatch(r"[+-]?(nan|inf|infinity)", text, re.IGNORECASE)
+        if not nonfinite and not _FLOAT_RE.fullmatch(text):
             raise NumberError(_at(what, f"{value!r} is not a number"))
-        value = float(text)  # 1e400 reads as inf, refused below
+        if nonfinite or not math.isfinite(float(text)):  # 1e400 reads as inf
+            raise NumberError(_at(what, f"{value!r} is not a finite number (nan and infinities are refused)"))
+        value = float(text)
     elif isinstance(value, int):
         if abs(value) >= 10**MAX_DIGITS:
             raise NumberError(_at(what, f"an integer of about {_digits(value)} digits is out of range"))

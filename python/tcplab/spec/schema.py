@@ -16,7 +16,7 @@ from typing import Any
 
 from .. import paths
 from ..model import Experiment, Trace
-from . import keys, limits, shape, units
+from . import keys, limits, numbers, shape, units
 from .ctx import Ctx, SpecError
 from .hosts import hosts as _hosts, with_netem
 from .probes import PROBE_KEYS, probes as _probes
@@ -81,7 +81,8 @@ def load_spec(arg: str) -> tuple[dict[str, Any], str]:
     except RecursionError:
         raise SpecError(label, "", f"tables or arrays nested too deep to read (tcplab takes {shape.MAX_DEPTH} levels)") from None
     except ValueError as e:  # Python's integer conversion limit (4300 digits)
-        raise SpecError(label, "", f"not a spec tcplab can read: {str(e).split(':')[0].lower()}") from None
+        raise SpecError(label, "", "holds an integer of more than 4300 digits, longer than any number tcplab "
+                        f"takes ({numbers.MAX_DIGITS} characters at most)") from None
     check_shape(data, label)
     return data, label
 
@@ -301,6 +302,10 @@ def resolve(spec: dict[str, Any], source: str, *, seed: int | None = None, durat
     stop, app_end = _stop_ns(ctx, spec, flows)
     udp, bg_norm = _background(ctx, spec, {n.name for n in topo.nodes}, app_end)
     probes, probes_norm = _probes(ctx, spec, [n.name for n in topo.nodes], app_end, {f.name for f in flows})
+    if "duration" not in spec and probes:
+        # docs/spec.md: a run with probes lasts until every request is answered or lost, so it
+        # runs to the last probe's stop and a drain for the replies (it ends once they are in).
+        stop = max(stop, max(p.stop_ns for p in probes) + DRAIN_NS)
     trace, trace_norm = _trace(ctx, spec)
     cpu, measure_norm = _measure(ctx, spec)
     normalized = _normalized(spec, name, run_seed, topo.normalized, senders_norm, trace_norm, bg_norm, measure_norm)

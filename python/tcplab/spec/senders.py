@@ -10,6 +10,7 @@ from ..model import App, Background, Flow
 from . import limits, sysctl, sysctl_values, units
 from .ctx import Ctx, join
 from .hosts import HOST_KEYS, Host
+from .names import flow_name_problem
 
 DEFAULTS = {
     "stack": "linux",
@@ -181,6 +182,8 @@ def _stack_knobs(ctx: Ctx, t: dict[str, Any], path: str, stack: str, sack: bool,
 def _sender(ctx: Ctx, name: str, t: dict[str, Any], hosts: set[str], sysctls: _Sysctls,
             host_cfg: dict[str, Host]) -> tuple[Flow, dict[str, Any]]:
     """One [senders.NAME] table: its flow and its normalized table."""
+    if (problem := flow_name_problem(name, "sender")) is not None:
+        raise ctx.err("senders", problem)
     path = f"senders.{name}"
     t = ctx.table(t, path)
     ctx.keys(t, path, SENDER_KEYS)
