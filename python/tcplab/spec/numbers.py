@@ -34,7 +34,8 @@ def _digits(n: int) -> int:
     n = abs(n)
     if n < 10**MAX_DIGITS:
         return len(str(n))
-    return int(n.bit_length() * math.log10(2)) + 1  # within one of the exact count
+    d = int(n.bit_length() * math.log10(2)) + 1  # the count or one more
+    return d - 1 if n < 10 ** (d - 1) else d
 
 
 def _at(what: str, message: str) -> str:
@@ -44,7 +45,7 @@ def _at(what: str, message: str) -> str:
 def show(value: Any) -> str:
     """repr(value) for a one-line message, cut when long (a 4000-digit integer is legal TOML)."""
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**MAX_DIGITS:
-        return f"an integer of about {_digits(value)} digits"
+        return f"an integer of {_digits(value)} digits"
     text = repr(value)
     return text if len(text) <= 2 * MAX_DIGITS else f"{text[:MAX_DIGITS]}... ({len(text)} characters)"
 
@@ -86,7 +87,7 @@ def finite(value: Any, what: str) -> float:
         value = float(text)
     elif isinstance(value, int):
         if abs(value) >= 10**MAX_DIGITS:
-            raise NumberError(_at(what, f"an integer of about {_digits(value)} digits is out of range"))
+            raise NumberError(_at(what, f"an integer of {_digits(value)} digits is out of range"))
         value = float(value)
     elif not isinstance(value, float):
         raise NumberError(_at(what, f"must be a number, got {show(value)}"))
