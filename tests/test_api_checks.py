@@ -4,7 +4,6 @@ list is expected is one item."""
 
 from __future__ import annotations
 
-import glob
 import json
 import tempfile
 
@@ -21,10 +20,14 @@ SPEC = tomllib.loads(SMALL_SPEC.replace('time = "3s"', 'time = "200ms"').replace
 
 
 @pytest.fixture
-def no_stray_temp_folders():
-    before = set(glob.glob(f"{tempfile.gettempdir()}/tcplab-*"))
+def no_stray_temp_folders(tmp_path, monkeypatch):
+    """tempfile's folder set to an empty one of this test's (others' tests use /tmp too), which
+    must stay empty."""
+    private = tmp_path / "tmp"
+    private.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(private))
     yield
-    assert set(glob.glob(f"{tempfile.gettempdir()}/tcplab-*")) == before
+    assert list(private.iterdir()) == []
 
 
 @pytest.mark.parametrize("kwargs, message", [

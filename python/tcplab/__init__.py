@@ -152,7 +152,7 @@ def export(run_dir: str | Path, formats: list[str] | str, out: str | Path | None
     from .options import names
     from .testbed import export_run
 
-    formats = names(formats, "formats")  # "siftr2": one format
+    formats = names(formats, "formats", required=True)  # "siftr2": one format
     return export_run(Path(run_dir), Path(out) if out else Path(run_dir) / "export", formats, force=force)
 
 

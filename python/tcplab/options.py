@@ -89,11 +89,18 @@ def paths(value: Any, label: str) -> list[Path]:
     return [Path(p) for p in items]
 
 
-def names(value: Any, label: str) -> list[str] | None:
-    """One name (a str) or a list of names, e.g. formats; None stays None."""
-    if value is None:
+#: The longest name an option takes (formats, backends): anything longer is no name tcplab knows.
+NAME_MAX = 64
+
+
+def names(value: Any, label: str, required: bool = False) -> list[str] | None:
+    """One name (a str) or a list of names, e.g. formats; None stays None unless `required`."""
+    if value is None and not required:
         return None
     items = [value] if isinstance(value, str) else value
     if not isinstance(items, (list, tuple)) or not items or not all(isinstance(x, str) for x in items):
         raise OptionError(f"{label}: expected a name or a non-empty list of names, got {numbers.show(value)}")
+    for x in items:
+        if len(x) > NAME_MAX:
+            raise OptionError(f"{label}: {numbers.show(x)} is not a name tcplab knows (at most {NAME_MAX} characters)")
     return list(items)
