@@ -44,10 +44,17 @@ def test_run_refuses_bad_arguments_with_the_clis_message(kwargs, message, no_str
     assert message in str(e.value) and "\n" not in str(e.value)
 
 
-def test_the_cli_says_the_same_about_a_backend(tmp_path):
+@pytest.mark.parametrize("args, message", [
+    (["run", "s.toml", "--backend", "zzz"], "--backend: 'zzz' is not a backend; allowed: sim, netns, remote"),
+    (["run", "s.toml", "--iterations", "20000"], "--iterations: must be an integer from 1 to 10000, got 20000"),
+    (["peers", "s.toml", "--iterations", "20000"], "--iterations: must be an integer from 1 to 10000, got 20000"),
+    (["peers", "s.toml", "--seed", "99999999999999999999"], "--seed: must be an integer from 0 to 9223372036854775807"),
+])
+def test_the_cli_says_the_same_in_one_line(tmp_path, args, message):
     (tmp_path / "s.toml").write_text(SMALL_SPEC)
-    proc = cli("run", "s.toml", "--backend", "zzz", cwd=tmp_path)
-    assert proc.returncode == 2 and "--backend: 'zzz' is not a backend; allowed: sim, netns, remote" in proc.stderr
+    proc = cli(*args, cwd=tmp_path)
+    assert proc.returncode == 2 and message in proc.stderr, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and not (tmp_path / "results").exists()
 
 
 def test_a_bare_number_duration_is_seconds_as_on_the_command_line(tmp_path):

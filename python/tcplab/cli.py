@@ -117,6 +117,7 @@ def run(
     """Run an experiment and write its results folder (simulator by default, real Linux TCP, or your lab)."""
     from .runner import BACKENDS, default_out
 
+    _option(options.iterations, iterations)
     try:
         data, source = api.spec_data(spec, set_)
         if "sweep" in data:
@@ -301,6 +302,7 @@ def peers(
     (default freebsd, freebsd-rack, linux x newreno, cubic) and print each row as % vs Linux."""
     from .runner import default_out
 
+    _option(options.iterations, iterations), _option(options.seed, seed)
     try:
         plan = api.plan_peers(spec, set=set_, seed=seed, duration=duration, iterations=iterations)
     except SpecError as e:

@@ -28,8 +28,8 @@ class Int:
     lo: int
     hi: int
 
-    def parse(self, v: Any, text_ok: bool) -> int:
-        if isinstance(v, str) and text_ok and re.fullmatch(r"-?\d{1,20}", v.strip()):
+    def parse(self, v: Any, backend: bool) -> int:
+        if isinstance(v, str) and backend and re.fullmatch(r"-?\d{1,20}", v.strip()):
             v = int(v.strip())
         if isinstance(v, bool) or not isinstance(v, int) or not self.lo <= v <= self.hi:
             raise SysctlValueError(f"{numbers.show(v)} is not an integer from {self.lo} to {self.hi}")
@@ -40,12 +40,15 @@ class Int:
 class Triple:
     """"min default max" byte counts (tcp_rmem, tcp_wmem: ip-sysctl.rst), each at most INT_MAX."""
 
-    def parse(self, v: Any, text_ok: bool) -> tuple[int, int, int]:
+    def parse(self, v: Any, backend: bool) -> tuple[int, int, int]:
         parts = v.split() if isinstance(v, str) else []
         if len(parts) != 3 or not all(p.isdigit() and len(p) <= 10 for p in parts):
             raise SysctlValueError(f"{numbers.show(v)} is not three byte counts like \"4096 131072 6291456\"")
         a, b, c = (int(p) for p in parts)
-        if not 0 < a <= b <= c <= INT_MAX:
+        # The kernel takes each value from 1 to INT_MAX (proc_dointvec_minmax, extra1 SYSCTL_ONE) in
+        # any order, as the backends write them ("4096 16384 8000" for an 8 KB send buffer); a spec
+        # must give them in order, as its max is the buffer and its default the initial one.
+        if not all(0 < x <= INT_MAX for x in (a, b, c)) or (not backend and not a <= b <= c):
             raise SysctlValueError(f"{v!r} must be min <= default <= max, all positive and at most {INT_MAX} (INT_MAX)")
         return a, b, c
 
@@ -57,7 +60,7 @@ class Name:
 
     choices: tuple[str, ...] = ()
 
-    def parse(self, v: Any, text_ok: bool) -> str:
+    def parse(self, v: Any, backend: bool) -> str:
         if self.choices:
             if v not in self.choices:
                 raise SysctlValueError(f"{numbers.show(v)} is not one of {', '.join(self.choices)}")
@@ -71,7 +74,7 @@ class Name:
 class Path:
     """An absolute path on the host (siftr's log file, in the run's own folder)."""
 
-    def parse(self, v: Any, text_ok: bool) -> str:
+    def parse(self, v: Any, backend: bool) -> str:
         if not isinstance(v, str) or not re.fullmatch(r"/[A-Za-z0-9_.+/-]{1,250}", v) or "/../" in f"{v}/":
             raise SysctlValueError(f"{numbers.show(v)} is not an absolute path of letters, digits and ._+-/")
         return v
@@ -115,7 +118,7 @@ def value(name: str, v: Any) -> Any:
     for a name tcplab does not know; SysctlValueError for a value of the wrong type or range."""
     if name not in SPEC_TYPES:
         raise KeyError(name)
-    return SPEC_TYPES[name].parse(v, text_ok=False)
+    return SPEC_TYPES[name].parse(v, backend=False)
 
 
 def written(name: str, v: Any) -> str:
@@ -124,5 +127,5 @@ def written(name: str, v: Any) -> str:
     kind = SPEC_TYPES.get(name) or BACKEND_TYPES.get(name)
     if kind is None:
         raise SysctlValueError(f"{name!r} is not a sysctl tcplab sets")
-    typed = kind.parse(v, text_ok=True)
+    typed = kind.parse(v, backend=True)
     return " ".join(map(str, typed)) if isinstance(typed, tuple) else str(typed)
