@@ -217,3 +217,13 @@ def test_set_and_axis_take_quoted_keys(tmp_path):
 def test_a_key_that_is_not_dotted_toml_is_refused_in_one_line(tmp_path):
     _one_error_line(tcplab("run", str(_spec(tmp_path)), "--set", "hosts.r1.sysctl.net ipv4=1", cwd=tmp_path),
                     "is not a dotted key")
+
+
+@pytest.mark.parametrize("body", [f"name = {LONG}\n", "x = " + "[" * 50000 + "]" * 50000 + "\n"])
+def test_a_lab_file_with_absurd_numbers_or_nesting_fails_in_one_line(tmp_path, body):
+    from tcplab.backends.remote.lab import LabError, load_lab
+
+    (tmp_path / "LAB.toml").write_text(body)
+    with pytest.raises(LabError) as e:
+        load_lab(tmp_path / "LAB.toml")
+    assert "\n" not in str(e.value) and len(str(e.value)) < 200

@@ -706,7 +706,7 @@ def stats(
         width = 74
         if sys.stdout.isatty():  # as ministat: $COLUMNS, else the terminal's width - 2
             cols = os.environ.get("COLUMNS", "")
-            width = int(cols) if cols.isdigit() else max(4, os.get_terminal_size().columns - 2)
+            width = int(cols) if cols.isdigit() and len(cols) < 6 else max(4, os.get_terminal_size().columns - 2)
     try:
         values = [read_sample(f, column, delimiters) for f in files]
     except SampleFileError as e:
