@@ -74,16 +74,6 @@ class Ctx:
         except NumberError as e:
             raise self.err(join(path, key), str(e)) from None
 
-    def real(self, table: dict[str, Any], path: str, key: str, default: float, lo: float, hi: float) -> float:
-        """A finite number (TOML integer or float) in [lo, hi]; nan and infinities refused."""
-        v = table.get(key, default)
-        if isinstance(v, str):
-            raise self.err(join(path, key), f"must be a number from {lo:g} to {hi:g}, got {numbers.show(v)}")
-        try:
-            return numbers.real(v, "", lo, hi)
-        except NumberError as e:
-            raise self.err(join(path, key), str(e)) from None
-
     def boolean(self, table: dict[str, Any], path: str, key: str, default: bool) -> bool:
         v = table.get(key, default)
         if not isinstance(v, bool):
