@@ -117,3 +117,24 @@ def test_a_resolved_experiment_takes_no_duration(no_stray_temp_folders):
     exp = tcplab.resolve(SPEC, "<dict>")
     with pytest.raises(OptionError, match="an Experiment is already resolved"):
         tcplab.run(exp, duration="1s")
+
+
+def _nested(depth: int) -> dict:
+    d: dict = {}
+    x = d
+    for _ in range(depth):
+        x["a"] = {}
+        x = x["a"]
+    return d
+
+
+@pytest.mark.parametrize("spec, message", [
+    (_nested(100_000), "tables and arrays nested more than 32 deep"),
+    ({"name": b"x"}, "holds a value that is not TOML data"),
+    ({"seed": 10**5000}, "seed: an integer of 5001 digits is longer than any number tcplab takes"),
+    ({"seed": float("nan")}, "seed: nan is not a finite number"),
+])
+def test_a_spec_dict_no_file_could_hold_fails_in_one_line(spec, message, no_stray_temp_folders):
+    with pytest.raises(SpecError) as e:
+        tcplab.run(spec)
+    assert message in str(e.value) and "\n" not in str(e.value)

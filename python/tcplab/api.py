@@ -15,7 +15,7 @@ from typing import Any, Callable
 from . import _native, options
 from .model import Experiment
 from .spec import load_spec, resolve
-from .spec.schema import apply_set, peers_matrix, split_stack
+from .spec.schema import SpecError, apply_set, check_shape, peers_matrix, split_stack
 
 #: progress(i, now_ns, stop_ns): run i of several is at simulated (or wall) time now of stop.
 Progress = Callable[[int, int, int], None]
@@ -24,7 +24,11 @@ Progress = Callable[[int, int, int], None]
 def spec_data(spec: str | Path | dict[str, Any], assignments: list[str] | None = None) -> tuple[dict[str, Any], str]:
     """A spec (file path, preset name, or dict, copied) with `--set`-style assignments applied."""
     if isinstance(spec, dict):
-        data, source = json.loads(json.dumps(spec)), "<dict>"
+        check_shape(spec, "<dict>")  # before the copy: nesting, nan, absurd integers (spec/shape.py)
+        try:
+            data, source = json.loads(json.dumps(spec)), "<dict>"
+        except (TypeError, ValueError) as e:  # a value no spec holds (bytes, a set, an object)
+            raise SpecError("<dict>", "", f"holds a value that is not TOML data: {e}") from None
     else:
         data, source = load_spec(str(spec))
     for s in assignments or []:
