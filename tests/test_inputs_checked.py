@@ -227,3 +227,8 @@ def test_a_lab_file_with_absurd_numbers_or_nesting_fails_in_one_line(tmp_path, b
     with pytest.raises(LabError) as e:
         load_lab(tmp_path / "LAB.toml")
     assert "\n" not in str(e.value) and len(str(e.value)) < 200
+
+
+def test_a_log_name_longer_than_the_system_takes_fails_in_one_line(tmp_path):
+    _one_error_line(tcplab("import", "9" * 367, cwd=tmp_path), "logs: ", "File name too long")
+    assert list(tmp_path.iterdir()) == []

@@ -474,7 +474,7 @@ def import_(
     from .spec.units import parse_duration_ns
     from .testbed import LogError, import_logs
 
-    mss = _option(options.mss, mss)
+    mss, logs = _option(options.mss, mss), _option(options.paths, logs, "logs")
     try:
         interval_ns = parse_duration_ns(interval)
     except ValueError as e:

@@ -86,6 +86,11 @@ def paths(value: Any, label: str) -> list[Path]:
         raise OptionError(f"{label}: expected a path or a list of paths, got {numbers.show(value)}")
     if not items or any(str(p) == "" for p in items):
         raise OptionError(f"{label}: no logs given" if not items else f"{label}: an empty path")
+    for p in items:
+        try:  # what the system refuses to look up (a name past NAME_MAX, a NUL byte) is said so
+            Path(p).is_file()
+        except (OSError, ValueError) as e:
+            raise OptionError(f"{label}: {numbers.show(str(p))}: {getattr(e, 'strerror', None) or e}") from None
     return [Path(p) for p in items]
 
 
