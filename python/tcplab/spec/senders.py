@@ -69,9 +69,16 @@ def _checked(ctx: Ctx, where: str, table: Any) -> dict[str, Any]:
 
 
 def _sysctl_params(ctx: Ctx, where: str, settings: dict[str, Any], stack: str, role: str) -> dict[str, Any]:
-    """Model parameters from the sysctls at table `where` (e.g. hosts.s1.sysctl)."""
+    """Model parameters from the sysctls at table `where` (e.g. hosts.s1.sysctl), each value typed
+    and checked by the one sysctl checker first (sysctl_values.py)."""
     try:
-        return sysctl.apply(settings, sysctl.family(stack), role)
+        typed = {}
+        for name, value in settings.items():
+            try:
+                typed[name] = sysctl_values.value(name, value)
+            except ValueError as e:
+                raise LookupError(name, str(e)) from None
+        return sysctl.apply(typed, sysctl.family(stack), role)
     except KeyError as e:
         raise ctx.err(f'{where}."{e.args[0]}"', "unknown sysctl",
                       list(sysctl.LINUX_SYSCTLS) + list(sysctl.FREEBSD_SYSCTLS)) from None

@@ -104,17 +104,12 @@ INT_MAX = 2**31 - 1
 def apply(settings: dict[str, Any], stack_family: str, role: str) -> dict[str, Any]:
     """Translate one host's sysctls for one role ("sender" or "receiver") into flow parameters.
 
-    Every value is checked by its name's type first (sysctl_values.py), whatever the role. Raises
-    KeyError(name) for an unknown name and LookupError(name, reason) for a name on the wrong family
-    or a bad value; the caller turns them into SpecErrors naming the file and key."""
-    from .sysctl_values import value as typed  # the one checker (it imports this module's tables)
-
+    `settings` hold values already typed and checked by sysctl_values.value() (int, (min, default,
+    max) or str). Raises KeyError(name) for an unknown name and LookupError(name, reason) for a name
+    on the wrong family; the caller turns them into SpecErrors naming the file and key."""
     out: dict[str, Any] = {}
     for name, value in settings.items():
-        try:
-            out |= _one(name, typed(name, value), stack_family, role)
-        except ValueError as e:
-            raise LookupError(name, str(e)) from None
+        out |= _one(name, value, stack_family, role)
     return out
 
 
