@@ -138,3 +138,12 @@ def test_a_spec_dict_no_file_could_hold_fails_in_one_line(spec, message, no_stra
     with pytest.raises(SpecError) as e:
         tcplab.run(spec)
     assert message in str(e.value) and "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("kwargs, message", [({"jobs": "x"}, "jobs: must be an integer from 1 to 4096, got 'x'"),
+                                             ({"jobs": 0}, "got 0"),
+                                             ({"executor": "zzz"}, "executor: 'zzz' is not an executor; allowed: local, ray")])
+def test_sweep_checks_jobs_and_executor_before_any_run(kwargs, message, tmp_path):
+    with pytest.raises(OptionError, match=message):
+        tcplab.sweep("T5", out=tmp_path / "sw", **kwargs)
+    assert not (tmp_path / "sw").exists()

@@ -109,9 +109,11 @@ def sweep(spec: str | Path | dict[str, Any], *, set: list[str] | None = None, jo
     """Run (or resume) a spec's [sweep]; returns its catalog rows, one per run (a DataFrame with
     the p_* parameter columns, seed, throughput_mbps, utilisation, ...). Failed runs are absent
     from it and listed in `<out>/sweep.json`."""
-    from . import sweeps as sweepmod
+    from . import options, sweeps as sweepmod
     from .catalog import query as catalog_query
 
+    options.choice(executor, sweepmod.EXECUTORS, "executor", "an executor")
+    jobs = None if jobs is None else options.integer(jobs, "jobs", 1, 4096)
     data, source = _spec_data(spec, set)
     pl = sweepmod.plan(data, source, duration=duration, iterations=iterations, out=Path(out) if out else None)
     outcome = sweepmod.execute(pl, jobs=jobs or os.cpu_count() or 1, executor=executor, address=address,
