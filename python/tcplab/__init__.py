@@ -25,7 +25,6 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
 
 import json  # noqa: E402
-import tempfile  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
@@ -110,9 +109,11 @@ def sweep(spec: str | Path | dict[str, Any], *, set: list[str] | None = None, jo
     """Run (or resume) a spec's [sweep]; returns its catalog rows, one per run (a DataFrame with
     the p_* parameter columns, seed, throughput_mbps, utilisation, ...). Failed runs are absent
     from it and listed in `<out>/sweep.json`."""
-    from . import sweeps as sweepmod
+    from . import options, sweeps as sweepmod
     from .catalog import query as catalog_query
 
+    options.choice(executor, sweepmod.EXECUTORS, "executor", "an executor")
+    jobs = None if jobs is None else options.integer(jobs, "jobs", 1, 4096)
     data, source = _spec_data(spec, set)
     pl = sweepmod.plan(data, source, duration=duration, iterations=iterations, out=Path(out) if out else None)
     outcome = sweepmod.execute(pl, jobs=jobs or os.cpu_count() or 1, executor=executor, address=address,
@@ -130,25 +131,30 @@ def query(sql: str, root: str | Path = "results"):
     return catalog_query(sql, root)
 
 
-def import_logs(logs: list[str | Path], *, out: str | Path | None = None, formats: list[str] | None = None,
+def import_logs(logs: list[str | Path] | str | Path, *, out: str | Path | None = None, formats: list[str] | None = None,
                 name: str | None = None, lenient: bool = False, interval_s: float = 1.0, mss: int = 0,
                 report: bool = True, force: bool = False) -> Run:
     """Build a run from a testbed's logs (iperf3 text or -J, SIFTR, SIFTR2, tcp_probe, pcap), as
     `tcplab import` does (docs/import.md). Without `out`, into a new temporary folder."""
+    from . import options
+    from .api import output
     from .paths import slug as _slug
     from .testbed import import_logs as _import
 
-    paths = [Path(p) for p in logs]
-    target = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="tcplab-")) / (name or _slug(paths[0].stem))
-    path, _ = _import(paths, target, formats=formats, name=name, lenient=lenient, interval_s=interval_s, mss=mss,
-                      report=report, force=force, command="tcplab.import_logs()")
+    paths, formats = options.paths(logs, "logs"), options.names(formats, "formats")  # "x.pcap": one log
+    mss, interval_s = options.mss(mss, "mss"), options.seconds(interval_s, "interval_s")
+    with output(out, name or _slug(paths[0].stem)) as target:
+        path, _ = _import(paths, target, formats=formats, name=name, lenient=lenient, interval_s=interval_s, mss=mss,
+                          report=report, force=force, command="tcplab.import_logs()")
     return Run(path)
 
 
-def export(run_dir: str | Path, formats: list[str], out: str | Path | None = None, force: bool = False) -> list[Path]:
+def export(run_dir: str | Path, formats: list[str] | str, out: str | Path | None = None, force: bool = False) -> list[Path]:
     """Write a run as SIFTR2 / tcp_probe / iperf3-json logs (default into <run>/export)."""
+    from .options import names
     from .testbed import export_run
 
+    formats = names(formats, "formats", required=True)  # "siftr2": one format
     return export_run(Path(run_dir), Path(out) if out else Path(run_dir) / "export", formats, force=force)
 
 
@@ -156,8 +162,9 @@ def ministat(*samples: list[float], names: list[str] | None = None, confidence: 
     """ministat's report for `samples` (the first is the baseline), as `tcplab stats` prints it:
     N, min, max, median, avg, stddev, the distribution plot and each difference at `confidence`."""
     from .report.ministat import render
+    from .spec.numbers import finite
 
-    return render([list(map(float, s)) for s in samples], names or [f"sample{i + 1}" for i in range(len(samples))],
+    return render([[finite(x, f"sample {i + 1}") for x in s] for i, s in enumerate(samples)], names or [f"sample{i + 1}" for i in range(len(samples))],
                   confidence_pct=confidence)
 
 

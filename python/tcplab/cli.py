@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
-from . import Run, __version__, api
+from . import Run, __version__, api, options
 from .report.text import interval_lines, latency_table, peers_table, summary_table
 from .spec import SpecError, resolve
 from .spec.schema import find_preset, preset_names
@@ -35,6 +35,16 @@ def _fail(message: str) -> None:
     # Escaped: messages quote spec text, and "[sweep ...]" or "[senders.s1]" are not markup.
     err_console.print(f"[bold red]error:[/] {escape(message)}", markup=True, soft_wrap=True)
     raise typer.Exit(2)
+
+
+def _option(check, *args):
+    """An argument through its check in options.py (shared with the Python API); its one line on failure."""
+    from .options import OptionError
+
+    try:
+        return check(*args)
+    except OptionError as e:
+        _fail(str(e))
 
 
 def _reads_results(command):
@@ -107,6 +117,7 @@ def run(
     """Run an experiment and write its results folder (simulator by default, real Linux TCP, or your lab)."""
     from .runner import BACKENDS, default_out
 
+    _option(options.iterations, iterations)
     try:
         data, source = api.spec_data(spec, set_)
         if "sweep" in data:
@@ -115,8 +126,7 @@ def run(
     except SpecError as e:
         _fail(str(e))
     _warn(list(resolved.warnings))
-    if backend not in BACKENDS:
-        _fail(f"--backend: {backend!r} is not a backend; allowed: {', '.join(BACKENDS)}")
+    _option(options.backend, backend, BACKENDS)
     if backend == "netns":
         _netns_precheck(resolved)
     _remote_precheck(backend, testbed, [resolved])
@@ -292,6 +302,7 @@ def peers(
     (default freebsd, freebsd-rack, linux x newreno, cubic) and print each row as % vs Linux."""
     from .runner import default_out
 
+    _option(options.iterations, iterations), _option(options.seed, seed)
     try:
         plan = api.plan_peers(spec, set=set_, seed=seed, duration=duration, iterations=iterations)
     except SpecError as e:
@@ -382,6 +393,7 @@ def recovery(
 def compare(
     runs: Annotated[list[Path], typer.Argument(help="Two or more results folders (e.g. the simulator's, the kernel's, an imported testbed run); the first is the base.")],
     out: Annotated[Optional[Path], typer.Option(help="Write compare.html (every run overlaid on the interactive charts), compare.json and, for two runs, overlaid cwnd charts here.")] = None,
+    map_: Annotated[Optional[list[str]], typer.Option("--map", help="Pair a flow of the first run with another run's flow named differently, by name or endpoint: s1=10.0.0.1:5201 (repeatable; imported flows are otherwise paired by server port or order).")] = None,
 ) -> None:
     """Runs side by side, each against the first: per-flow throughput and difference,
     retransmissions, recovery episodes, cwnd-trajectory distance; with --out, an overlay page."""
@@ -393,9 +405,15 @@ def compare(
         infos = [Run(r).info for r in runs]
     except FileNotFoundError as e:
         _fail(str(e))
-    rows = api.compare(*runs, out=out)
+    from .analysis.flowmap import FlowMapError
+
+    try:
+        rows = api.compare(*runs, out=out, flow_map=map_)
+    except FlowMapError as e:
+        _fail(str(e))
     if not rows:
-        _fail(f"{runs[0]} has no flow in common with {', '.join(str(r) for r in runs[1:])}")
+        _fail(f"{runs[0]} has no flow in common with {', '.join(str(r) for r in runs[1:])}: pair flows with "
+              "--map FLOW=FLOW_OR_ENDPOINT, e.g. --map s1=10.0.0.1:5201")
     labels = api.run_labels(infos)
     for i, (r, info) in enumerate(zip(runs[1:], infos[1:]), start=1):
         mine = [x for x in rows if x.get("vs", labels[i]) == labels[i]]
@@ -429,6 +447,7 @@ def plot(
         Run(rundir)
     except FileNotFoundError as e:
         _fail(str(e))
+    from_, to = _option(options.seconds, from_, "--from"), _option(options.seconds, to, "--to")
     try:
         paths = plot_run(rundir, list(what or WHAT), flow, from_, to, out or rundir / "plots", explicit=bool(what))
     except PlotError as e:
@@ -455,6 +474,7 @@ def import_(
     from .spec.units import parse_duration_ns
     from .testbed import LogError, import_logs
 
+    mss, logs = _option(options.mss, mss), _option(options.paths, logs, "logs")
     try:
         interval_ns = parse_duration_ns(interval)
     except ValueError as e:
@@ -535,8 +555,7 @@ def sweep(
     from .runner import BACKENDS
     from .sweeps.ray_executor import RayUnavailable
 
-    if backend not in BACKENDS:
-        _fail(f"--backend: {backend!r} is not a backend; allowed: {', '.join(BACKENDS)}")
+    _option(options.backend, backend, BACKENDS)
     if executor not in sweepmod.EXECUTORS:
         _fail(f"--executor: {executor!r} is not an executor; allowed: {', '.join(sweepmod.EXECUTORS)}")
     if mode is not None and mode not in ("product", "zip"):
@@ -687,7 +706,7 @@ def stats(
         width = 74
         if sys.stdout.isatty():  # as ministat: $COLUMNS, else the terminal's width - 2
             cols = os.environ.get("COLUMNS", "")
-            width = int(cols) if cols.isdigit() else max(4, os.get_terminal_size().columns - 2)
+            width = int(cols) if cols.isdigit() and len(cols) < 6 else max(4, os.get_terminal_size().columns - 2)
     try:
         values = [read_sample(f, column, delimiters) for f in files]
     except SampleFileError as e:

@@ -22,6 +22,7 @@ from typing import Any, Callable
 
 from ...model import Experiment as Resolved, Flow, model_cc, port_label
 from ...contract import COLUMNS
+from ...spec.sysctl_values import written
 from ...store import write_rows
 from ...testbed import Log, LogError, read_logs
 from . import host, kernel, ping, plan as planmod, trace
@@ -74,7 +75,8 @@ def _sysctls(resolved: Resolved, p: planmod.Plan) -> dict[str, dict[str, str]]:
         scale = resolved.host_sysctls.get(f.to, {}).get("net.ipv4.tcp_adv_win_scale")
         if scale is not None:
             out[dst]["net.ipv4.tcp_adv_win_scale"] = str(scale)
-    return out
+    # Through the one sysctl checker (spec/sysctl_values.py), as the remote backend's plans.
+    return {ns: {k: written(k, v) for k, v in values.items()} for ns, values in out.items()}
 
 
 def _kernel_cc(cc: str) -> str:
