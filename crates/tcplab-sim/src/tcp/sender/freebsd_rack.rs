@@ -167,7 +167,7 @@ impl RackStack {
             let trigger = if c.sack {
                 c.sb.lost_bytes > 0
             } else {
-                c.dupacks >= c.profile.dupthresh || (c.sack && c.sb.head_lost())
+                c.dupacks >= c.profile.dupthresh
             };
             if trigger && c.recovery_allowed() {
                 self.enter_recovery(c, now);

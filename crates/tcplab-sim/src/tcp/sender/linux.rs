@@ -92,12 +92,14 @@ impl LinuxStack {
         c.cc_ack(&a);
         let mut entered = false;
         if c.state == State::Open && c.snd_una < c.snd_nxt {
+            // Linux tcp_time_to_recover(): recovery starts when a packet is marked lost (RACK
+            // since b38a51fec1c1 "tcp: disable RFC6675 loss detection": no RFC 6675 IsLost
+            // here). Without SACK, tcp_newreno_mark_lost() (tcp_recovery.c) marks the head lost
+            // once dupacks (sacked_out) reach reordering (3); `enter_recovery` marks it.
             let trigger = if c.sack {
-                // Linux tcp_time_to_recover(): with RACK, recovery starts when a packet is marked
-                // lost; the dupack heuristic applies only without RACK.
                 c.sb.lost_bytes > 0
             } else {
-                c.dupacks >= c.profile.dupthresh || (c.sack && c.sb.head_lost())
+                c.dupacks >= c.profile.dupthresh
             };
             if trigger && c.recovery_allowed() {
                 self.enter_recovery(c);
