@@ -272,7 +272,7 @@ impl Simulation {
 /// arithmetic.
 #[pyfunction]
 fn histogram_quantiles(samples_ns: Vec<u64>, qs: Vec<f64>) -> Vec<Option<u64>> {
-    let mut h = tcplab_sim::hist::DelayHistogram::default();
+    let mut h = tcplab_sim::net::hist::DelayHistogram::default();
     for s in samples_ns {
         h.add(s);
     }

@@ -118,9 +118,9 @@ pub struct DirConfig {
     /// ListErrorModel): deterministic losses for tests and for scripted scenarios.
     #[serde(default)]
     pub drop_arrivals: Vec<u64>,
-    /// A queue discipline instead of drop-tail (see [`crate::aqm`]); None = drop-tail.
+    /// A queue discipline instead of drop-tail (see [`crate::net::aqm`]); None = drop-tail.
     #[serde(default)]
-    pub aqm: Option<crate::aqm::AqmConfig>,
+    pub aqm: Option<crate::net::aqm::AqmConfig>,
     /// netem's `limit`: packets held by the port at once, its propagation delay included (the
     /// delay is netem's; sch_netem.c netem_enqueue() drops when `sch->q.qlen >= sch->limit`).
     #[serde(default)]
@@ -366,7 +366,7 @@ impl FlowConfig {
             window_scaling: self.window_scaling && self.peer.window_scaling,
             ecn: self.ecn && self.peer.ecn,
             mss: if self.timestamps && !timestamps {
-                self.mss + crate::packet::TS_OPT
+                self.mss + crate::net::packet::TS_OPT
             } else {
                 self.mss
             },

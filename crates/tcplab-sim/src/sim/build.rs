@@ -5,14 +5,16 @@
 
 use crate::cc;
 use crate::config::{BufferPolicy, NodeKind, SimConfig};
-use crate::engine::{Action, EventQueue};
-use crate::net::{link_ports, Pool, Port, Routes};
-use crate::probe::ProbeSource;
+use crate::net::pool::Pool;
+use crate::net::port::Port;
+use crate::net::probe::ProbeSource;
+use crate::net::topology::{link_ports, Routes};
+use crate::net::udp::UdpSource;
 use crate::rng::Rng;
+use crate::sim::engine::{Action, EventQueue};
 use crate::stack;
 use crate::tcp::receiver::TcpReceiver;
 use crate::tcp::sender::TcpSender;
-use crate::udp::UdpSource;
 
 use super::ExternalCc;
 

@@ -5,6 +5,7 @@ use crate::cc;
 
 mod aqm_port;
 mod build;
+pub mod engine;
 mod sampler;
 
 /// Supplies a flow's algorithm from outside the registry (a user-written one), by flow index and
@@ -12,15 +13,17 @@ mod sampler;
 pub type ExternalCc<'a> = dyn FnMut(usize, &str) -> Option<Box<dyn cc::CongestionControl>> + 'a;
 use crate::config::{AppConfig, FlowConfig, SimConfig};
 use crate::cpu::{in_tcp, CpuMeter};
-use crate::engine::{Action, EventQueue};
-use crate::net::{routes, Pool, Port, Routes};
-use crate::packet::{Kind, Packet, Slab};
-use crate::probe::ProbeSource;
+use crate::net::packet::{Kind, Packet, Slab};
+use crate::net::pool::Pool;
+use crate::net::port::Port;
+use crate::net::probe::ProbeSource;
+use crate::net::topology::{routes, Routes};
+use crate::net::udp::UdpSource;
+use crate::sim::engine::{Action, EventQueue};
 use crate::tcp::receiver::TcpReceiver;
 use crate::tcp::sender::{SenderEvent, TcpSender};
 use crate::time::Ns;
 use crate::trace::Recorder;
-use crate::udp::UdpSource;
 use std::collections::HashSet;
 
 /// Networks with more ports than this prefetch at arrivals (`pipe_arrive`): with fewer, what
@@ -89,7 +92,7 @@ pub struct FlowStats {
     /// window reductions for ECE).
     pub ecn: Option<(u64, u64, u64)>,
     /// The RTT samples the sender's estimator took.
-    pub rtt_hist: crate::hist::DelayHistogram,
+    pub rtt_hist: crate::net::hist::DelayHistogram,
 }
 
 /// Run `$call` (a call into a TCP endpoint), marked as the TCP path when the run measures CPU.

@@ -7,7 +7,7 @@
 use super::handshake::{Server, SynAckTimer};
 use super::ranges::RangeSet;
 use crate::config::{Coalesce, Connect, FlowConfig, PeerOptions, RxNicConfig};
-use crate::packet::{
+use crate::net::packet::{
     header_bytes, syn_bytes, Kind, Packet, MAX_SACK_BLOCKS, OPT_SACK_PERMITTED, OPT_TIMESTAMPS,
     OPT_WINDOW_SCALE, TS_OPT,
 };
@@ -275,7 +275,7 @@ impl TcpReceiver {
 
     /// The IP ECN field and CWR flag of an arriving segment, before TCP processes its data.
     fn ecn_in(&mut self, p: &Packet, out: &mut Vec<Packet>, next_id: &mut u64) {
-        let ce = p.ecn == crate::aqm::ecn::CE;
+        let ce = p.ecn == crate::net::aqm::ecn::CE;
         self.ce_segs += ce as u64;
         match self.ecn {
             EcnEcho::Off => {}
@@ -386,7 +386,7 @@ impl TcpReceiver {
             self.on_handshake_ack();
         }
         let len = p.len as u64;
-        if self.ecn != EcnEcho::Off || p.ecn == crate::aqm::ecn::CE {
+        if self.ecn != EcnEcho::Off || p.ecn == crate::net::aqm::ecn::CE {
             self.ecn_in(p, out, next_id);
         }
         if !self.nic.moderated() {

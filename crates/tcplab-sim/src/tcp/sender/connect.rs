@@ -9,7 +9,7 @@ use super::SenderEvent;
 use crate::cc::CcHooks;
 use crate::cc::{CongSignal, Family};
 use crate::config::Connect;
-use crate::packet::{
+use crate::net::packet::{
     header_bytes, syn_bytes, Kind, Packet, OPT_SACK_PERMITTED, OPT_TIMESTAMPS, OPT_WINDOW_SCALE,
 };
 use crate::tcp::handshake::SynLossWindow;
@@ -184,7 +184,7 @@ impl Conn {
             // The initial window keeps its segment count (tcp_init_cwnd(), tcp_compute_initwnd()
             // count in the negotiated MSS).
             let segments = self.v.iw / self.mss;
-            self.mss += crate::packet::TS_OPT as u64;
+            self.mss += crate::net::packet::TS_OPT as u64;
             self.v.iw = segments * self.mss;
         }
         self.timestamps = ts;

@@ -10,7 +10,7 @@ use crate::cc::{CaState, CcView, Window};
 #[cfg_attr(not(feature = "static-cc"), allow(unused_imports))]
 use crate::cc::{CcHooks, LinuxCcOps};
 use crate::config::{AppConfig, FlowConfig};
-use crate::packet::{header_bytes, Kind, Packet};
+use crate::net::packet::{header_bytes, Kind, Packet};
 use crate::stack::{FreeBsdVersion, Recovery, SndbufPolicy, StackProfile};
 use crate::tcp::rate::{RateState, RateTx};
 use crate::tcp::rtt::RttEstimator;

@@ -14,12 +14,12 @@
 
 use super::core::Conn;
 use super::State;
-use crate::aqm::ecn as codepoint;
+use crate::net::aqm::ecn as codepoint;
 // The enum-dispatch build calls the hooks on a concrete type, which needs the trait in scope.
 #[cfg_attr(not(feature = "static-cc"), allow(unused_imports))]
 use crate::cc::CcHooks;
 use crate::cc::{CongSignal, Family};
-use crate::packet::Packet;
+use crate::net::packet::Packet;
 use crate::time::Ns;
 
 /// A connection's ECN state.

@@ -26,7 +26,7 @@ use super::{SenderEvent, State};
 #[cfg_attr(not(feature = "static-cc"), allow(unused_imports))]
 use crate::cc::CcHooks;
 use crate::cc::{AckKind, CongSignal};
-use crate::packet::Packet;
+use crate::net::packet::Packet;
 use crate::stack::FreeBsdRecovery;
 use crate::time::{earliest, Ns};
 

@@ -12,7 +12,7 @@ use super::{SenderEvent, State};
 #[cfg_attr(not(feature = "static-cc"), allow(unused_imports))]
 use crate::cc::CcHooks;
 use crate::cc::CongSignal;
-use crate::packet::Packet;
+use crate::net::packet::Packet;
 use crate::time::{earliest, Ns};
 
 /// The linux stack's own state: its recovery components, what every ACK reads or writes (RACK,

@@ -7,7 +7,7 @@
 #[cfg_attr(not(feature = "static-cc"), allow(unused_imports))]
 use crate::cc::CcHooks;
 use crate::config::FlowConfig;
-use crate::packet::Packet;
+use crate::net::packet::Packet;
 use crate::stack::{Recovery, StackProfile};
 use crate::time::Ns;
 use std::rc::Rc;

@@ -9,7 +9,7 @@ use super::{SenderEvent, State};
 #[cfg_attr(not(feature = "static-cc"), allow(unused_imports))]
 use crate::cc::CcHooks;
 use crate::cc::CongSignal;
-use crate::packet::Packet;
+use crate::net::packet::Packet;
 use crate::time::{earliest, Ns};
 
 /// The rfc stack's own state: its RFC 6675 recovery.

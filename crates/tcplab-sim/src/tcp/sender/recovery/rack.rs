@@ -4,7 +4,7 @@
 
 use super::super::core::Conn;
 use super::super::{SenderEvent, State};
-use crate::packet::Packet;
+use crate::net::packet::Packet;
 use crate::time::Ns;
 
 /// RACK state (Linux tp->rack): send time and end of the most recently sent delivered segment,
