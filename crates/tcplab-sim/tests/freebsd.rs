@@ -5,9 +5,9 @@
 
 mod common;
 use common::*;
+use tcplab_sim::config::FreeBsdVersion;
 use tcplab_sim::config::{AppConfig, FlowConfig, FreeBsdKnobs};
 use tcplab_sim::sim::Simulation;
-use tcplab_sim::stack::FreeBsdVersion;
 use tcplab_sim::time::{MS, SEC};
 
 const MSS: i64 = 1448;

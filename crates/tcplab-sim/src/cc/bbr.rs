@@ -5,10 +5,11 @@
 //! Units as in the kernel: bandwidth in packets/µs << 24, gains << 8, times in µs and jiffies.
 //! Not modelled: CA_EVENT_TX_START after idle (bulk senders never idle), `is_ack_delayed`.
 
-use super::linux::{jiffies, HZ};
+use super::linux::jiffies;
 use super::minmax::MinMax;
 use super::{CaState, CcHooks, CcView, CongSignal, LinuxCcOps, RateSample, Window};
 use crate::rng::Rng;
+use crate::time::LINUX_HZ as HZ;
 
 const BW_SCALE: u32 = 24;
 const BW_UNIT: u64 = 1 << BW_SCALE;

@@ -10,7 +10,7 @@
 //! segment's) start where they last stopped. Each is tested against the linear walk it replaced.
 
 use crate::tcp::ranges::RangeSet;
-use crate::tcp::rate::RateTx;
+use crate::tcp::rate::{Delivered, RateTx};
 use crate::time::Ns;
 use std::collections::{BTreeSet, VecDeque};
 
@@ -35,19 +35,6 @@ pub struct Seg {
     /// How many times it was sent.
     pub tx_count: u16,
     flags: u8,
-}
-
-/// A segment newly delivered (cumulatively acked or SACKed) by the ACK being processed.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Delivered {
-    /// Time of its latest (re)transmission.
-    pub sent_at: Ns,
-    /// Its end sequence number.
-    pub end: u64,
-    /// Its length, bytes.
-    pub len: u32,
-    /// Whether it had been retransmitted.
-    pub retrans: bool,
 }
 
 impl Seg {

@@ -9,9 +9,10 @@ use crate::cc::{CaState, CcView, Window};
 // The enum-dispatch build calls the hooks on a concrete type, which needs the trait in scope.
 #[cfg_attr(not(feature = "static-cc"), allow(unused_imports))]
 use crate::cc::{CcHooks, LinuxCcOps};
+use crate::config::FreeBsdVersion;
 use crate::config::{AppConfig, FlowConfig};
 use crate::net::packet::{header_bytes, Kind, Packet};
-use crate::stack::{FreeBsdVersion, Recovery, SndbufPolicy, StackProfile};
+use crate::stack::{Recovery, SndbufPolicy, StackProfile};
 use crate::tcp::rate::{RateState, RateTx};
 use crate::tcp::rtt::RttEstimator;
 use crate::tcp::scoreboard::Scoreboard;
@@ -37,7 +38,7 @@ pub struct Conn {
     // stack's state after the core make one run (see `TcpSender`). ----
     pub(super) rate: RateState,
     /// Connection setup (SYN_SENT until the SYN-ACK; `Connect::Established`: never).
-    pub hs: super::connect::Client,
+    pub hs: super::client::Client,
     /// RecoveryPoint of the last recovery or RTO: no new reduction until it is passed
     /// (RFC 6582 §3.2 step 1, RFC 6675 §5 step 2).
     pub(super) recover_guard: Option<u64>,
@@ -121,7 +122,7 @@ pub struct Conn {
     /// Sends since the simulation last drained them (looked at as `events` is).
     pub sends: Vec<Send>,
     /// ECN state (RFC 3168), inert when the connection did not negotiate ECN.
-    pub ecn: super::ecn::EcnState,
+    pub ecn: super::ecn_state::EcnState,
 }
 
 impl Conn {
@@ -153,9 +154,9 @@ impl Conn {
             f.sndbuf_bytes.min(initial)
         };
         Conn {
-            hs: super::connect::Client::new(
+            hs: super::client::Client::new(
                 f.connect,
-                super::connect::offer_bits(f.sack, f.timestamps, f.window_scaling),
+                super::client::offer_bits(f.sack, f.timestamps, f.window_scaling),
                 f.ecn,
                 if handshake {
                     f.window_scaling
@@ -213,7 +214,7 @@ impl Conn {
             owns_cwnd: cc.owns_cwnd(),
             cc_paces: cc.needs_pacing(),
             rate: RateState::default(),
-            ecn: super::ecn::EcnState::new(ecn, f.ect1),
+            ecn: super::ecn_state::EcnState::new(ecn, f.ect1),
             cc,
         }
     }

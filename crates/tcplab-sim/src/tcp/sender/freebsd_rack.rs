@@ -16,8 +16,8 @@ use super::{SenderEvent, State};
 // The enum-dispatch build calls the hooks on a concrete type, which needs the trait in scope.
 #[cfg_attr(not(feature = "static-cc"), allow(unused_imports))]
 use crate::cc::CcHooks;
+use crate::config::FreeBsdVersion;
 use crate::net::packet::Packet;
-use crate::stack::FreeBsdVersion;
 use crate::time::{earliest, Ns};
 
 /// rack_prr_addbackmax: at most this many segments of unused PRR allowance join cwnd at exit.

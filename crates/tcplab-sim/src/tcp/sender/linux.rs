@@ -13,7 +13,7 @@ use super::{SenderEvent, State};
 use crate::cc::CcHooks;
 use crate::cc::CongSignal;
 use crate::net::packet::Packet;
-use crate::time::{earliest, Ns};
+use crate::time::{earliest, Ns, LINUX_JIFFY_NS};
 
 /// The linux stack's own state: its recovery components, what every ACK reads or writes (RACK,
 /// TLP) first, then what only recovery does (PRR, the rescue retransmission): see `TcpSender`.
@@ -147,9 +147,8 @@ impl LinuxStack {
             (c.rtt.min_rtt_ns / 4).min(c.rtt.srtt_ns / 8)
         };
         // tcp_rack_mark_lost(): reordering timer at the longest wait + TCP_TIMEOUT_MIN (2 jiffies).
-        self.rack.mark_lost(c, now, reo_wnd, |w| {
-            w + 2 * 1_000_000_000 / crate::cc::linux::HZ
-        })
+        self.rack
+            .mark_lost(c, now, reo_wnd, |w| w + 2 * LINUX_JIFFY_NS)
     }
 
     /// tcp_schedule_loss_probe(): PTO = 2 srtt, plus TCP_RTO_MIN when one packet is out (the
@@ -160,7 +159,7 @@ impl LinuxStack {
             self.tlp.deadline = None;
             return;
         }
-        let jiffy = 1_000_000_000 / crate::cc::linux::HZ;
+        let jiffy = LINUX_JIFFY_NS;
         let mut pto = if c.rtt.srtt_ns == 0 {
             c.profile.initial_rto_ns
         } else {

@@ -13,9 +13,11 @@ use crate::time::Ns;
 use std::rc::Rc;
 
 mod ack;
+mod client;
 mod connect;
 mod core;
-pub mod ecn;
+mod ecn;
+pub mod ecn_state;
 mod freebsd;
 mod freebsd_rack;
 mod linux;
