@@ -4,6 +4,7 @@
 //! A stack (see [`super::Stack`]) owns its own state and decides when to send, recover and time
 //! out; it reaches the connection only through this core, and the core never reads a stack's state.
 
+use super::detection::is_lost::freebsd_lost_bytes;
 use super::{Send, SenderEvent, Snapshot, State};
 use crate::cc::{CaState, CcView, Window};
 // The enum-dispatch build calls the hooks on a concrete type, which needs the trait in scope.
@@ -293,14 +294,14 @@ impl Conn {
     /// review D39299, no clamp) and 15.0-2025 (nibanks/freebsd-src tcp_input.c @ 62d1e135,
     /// tcp_compute_pipe(): `pipe = tp->snd_max - tp->snd_una + tp->sackhint.sack_bytes_rexmit -
     /// tp->sackhint.sacked_bytes - tp->sackhint.lost_bytes; ... return (imax(pipe, 0));`): holes
-    /// judged lost by IsLost ([`Scoreboard::fb_lost_bytes`]) are not in flight.
+    /// judged lost by IsLost ([`freebsd_lost_bytes`]) are not in flight.
     pub(super) fn fb_pipe(&self) -> u64 {
         let in_flight = self.snd_nxt - self.snd_una + self.sb.retrans_bytes;
         if self.fb_version().pipe_excludes_lost() {
             // t_maxseg is the MSS without options (1460 where segments carry 1448 and timestamps).
             let t_maxseg = self.mss + if self.timestamps { 12 } else { 0 };
             return in_flight
-                .saturating_sub(self.sb.sacked_bytes + self.sb.fb_lost_bytes(t_maxseg));
+                .saturating_sub(self.sb.sacked_bytes + freebsd_lost_bytes(&self.sb, t_maxseg));
         }
         in_flight.saturating_sub(self.sb.sacked_bytes)
     }

@@ -20,7 +20,9 @@
 //! `FreeBsdVersion` naming their copy.
 
 use super::core::Conn;
-use super::recovery::freebsd_prr::{sack_partialack, FreeBsdPrr};
+use super::detection::is_lost::mark_losses;
+use super::detection::lrd::lost_retransmission;
+use super::reduction::freebsd_prr::{sack_partialack, FreeBsdPrr};
 use super::{SenderEvent, State};
 // The enum-dispatch build calls the hooks on a concrete type, which needs the trait in scope.
 #[cfg_attr(not(feature = "static-cc"), allow(unused_imports))]
@@ -91,7 +93,7 @@ impl FreeBsdStack {
         c.sb.clear_delivered();
         let in_fr = matches!(c.state, State::Recovery { .. });
         // tcp_sack_output() retransmits every hole below the highest SACKed byte.
-        let new_loss = in_fr && c.sb.mark_losses(1) > 0;
+        let new_loss = in_fr && mark_losses(&mut c.sb, 1) > 0;
         // tcp_input.c: `if ((sack_changed != SACK_NOCHANGE) && (tp->t_flags & TF_LRD))
         // tcp_sack_lost_retransmission(tp, th);` right after tcp_sack_doack() (fel1x-developer
         // tcp_input.c @ 2d614aa2; nibanks @ 62d1e135).
@@ -107,7 +109,7 @@ impl FreeBsdStack {
     }
 
     /// tcp_sack.c tcp_sack_lost_retransmission() (fel1x-developer/freebsd-src @ 2d614aa2), after
-    /// the scoreboard has re-armed the holes (`Scoreboard::fb_lost_retransmission`):
+    /// the scoreboard has re-armed the holes (`detection::lrd::lost_retransmission`):
     /// `tp->snd_cwnd = tp->snd_ssthresh; EXIT_RECOVERY(tp->t_flags); cc_cong_signal(tp, th,
     /// CC_NDUPACK); tp->snd_cwnd = tcp_maxseg(tp); tp->sackhint.recover_fs = (tp->snd_max -
     /// tp->snd_una) - tp->sackhint.recover_fs;` — a second reduction from the old ssthresh, and
@@ -118,7 +120,7 @@ impl FreeBsdStack {
         let State::Recovery { recover } = c.state else {
             return;
         };
-        if !c.sb.fb_lost_retransmission(recover) {
+        if !lost_retransmission(&mut c.sb, recover) {
             return;
         }
         c.v.win.cwnd = c.v.win.ssthresh;
@@ -339,7 +341,7 @@ impl FreeBsdStack {
         // cc_cong_signal(CC_NDUPACK) sets ssthresh from cwnd; cc_ack_received(CC_DUPACK) is a
         // no-op for newreno and cubic.
         c.begin_recovery(c.fb_pipe());
-        c.sb.mark_losses(1);
+        mark_losses(&mut c.sb, 1);
         self.prr = if self.k.as_committed() {
             // With D43470 as committed (the 2025 copy; whether the PRR start below came with
             // D43470 itself or with a neighbouring commit is not established) it also calls

@@ -9,8 +9,9 @@
 //! block, rack_get_pacing_delay()'s "old method" burst mitigation, rack_slot_reduction).
 
 use super::core::Conn;
-use super::recovery::rack::{Rack, Tlp};
-use super::recovery::rack_prr::RackPrr;
+use super::detection::rack::Rack;
+use super::detection::tlp::Tlp;
+use super::reduction::rack_prr::RackPrr;
 use super::rfc::end_of_recovery;
 use super::{SenderEvent, State};
 // The enum-dispatch build calls the hooks on a concrete type, which needs the trait in scope.

@@ -3,9 +3,10 @@
 //! under TCP Small Queues, TSO autosizing and pacing.
 
 use super::core::Conn;
-use super::recovery::linux_prr::{LinuxPrr, PrrAck, PrrVersion};
-use super::recovery::rack::{Rack, Tlp};
-use super::recovery::rfc6675::Rfc6675;
+use super::detection::rack::Rack;
+use super::detection::tlp::Tlp;
+use super::reduction::linux_prr::{LinuxPrr, PrrAck, PrrVersion};
+use super::reduction::rfc6675::Rfc6675;
 use super::rfc::end_of_recovery;
 use super::{SenderEvent, State};
 // The enum-dispatch build calls the hooks on a concrete type, which needs the trait in scope.
