@@ -14,7 +14,9 @@ use crate::time::Ns;
 use std::rc::Rc;
 
 mod ack;
+mod app;
 mod client;
+mod conn_cc;
 mod connect;
 mod core;
 pub(crate) mod detection;
@@ -25,6 +27,7 @@ mod freebsd_rack;
 mod linux;
 pub mod reduction;
 mod rfc;
+mod transitions;
 
 pub use self::core::Conn;
 
