@@ -40,7 +40,6 @@ pub fn link_ports(
 
 /// Next-hop ports, by static shortest path. A node with one egress port (a host) sends
 /// everything through it and keeps no row, so memory grows with (routers x nodes), not nodes^2:
-
 /// a thousand-pair dumbbell holds two rows of 2 002 entries.
 pub struct Routes {
     /// The node's only egress port, or `u32::MAX` when it has several (or none).
