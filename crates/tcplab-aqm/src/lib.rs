@@ -277,87 +277,120 @@ where
             CodelParams::new(*target_ns, *interval_ns, *ecn, *ce_threshold_ns)?,
             *limit_packets,
         )),
-        AqmConfig::FqCodel {
-            target_ns,
-            interval_ns,
-            limit_packets,
-            ecn,
-            flows,
-            quantum_bytes,
-            drop_batch,
-            ce_threshold_ns,
-        } => {
-            if *flows == 0 || *quantum_bytes == 0 || *drop_batch == 0 {
-                return Err("fq_codel flows, quantum and drop_batch must be positive".into());
-            }
-            Box::new(fq_codel::FqCodel::new(
-                CodelParams::new(*target_ns, *interval_ns, *ecn, *ce_threshold_ns)?,
-                *limit_packets,
-                *flows,
-                *quantum_bytes,
-                *drop_batch,
-                rng.next_u64(),
-            ))
-        }
-        AqmConfig::Pie {
-            target_ns,
-            tupdate_ns,
-            limit_packets,
-            alpha,
-            beta,
-            ecn,
-            bytemode,
-        } => {
-            if *tupdate_ns == 0 {
-                return Err("pie tupdate must be positive".into());
-            }
-            Box::new(pie::Pie::new(
-                *target_ns,
-                *tupdate_ns,
-                *limit_packets,
-                *alpha,
-                *beta,
-                *ecn,
-                *bytemode,
-                rng,
-            ))
-        }
-        AqmConfig::Red {
-            limit_bytes,
-            min_bytes,
-            max_bytes,
-            probability,
-            wlog,
-            avpkt_bytes,
-            ecn,
-            harddrop,
-            adaptive,
-        } => {
-            if min_bytes >= max_bytes || !(*probability > 0.0 && *probability <= 1.0) {
-                return Err("red needs min < max and 0 < probability <= 1".into());
-            }
-            Box::new(red::Red::new(
-                red::RedParams {
-                    limit_bytes: *limit_bytes,
-                    min_bytes: *min_bytes,
-                    max_bytes: *max_bytes,
-                    probability: *probability,
-                    wlog: *wlog,
-                    avpkt_bytes: *avpkt_bytes,
-                    ecn: *ecn,
-                    harddrop: *harddrop,
-                    adaptive: *adaptive,
-                },
-                rate_bps,
-                rng,
-            ))
-        }
+        AqmConfig::FqCodel { .. } => build_fq_codel(cfg, &mut rng)?,
+        AqmConfig::Pie { .. } => build_pie(cfg, rng)?,
+        AqmConfig::Red { .. } => build_red(cfg, rate_bps, rng)?,
         AqmConfig::Dualpi2 { .. } => Box::new(dualpi2::Dualpi2::new(dualpi2_params(cfg)?, rng)),
         AqmConfig::Step {
             threshold_bytes,
             limit_packets,
         } => Box::new(step::Step::new(*threshold_bytes, *limit_packets)),
     })
+}
+
+/// FQ-CoDel; its flows, quantum and drop batch must be positive.
+fn build_fq_codel<P, R>(cfg: &AqmConfig, rng: &mut R) -> Result<Box<dyn Aqm<P> + Send>, String>
+where
+    P: Packet + Send + 'static,
+    R: Random + Send + 'static,
+{
+    let AqmConfig::FqCodel {
+        target_ns,
+        interval_ns,
+        limit_packets,
+        ecn,
+        flows,
+        quantum_bytes,
+        drop_batch,
+        ce_threshold_ns,
+    } = cfg
+    else {
+        unreachable!("build_fq_codel builds FqCodel only")
+    };
+    if *flows == 0 || *quantum_bytes == 0 || *drop_batch == 0 {
+        return Err("fq_codel flows, quantum and drop_batch must be positive".into());
+    }
+    Ok(Box::new(fq_codel::FqCodel::new(
+        CodelParams::new(*target_ns, *interval_ns, *ecn, *ce_threshold_ns)?,
+        *limit_packets,
+        *flows,
+        *quantum_bytes,
+        *drop_batch,
+        rng.next_u64(),
+    )))
+}
+
+/// PIE; its update interval must be positive.
+fn build_pie<P, R>(cfg: &AqmConfig, rng: R) -> Result<Box<dyn Aqm<P> + Send>, String>
+where
+    P: Packet + Send + 'static,
+    R: Random + Send + 'static,
+{
+    let AqmConfig::Pie {
+        target_ns,
+        tupdate_ns,
+        limit_packets,
+        alpha,
+        beta,
+        ecn,
+        bytemode,
+    } = cfg
+    else {
+        unreachable!("build_pie builds Pie only")
+    };
+    if *tupdate_ns == 0 {
+        return Err("pie tupdate must be positive".into());
+    }
+    Ok(Box::new(pie::Pie::new(
+        *target_ns,
+        *tupdate_ns,
+        *limit_packets,
+        *alpha,
+        *beta,
+        *ecn,
+        *bytemode,
+        rng,
+    )))
+}
+
+/// RED; it needs min < max and 0 < probability <= 1.
+fn build_red<P, R>(cfg: &AqmConfig, rate_bps: u64, rng: R) -> Result<Box<dyn Aqm<P> + Send>, String>
+where
+    P: Packet + Send + 'static,
+    R: Random + Send + 'static,
+{
+    let AqmConfig::Red {
+        limit_bytes,
+        min_bytes,
+        max_bytes,
+        probability,
+        wlog,
+        avpkt_bytes,
+        ecn,
+        harddrop,
+        adaptive,
+    } = cfg
+    else {
+        unreachable!("build_red builds Red only")
+    };
+    if min_bytes >= max_bytes || !(*probability > 0.0 && *probability <= 1.0) {
+        return Err("red needs min < max and 0 < probability <= 1".into());
+    }
+    Ok(Box::new(red::Red::new(
+        red::RedParams {
+            limit_bytes: *limit_bytes,
+            min_bytes: *min_bytes,
+            max_bytes: *max_bytes,
+            probability: *probability,
+            wlog: *wlog,
+            avpkt_bytes: *avpkt_bytes,
+            ecn: *ecn,
+            harddrop: *harddrop,
+            adaptive: *adaptive,
+        },
+        rate_bps,
+        rng,
+    )))
 }
 
 /// DualPI2's parameters from the spec, checked as dualpi2_policy / dualpi2_change() check them.

@@ -1,7 +1,6 @@
 //! The resolved experiment as the simulator takes it: every unit already a number, every name
 //! already an index. The Python side (`tcplab.spec`) validates the user's TOML and produces this.
 
-use crate::stack::FreeBsdVersion;
 use crate::tcp::prr::PrrVersion;
 use crate::time::Ns;
 use serde::Deserialize;
@@ -118,9 +117,9 @@ pub struct DirConfig {
     /// ListErrorModel): deterministic losses for tests and for scripted scenarios.
     #[serde(default)]
     pub drop_arrivals: Vec<u64>,
-    /// A queue discipline instead of drop-tail (see [`crate::aqm`]); None = drop-tail.
+    /// A queue discipline instead of drop-tail (see [`crate::net::aqm`]); None = drop-tail.
     #[serde(default)]
-    pub aqm: Option<crate::aqm::AqmConfig>,
+    pub aqm: Option<crate::net::aqm::AqmConfig>,
     /// netem's `limit`: packets held by the port at once, its propagation delay included (the
     /// delay is netem's; sch_netem.c netem_enqueue() drops when `sch->q.qlen >= sch->limit`).
     #[serde(default)]
@@ -366,7 +365,7 @@ impl FlowConfig {
             window_scaling: self.window_scaling && self.peer.window_scaling,
             ecn: self.ecn && self.peer.ecn,
             mss: if self.timestamps && !timestamps {
-                self.mss + crate::packet::TS_OPT
+                self.mss + crate::net::packet::TS_OPT
             } else {
                 self.mss
             },
@@ -463,5 +462,98 @@ impl SimConfig {
     /// Parse the JSON the Python side writes.
     pub fn from_json(s: &str) -> Result<Self, String> {
         serde_json::from_str(s).map_err(|e| format!("invalid simulator config: {e}"))
+    }
+}
+
+/// FreeBSD default-stack source versions (docs/models.md, "FreeBSD default-stack versions").
+/// Each is read from stored copies of public freebsd-src trees; which copy each rule comes from
+/// is named at the rule (and in docs/research/freebsd-2024-25.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum FreeBsdVersion {
+    /// tcp_input.c @ 2bae602e and F-Stack's tcp_output.c / tcp_sack.c, with the `d43470` knob
+    /// modelled from the review's description: the model as it was before versions existed.
+    #[default]
+    V2023,
+    /// FreeBSD 15.0-CURRENT main-f11c79fc00 of 2024-10-17 (the tree T4's seed ran), before
+    /// review D43470 (`d43470 = false`) or with it applied as committed in 7dc78150c730
+    /// (`d43470 = true`). No stored tree of that date exists: the base follows the newest stored
+    /// copies before D43470 (tcp_input.c: ihoro/freebsd-src @ 48931b3e; tcp_output.c and
+    /// tcp_sack.c: fel1x-developer/freebsd-src @ b252a43e / 2d614aa2), and D43470's lines are
+    /// those of the 2025 copies (nibanks/freebsd-src tcp_input.c @ 62d1e135, tcp_output.c
+    /// @ 0714807e).
+    V15_2024_10,
+    /// FreeBSD 15.0-CURRENT of 2025-01..03 (T1-T3's kernels), after D43470 as committed:
+    /// tcp_input.c @ 62d1e135 and tcp_output.c @ 0714807e (nibanks/freebsd-src).
+    V15_2025,
+}
+
+impl FreeBsdVersion {
+    /// Every version, the default first.
+    pub const ALL: [FreeBsdVersion; 3] = [
+        FreeBsdVersion::V2023,
+        FreeBsdVersion::V15_2024_10,
+        FreeBsdVersion::V15_2025,
+    ];
+
+    /// The name a spec uses.
+    pub fn name(self) -> &'static str {
+        match self {
+            FreeBsdVersion::V2023 => "2023",
+            FreeBsdVersion::V15_2024_10 => "15.0-2024-10",
+            FreeBsdVersion::V15_2025 => "15.0-2025",
+        }
+    }
+
+    /// The version of a name.
+    pub fn from_name(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|v| v.name() == s)
+    }
+
+    /// Whether the version necessarily contains review D43470 (`d43470 = false` is refused).
+    pub fn includes_d43470(self) -> bool {
+        self == FreeBsdVersion::V15_2025
+    }
+
+    /// tcp_compute_pipe() leaves out the holes RFC 6675 IsLost() judges lost
+    /// (`- tp->sackhint.lost_bytes`, review D39299): present in fel1x-developer/freebsd-src
+    /// tcp_input.c @ 2d614aa2 (before D43355) and every later copy; absent at 2bae602e.
+    pub fn pipe_excludes_lost(self) -> bool {
+        self != FreeBsdVersion::V2023
+    }
+
+    /// cc_post_recovery() runs in process_ACK after `tp->snd_una = th->th_ack` (ihoro/freebsd-src
+    /// tcp_input.c @ 48931b3e, before D43470; nibanks @ 62d1e135), not at resume_partialack
+    /// before snd_una moves (2bae602e).
+    pub fn post_recovery_after_snd_una(self) -> bool {
+        self != FreeBsdVersion::V2023
+    }
+
+    /// tcp_sndbuf_autoscale() grows while `sbused(&so->so_snd) < V_tcp_autosndbuf_max`
+    /// (nibanks/spmzt tcp_output.c of 2025) rather than `so->so_snd.sb_hiwat <
+    /// V_tcp_autosndbuf_max` (F-Stack; fel1x-developer tcp_output.c @ b252a43e, the newest stored
+    /// copy before D43470).
+    pub fn autosndbuf_tests_sbused(self) -> bool {
+        self == FreeBsdVersion::V15_2025
+    }
+
+    /// Lost-retransmission detection's default: `VNET_DEFINE(int, tcp_do_lrd) = 0;`
+    /// (net.inet.tcp.do_lrd) at freebsd/freebsd-src tcp_input.c @ 2bae602e; `VNET_DEFINE(int,
+    /// tcp_do_lrd) = 1;` as net.inet.tcp.sack.lrd in fel1x-developer tcp_sack.c @ 2d614aa2
+    /// (moved by f42518ff, review D42851, late 2023), latched per connection by tcp_newtcpcb()
+    /// (`if (V_tcp_do_lrd) tp->t_flags |= TF_LRD;`, nibanks tcp_subr.c @ 62d1e135).
+    pub fn lrd_default(self) -> bool {
+        self != FreeBsdVersion::V2023
+    }
+
+    /// net.inet.tcp.sendbuf_max (tcp_output.c `V_tcp_autosndbuf_max`) where the version's default
+    /// replaces the spec's general one: 2 MB in fel1x-developer tcp_output.c @ b252a43e (the newest
+    /// stored copy before D43470), 8 MB in nibanks @ 0714807e / spmzt @ b6e0e155 (2025). The 2023
+    /// model keeps the spec's general default (16 MB), as it always had.
+    pub fn sendbuf_max_bytes(self) -> Option<u64> {
+        match self {
+            FreeBsdVersion::V2023 => None,
+            FreeBsdVersion::V15_2024_10 => Some(2 * 1024 * 1024),
+            FreeBsdVersion::V15_2025 => Some(8 * 1024 * 1024),
+        }
     }
 }

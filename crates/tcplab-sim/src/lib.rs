@@ -3,16 +3,10 @@
 //! Data flows one way: a resolved [`config::SimConfig`] builds a [`sim::Simulation`], which runs in
 //! integer-nanosecond time and streams [`trace`] records out in batches.
 
-pub mod aqm;
 pub mod cc;
 pub mod config;
 pub mod cpu;
-pub mod engine;
-pub mod hist;
 pub mod net;
-pub mod packet;
-pub mod pipe;
-pub mod probe;
 pub mod rng;
 pub mod sim;
 pub mod stack;
@@ -20,4 +14,3 @@ pub mod tcp;
 pub mod time;
 /// The record schema lives in tcplab-trace, shared with the log importers.
 pub use tcplab_trace::records as trace;
-pub mod udp;

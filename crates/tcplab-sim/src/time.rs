@@ -10,6 +10,15 @@ pub const MS: Ns = 1_000_000;
 /// One second in ns.
 pub const SEC: Ns = 1_000_000_000;
 
+/// Linux's tick rate (CONFIG_HZ): Debian's and most distributions' x86 kernels use 250.
+pub const LINUX_HZ: u64 = 250;
+/// One Linux jiffy in ns (LINUX_HZ divides 10^9: no rounding).
+pub const LINUX_JIFFY_NS: Ns = SEC / LINUX_HZ;
+/// FreeBSD's default kernel clock: hz = 1000, so one tick is 1000 us.
+pub const FREEBSD_HZ: i64 = 1000;
+/// FreeBSD's microseconds per tick (`tick`).
+pub const FREEBSD_TICK_US: i64 = 1_000_000 / FREEBSD_HZ;
+
 /// Time to serialise `bytes` onto a link of `rate_bps`, rounded up to whole nanoseconds.
 pub fn tx_time_ns(bytes: u64, rate_bps: u64) -> Ns {
     let bits = bytes as u128 * 8 * SEC as u128;

@@ -4,8 +4,8 @@
 
 mod common;
 use common::*;
-use tcplab_sim::aqm::AqmConfig;
 use tcplab_sim::config::{AppConfig, ProbeConfig, SimConfig};
+use tcplab_sim::net::aqm::AqmConfig;
 use tcplab_sim::time::{Ns, MS, SEC};
 
 /// One cubic flow over 100 Mbit/s x 40 ms with a 2000-packet buffer (bufferbloat) and `aqm` at

@@ -1,9 +1,9 @@
 //! Shared builders for the simulator's behaviour tests: small topologies as `SimConfig`s.
 #![allow(dead_code, missing_docs, unreachable_pub)]
 
+use tcplab_sim::config::FreeBsdVersion;
 use tcplab_sim::config::*;
 use tcplab_sim::sim::Simulation;
-use tcplab_sim::stack::FreeBsdVersion;
 use tcplab_sim::time::{Ns, MS, SEC};
 
 pub const GBIT: u64 = 1_000_000_000;

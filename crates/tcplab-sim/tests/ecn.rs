@@ -4,11 +4,11 @@
 
 mod common;
 use common::*;
-use tcplab_sim::aqm::AqmConfig;
 use tcplab_sim::cc::dctcp::Dctcp;
 use tcplab_sim::cc::freebsd_dctcp::FreeBsdDctcp;
 use tcplab_sim::cc::{AckKind, CcHooks, CcVars, LinuxCcOps};
 use tcplab_sim::config::FlowConfig;
+use tcplab_sim::net::aqm::AqmConfig;
 use tcplab_sim::time::{Ns, MS, SEC, US};
 
 fn ecn_flow(name: &str, stack: &str, cc: &str) -> FlowConfig {

@@ -73,7 +73,7 @@ fn exit_raises_cwnd_to_ssthresh_plus_at_most_two_segments_of_prr_allowance() {
 }
 
 /// The one-loss run on a given rack.c version (None: the default, 2023).
-fn one_loss_version(version: Option<tcplab_sim::stack::FreeBsdVersion>) -> Simulation {
+fn one_loss_version(version: Option<tcplab_sim::config::FreeBsdVersion>) -> Simulation {
     let mut f = flow("f", 0, 2, "newreno", AppConfig::Bytes { bytes: 30_000_000 });
     f.stack = "freebsd-rack".into();
     if let Some(v) = version {
@@ -111,7 +111,7 @@ fn rack_2025_adds_the_200_ms_timer_slop_to_every_rto() {
     // slop;` then the bounds [rack_rto_min 30 ms, rack_rto_max 4 s]: RTO = max(30 ms, srtt + 4
     // rttvar) + 200 ms, so never below srtt + 200 ms. The 2023 model (slop 0) stays near the RTT.
     let new = rto_samples(&one_loss_version(Some(
-        tcplab_sim::stack::FreeBsdVersion::V15_2025,
+        tcplab_sim::config::FreeBsdVersion::V15_2025,
     )));
     assert!(!new.is_empty());
     assert!(new
@@ -127,7 +127,7 @@ fn rack_2025_refuses_the_2024_10_tree() {
     f.stack = "freebsd-rack".into();
     f.freebsd = Some(tcplab_sim::config::FreeBsdKnobs {
         d43470: false,
-        version: tcplab_sim::stack::FreeBsdVersion::V15_2024_10,
+        version: tcplab_sim::config::FreeBsdVersion::V15_2024_10,
         ..freebsd_knobs()
     });
     let cfg = pipe(100 * MBIT, 40 * MS, 1000, vec![f], SEC);

@@ -5,10 +5,10 @@
 
 mod common;
 use common::*;
+use tcplab_sim::config::FreeBsdVersion;
 use tcplab_sim::config::*;
 use tcplab_sim::rng::Rng;
 use tcplab_sim::sim::Simulation;
-use tcplab_sim::stack::FreeBsdVersion;
 use tcplab_sim::time::{MS, SEC, US};
 
 fn random_case(seed: u64) -> SimConfig {

@@ -2,8 +2,9 @@
 //! and jiffies as the kernel computes it, with its module defaults (fast_convergence 1,
 //! max_increment 16, low_window 14, beta 819/1024, initial_ssthresh 0, smooth_part 20).
 
-use super::linux::{cong_avoid_ai, jiffies, pkts, slow_start_then, HZ};
+use super::linux::{cong_avoid_ai, jiffies, pkts, slow_start_then};
 use super::{AckKind, CaState, CcHooks, CcView, CongSignal, LinuxCcOps, Window};
+use crate::time::LINUX_HZ as HZ;
 
 const BICTCP_BETA_SCALE: u32 = 1024;
 /// In binary search, go to point (max + min) / B.

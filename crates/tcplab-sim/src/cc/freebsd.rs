@@ -10,6 +10,7 @@
 //! stack does not, so it is not modelled.
 
 use super::{AckKind, CcHooks, CcView, CongSignal, LinuxCcOps, Window};
+use crate::time::{FREEBSD_HZ as HZ, FREEBSD_TICK_US as TICK_US};
 
 /// net.inet.tcp.abc_l_var default.
 pub const ABC_L_VAR: u64 = 2;
@@ -32,10 +33,6 @@ pub const CUBIC_FC_FACTOR: u64 = 217;
 /// Samples before cubic trusts srtt.
 pub const CUBIC_MIN_RTT_SAMPLES: u64 = 8;
 const CUBED_ROOT_MAX_ULONG: i64 = 448_845;
-/// FreeBSD's default kernel clock: hz = 1000, so one tick is 1000 us.
-pub const HZ: i64 = 1000;
-/// Microseconds per tick.
-pub const TICK_US: i64 = 1_000_000 / HZ;
 
 /// The kernel's `ticks` counter at `now`.
 pub fn ticks(now: crate::time::Ns) -> i64 {

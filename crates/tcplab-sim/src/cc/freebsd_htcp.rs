@@ -4,8 +4,9 @@
 //! sysctls (net.inet.tcp.cc.htcp.adaptive_backoff = 0, rtt_scaling = 0) beta stays 0.5 and alpha
 //! is not RTT-scaled. Slow start, the first second after an event and after-idle are NewReno's.
 
-use super::freebsd::{newreno_ack, newreno_after_idle, rto_ssthresh, ticks, AbcCounter, HZ};
+use super::freebsd::{newreno_ack, newreno_after_idle, rto_ssthresh, ticks, AbcCounter};
 use super::{AckKind, CcHooks, CcView, CongSignal, LinuxCcOps, Window};
+use crate::time::FREEBSD_HZ as HZ;
 
 const HTCP_SHIFT: u32 = 8;
 const HTCP_INIT_ALPHA: i64 = 1;

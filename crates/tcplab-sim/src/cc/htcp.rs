@@ -2,9 +2,10 @@
 //! congestion event, the decrease is minRTT / maxRTT, both in the kernel's fixed point (<< 7) and
 //! jiffies, with its module defaults (use_rtt_scaling 1, use_bandwidth_switch 1).
 
-use super::linux::{jiffies, pkts, slow_start_or_avoid, usecs_to_jiffies, HZ};
+use super::linux::{jiffies, pkts, slow_start_or_avoid, usecs_to_jiffies};
 use super::{AckKind, CaState, CcHooks, CcView, CongSignal, LinuxCcOps, Window};
 use crate::time::Ns;
+use crate::time::LINUX_HZ as HZ;
 
 /// 1.0 << 7
 const ALPHA_BASE: u32 = 1 << 7;

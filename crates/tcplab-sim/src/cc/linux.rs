@@ -5,10 +5,7 @@
 //! cubictcp_acked) as in current mainline.
 
 use super::{AckKind, CcHooks, CcView, CongSignal, LinuxCcOps, Window};
-use crate::time::Ns;
-
-/// Kernel tick rate. Debian's and most distributions' x86 kernels use CONFIG_HZ=250.
-pub const HZ: u64 = 250;
+use crate::time::{Ns, LINUX_HZ as HZ};
 
 pub(crate) fn jiffies(now: Ns) -> u32 {
     (now / (1_000_000_000 / HZ)) as u32 // HZ divides 10^9: one u64 division, no rounding

@@ -16,6 +16,7 @@ pub mod freebsd_htcp;
 pub mod highspeed;
 pub mod htcp;
 pub mod linux;
+pub mod marked;
 mod minmax;
 pub mod newreno;
 pub mod scalable;
@@ -403,9 +404,9 @@ pub fn external(m: Box<dyn CongestionControl>) -> Cc {
 /// `cc` with its hooks marked for CPU sampling (`[measure] cpu`).
 pub fn marked(cc: Cc) -> Cc {
     #[cfg(not(feature = "static-cc"))]
-    return Box::new(crate::cpu::MarkedCc::new(cc));
+    return Box::new(marked::MarkedCc::new(cc));
     #[cfg(feature = "static-cc")]
-    return dispatch::StaticCc::Marked(Box::new(crate::cpu::MarkedCc::new(Box::new(cc))));
+    return dispatch::StaticCc::Marked(Box::new(marked::MarkedCc::new(Box::new(cc))));
 }
 
 #[cfg(feature = "static-cc")]
@@ -433,7 +434,7 @@ pub mod dispatch {
         Bbr(bbr::Bbr),
         Dctcp(dctcp::Dctcp),
         FreeBsdDctcp(freebsd_dctcp::FreeBsdDctcp),
-        Marked(Box<crate::cpu::MarkedCc>),
+        Marked(Box<marked::MarkedCc>),
         External(Box<dyn CongestionControl>),
     }
 

@@ -2,9 +2,10 @@
 //! follow the bandwidth estimated from the ACK stream times the minimum RTT, in bytes per jiffy
 //! and jiffies as the kernel keeps them.
 
-use super::linux::{jiffies, reno_cong_avoid, reno_ssthresh, usecs_to_jiffies, HZ};
+use super::linux::{jiffies, reno_cong_avoid, reno_ssthresh, usecs_to_jiffies};
 use super::{AckKind, CcHooks, CcView, CongSignal, LinuxCcOps, Window};
 use crate::time::Ns;
+use crate::time::LINUX_HZ as HZ;
 
 /// TCP_WESTWOOD_RTT_MIN: the shortest bandwidth-sampling window, HZ / 20 (50 ms).
 const RTT_MIN: u32 = (HZ / 20) as u32;

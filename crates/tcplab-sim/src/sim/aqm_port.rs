@@ -3,8 +3,8 @@
 //! Linux qdisc is drained by qdisc_restart(). Drop-tail ports do not come here.
 
 use super::Simulation;
-use crate::engine::Action;
-use crate::packet::Packet;
+use crate::net::packet::Packet;
+use crate::sim::engine::Action;
 
 impl Simulation {
     /// A packet admitted (past random loss) at port `pi`, which has a discipline.

@@ -4,15 +4,17 @@
 //! config happens here.
 
 use crate::cc;
-use crate::config::{BufferPolicy, NodeKind, SimConfig};
-use crate::engine::{Action, EventQueue};
-use crate::net::{link_ports, Pool, Port, Routes};
-use crate::probe::ProbeSource;
+use crate::config::{BufferPolicy, FlowConfig, NodeKind, SimConfig};
+use crate::net::pool::Pool;
+use crate::net::port::Port;
+use crate::net::probe::ProbeSource;
+use crate::net::topology::{link_ports, Routes};
+use crate::net::udp::UdpSource;
 use crate::rng::Rng;
+use crate::sim::engine::{Action, EventQueue};
 use crate::stack;
 use crate::tcp::receiver::TcpReceiver;
 use crate::tcp::sender::TcpSender;
-use crate::udp::UdpSource;
 
 use super::ExternalCc;
 
@@ -129,33 +131,7 @@ pub(super) fn flows(
                 cc::ALGORITHMS.join(", ")
             )
         })?;
-        if f.mss == 0
-            || f.iw_segments == 0
-            || f.sndbuf_bytes == 0
-            || f.rcv_space_bytes() < f.mss as u64
-        {
-            return Err(format!(
-                "flow {}: mss, iw, sndbuf must be positive and the receive window (rcvbuf x {}/256) at least one mss",
-                f.name, f.rcv_scaling_ratio
-            ));
-        }
-        if let Some(k) = &f.freebsd {
-            if f.stack == "freebsd-rack" && !stack::RACK_VERSIONS.contains(&k.version) {
-                return Err(format!(
-                    "flow {}: freebsd-rack version {} is not one of {:?}",
-                    f.name,
-                    k.version.name(),
-                    stack::RACK_VERSIONS.map(|v| v.name())
-                ));
-            }
-            if f.stack == "freebsd" && k.version.includes_d43470() && !k.d43470 {
-                return Err(format!(
-                    "flow {}: freebsd version 15.0-2025 includes review D43470; d43470 = false \
-                     applies to versions 2023 and 15.0-2024-10 only",
-                    f.name
-                ));
-            }
-        }
+        check_flow_knobs(f)?;
         // The receiving host's own delayed-ACK rules when its OS is given, else the sender's.
         let rx_profile = match f.receiver_os.as_deref() {
             None => profile.clone(),
@@ -176,6 +152,35 @@ pub(super) fn flows(
         senders.push(sender);
     }
     Ok((senders, receivers))
+}
+
+/// A flow's sizes and its FreeBSD version knobs are consistent.
+fn check_flow_knobs(f: &FlowConfig) -> Result<(), String> {
+    if f.mss == 0 || f.iw_segments == 0 || f.sndbuf_bytes == 0 || f.rcv_space_bytes() < f.mss as u64
+    {
+        return Err(format!(
+            "flow {}: mss, iw, sndbuf must be positive and the receive window (rcvbuf x {}/256) at least one mss",
+            f.name, f.rcv_scaling_ratio
+        ));
+    }
+    if let Some(k) = &f.freebsd {
+        if f.stack == "freebsd-rack" && !stack::RACK_VERSIONS.contains(&k.version) {
+            return Err(format!(
+                "flow {}: freebsd-rack version {} is not one of {:?}",
+                f.name,
+                k.version.name(),
+                stack::RACK_VERSIONS.map(|v| v.name())
+            ));
+        }
+        if f.stack == "freebsd" && k.version.includes_d43470() && !k.d43470 {
+            return Err(format!(
+                "flow {}: freebsd version 15.0-2025 includes review D43470; d43470 = false \
+                 applies to versions 2023 and 15.0-2024-10 only",
+                f.name
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The UDP sources.

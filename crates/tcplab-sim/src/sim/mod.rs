@@ -5,22 +5,29 @@ use crate::cc;
 
 mod aqm_port;
 mod build;
+mod deliver;
+pub mod engine;
+mod forward;
+mod intervals;
 mod sampler;
+mod stats;
 
 /// Supplies a flow's algorithm from outside the registry (a user-written one), by flow index and
 /// cc name, or None for the registry's.
 pub type ExternalCc<'a> = dyn FnMut(usize, &str) -> Option<Box<dyn cc::CongestionControl>> + 'a;
 use crate::config::{AppConfig, FlowConfig, SimConfig};
 use crate::cpu::{in_tcp, CpuMeter};
-use crate::engine::{Action, EventQueue};
-use crate::net::{routes, Pool, Port, Routes};
-use crate::packet::{Kind, Packet, Slab};
-use crate::probe::ProbeSource;
+use crate::net::packet::{Kind, Packet, Slab};
+use crate::net::pool::Pool;
+use crate::net::port::Port;
+use crate::net::probe::ProbeSource;
+use crate::net::topology::{routes, Routes};
+use crate::net::udp::UdpSource;
+use crate::sim::engine::{Action, EventQueue};
 use crate::tcp::receiver::TcpReceiver;
 use crate::tcp::sender::{SenderEvent, TcpSender};
 use crate::time::Ns;
 use crate::trace::Recorder;
-use crate::udp::UdpSource;
 use std::collections::HashSet;
 
 /// Networks with more ports than this prefetch at arrivals (`pipe_arrive`): with fewer, what
@@ -89,7 +96,7 @@ pub struct FlowStats {
     /// window reductions for ECE).
     pub ecn: Option<(u64, u64, u64)>,
     /// The RTT samples the sender's estimator took.
-    pub rtt_hist: crate::hist::DelayHistogram,
+    pub rtt_hist: crate::net::hist::DelayHistogram,
 }
 
 /// Run `$call` (a call into a TCP endpoint), marked as the TCP path when the run measures CPU.
@@ -102,6 +109,8 @@ macro_rules! timed {
         }
     }};
 }
+// By path too, for the event handlers in the files beside this one (`deliver.rs`).
+use timed;
 
 /// A running simulation.
 pub struct Simulation {
@@ -365,82 +374,6 @@ impl Simulation {
         }
     }
 
-    /// End of the interval that contains `t` for flow `fi`: intervals lie on a grid from the
-    /// flow's start (iperf3 `-i`; with a handshake the first one holds it) and the last one ends
-    /// with a time-limited application, whose time counts from its connection being set up (so
-    /// after a handshake a last interval as long as the connect time follows the grid's).
-    fn interval_end(&self, fi: usize, t: Ns) -> Ns {
-        let f = &self.flow_cfg[fi];
-        let k = (t - f.start_ns) / self.interval_ns + 1;
-        let end = f.start_ns + k * self.interval_ns;
-        let s = &self.senders[fi];
-        match f.app {
-            // Until connected (SYN_SENT) the application's time has not begun.
-            AppConfig::Time { duration_ns } if s.started => end.min(s.start_ns + duration_ns),
-            AppConfig::Time { .. } | AppConfig::Bytes { .. } => end,
-        }
-    }
-
-    fn flow_interval(&mut self, fi: usize) {
-        let s = &self.senders[fi];
-        if matches!(self.flow_cfg[fi].app, AppConfig::Bytes { .. }) && s.completed_at.is_some() {
-            return; // the final partial interval was written at completion
-        }
-        self.push_interval(fi);
-        let f = &self.flow_cfg[fi];
-        let more = match f.app {
-            AppConfig::Time { duration_ns } => {
-                let s = &self.senders[fi];
-                !s.started || self.now < s.start_ns + duration_ns
-            }
-            AppConfig::Bytes { .. } => true,
-        };
-        if more {
-            let end = self.interval_end(fi, self.now);
-            if end <= self.stop_ns {
-                self.q.push(end, Action::FlowInterval(fi as u32));
-            }
-        }
-    }
-
-    fn push_interval(&mut self, fi: usize) {
-        let (t0, delivered0, retx0) = self.flow_iv[fi];
-        if self.now <= t0 {
-            return;
-        }
-        let s = &self.senders[fi];
-        let delivered = self.receivers[fi].rcv_nxt;
-        self.rec.intervals.push(&[
-            fi as i64,
-            t0 as i64,
-            self.now as i64,
-            (delivered - delivered0) as i64,
-            (s.retrans_segs - retx0) as i64,
-            s.v.win.cwnd as i64,
-            (s.rtt.srtt_ns / 1000) as i64,
-        ]);
-        self.flow_iv[fi] = (self.now, delivered, s.retrans_segs);
-    }
-
-    fn port_interval(&mut self) {
-        for (i, p) in self.ports.iter().enumerate() {
-            let last = self.port_iv[i];
-            let (tx_bytes, tx_packets) = p.transmitted(self.now);
-            let cur = (tx_bytes, tx_packets, p.drops, p.losses);
-            self.rec.ports.push(&[
-                self.port_iv_start as i64,
-                self.now as i64,
-                i as i64,
-                (cur.0 - last.0) as i64,
-                (cur.1 - last.1) as i64,
-                (cur.2 - last.2) as i64,
-                (cur.3 - last.3) as i64,
-            ]);
-            self.port_iv[i] = cur;
-        }
-        self.port_iv_start = self.now;
-    }
-
     #[inline(never)] // once per sample interval: kept out of the event loop's code
     fn sample(&mut self) {
         for fi in 0..self.senders.len() {
@@ -594,338 +527,6 @@ impl Simulation {
         self.rec
             .probes
             .push(&[p.ts_val as i64, p.flow as i64, p.seq as i64, rtt_ns]);
-    }
-
-    /// Send the packets an endpoint on `node` produced.
-    fn flush(&mut self, node: u32, out: &mut Vec<Packet>) {
-        self.created += out.len() as u64;
-        for p in out.iter() {
-            let h = self.slab.insert(p);
-            self.forward_stored(node, h, p.dst, p.size_bytes);
-        }
-        out.clear();
-    }
-
-    /// A packet enters the network at `node`.
-    fn forward(&mut self, node: u32, p: Packet) {
-        let h = self.slab.insert(&p);
-        self.forward_stored(node, h, p.dst, p.size_bytes);
-    }
-
-    /// Route the packet stored under handle `h` (for node `dst`, `size_bytes` long) from `node`
-    /// into its next port. Runs once per packet per hop: a port without a shared buffer or a
-    /// discipline (every port of T1) is looked up once and takes the packet in a few lines.
-    #[inline(always)]
-    fn forward_stored(&mut self, node: u32, h: u32, dst: u32, size_bytes: u32) {
-        let pi = self.routes.next_hop(node, dst);
-        debug_assert_ne!(pi, u32::MAX, "no route from {node} to {dst}");
-        let now = self.now;
-        let port = &mut self.ports[pi as usize];
-        if port.shared_or_aqm() {
-            self.forward_to_shared_or_aqm(pi, h, dst, size_bytes);
-            return;
-        }
-        port.advance(now);
-        if port.admit(size_bytes, now, None).is_err() {
-            let p = self.slab.take(h);
-            self.drop_packet(p);
-            return;
-        }
-        if let (Some(t), _) = port.send(h, size_bytes, dst, now) {
-            self.q.push(t, Action::PipeArrive(pi));
-        }
-    }
-
-    /// `forward_stored` into a port of a shared-buffer switch or one with a queue discipline.
-    #[inline(never)] // kept out of the per-hop code `forward_stored` is inlined into
-    fn forward_to_shared_or_aqm(&mut self, pi: u32, h: u32, dst: u32, size_bytes: u32) {
-        let now = self.now;
-        let pool = self.ports[pi as usize].pool();
-        match pool {
-            Some(pl) => self.settle_pool(pl),
-            None => {
-                self.ports[pi as usize].advance(now);
-            }
-        }
-        let port = &mut self.ports[pi as usize];
-        if port
-            .admit(size_bytes, now, pool.map(|pl| &self.pools[pl as usize]))
-            .is_err()
-        {
-            let p = self.slab.take(h);
-            self.drop_packet(p);
-            return;
-        }
-        if port.has_aqm() {
-            let p = self.slab.take(h);
-            self.aqm_enqueue(pi, p);
-            return;
-        }
-        let (arrival, queued) = port.send(h, size_bytes, dst, now);
-        if let Some(pl) = pool {
-            self.pools[pl as usize].used_bytes += queued;
-        }
-        if let Some(t) = arrival {
-            self.q.push(t, Action::PipeArrive(pi));
-        }
-    }
-
-    /// Bring every port of a shared-buffer switch up to now, releasing their pool bytes.
-    fn settle_pool(&mut self, pl: u32) {
-        let mut freed = 0;
-        for &pi in &self.pools[pl as usize].ports {
-            freed += self.ports[pi as usize].advance(self.now);
-        }
-        self.pools[pl as usize].used_bytes -= freed;
-    }
-
-    fn drop_packet(&mut self, p: Packet) {
-        self.dropped += 1;
-        if matches!(p.kind, Kind::Echo | Kind::EchoReply) {
-            self.probe_done(&p, -1);
-        }
-        if let Some(a) = self.audit.as_mut() {
-            a.dropped.insert(p.id);
-        }
-    }
-
-    /// The packet at the head of port `pi`'s pipe arrives (its event is the queue's next).
-    ///
-    /// With `PREFETCH` (a network of many ports, `prefetch_arrivals`), it also starts loading
-    /// what the pipe's next packet will need when it arrives: at its destination, its slot in the
-    /// slab; else the first two lines of the port it goes on to. With thousands of flows these
-    /// are rarely in cache, and the next arrival is a transmission time away (a few events at a
-    /// fast port), time enough for the loads to complete while other events run.
-    fn pipe_arrive<const PREFETCH: bool>(&mut self, pi: u32) {
-        let port = &mut self.ports[pi as usize];
-        let (head, freed) = port.pop_arrived(self.now);
-        let next = port.next_in_pipe().copied();
-        self.q.pop_and_repeat(next.map(|e| e.arrival_ns));
-        let node = port.to;
-        if PREFETCH {
-            if let Some(e) = next {
-                if e.dst == node {
-                    prefetch(self.slab.get(e.packet));
-                } else {
-                    let p = &self.ports[self.routes.next_hop(node, e.dst) as usize];
-                    prefetch(p);
-                    prefetch((p as *const Port as *const u8).wrapping_add(64));
-                }
-            }
-        }
-        let port = &self.ports[pi as usize];
-        if freed > 0 {
-            if let Some(pl) = port.pool() {
-                self.pools[pl as usize].used_bytes -= freed;
-            }
-        }
-        if head.dst == node {
-            self.deliver(node, head.packet);
-        } else {
-            self.forward_stored(node, head.packet, head.dst, head.size_bytes);
-        }
-    }
-
-    /// The packet under handle `h` has reached its destination `node`. Data segments and ACKs
-    /// (nearly every delivery) are read where they lie in the slab rather than copied out of it
-    /// (a whole `Packet` each time); the rare kinds are taken out first.
-    #[inline(always)] // into each copy of the event loop, as it was into the one
-    fn deliver(&mut self, node: u32, h: u32) {
-        self.delivered += 1;
-        let p = self.slab.get(h);
-        let (kind, fi) = (p.kind, p.flow as usize);
-        if let Some(a) = self.audit.as_mut() {
-            a.delivered.insert(p.id);
-        }
-        match kind {
-            Kind::Data => self.deliver_data(node, h, fi),
-            Kind::Ack => self.deliver_ack(node, h, fi),
-            _ => {
-                let p = self.slab.take(h);
-                self.deliver_other(node, p);
-            }
-        }
-    }
-
-    #[inline(always)] // into each copy of the event loop, as it was into the one
-    fn deliver_data(&mut self, node: u32, h: u32, fi: usize) {
-        let mut out = std::mem::take(&mut self.scratch);
-        let p = self.slab.get(h);
-        timed!(
-            self,
-            self.receivers[fi].on_data(p, self.now, &mut out, &mut self.next_id)
-        );
-        self.slab.free(h);
-        if !out.is_empty() {
-            // Most segments are held for the NIC's next poll and answer nothing.
-            self.flush(node, &mut out);
-        }
-        self.scratch = out;
-        self.sync_receiver_timer(fi);
-    }
-
-    #[inline(always)] // into each copy of the event loop, as it was into the one
-    fn deliver_ack(&mut self, node: u32, h: u32, fi: usize) {
-        if self.record_acks {
-            let row = ack_row(self.now, fi, self.slab.get(h));
-            self.rec.acks.push(&row);
-        }
-        self.set_nic_backlog(fi);
-        let mut out = std::mem::take(&mut self.scratch);
-        let p = self.slab.get(h);
-        timed!(
-            self,
-            self.senders[fi].on_ack(p, self.now, &mut out, &mut self.next_id)
-        );
-        self.slab.free(h);
-        self.flush(node, &mut out);
-        self.scratch = out;
-        if self.sample_interval_ns == 0 {
-            self.sample_flow(fi);
-        }
-        self.after_sender(fi);
-    }
-
-    /// Handshake segments, UDP and ping packets at their destination.
-    fn deliver_other(&mut self, node: u32, p: Packet) {
-        let fi = p.flow as usize;
-        let mut out = std::mem::take(&mut self.scratch);
-        match p.kind {
-            Kind::Data | Kind::Ack => unreachable!("deliver() hands these over in place"),
-            Kind::Syn => {
-                timed!(
-                    self,
-                    self.receivers[fi].on_syn(&p, self.now, &mut out, &mut self.next_id)
-                );
-                self.flush(node, &mut out);
-                self.sync_receiver_timer(fi);
-            }
-            Kind::HandshakeAck => self.receivers[fi].on_handshake_ack(),
-            Kind::SynAck => {
-                self.set_nic_backlog(fi);
-                timed!(
-                    self,
-                    self.senders[fi].on_synack(&p, self.now, &mut out, &mut self.next_id)
-                );
-                self.flush(node, &mut out);
-                self.after_sender(fi);
-            }
-            Kind::Udp => {
-                let u = &mut self.udp[fi];
-                u.received += 1;
-                u.received_bytes += p.size_bytes as u64;
-            }
-            Kind::Echo => {
-                // The pinged node answers at once (Linux: icmp_echo() in net/ipv4/icmp.c, in the
-                // receive softirq; its microseconds are not modelled).
-                self.next_id += 1;
-                let mut reply = Packet::new(
-                    self.next_id,
-                    Kind::EchoReply,
-                    p.flow,
-                    self.probes[fi].cfg.src,
-                );
-                reply.size_bytes = p.size_bytes;
-                reply.seq = p.seq;
-                reply.ts_val = p.ts_val;
-                self.created += 1;
-                self.forward(node, reply);
-            }
-            Kind::EchoReply => self.probe_done(&p, (self.now - p.ts_val) as i64),
-        }
-        self.scratch = out;
-    }
-
-    /// Totals per flow.
-    pub fn flow_stats(&self) -> Vec<FlowStats> {
-        self.senders
-            .iter()
-            .zip(&self.receivers)
-            .zip(&self.flow_cfg)
-            .map(|((s, r), f)| FlowStats {
-                name: f.name.clone(),
-                cc: s.cc_name().to_string(),
-                stack: f.stack.clone(),
-                start_ns: f.start_ns,
-                bytes_written: s.written,
-                bytes_delivered: r.rcv_nxt,
-                bytes_sent: s.bytes_sent,
-                retrans_segs: s.retrans_segs,
-                recoveries: s.recoveries,
-                rtos: s.rto_count,
-                dup_segs_received: r.dup_segs,
-                completion_ns: s
-                    .completed_at
-                    .map(|t| t - s.hs.established_ns.unwrap_or(f.start_ns)),
-                fct_ns: s.completed_at.map(|t| t - f.start_ns),
-                connect_ns: s.hs.established_ns.map(|t| t - f.start_ns),
-                syn_retrans: s.hs.syn_retrans as u64,
-                synack_retrans: r.hs.retrans as u64,
-                connect_failed: s.hs.failed,
-                mss_bytes: s.mss,
-                options: s.options(),
-                cwnd_bytes: s.v.win.cwnd,
-                srtt_ns: s.rtt.srtt_ns,
-                min_rtt_ns: s.rtt.min_rtt_ns,
-                ecn: s
-                    .ecn
-                    .on
-                    .then_some((r.ce_segs, s.ecn.ece_acks, s.ecn.reductions)),
-                rtt_hist: s.rtt.hist.clone(),
-            })
-            .collect()
-    }
-
-    /// Check the invariants every run must keep; Err names the first one broken.
-    pub fn check_invariants(&self) -> Result<(), String> {
-        for (i, (s, r)) in self.senders.iter().zip(&self.receivers).enumerate() {
-            s.scoreboard()
-                .check()
-                .map_err(|e| format!("flow {i}: {e}"))?;
-            if s.started && s.v.win.cwnd < s.mss {
-                return Err(format!("flow {i}: cwnd {} below one MSS", s.v.win.cwnd));
-            }
-            if r.rcv_nxt > s.snd_nxt || r.rcv_nxt > s.written {
-                return Err(format!(
-                    "flow {i}: receiver has {} bytes but sender sent {}",
-                    r.rcv_nxt, s.snd_nxt
-                ));
-            }
-            if s.snd_una > r.rcv_nxt {
-                return Err(format!(
-                    "flow {i}: sender saw {} acked, receiver has {}",
-                    s.snd_una, r.rcv_nxt
-                ));
-            }
-            if s.pipe() > s.snd_nxt - s.snd_una + s.scoreboard().retrans_bytes {
-                return Err(format!(
-                    "flow {i}: pipe {} exceeds outstanding data",
-                    s.pipe()
-                ));
-            }
-        }
-        self.flow_rows.check(&self.senders, self.now)?;
-        let in_network: u64 = self.ports.iter().map(Port::packets_held).sum();
-        if self.created != self.delivered + self.dropped + in_network {
-            return Err(format!(
-                "packet conservation: created {} != delivered {} + dropped {} + in network {in_network}",
-                self.created, self.delivered, self.dropped
-            ));
-        }
-        if let Some(a) = &self.audit {
-            if let Some(id) = a.dropped.intersection(&a.delivered).next() {
-                return Err(format!("packet {id} was both dropped and delivered"));
-            }
-        }
-        for (i, p) in self.pools.iter().enumerate() {
-            if p.used_bytes > p.limit_bytes {
-                return Err(format!(
-                    "shared buffer {i} holds {} > {} bytes",
-                    p.used_bytes, p.limit_bytes
-                ));
-            }
-        }
-        Ok(())
     }
 }
 

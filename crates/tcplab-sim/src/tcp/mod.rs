@@ -9,4 +9,4 @@ pub mod rtt;
 pub mod scoreboard;
 pub mod sender;
 /// Linux PRR, under its historical path.
-pub use sender::recovery::linux_prr as prr;
+pub use sender::reduction::linux_prr as prr;

@@ -4,8 +4,20 @@
 //! the send and the ACK intervals. Counts are packets, times µs, as in the kernel.
 
 use crate::cc::RateSample;
-use crate::tcp::scoreboard::Delivered;
 use crate::time::Ns;
+
+/// A segment newly delivered (cumulatively acked or SACKed) by the ACK being processed.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Delivered {
+    /// Time of its latest (re)transmission.
+    pub sent_at: Ns,
+    /// Its end sequence number.
+    pub end: u64,
+    /// Its length, bytes.
+    pub len: u32,
+    /// Whether it had been retransmitted.
+    pub retrans: bool,
+}
 
 /// What a transmission remembers (Linux `TCP_SKB_CB(skb)->tx`), times in ns.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]

@@ -7,7 +7,7 @@ use crate::time::Ns;
 #[repr(C)] // `srtt_ns` and `rto_ns` last, next to the connection's fields the sampler reads
 pub struct RttEstimator {
     /// Every sample, for the flow's RTT percentiles (latency under load).
-    pub hist: crate::hist::DelayHistogram,
+    pub hist: crate::net::hist::DelayHistogram,
     /// Timeouts since the last sample (FreeBSD `t_rxtshift`).
     pub rxtshift: u32,
     /// Samples taken (FreeBSD `t_rttupdated`).

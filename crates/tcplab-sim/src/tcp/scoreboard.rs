@@ -1,4 +1,6 @@
 //! The sender's view of every outstanding segment: SACKed, lost, retransmitted (RFC 6675 §2-4).
+//! A data structure: the rules that mark segments lost (RFC 6675 IsLost, RACK, FreeBSD's LRD)
+//! are components beside it, in `tcp::sender::detection`, which mark through its narrow API.
 //!
 //! pipe is kept as counters so it costs O(1): pipe = outstanding - sacked - lost + retransmitted,
 //! which equals RFC 6675 SetPipe() (each unSACKed octet counts once unless lost, and once more if
@@ -10,7 +12,7 @@
 //! segment's) start where they last stopped. Each is tested against the linear walk it replaced.
 
 use crate::tcp::ranges::RangeSet;
-use crate::tcp::rate::RateTx;
+use crate::tcp::rate::{Delivered, RateTx};
 use crate::time::Ns;
 use std::collections::{BTreeSet, VecDeque};
 
@@ -37,19 +39,6 @@ pub struct Seg {
     flags: u8,
 }
 
-/// A segment newly delivered (cumulatively acked or SACKed) by the ACK being processed.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Delivered {
-    /// Time of its latest (re)transmission.
-    pub sent_at: Ns,
-    /// Its end sequence number.
-    pub end: u64,
-    /// Its length, bytes.
-    pub len: u32,
-    /// Whether it had been retransmitted.
-    pub retrans: bool,
-}
-
 impl Seg {
     fn delivered(&self) -> Delivered {
         Delivered {
@@ -71,11 +60,24 @@ struct Rates {
 }
 
 impl Seg {
-    fn end(&self) -> u64 {
+    /// Its end sequence number.
+    pub fn end(&self) -> u64 {
         self.seq + self.len as u64
     }
     fn has(&self, f: u8) -> bool {
         self.flags & f != 0
+    }
+    /// Whether it is SACKed.
+    pub fn is_sacked(&self) -> bool {
+        self.has(SACKED)
+    }
+    /// Whether it is marked lost.
+    pub fn is_lost(&self) -> bool {
+        self.has(LOST)
+    }
+    /// Whether a retransmission of it is counted in flight.
+    pub fn is_retransmitted(&self) -> bool {
+        self.has(RETRANS)
     }
     /// Its key in RACK's time-ordered queue, if it belongs there: tracked, not SACKED and not
     /// lost-and-waiting for its retransmission (the segments tcp_rack_detect_loss() looks at).
@@ -162,7 +164,7 @@ impl Scoreboard {
     }
 
     /// Index of the first segment whose seq >= `seq`.
-    fn lower_bound(&self, seq: u64) -> usize {
+    pub(crate) fn lower_bound(&self, seq: u64) -> usize {
         self.segs.partition_point(|s| s.seq < seq)
     }
 
@@ -303,135 +305,81 @@ impl Scoreboard {
         newly
     }
 
-    /// RFC 6675 IsLost(): mark every unSACKed segment that has at least `dupthresh` SACKed
-    /// segments above it. Returns bytes newly marked lost.
-    pub fn mark_losses(&mut self, dupthresh: u32) -> u64 {
-        let need = dupthresh as usize;
-        let mut count = 0usize;
-        let mut boundary = None;
-        for (s, e) in self.sacked_ranges.iter().rev() {
-            let (i_s, i_e) = (self.lower_bound(s), self.lower_bound(e));
-            let n = i_e - i_s;
-            if count + n >= need {
-                boundary = Some(i_e - (need - count));
-                break;
-            }
-            count += n;
-        }
-        let Some(b) = boundary else { return 0 };
-        let boundary_seq = self.segs[b].seq;
-        let mut newly = 0;
-        let mut i = self.lower_bound(self.lost_mark);
-        while i < b {
-            let seg = &mut self.segs[i];
-            if !seg.has(SACKED) && !seg.has(LOST) {
-                // A segment already retransmitted (rescue) stays RETRANS: its copy is in flight
-                // and it is not retransmitted again until an RTO.
-                let key = seg.rack_key();
-                seg.flags |= LOST;
-                let len = seg.len as u64;
-                self.lost_bytes += len;
-                newly += len;
-                self.requeue(key, i);
-            }
-            i += 1;
-        }
-        self.lost_mark = self.lost_mark.max(boundary_seq);
-        newly
+    // What loss detection (tcp::sender::detection: RFC 6675 IsLost, RACK, FreeBSD's LRD) reads
+    // and marks. The rules that decide a segment is lost live there, beside the scoreboard;
+    // these keep its counters and RACK's time-ordered queue in step with every mark.
+
+    /// The outstanding segments, in sequence order.
+    pub(crate) fn segs(&self) -> &VecDeque<Seg> {
+        &self.segs
     }
 
-    /// FreeBSD's `sackhint.lost_bytes` (RFC 6675 IsLost over the scoreboard's holes, review
-    /// D39299), as tcp_sack.c tcp_sack_doack() computes it at the end of its sweep
-    /// (fel1x-developer/freebsd-src sys/netinet/tcp_sack.c @ 2d614aa2, the newest stored copy):
-    /// holes are walked from the right; hole k (1 for the rightmost) with `loss_thresh` SACKed
-    /// bytes above it is not lost while `!((loss_sblks >= tcprexmtthresh) || (loss_thresh >
-    /// (tcprexmtthresh - 1) * tp->t_maxseg))`; `lost_bytes = hole_bytes - notlost_bytes`, where
-    /// the holes are the unSACKed bytes between snd_una and the highest SACKed byte (retransmitted
-    /// or not). `t_maxseg` is the option-less MSS.
-    pub fn fb_lost_bytes(&self, t_maxseg: u64) -> u64 {
-        let Some((_, top)) = self.sacked_ranges.last() else {
-            return 0;
-        };
-        let Some(front) = self.segs.front() else {
-            return 0;
-        };
-        if top <= front.seq {
-            return 0;
-        }
-        let hole_bytes = (top - front.seq).saturating_sub(self.sacked_bytes);
-        let (mut sacked_above, mut holes, mut in_hole, mut notlost) = (0, 0u32, false, 0);
-        for s in self.segs.range(..self.lower_bound(top)).rev() {
-            let len = s.len as u64;
-            if s.has(SACKED) {
-                sacked_above += len;
-                in_hole = false;
-                continue;
-            }
-            if !in_hole {
-                in_hole = true;
-                holes += 1;
-            }
-            if holes >= 3 || sacked_above > 2 * t_maxseg {
-                break;
-            }
-            notlost += len;
-        }
-        hole_bytes.saturating_sub(notlost)
+    /// The SACKed ranges, sorted and merged.
+    pub(crate) fn sacked_ranges(&self) -> &RangeSet {
+        &self.sacked_ranges
     }
 
-    /// FreeBSD's lost-retransmission detection (TF_LRD), tcp_sack.c
-    /// tcp_sack_lost_retransmission() as read at fel1x-developer/freebsd-src @ 2d614aa2: once a
-    /// hole has been retransmitted entirely its `rxmit` is parked at snd_recover (tcp_output.c:
-    /// `if ((tp->t_flags & TF_LRD) && SEQ_GEQ(p->rxmit, p->end)) p->rxmit = SEQ_MAX(p->rxmit,
-    /// tp->snd_recover);`), so when `SEQ_GT(tp->snd_fack, tp->snd_recover)` and the first hole is
-    /// fully retransmitted (`SEQ_GEQ(temp->rxmit, temp->end) && SEQ_GEQ(tp->snd_fack,
-    /// temp->rxmit)`), data sent after the retransmission was SACKed first: the retransmission
-    /// is lost. Every fully retransmitted hole below snd_fack is then re-armed (`temp->rxmit =
-    /// temp->start`): here its segments stop counting as retransmitted and are to be sent again.
-    /// Returns whether the retransmission was judged lost.
-    pub fn fb_lost_retransmission(&mut self, snd_recover: u64) -> bool {
-        let Some(fack) = self.highest_sacked() else {
-            return false;
-        };
-        if fack <= snd_recover {
-            return false;
-        }
-        let first_hole = self.segs.iter().take_while(|s| !s.has(SACKED));
-        let (mut n, mut all_retx) = (0, true);
-        for s in first_hole {
-            n += 1;
-            all_retx &= s.has(RETRANS);
-        }
-        if n == 0 || !all_retx {
-            return false;
-        }
-        // Re-arm each hole (maximal run of unSACKed segments below snd_fack) sent again entirely.
-        let end = self.lower_bound(fack);
-        let mut i = 0;
-        while i < end {
-            if self.segs[i].has(SACKED) {
-                i += 1;
-                continue;
-            }
-            let j = (i..end).find(|&k| self.segs[k].has(SACKED)).unwrap_or(end);
-            if (i..j).all(|k| self.segs[k].has(RETRANS)) {
-                for k in i..j {
-                    let seg = &mut self.segs[k];
-                    let key = seg.rack_key();
-                    seg.flags &= !RETRANS;
-                    self.retrans_bytes -= seg.len as u64;
-                    if !seg.has(LOST) {
-                        seg.flags |= LOST;
-                        self.lost_bytes += seg.len as u64;
-                    }
-                    self.requeue(key, k);
-                }
-            }
-            i = j;
-        }
-        self.lost_mark = self.lost_mark.max(fack);
+    /// Where loss marking has examined up to: nothing below is examined again.
+    pub(crate) fn lost_mark(&self) -> u64 {
+        self.lost_mark
+    }
+
+    /// Everything below `seq` has been examined for loss.
+    pub(crate) fn examined_up_to(&mut self, seq: u64) {
+        self.lost_mark = self.lost_mark.max(seq);
+    }
+
+    /// The retransmission search (RFC 6675 HighRxt) starts again at `seq` if that is lower.
+    pub(crate) fn rewind_high_rxt(&mut self, seq: u64) {
+        self.high_rxt = self.high_rxt.min(seq);
+    }
+
+    /// The retransmission search starts again at the first outstanding segment.
+    pub(crate) fn high_rxt_to_head(&mut self) {
         self.high_rxt = self.segs.front().map_or(self.high_rxt, |s| s.seq);
-        true
+    }
+
+    /// Mark segment `i` lost unless it is SACKed or lost already; a retransmission of it
+    /// already sent (the rescue) stays counted in flight and is not sent again until an RTO.
+    /// Returns bytes newly marked.
+    pub(crate) fn mark_lost_keeping_retransmission(&mut self, i: usize) -> u64 {
+        let seg = &mut self.segs[i];
+        if seg.has(SACKED) || seg.has(LOST) {
+            return 0;
+        }
+        let key = seg.rack_key();
+        seg.flags |= LOST;
+        let len = seg.len as u64;
+        self.lost_bytes += len;
+        self.requeue(key, i);
+        len
+    }
+
+    /// Mark segment `i` lost, and its retransmission in flight, if any, lost with it (it leaves
+    /// retrans_out, as in Linux tcp_mark_skb_lost()), so that it is sent again.
+    pub(crate) fn mark_lost_with_retransmission(&mut self, i: usize) {
+        let seg = &mut self.segs[i];
+        let key = seg.rack_key();
+        let len = seg.len as u64;
+        if seg.has(RETRANS) {
+            seg.flags &= !RETRANS;
+            self.retrans_bytes -= len;
+        }
+        if !seg.has(LOST) {
+            seg.flags |= LOST;
+            self.lost_bytes += len;
+        }
+        self.requeue(key, i);
+    }
+
+    /// The earliest-sent segment in RACK's time-ordered queue: (send time, end).
+    pub(crate) fn rack_first(&self) -> Option<(Ns, u64)> {
+        self.rack_q.first().copied()
+    }
+
+    /// The latest-sent segment in RACK's queue sent before `rack` (send time, end).
+    pub(crate) fn rack_last_before(&self, rack: (Ns, u64)) -> Option<(Ns, u64)> {
+        self.rack_q.range(..rack).next_back().copied()
     }
 
     /// Mark the first outstanding segment lost (fast retransmit without SACK; RFC 6582 partial
@@ -633,70 +581,11 @@ impl Scoreboard {
         }
     }
 
-    /// RACK loss detection (Linux tcp_recovery.c tcp_rack_detect_loss(), RFC 8985 §6.2): every
-    /// segment not SACKed, and not already lost and waiting for its retransmission, that was sent
-    /// before the most recently sent delivered segment (`rack_xmit`, `rack_end`) is lost once
-    /// `rack_rtt + reo_wnd` has passed since it was sent. A lost retransmission is marked lost
-    /// again, so it is sent once more. Returns bytes newly marked lost and the longest wait of
-    /// the segments not yet due (for the reordering timer).
-    ///
-    /// Linux walks `tsorted_sent_queue` (torvalds/linux net/ipv4/tcp_recovery.c @ 010b64f7,
-    /// tcp_rack_detect_loss(); the same loop today with tcp_rack_reo_wnd()): segments in send
-    /// order, SACKed ones already unlinked, each one marked lost unlinked too. `rack_q` is that
-    /// queue, so the walk costs the segments it marks (times log n): due ones are at its front,
-    /// and the longest wait is the latest-sent segment still before the RACK segment.
-    pub fn rack_mark_lost(
-        &mut self,
-        rack_xmit: Ns,
-        rack_end: u64,
-        rack_rtt: Ns,
-        reo_wnd: Ns,
-        now: Ns,
-    ) -> (u64, Option<Ns>) {
-        let rack = (rack_xmit, rack_end);
-        self.rack_track_up_to(rack);
-        let due_after = rack_rtt + reo_wnd;
-        let (mut newly, mut lowest_marked) = (0, None::<u64>);
-        while let Some(&(sent_at, end)) = self.rack_q.first() {
-            // tcp_rack_sent_after(): only what was sent before the RACK segment; elapsed time
-            // falls along the queue, so the first segment not yet due ends the marking.
-            if (sent_at, end) >= rack || now.saturating_sub(sent_at) < due_after {
-                break;
-            }
-            self.rack_q.pop_first();
-            let i = self.segs.partition_point(|s| s.end() < end);
-            let seg = &mut self.segs[i];
-            debug_assert_eq!((seg.sent_at, seg.end()), (sent_at, end));
-            let len = seg.len as u64;
-            if seg.has(RETRANS) {
-                // tcp_mark_skb_lost(): a retransmission lost again leaves retrans_out.
-                seg.flags &= !RETRANS;
-                self.retrans_bytes -= len;
-            }
-            if !seg.has(LOST) {
-                seg.flags |= LOST;
-                self.lost_bytes += len;
-            }
-            newly += len;
-            lowest_marked = Some(lowest_marked.map_or(seg.seq, |l| l.min(seg.seq)));
-            self.lost_mark = self.lost_mark.max(end);
-        }
-        if let Some(seq) = lowest_marked {
-            self.high_rxt = self.high_rxt.min(seq);
-        }
-        let wait = self
-            .rack_q
-            .range(..rack)
-            .next_back()
-            .map(|&(sent_at, _)| due_after - now.saturating_sub(sent_at));
-        (newly, wait)
-    }
-
     /// Put into RACK's queue the original transmissions sent before the RACK segment `rack`
     /// that are not in it yet. Originals leave in sequence order, so they are taken from
     /// `rack_next` up to the first one sent at or after `rack`; each segment is looked at once
     /// (retransmissions joined the queue when they were sent).
-    fn rack_track_up_to(&mut self, rack: (Ns, u64)) {
+    pub(crate) fn rack_track_up_to(&mut self, rack: (Ns, u64)) {
         let mut i = (self.rack_next.saturating_sub(self.popped) as usize).min(self.segs.len());
         while let Some(seg) = self.segs.get_mut(i) {
             if seg.has(TRACKED) {
@@ -786,337 +675,5 @@ impl Scoreboard {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn board(n: u64) -> Scoreboard {
-        let mut b = Scoreboard::default();
-        for i in 0..n {
-            b.push(i * 100, 100, 0, RateTx::default());
-        }
-        b
-    }
-
-    #[test]
-    fn one_hole_with_three_segments_sacked_above_is_lost_and_pipe_follows_rfc6675() {
-        let mut b = board(10); // segments 0..9, 100 bytes each
-                               // segment 2 lost; 3,4,5 SACKed
-        assert_eq!(b.sack(&[(300, 600)], 0), 300);
-        assert_eq!(b.mark_losses(3), 100 + 100 + 100); // segments 0, 1, 2 lie below 3 SACKed ones
-        b.ack(200); // segments 0,1 acked: only 2 remains lost
-        assert_eq!(b.lost_bytes, 100);
-        // outstanding = 800 (200..1000); pipe = 800 - 300 sacked - 100 lost = 400
-        assert_eq!(b.pipe(800, 100), 400);
-        assert_eq!(b.next_lost(), Some((200, 100)));
-        b.mark_retransmitted(200, 5, RateTx::default());
-        assert_eq!(b.pipe(800, 100), 500);
-        assert_eq!(b.next_lost(), None);
-        b.check().unwrap();
-    }
-
-    #[test]
-    fn fewer_than_dupthresh_sacked_segments_mark_nothing() {
-        let mut b = board(10);
-        b.sack(&[(300, 500)], 0);
-        assert_eq!(b.mark_losses(3), 0);
-        assert_eq!(b.lost_bytes, 0);
-    }
-
-    #[test]
-    fn repeated_sack_blocks_count_once() {
-        let mut b = board(10);
-        assert_eq!(b.sack(&[(300, 500)], 0), 200);
-        assert_eq!(b.sack(&[(300, 600)], 0), 100);
-        assert_eq!(b.sacked_bytes, 300);
-        b.check().unwrap();
-    }
-
-    #[test]
-    fn rto_marks_everything_unsacked_lost_and_clears_retransmissions() {
-        let mut b = board(5);
-        b.sack(&[(300, 400)], 0);
-        b.mark_head_lost();
-        b.mark_retransmitted(0, 1, RateTx::default());
-        b.mark_all_lost();
-        assert_eq!(b.lost_bytes, 400);
-        assert_eq!(b.retrans_bytes, 0);
-        assert_eq!(b.pipe(500, 100), 0);
-        assert_eq!(b.next_lost(), Some((0, 100)));
-        b.check().unwrap();
-    }
-
-    #[test]
-    fn rate_snapshots_follow_their_segments_through_splits_retransmissions_sacks_and_acks() {
-        let tx = |tag: u64| RateTx {
-            delivered: tag,
-            ..Default::default()
-        };
-        // (end, snapshot tag) of each delivered segment.
-        let tags = |b: &Scoreboard| -> Vec<(u64, u64)> {
-            let d = b.delivered().iter().zip(b.delivered_txs());
-            d.map(|(d, t)| (d.end, t.delivered)).collect()
-        };
-        let mut b = Scoreboard::keeping_rates();
-        for i in 0..6u64 {
-            b.push(i * 100, 100, i, tx(i * 100));
-        }
-        b.split_at(250); // 200..250 and 250..300, both with segment 200's snapshot
-        b.mark_retransmitted(100, 10, tx(1100)); // the retransmission's snapshot replaces it
-        b.sack(&[(250, 300), (400, 500)], 0);
-        b.check().unwrap();
-        assert_eq!(tags(&b), [(300, 200), (500, 400)]);
-        b.clear_delivered();
-        b.ack(400); // 250..300 was SACKed: not delivered again
-        b.check().unwrap();
-        assert_eq!(tags(&b), [(100, 0), (200, 1100), (250, 200), (400, 300)]);
-        // A scoreboard that does not keep them has none, and delivers the same segments.
-        let mut c = Scoreboard::default();
-        c.push(0, 100, 0, tx(7));
-        c.ack(100);
-        assert_eq!(c.delivered().len(), 1);
-        assert!(c.delivered_txs().is_empty());
-    }
-
-    #[test]
-    fn rack_marks_segments_sent_before_a_delivered_one_once_rtt_plus_reo_wnd_passed() {
-        // segments 0..5 sent at t = 0, 10, 20, 30, 40 (ms units here), segment 3 SACKed.
-        let mut b = Scoreboard::default();
-        for i in 0..5u64 {
-            b.push(i * 100, 100, i * 10, RateTx::default());
-        }
-        b.sack(&[(300, 400)], 0);
-        let d = b.delivered();
-        assert_eq!(
-            (d.len(), d[0].sent_at, d[0].end, d[0].retrans),
-            (1, 30, 400, false)
-        );
-        // now = 75, rack_rtt = 75 - 30 = 45, reo_wnd 0: segments sent at 0, 10, 20 are due
-        // (elapsed 75, 65, 55 >= 45); segment 4 was sent after the delivered one: untouched.
-        let (lost, wait) = b.rack_mark_lost(30, 400, 45, 0, 75);
-        assert_eq!((lost, wait), (300, None));
-        // with a 25 reordering window, segment 2 (elapsed 55 < 70) waits 15 more
-        let mut c = Scoreboard::default();
-        for i in 0..5u64 {
-            c.push(i * 100, 100, i * 10, RateTx::default());
-        }
-        c.sack(&[(300, 400)], 0);
-        let (lost, wait) = c.rack_mark_lost(30, 400, 45, 25, 75);
-        assert_eq!((lost, wait), (100, Some(15)));
-        b.check().unwrap();
-        c.check().unwrap();
-    }
-
-    #[test]
-    fn rack_marks_a_lost_retransmission_again_so_it_is_resent() {
-        let mut b = board(4); // all sent at t = 0
-        b.sack(&[(100, 400)], 0);
-        b.mark_losses(3);
-        assert_eq!(b.next_lost(), Some((0, 100)));
-        b.mark_retransmitted(0, 50, RateTx::default());
-        assert_eq!(b.next_lost(), None);
-        // a segment sent at 60 (new data) is delivered at 110: the retransmission sent at 50 is
-        // older than rack_rtt (50) by now = 110 -> lost again
-        b.push(400, 100, 60, RateTx::default());
-        b.sack(&[(400, 500)], 0);
-        let (lost, _) = b.rack_mark_lost(60, 500, 50, 0, 110);
-        assert_eq!(lost, 100);
-        assert_eq!(b.next_lost(), Some((0, 100)));
-        b.check().unwrap();
-    }
-
-    #[test]
-    fn a_lost_range_may_start_inside_a_segment() {
-        let mut b = board(4);
-        b.mark_range_lost(250, 400);
-        assert_eq!(b.lost_bytes, 150);
-        assert_eq!(b.next_lost(), Some((250, 50)));
-        b.check().unwrap();
-    }
-
-    #[test]
-    fn rescue_candidate_is_highest_unsacked_below_highest_sack() {
-        let mut b = board(6);
-        b.sack(&[(100, 200), (400, 500)], 0);
-        assert_eq!(b.rescue_candidate(), Some((300, 100)));
-    }
-}
-
-/// The time-ordered RACK queue against the linear walk it replaced, over random scoreboards.
-#[cfg(test)]
-mod rack_queue_tests {
-    use super::*;
-    use crate::rng::Rng;
-
-    /// The previous implementation: walk every segment from snd_una on every call.
-    fn rack_mark_lost_linear(
-        b: &mut Scoreboard,
-        rack_xmit: Ns,
-        rack_end: u64,
-        rack_rtt: Ns,
-        reo_wnd: Ns,
-        now: Ns,
-    ) -> (u64, Option<Ns>) {
-        let (mut newly, mut wait) = (0, None::<Ns>);
-        let mut lowest_marked = None;
-        for seg in b.segs.iter_mut() {
-            if seg.has(SACKED) || (seg.has(LOST) && !seg.has(RETRANS)) {
-                continue;
-            }
-            let sent_before =
-                seg.sent_at < rack_xmit || (seg.sent_at == rack_xmit && seg.end() < rack_end);
-            if !sent_before {
-                if seg.tx_count == 1 {
-                    break;
-                }
-                continue;
-            }
-            let elapsed = now.saturating_sub(seg.sent_at);
-            if rack_rtt + reo_wnd <= elapsed {
-                let len = seg.len as u64;
-                if seg.has(RETRANS) {
-                    seg.flags &= !RETRANS;
-                    b.retrans_bytes -= len;
-                }
-                if !seg.has(LOST) {
-                    seg.flags |= LOST;
-                    b.lost_bytes += len;
-                }
-                newly += len;
-                lowest_marked.get_or_insert(seg.seq);
-                b.lost_mark = b.lost_mark.max(seg.end());
-            } else {
-                let remaining = rack_rtt + reo_wnd - elapsed;
-                wait = Some(wait.map_or(remaining, |w| w.max(remaining)));
-            }
-        }
-        if let Some(seq) = lowest_marked {
-            b.high_rxt = b.high_rxt.min(seq);
-        }
-        (newly, wait)
-    }
-
-    /// The previous rescue_candidate(): walk down from the highest SACKed byte every time.
-    fn rescue_candidate_linear(b: &Scoreboard) -> Option<(u64, u32)> {
-        let (_, top) = b.sacked_ranges.last()?;
-        let i = b.lower_bound(top);
-        b.segs
-            .range(..i)
-            .rev()
-            .find(|s| !s.has(SACKED))
-            .filter(|s| !s.has(RETRANS))
-            .map(|s| (s.seq, s.len))
-    }
-
-    /// The previous next_lost(): a search from HighRxt every time. Returns it and HighRxt after.
-    fn next_lost_linear(b: &Scoreboard) -> (Option<(u64, u32)>, u64) {
-        if b.lost_bytes == 0 {
-            return (None, b.high_rxt);
-        }
-        let first = b.segs.range(b.lower_bound(b.high_rxt)..);
-        let found = first
-            .take_while(|s| s.seq < b.lost_mark)
-            .find(|s| s.has(LOST) && !s.has(SACKED) && !s.has(RETRANS));
-        match found {
-            Some(s) => (Some((s.seq, s.len)), b.high_rxt),
-            None => (None, b.high_rxt.max(b.lost_mark)),
-        }
-    }
-
-    /// Everything a decision depends on, without the queue's own bookkeeping flag.
-    fn state(b: &Scoreboard) -> (Vec<(u64, u32, Ns, u16, u8)>, [u64; 5]) {
-        let segs = b.segs.iter();
-        let segs = segs.map(|s| (s.seq, s.len, s.sent_at, s.tx_count, s.flags & !TRACKED));
-        let counters = [
-            b.sacked_bytes,
-            b.lost_bytes,
-            b.retrans_bytes,
-            b.lost_mark,
-            b.high_rxt,
-        ];
-        (segs.collect(), counters)
-    }
-
-    /// One random step of what the senders do to a scoreboard; time advances by 0..3 units.
-    fn random_step(b: &mut Scoreboard, rng: &mut Rng, now: &mut Ns, snd_nxt: &mut u64) {
-        *now += rng.below(3);
-        let una = b.segs.front().map_or(*snd_nxt, |s| s.seq);
-        let span = (*snd_nxt - una).max(1);
-        let at = una + rng.below(span);
-        match rng.below(12) {
-            0..=2 => {
-                let len = [100, 100, 100, 40][rng.below(4) as usize];
-                b.push(*snd_nxt, len, *now, RateTx::default());
-                *snd_nxt += len as u64;
-            }
-            3 | 4 => {
-                b.sack(&[(at, (at + 100 * (1 + rng.below(4))).min(*snd_nxt))], una);
-            }
-            5 => {
-                b.ack(at);
-            }
-            6 => {
-                b.mark_losses(1 + rng.below(3) as u32);
-            }
-            7 => match rng.below(4) {
-                0 => _ = b.mark_head_lost(),
-                1 => b.mark_range_lost(at, (at + 150).min(*snd_nxt)),
-                2 => b.split_at(at),
-                _ => _ = b.fb_lost_retransmission(at),
-            },
-            8 | 9 => {
-                let seg = b.next_lost().or_else(|| {
-                    let i = rng.below(b.segs.len().max(1) as u64) as usize;
-                    b.segs.get(i).map(|s| (s.seq, s.len))
-                });
-                if let Some((seq, _)) = seg {
-                    b.mark_retransmitted(seq, *now, RateTx::default());
-                }
-            }
-            10 if rng.below(8) == 0 => b.mark_all_lost(),
-            _ => {}
-        }
-        b.clear_delivered();
-    }
-
-    #[test]
-    fn rack_queue_and_hinted_searches_decide_exactly_as_the_linear_walks() {
-        let mut calls_that_marked = 0;
-        for seed in 1..=60 {
-            let mut rng = Rng::new(seed);
-            let (mut b, mut now, mut snd_nxt) = (Scoreboard::default(), 0, 0);
-            for step in 0..400 {
-                random_step(&mut b, &mut rng, &mut now, &mut snd_nxt);
-                b.check()
-                    .unwrap_or_else(|e| panic!("seed {seed} step {step}: {e}"));
-                let want = rescue_candidate_linear(&b);
-                assert_eq!(b.rescue_candidate(), want, "seed {seed} step {step}");
-                let want = next_lost_linear(&b);
-                assert_eq!((b.next_lost(), b.high_rxt), want, "seed {seed} step {step}");
-                // RACK from a random outstanding or just-acked segment's send time and end.
-                let Some(i) = (!b.segs.is_empty()).then(|| rng.below(b.segs.len() as u64)) else {
-                    continue;
-                };
-                let s = &b.segs[i as usize];
-                let (xmit, end) = (s.sent_at + rng.below(2), s.end());
-                let (rtt, reo) = (rng.below(20), rng.below(6));
-                let mut reference = Scoreboard {
-                    segs: b.segs.clone(),
-                    sacked_ranges: b.sacked_ranges.clone(),
-                    ..Default::default()
-                };
-                (reference.sacked_bytes, reference.lost_bytes) = (b.sacked_bytes, b.lost_bytes);
-                (reference.retrans_bytes, reference.lost_mark) = (b.retrans_bytes, b.lost_mark);
-                reference.high_rxt = b.high_rxt;
-                let want = rack_mark_lost_linear(&mut reference, xmit, end, rtt, reo, now);
-                let got = b.rack_mark_lost(xmit, end, rtt, reo, now);
-                assert_eq!(got, want, "seed {seed} step {step}");
-                assert_eq!(state(&b), state(&reference), "seed {seed} step {step}");
-                b.check()
-                    .unwrap_or_else(|e| panic!("seed {seed} step {step}: {e}"));
-                calls_that_marked += (got.0 > 0) as u32;
-            }
-        }
-        // The random boards exercise marking, not only the early exits.
-        assert!(calls_that_marked > 1000, "{calls_that_marked}");
-    }
-}
+#[path = "scoreboard_tests.rs"]
+mod tests;

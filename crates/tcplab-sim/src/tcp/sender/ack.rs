@@ -7,7 +7,7 @@ use super::State;
 // The enum-dispatch build calls the hooks on a concrete type, which needs the trait in scope.
 #[cfg_attr(not(feature = "static-cc"), allow(unused_imports))]
 use crate::cc::{CcHooks, LinuxCcOps};
-use crate::packet::Packet;
+use crate::net::packet::Packet;
 use crate::time::Ns;
 
 /// What the common intake of an ACK found (RFC 6675 / Linux tcp_ack() order).

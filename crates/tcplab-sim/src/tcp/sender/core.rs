@@ -3,15 +3,20 @@
 //!
 //! A stack (see [`super::Stack`]) owns its own state and decides when to send, recover and time
 //! out; it reaches the connection only through this core, and the core never reads a stack's state.
+//! Beside it: its CC variables (`conn_cc.rs`), its loss-recovery state transitions
+//! (`transitions.rs`) and the application model (`app.rs`).
 
+use super::conn_cc::ConnCc;
+use super::detection::is_lost::freebsd_lost_bytes;
 use super::{Send, SenderEvent, Snapshot, State};
-use crate::cc::{CaState, CcView, Window};
+use crate::cc::CcView;
 // The enum-dispatch build calls the hooks on a concrete type, which needs the trait in scope.
 #[cfg_attr(not(feature = "static-cc"), allow(unused_imports))]
 use crate::cc::{CcHooks, LinuxCcOps};
+use crate::config::FreeBsdVersion;
 use crate::config::{AppConfig, FlowConfig};
-use crate::packet::{header_bytes, Kind, Packet};
-use crate::stack::{FreeBsdVersion, Recovery, SndbufPolicy, StackProfile};
+use crate::net::packet::{header_bytes, Kind, Packet};
+use crate::stack::{Recovery, SndbufPolicy, StackProfile};
 use crate::tcp::rate::{RateState, RateTx};
 use crate::tcp::rtt::RttEstimator;
 use crate::tcp::scoreboard::Scoreboard;
@@ -37,7 +42,7 @@ pub struct Conn {
     // stack's state after the core make one run (see `TcpSender`). ----
     pub(super) rate: RateState,
     /// Connection setup (SYN_SENT until the SYN-ACK; `Connect::Established`: never).
-    pub hs: super::connect::Client,
+    pub hs: super::client::Client,
     /// RecoveryPoint of the last recovery or RTO: no new reduction until it is passed
     /// (RFC 6582 §3.2 step 1, RFC 6675 §5 step 2).
     pub(super) recover_guard: Option<u64>,
@@ -121,7 +126,7 @@ pub struct Conn {
     /// Sends since the simulation last drained them (looked at as `events` is).
     pub sends: Vec<Send>,
     /// ECN state (RFC 3168), inert when the connection did not negotiate ECN.
-    pub ecn: super::ecn::EcnState,
+    pub ecn: super::ecn_state::EcnState,
 }
 
 impl Conn {
@@ -136,26 +141,12 @@ impl Conn {
         } else {
             (n.mss as u64, n.timestamps, n.sack, n.ecn)
         };
-        let mut rtt = RttEstimator::new(
-            profile.initial_rto_ns,
-            profile.min_rto_ns,
-            profile.max_rto_ns,
-            profile.clock_granularity_ns,
-        );
-        rtt.slop_ns = profile.rto_slop_ns;
-        // An autotuned buffer starts at Linux tcp_wmem[1] / FreeBSD sendspace and grows from there.
-        let initial = f
-            .sndbuf_initial_bytes
-            .unwrap_or(profile.sndbuf_initial_bytes);
-        let sndbuf_now = if profile.sndbuf == SndbufPolicy::Fixed {
-            f.sndbuf_bytes
-        } else {
-            f.sndbuf_bytes.min(initial)
-        };
+        let rtt = Self::rtt_estimator(&profile);
+        let sndbuf_now = Self::initial_sndbuf(f, &profile);
         Conn {
-            hs: super::connect::Client::new(
+            hs: super::client::Client::new(
                 f.connect,
-                super::connect::offer_bits(f.sack, f.timestamps, f.window_scaling),
+                super::client::offer_bits(f.sack, f.timestamps, f.window_scaling),
                 f.ecn,
                 if handshake {
                     f.window_scaling
@@ -213,8 +204,33 @@ impl Conn {
             owns_cwnd: cc.owns_cwnd(),
             cc_paces: cc.needs_pacing(),
             rate: RateState::default(),
-            ecn: super::ecn::EcnState::new(ecn, f.ect1),
+            ecn: super::ecn_state::EcnState::new(ecn, f.ect1),
             cc,
+        }
+    }
+
+    /// The RTT estimator with the stack's RTO bounds, clock and slop.
+    fn rtt_estimator(profile: &StackProfile) -> RttEstimator {
+        let mut rtt = RttEstimator::new(
+            profile.initial_rto_ns,
+            profile.min_rto_ns,
+            profile.max_rto_ns,
+            profile.clock_granularity_ns,
+        );
+        rtt.slop_ns = profile.rto_slop_ns;
+        rtt
+    }
+
+    /// The send buffer at the start: an autotuned buffer starts at Linux tcp_wmem[1] / FreeBSD
+    /// sendspace and grows from there.
+    fn initial_sndbuf(f: &FlowConfig, profile: &StackProfile) -> u64 {
+        let initial = f
+            .sndbuf_initial_bytes
+            .unwrap_or(profile.sndbuf_initial_bytes);
+        if profile.sndbuf == SndbufPolicy::Fixed {
+            f.sndbuf_bytes
+        } else {
+            f.sndbuf_bytes.min(initial)
         }
     }
 
@@ -292,14 +308,14 @@ impl Conn {
     /// review D39299, no clamp) and 15.0-2025 (nibanks/freebsd-src tcp_input.c @ 62d1e135,
     /// tcp_compute_pipe(): `pipe = tp->snd_max - tp->snd_una + tp->sackhint.sack_bytes_rexmit -
     /// tp->sackhint.sacked_bytes - tp->sackhint.lost_bytes; ... return (imax(pipe, 0));`): holes
-    /// judged lost by IsLost ([`Scoreboard::fb_lost_bytes`]) are not in flight.
+    /// judged lost by IsLost ([`freebsd_lost_bytes`]) are not in flight.
     pub(super) fn fb_pipe(&self) -> u64 {
         let in_flight = self.snd_nxt - self.snd_una + self.sb.retrans_bytes;
         if self.fb_version().pipe_excludes_lost() {
             // t_maxseg is the MSS without options (1460 where segments carry 1448 and timestamps).
             let t_maxseg = self.mss + if self.timestamps { 12 } else { 0 };
             return in_flight
-                .saturating_sub(self.sb.sacked_bytes + self.sb.fb_lost_bytes(t_maxseg));
+                .saturating_sub(self.sb.sacked_bytes + freebsd_lost_bytes(&self.sb, t_maxseg));
         }
         in_flight.saturating_sub(self.sb.sacked_bytes)
     }
@@ -338,7 +354,7 @@ impl Conn {
 
     /// The view a CC hook is handed, built from the connection at the call: the fields that are
     /// connection state (MSS, RTT estimator, snd_una, snd_wnd) are read here; the rest are the
-    /// inputs the stack sets for its hooks ([`CcInputs`]).
+    /// inputs the stack sets for its hooks ([`super::conn_cc::CcInputs`]).
     pub(super) fn view(&self) -> CcView {
         let i = &self.v.inputs;
         CcView {
@@ -429,96 +445,6 @@ impl Conn {
         self.v.now = now;
         self.v.snd_nxt = self.snd_nxt;
         self.cc.conn_init(&self.view(), &mut self.v.win);
-    }
-
-    pub(super) fn app_fill(&mut self, now: Ns) {
-        let total = match self.app {
-            AppConfig::Time { duration_ns } if now < self.start_ns + duration_ns => u64::MAX,
-            AppConfig::Time { .. } => return,
-            AppConfig::Bytes { bytes } => bytes,
-        };
-        // Without a low-water mark the application blocks until a whole write fits in the send
-        // buffer (a write larger than the buffer goes in as far as it fits).
-        if let SndbufPolicy::Cwnds(k) = self.profile.sndbuf {
-            // The buffer only grows (tcp_sndbuf_expand is called as cwnd grows, never to shrink).
-            let want = k * self.v.win.cwnd.max(10 * self.mss);
-            self.sndbuf_now = self.sndbuf_now.max(want.min(self.sndbuf));
-        }
-        let cap = (self.snd_una + self.sndbuf_now).min(total);
-        if self.written >= cap {
-            return;
-        }
-        let room = cap - self.written;
-        if let Some(lowat) = self.profile.write_lowat_bytes {
-            // A blocking write(2) copies in whatever fits once sb_lowat bytes are free (FreeBSD
-            // uipc_socket.c sosend_generic(), so_snd.sb_lowat = 2048), so the buffer stays full.
-            if room >= lowat.min(cap - self.written) {
-                self.written += room;
-            }
-            return;
-        }
-        let whole_writes = room / self.write_bytes * self.write_bytes;
-        self.written += if cap == total || self.write_bytes > self.sndbuf_now {
-            room
-        } else {
-            whole_writes
-        };
-    }
-
-    /// tcp_output.c send-buffer autosizing: grow by sendbuf_inc while the buffer is 7/8 full, the
-    /// peer's window could take 5/4 of it, and the window could take all unsent data.
-    pub(super) fn fb_sndbuf_autosize(&mut self) {
-        let SndbufPolicy::FreeBsdInc(inc) = self.profile.sndbuf else {
-            return;
-        };
-        let hiwat = self.sndbuf_now;
-        let sbused = self.written - self.snd_una;
-        let sendwin = self.snd_wnd.min(self.v.win.cwnd);
-        // 15.0-2025 (tcp_output.c @ 0714807e tcp_sndbuf_autoscale()): `sbused(&so->so_snd) <
-        // V_tcp_autosndbuf_max` where the 2023 copy tests `so->so_snd.sb_hiwat <
-        // V_tcp_autosndbuf_max`; the new size is min(hiwat + inc, max) in both.
-        let below_max = if self.fb_version().autosndbuf_tests_sbused() {
-            sbused < self.sndbuf
-        } else {
-            hiwat < self.sndbuf
-        };
-        if sbused >= hiwat / 8 * 7
-            && below_max
-            && self.snd_wnd / 4 * 5 >= hiwat
-            && sendwin >= sbused - (self.snd_nxt - self.snd_una)
-        {
-            self.sndbuf_now = (hiwat + inc).min(self.sndbuf);
-        }
-    }
-
-    pub(super) fn new_data_len(&self) -> Option<u64> {
-        let unsent = self.written - self.snd_nxt;
-        let wnd_room = (self.snd_una + self.snd_wnd).saturating_sub(self.snd_nxt);
-        let len = self.mss.min(unsent).min(wnd_room);
-        if len == 0 {
-            return None;
-        }
-        if len < self.mss && !self.profile.partial_sends {
-            // Sender-side silly window avoidance (RFC 1122 §4.2.3.4): no runt because of rwnd.
-            if len < unsent {
-                return None;
-            }
-            // Nagle (RFC 896; Linux tcp_nagle_check, iperf3 leaves TCP_NODELAY off): the tail of
-            // what the application has written waits while data is outstanding, unless the
-            // application has nothing more to write.
-            if self.snd_nxt > self.snd_una && !self.app_finished() {
-                return None;
-            }
-        }
-        Some(len)
-    }
-
-    /// Whether the application will write nothing more.
-    fn app_finished(&self) -> bool {
-        match self.app {
-            AppConfig::Time { duration_ns } => self.v.now >= self.start_ns + duration_ns,
-            AppConfig::Bytes { bytes } => self.written >= bytes,
-        }
     }
 
     /// Hand one segment (new data at snd_nxt, or a retransmission) to the NIC.
@@ -652,32 +578,6 @@ impl Conn {
         })
     }
 
-    /// Keep `v.ca_state` as Linux's icsk_ca_state and tell the module of each change before it
-    /// takes effect (tcp_set_ca_state()): Disorder while SACKs or dupacks are outstanding.
-    pub(super) fn sync_ca_state(&mut self) {
-        let s = match self.state {
-            State::Recovery { .. } => CaState::Recovery,
-            State::Loss { .. } => CaState::Loss,
-            State::Open if self.dupacks > 0 || self.sb.sacked_bytes > 0 => CaState::Disorder,
-            State::Open => CaState::Open,
-        };
-        if s != self.v.ca_state {
-            self.cc.set_state(&self.view(), &mut self.v.win, s);
-            self.v.ca_state = s;
-        }
-    }
-
-    /// Whether a new recovery may begin: the last RecoveryPoint has been passed.
-    pub(super) fn recovery_allowed(&self) -> bool {
-        self.recover_guard.is_none_or(|r| self.snd_una > r)
-    }
-
-    /// Whether a loss found outside an ACK (a timer) may start a recovery: the connection is
-    /// open, has data outstanding, and has passed its last RecoveryPoint.
-    pub(super) fn may_start_recovery(&self) -> bool {
-        self.state == State::Open && self.snd_una < self.snd_nxt && self.recovery_allowed()
-    }
-
     /// What every stack's output does first: nothing before the connection starts; otherwise
     /// the hooks' clock is `now`. Returns whether output may go on.
     pub(super) fn output_begins(&mut self, now: Ns) -> bool {
@@ -692,26 +592,6 @@ impl Conn {
     pub(super) fn timer_begins(&mut self, now: Ns) {
         self.v.now = now;
         self.tsq_wake_due(now);
-    }
-
-    /// The bookkeeping of entering fast recovery (RFC 6675 §5 steps 4.1-4.2): the CC's
-    /// cong_signal(NDupAck) with `flight`, RecoveryPoint = snd_nxt. Returns the RecoveryPoint.
-    pub(super) fn begin_recovery(&mut self, flight: u64) -> u64 {
-        let recover = self.snd_nxt;
-        self.v.flight = flight;
-        // Linux tcp_enter_recovery(): no new ssthresh while a CWR reduction is under way
-        // (tcp_in_cwnd_reduction()); FreeBSD newreno: not when IN_CONGRECOVERY.
-        if !self.ecn.in_cwr(self.snd_una) {
-            self.cc.cong_signal(
-                &self.view(),
-                &mut self.v.win,
-                crate::cc::CongSignal::NDupAck,
-            );
-        }
-        self.v.in_recovery = true;
-        self.state = State::Recovery { recover };
-        self.recoveries += 1;
-        recover
     }
 
     /// Record when a fixed-size transfer is all acknowledged.
@@ -729,133 +609,5 @@ impl Conn {
         if self.tsq_wake.is_some_and(|t| t <= now) {
             self.tsq_wake = None;
         }
-    }
-
-    /// Reduce ssthresh only if no reduction was made for this window already: not
-    /// when the timer fires during fast recovery or again after an earlier RTO
-    /// (RFC 5681 §3.1 holds ssthresh on repeated timeouts; Linux tcp_input.c
-    /// tcp_enter_loss(): "Reduce ssthresh if it has not yet been made inside this
-    /// window").
-    pub(super) fn reduced_in_window(&self) -> bool {
-        match self.state {
-            State::Open => false,
-            State::Recovery { recover } | State::Loss { recover } => self.snd_una < recover,
-        }
-    }
-
-    /// Whether the RTO timer has expired.
-    pub(super) fn rto_due(&self, now: Ns) -> bool {
-        self.rto_deadline.is_some_and(|d| d <= now)
-    }
-
-    /// The retransmission timer fired with data outstanding (RFC 6298 §5.4-5.6, RFC 5681 §3.1):
-    /// the stack has already set ssthresh (or decided not to); the loss window of one segment,
-    /// everything outstanding marked lost, the Loss state, the backed-off timer.
-    pub(super) fn enter_loss(&mut self, now: Ns) {
-        // RFC 5681 §3.1: loss window of one segment.
-        self.v.win.cwnd = self.mss;
-        self.v.in_recovery = false;
-        let lost_before = self.sb.lost_bytes;
-        self.sb.mark_all_lost();
-        self.v.lost_pkts += self.pkts(self.sb.lost_bytes.saturating_sub(lost_before));
-        self.state = State::Loss {
-            recover: self.snd_nxt,
-        };
-        self.sync_ca_state();
-        self.recover_guard = Some(self.snd_nxt);
-        self.dupacks = 0;
-        self.rto_count += 1;
-        self.rtt.backoff();
-        self.rto_deadline = Some(now + self.rtt.rto_ns);
-        self.event(now, SenderEvent::Rto);
-    }
-}
-
-/// The CC variables a connection keeps: the window hooks may change and the inputs the stack
-/// sets for them. A hook's [`CcView`] is built from these and the connection by [`Conn::view`].
-#[derive(Clone, Debug)]
-#[repr(C)] // the window first, next to the connection's fields the sampler reads (see `Conn`)
-pub struct ConnCc {
-    /// What hooks may change.
-    pub win: Window,
-    /// What the stack sets for the hooks.
-    pub inputs: CcInputs,
-}
-
-/// The [`CcView`] fields that are not a connection field the view can read at the call: values
-/// the stack sets by hook and stack (`flight`, `bytes_this_ack`, `after_rto`, `cwnd_limited`,
-/// `in_recovery`), snapshots taken at one point and read later by other hooks (`snd_nxt`,
-/// `pacing_rate_bytes`, `delivered_pkts`, `delivered_mstamp_ns`, `next_send_ns`),
-/// state kept only for the hooks (`ca_state`, `lost_pkts`, `random`), the time of the current
-/// call and the initial window. Meanings as in [`CcView`].
-#[derive(Clone, Debug)]
-#[allow(missing_docs)]
-pub struct CcInputs {
-    pub iw: u64,
-    pub bytes_this_ack: u64,
-    pub flight: u64,
-    pub cwnd_limited: bool,
-    pub in_recovery: bool,
-    pub now: Ns,
-    pub snd_nxt: u64,
-    pub pacing_rate_bytes: u64,
-    pub after_rto: bool,
-    pub ca_state: CaState,
-    pub delivered_pkts: u64,
-    pub lost_pkts: u64,
-    pub delivered_mstamp_ns: Ns,
-    pub next_send_ns: Ns,
-    pub random: u64,
-    pub ece: bool,
-    pub delivered_bytes_this_ack: u64,
-}
-
-impl ConnCc {
-    /// Fresh variables for a connection with this initial window (as [`crate::cc::CcVars::new`]).
-    pub fn new(iw: u64) -> Self {
-        ConnCc {
-            win: Window {
-                cwnd: iw,
-                ssthresh: u64::MAX / 4,
-                app_limited_request: None,
-            },
-            inputs: CcInputs {
-                iw,
-                bytes_this_ack: 0,
-                flight: 0,
-                cwnd_limited: false,
-                in_recovery: false,
-                now: 0,
-                snd_nxt: 0,
-                pacing_rate_bytes: 0,
-                after_rto: false,
-                ca_state: CaState::Open,
-                delivered_pkts: 0,
-                lost_pkts: 0,
-                delivered_mstamp_ns: 0,
-                next_send_ns: 0,
-                random: 0,
-                ece: false,
-                delivered_bytes_this_ack: 0,
-            },
-        }
-    }
-
-    /// Whether the connection is in slow start (see [`Window::in_slow_start`]).
-    pub fn in_slow_start(&self) -> bool {
-        self.win.in_slow_start()
-    }
-}
-
-impl std::ops::Deref for ConnCc {
-    type Target = CcInputs;
-    fn deref(&self) -> &CcInputs {
-        &self.inputs
-    }
-}
-
-impl std::ops::DerefMut for ConnCc {
-    fn deref_mut(&mut self) -> &mut CcInputs {
-        &mut self.inputs
     }
 }

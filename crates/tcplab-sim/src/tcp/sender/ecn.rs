@@ -14,64 +14,12 @@
 
 use super::core::Conn;
 use super::State;
-use crate::aqm::ecn as codepoint;
 // The enum-dispatch build calls the hooks on a concrete type, which needs the trait in scope.
 #[cfg_attr(not(feature = "static-cc"), allow(unused_imports))]
 use crate::cc::CcHooks;
 use crate::cc::{CongSignal, Family};
-use crate::packet::Packet;
+use crate::net::packet::Packet;
 use crate::time::Ns;
-
-/// A connection's ECN state.
-#[derive(Clone, Debug, Default)]
-pub struct EcnState {
-    /// ECN was negotiated.
-    pub on: bool,
-    /// Data goes out ECT(1) instead of ECT(0).
-    pub ect1: bool,
-    /// snd_nxt when the last reduction was made: no new one until snd_una passes it.
-    high_seq: Option<u64>,
-    /// Set CWR on the next new data segment.
-    cwr_pending: bool,
-    /// ACKs received with ECE.
-    pub ece_acks: u64,
-    /// Window reductions made for ECE.
-    pub reductions: u64,
-}
-
-impl EcnState {
-    /// The state of a connection that negotiated ECN (`on`) or not.
-    pub fn new(on: bool, ect1: bool) -> Self {
-        EcnState {
-            on,
-            ect1,
-            ..Default::default()
-        }
-    }
-
-    /// Whether a CWR window is open at `snd_una` (a reduction this window already).
-    pub fn in_cwr(&self, snd_una: u64) -> bool {
-        self.high_seq.is_some_and(|h| snd_una < h)
-    }
-
-    /// Codepoints of an outgoing data segment: ECT(0) (or ECT(1)) on new data (RFC 3168 §6.1.5: not on
-    /// retransmissions), CWR on the first new segment after a reduction.
-    pub fn mark_outgoing(&mut self, p: &mut Packet) {
-        if !self.on || p.retx {
-            return;
-        }
-        // L4STeam/linux include/net/inet_ecn.h: ECT(1) when the module wants it (dctcp_ect).
-        p.ecn = if self.ect1 {
-            codepoint::ECT1
-        } else {
-            codepoint::ECT0
-        };
-        if self.cwr_pending {
-            p.cwr = true;
-            self.cwr_pending = false;
-        }
-    }
-}
 
 impl Conn {
     /// An ACK arrives: tell the hooks whether it carries ECE, and react to ECE once per window

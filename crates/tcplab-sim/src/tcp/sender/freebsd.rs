@@ -20,13 +20,15 @@
 //! `FreeBsdVersion` naming their copy.
 
 use super::core::Conn;
-use super::recovery::freebsd_prr::{sack_partialack, FreeBsdPrr};
+use super::detection::is_lost::mark_losses;
+use super::detection::lrd::lost_retransmission;
+use super::reduction::freebsd_prr::{sack_partialack, FreeBsdPrr};
 use super::{SenderEvent, State};
 // The enum-dispatch build calls the hooks on a concrete type, which needs the trait in scope.
 #[cfg_attr(not(feature = "static-cc"), allow(unused_imports))]
 use crate::cc::CcHooks;
 use crate::cc::{AckKind, CongSignal};
-use crate::packet::Packet;
+use crate::net::packet::Packet;
 use crate::stack::FreeBsdRecovery;
 use crate::time::{earliest, Ns};
 
@@ -91,7 +93,7 @@ impl FreeBsdStack {
         c.sb.clear_delivered();
         let in_fr = matches!(c.state, State::Recovery { .. });
         // tcp_sack_output() retransmits every hole below the highest SACKed byte.
-        let new_loss = in_fr && c.sb.mark_losses(1) > 0;
+        let new_loss = in_fr && mark_losses(&mut c.sb, 1) > 0;
         // tcp_input.c: `if ((sack_changed != SACK_NOCHANGE) && (tp->t_flags & TF_LRD))
         // tcp_sack_lost_retransmission(tp, th);` right after tcp_sack_doack() (fel1x-developer
         // tcp_input.c @ 2d614aa2; nibanks @ 62d1e135).
@@ -107,7 +109,7 @@ impl FreeBsdStack {
     }
 
     /// tcp_sack.c tcp_sack_lost_retransmission() (fel1x-developer/freebsd-src @ 2d614aa2), after
-    /// the scoreboard has re-armed the holes (`Scoreboard::fb_lost_retransmission`):
+    /// the scoreboard has re-armed the holes (`detection::lrd::lost_retransmission`):
     /// `tp->snd_cwnd = tp->snd_ssthresh; EXIT_RECOVERY(tp->t_flags); cc_cong_signal(tp, th,
     /// CC_NDUPACK); tp->snd_cwnd = tcp_maxseg(tp); tp->sackhint.recover_fs = (tp->snd_max -
     /// tp->snd_una) - tp->sackhint.recover_fs;` — a second reduction from the old ssthresh, and
@@ -118,7 +120,7 @@ impl FreeBsdStack {
         let State::Recovery { recover } = c.state else {
             return;
         };
-        if !c.sb.fb_lost_retransmission(recover) {
+        if !lost_retransmission(&mut c.sb, recover) {
             return;
         }
         c.v.win.cwnd = c.v.win.ssthresh;
@@ -216,6 +218,35 @@ impl FreeBsdStack {
                 }
             }
         }
+        let exited = self.recovery_ack(c, p, acked, delivered, new_loss, now, out, next_id);
+        // process_ACK: RTT from the timestamp echo in ticks plus one (tcp_xmit_timer(tp,
+        // TCP_TS_TO_TICKS(t) + 1)), or from the timed segment without timestamps.
+        if let Some(r) = c.ack_rtt(p, karn, now, true) {
+            c.take_rtt_sample(r);
+        }
+        self.process_ack(c, p, acked, exited, now);
+        // tcp_do_segment() ends with tcp_output() on the buffer as it is; the application, woken
+        // by sowwakeup() after sbcut_locked() freed space, writes only after that.
+        self.output(c, now, out, next_id);
+        self.app_write(c, now, out, next_id);
+    }
+
+    /// The part of an ACK that advances snd_una that belongs to fast recovery: a partial ACK
+    /// (PRR, or tcp_sack_partialack()), or the recovery's end. Returns whether recovery ended.
+    #[allow(clippy::too_many_arguments)]
+    fn recovery_ack(
+        &mut self,
+        c: &mut Conn,
+        p: &Packet,
+        acked: u64,
+        delivered: u64,
+        new_loss: bool,
+        now: Ns,
+        out: &mut Vec<Packet>,
+        next_id: &mut u64,
+    ) -> bool {
+        // D43470 as committed (15.0-2025; 15.0-2024-10 with d43470 = true).
+        let committed = self.k.as_committed();
         let mut exited = false;
         if let State::Recovery { recover } = c.state {
             if p.ack < recover {
@@ -249,16 +280,7 @@ impl FreeBsdStack {
                 exited = true;
             }
         }
-        // process_ACK: RTT from the timestamp echo in ticks plus one (tcp_xmit_timer(tp,
-        // TCP_TS_TO_TICKS(t) + 1)), or from the timed segment without timestamps.
-        if let Some(r) = c.ack_rtt(p, karn, now, true) {
-            c.take_rtt_sample(r);
-        }
-        self.process_ack(c, p, acked, exited, now);
-        // tcp_do_segment() ends with tcp_output() on the buffer as it is; the application, woken
-        // by sowwakeup() after sbcut_locked() freed space, writes only after that.
-        self.output(c, now, out, next_id);
-        self.app_write(c, now, out, next_id);
+        exited
     }
 
     /// process_ACK after the RTT sample: the CC's ack_received, snd_una, the timer, the exits.
@@ -339,7 +361,7 @@ impl FreeBsdStack {
         // cc_cong_signal(CC_NDUPACK) sets ssthresh from cwnd; cc_ack_received(CC_DUPACK) is a
         // no-op for newreno and cubic.
         c.begin_recovery(c.fb_pipe());
-        c.sb.mark_losses(1);
+        mark_losses(&mut c.sb, 1);
         self.prr = if self.k.as_committed() {
             // With D43470 as committed (the 2025 copy; whether the PRR start below came with
             // D43470 itself or with a neighbouring commit is not established) it also calls
@@ -433,13 +455,7 @@ impl FreeBsdStack {
                 State::Open => None,
             };
             if let Some((seq, seg_len)) = hole {
-                let budget = match c.state {
-                    // After D43470 the window is compared with pipe; before it, cwnd counts the
-                    // bytes retransmitted (cwin = min(snd_wnd, cwnd) - sack_bytes_rexmit).
-                    State::Recovery { .. } if self.k.d43470 => sendwin.saturating_sub(c.fb_pipe()),
-                    State::Recovery { .. } => sendwin.saturating_sub(c.sb.retrans_bytes),
-                    _ => sendwin.saturating_sub(c.sb.pipe(off, c.mss)),
-                };
+                let budget = self.hole_budget(c, sendwin, off);
                 // A retransmission is sent even when shorter than a segment (sack_rxmit and
                 // snd_nxt < snd_max bypass silly-window avoidance).
                 let len = budget.min(seg_len as u64);
@@ -462,34 +478,7 @@ impl FreeBsdStack {
                 break;
             }
             let wnd_room = c.snd_wnd.saturating_sub(off);
-            let budget = match c.state {
-                State::Recovery { .. } if self.k.as_committed() => {
-                    // tcp_output.c @ 0714807e tcp_default_output(): `if ((sack_bytes_rxmt == 0)
-                    // || SEQ_LT(tp->snd_nxt, tp->snd_max)) { len = imin(sbavail(&so->so_snd),
-                    // sendwin) - off; } else { len = imax(imin(sbavail(&so->so_snd), sendwin) -
-                    // imax(tcp_compute_pipe(tp), off), 0); }`: an unrounded byte budget.
-                    let sbavail = c.written - c.snd_una;
-                    let room = sbavail.min(sendwin);
-                    if c.sb.retrans_bytes == 0 {
-                        room.saturating_sub(off)
-                    } else {
-                        room.saturating_sub(c.fb_pipe().max(off))
-                    }
-                }
-                State::Recovery { .. } if self.k.d43470 => {
-                    sendwin.saturating_sub(c.fb_pipe()).min(wnd_room)
-                }
-                // New data while retransmissions are out: snd_cwnd - (snd_nxt - snd_recover) -
-                // sack_bytes_rexmit.
-                State::Recovery { recover } if c.sb.retrans_bytes > 0 => {
-                    (c.v.win
-                        .cwnd
-                        .saturating_sub(c.snd_nxt - recover + c.sb.retrans_bytes))
-                    .min(wnd_room)
-                }
-                State::Loss { .. } => sendwin.saturating_sub(c.sb.pipe(off, c.mss)).min(wnd_room),
-                _ => sendwin.saturating_sub(off),
-            };
+            let budget = self.new_data_budget(c, sendwin, off, wnd_room);
             let mut len = unsent.min(budget);
             if len == 0 {
                 c.v.cwnd_limited = true;
@@ -509,20 +498,53 @@ impl FreeBsdStack {
                     len -= len % c.mss;
                 }
             }
-            let mut left = len;
-            let mut blocked = false;
-            while left > 0 {
-                let seg = left.min(c.mss);
-                if c.tsq_blocks(seg, false, tsq_limit) {
-                    blocked = true;
-                    break;
-                }
-                c.emit(c.snd_nxt, seg, false, now, out, next_id);
-                left -= seg;
-            }
-            if blocked {
+            if !send_segments(c, len, tsq_limit, now, out, next_id) {
                 break;
             }
+        }
+    }
+
+    /// The window for retransmitting a hole. After D43470 the window is compared with pipe;
+    /// before it, cwnd counts the bytes retransmitted (cwin = min(snd_wnd, cwnd) -
+    /// sack_bytes_rexmit).
+    fn hole_budget(&self, c: &Conn, sendwin: u64, off: u64) -> u64 {
+        match c.state {
+            State::Recovery { .. } if self.k.d43470 => sendwin.saturating_sub(c.fb_pipe()),
+            State::Recovery { .. } => sendwin.saturating_sub(c.sb.retrans_bytes),
+            _ => sendwin.saturating_sub(c.sb.pipe(off, c.mss)),
+        }
+    }
+
+    /// The window for new data (`off` = snd_nxt - snd_una, `wnd_room` = what the receiver's
+    /// window leaves past snd_nxt).
+    fn new_data_budget(&self, c: &Conn, sendwin: u64, off: u64, wnd_room: u64) -> u64 {
+        match c.state {
+            State::Recovery { .. } if self.k.as_committed() => {
+                // tcp_output.c @ 0714807e tcp_default_output(): `if ((sack_bytes_rxmt == 0)
+                // || SEQ_LT(tp->snd_nxt, tp->snd_max)) { len = imin(sbavail(&so->so_snd),
+                // sendwin) - off; } else { len = imax(imin(sbavail(&so->so_snd), sendwin) -
+                // imax(tcp_compute_pipe(tp), off), 0); }`: an unrounded byte budget.
+                let sbavail = c.written - c.snd_una;
+                let room = sbavail.min(sendwin);
+                if c.sb.retrans_bytes == 0 {
+                    room.saturating_sub(off)
+                } else {
+                    room.saturating_sub(c.fb_pipe().max(off))
+                }
+            }
+            State::Recovery { .. } if self.k.d43470 => {
+                sendwin.saturating_sub(c.fb_pipe()).min(wnd_room)
+            }
+            // New data while retransmissions are out: snd_cwnd - (snd_nxt - snd_recover) -
+            // sack_bytes_rexmit.
+            State::Recovery { recover } if c.sb.retrans_bytes > 0 => {
+                (c.v.win
+                    .cwnd
+                    .saturating_sub(c.snd_nxt - recover + c.sb.retrans_bytes))
+                .min(wnd_room)
+            }
+            State::Loss { .. } => sendwin.saturating_sub(c.sb.pipe(off, c.mss)).min(wnd_room),
+            _ => sendwin.saturating_sub(off),
         }
     }
 
@@ -551,4 +573,26 @@ impl FreeBsdStack {
         }
         self.output(c, now, out, next_id);
     }
+}
+
+/// Send `len` bytes of new data as MSS-sized segments (a TSO burst is its segments), unless TCP
+/// Small Queues blocks one. Returns whether all went out.
+fn send_segments(
+    c: &mut Conn,
+    len: u64,
+    tsq_limit: u64,
+    now: Ns,
+    out: &mut Vec<Packet>,
+    next_id: &mut u64,
+) -> bool {
+    let mut left = len;
+    while left > 0 {
+        let seg = left.min(c.mss);
+        if c.tsq_blocks(seg, false, tsq_limit) {
+            return false;
+        }
+        c.emit(c.snd_nxt, seg, false, now, out, next_id);
+        left -= seg;
+    }
+    true
 }

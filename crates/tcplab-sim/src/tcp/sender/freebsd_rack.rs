@@ -9,15 +9,16 @@
 //! block, rack_get_pacing_delay()'s "old method" burst mitigation, rack_slot_reduction).
 
 use super::core::Conn;
-use super::recovery::rack::{Rack, Tlp};
-use super::recovery::rack_prr::RackPrr;
+use super::detection::rack::Rack;
+use super::detection::tlp::Tlp;
+use super::reduction::rack_prr::RackPrr;
 use super::rfc::end_of_recovery;
 use super::{SenderEvent, State};
 // The enum-dispatch build calls the hooks on a concrete type, which needs the trait in scope.
 #[cfg_attr(not(feature = "static-cc"), allow(unused_imports))]
 use crate::cc::CcHooks;
-use crate::packet::Packet;
-use crate::stack::FreeBsdVersion;
+use crate::config::FreeBsdVersion;
+use crate::net::packet::Packet;
 use crate::time::{earliest, Ns};
 
 /// rack_prr_addbackmax: at most this many segments of unused PRR allowance join cwnd at exit.
@@ -167,7 +168,7 @@ impl RackStack {
             let trigger = if c.sack {
                 c.sb.lost_bytes > 0
             } else {
-                c.dupacks >= c.profile.dupthresh || (c.sack && c.sb.head_lost())
+                c.dupacks >= c.profile.dupthresh
             };
             if trigger && c.recovery_allowed() {
                 self.enter_recovery(c, now);

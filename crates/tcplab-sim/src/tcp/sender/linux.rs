@@ -3,17 +3,18 @@
 //! under TCP Small Queues, TSO autosizing and pacing.
 
 use super::core::Conn;
-use super::recovery::linux_prr::{LinuxPrr, PrrAck, PrrVersion};
-use super::recovery::rack::{Rack, Tlp};
-use super::recovery::rfc6675::Rfc6675;
+use super::detection::rack::Rack;
+use super::detection::tlp::Tlp;
+use super::reduction::linux_prr::{LinuxPrr, PrrAck, PrrVersion};
+use super::reduction::rfc6675::Rfc6675;
 use super::rfc::end_of_recovery;
 use super::{SenderEvent, State};
 // The enum-dispatch build calls the hooks on a concrete type, which needs the trait in scope.
 #[cfg_attr(not(feature = "static-cc"), allow(unused_imports))]
 use crate::cc::CcHooks;
 use crate::cc::CongSignal;
-use crate::packet::Packet;
-use crate::time::{earliest, Ns};
+use crate::net::packet::Packet;
+use crate::time::{earliest, Ns, LINUX_JIFFY_NS};
 
 /// The linux stack's own state: its recovery components, what every ACK reads or writes (RACK,
 /// TLP) first, then what only recovery does (PRR, the rescue retransmission): see `TcpSender`.
@@ -92,12 +93,14 @@ impl LinuxStack {
         c.cc_ack(&a);
         let mut entered = false;
         if c.state == State::Open && c.snd_una < c.snd_nxt {
+            // Linux tcp_time_to_recover(): recovery starts when a packet is marked lost (RACK
+            // since b38a51fec1c1 "tcp: disable RFC6675 loss detection": no RFC 6675 IsLost
+            // here). Without SACK, tcp_newreno_mark_lost() (tcp_recovery.c) marks the head lost
+            // once dupacks (sacked_out) reach reordering (3); `enter_recovery` marks it.
             let trigger = if c.sack {
-                // Linux tcp_time_to_recover(): with RACK, recovery starts when a packet is marked
-                // lost; the dupack heuristic applies only without RACK.
                 c.sb.lost_bytes > 0
             } else {
-                c.dupacks >= c.profile.dupthresh || (c.sack && c.sb.head_lost())
+                c.dupacks >= c.profile.dupthresh
             };
             if trigger && c.recovery_allowed() {
                 self.enter_recovery(c);
@@ -145,9 +148,8 @@ impl LinuxStack {
             (c.rtt.min_rtt_ns / 4).min(c.rtt.srtt_ns / 8)
         };
         // tcp_rack_mark_lost(): reordering timer at the longest wait + TCP_TIMEOUT_MIN (2 jiffies).
-        self.rack.mark_lost(c, now, reo_wnd, |w| {
-            w + 2 * 1_000_000_000 / crate::cc::linux::HZ
-        })
+        self.rack
+            .mark_lost(c, now, reo_wnd, |w| w + 2 * LINUX_JIFFY_NS)
     }
 
     /// tcp_schedule_loss_probe(): PTO = 2 srtt, plus TCP_RTO_MIN when one packet is out (the
@@ -158,7 +160,7 @@ impl LinuxStack {
             self.tlp.deadline = None;
             return;
         }
-        let jiffy = 1_000_000_000 / crate::cc::linux::HZ;
+        let jiffy = LINUX_JIFFY_NS;
         let mut pto = if c.rtt.srtt_ns == 0 {
             c.profile.initial_rto_ns
         } else {

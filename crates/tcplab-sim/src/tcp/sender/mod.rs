@@ -1,26 +1,33 @@
 //! The TCP sender: a connection core ([`core::Conn`]) every stack shares, and one component per
 //! TCP stack (`rfc`, `linux`, `freebsd`, `freebsd_rack`) that owns its state and its ACK, output
 //! and timer handling, dispatched statically through [`Stack`]; the stacks compose the
-//! loss-recovery components of [`recovery`].
+//! loss-detection components of [`detection`] and the recovery (window reduction) components
+//! of [`reduction`].
 
 // The enum-dispatch build calls the hooks on a concrete type, which needs the trait in scope.
 #[cfg_attr(not(feature = "static-cc"), allow(unused_imports))]
 use crate::cc::CcHooks;
 use crate::config::FlowConfig;
-use crate::packet::Packet;
+use crate::net::packet::Packet;
 use crate::stack::{Recovery, StackProfile};
 use crate::time::Ns;
 use std::rc::Rc;
 
 mod ack;
+mod app;
+mod client;
+mod conn_cc;
 mod connect;
 mod core;
-pub mod ecn;
+pub(crate) mod detection;
+mod ecn;
+pub mod ecn_state;
 mod freebsd;
 mod freebsd_rack;
 mod linux;
-pub mod recovery;
+pub mod reduction;
 mod rfc;
+mod transitions;
 
 pub use self::core::Conn;
 

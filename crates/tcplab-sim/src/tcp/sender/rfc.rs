@@ -3,13 +3,14 @@
 
 use super::ack::AckIntake;
 use super::core::Conn;
-use super::recovery::rfc6675::Rfc6675;
+use super::detection::is_lost::mark_losses;
+use super::reduction::rfc6675::Rfc6675;
 use super::{SenderEvent, State};
 // The enum-dispatch build calls the hooks on a concrete type, which needs the trait in scope.
 #[cfg_attr(not(feature = "static-cc"), allow(unused_imports))]
 use crate::cc::CcHooks;
 use crate::cc::CongSignal;
-use crate::packet::Packet;
+use crate::net::packet::Packet;
 use crate::time::{earliest, Ns};
 
 /// The rfc stack's own state: its RFC 6675 recovery.
@@ -49,7 +50,7 @@ impl RfcStack {
         c.v.now = now;
         let a = c.intake_ack(p, now, false, false);
         let newly_lost = if c.sack {
-            c.sb.mark_losses(c.profile.dupthresh)
+            mark_losses(&mut c.sb, c.profile.dupthresh)
         } else {
             0
         };

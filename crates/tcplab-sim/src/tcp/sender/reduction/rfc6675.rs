@@ -4,7 +4,7 @@
 
 use super::super::core::Conn;
 use super::super::State;
-use crate::packet::Packet;
+use crate::net::packet::Packet;
 use crate::time::Ns;
 
 /// The RFC 6675 sender's own recovery state.

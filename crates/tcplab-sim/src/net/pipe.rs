@@ -3,7 +3,7 @@
 //! `VecDeque` would do, but it takes 32 bytes of the port's first cache line (capacity,
 //! pointer, head, length, each a `usize`); this ring takes 24 (the buffer's pointer and length,
 //! a 32-bit head and length), which lets that line hold everything a packet's arrival needs
-//! (`net::Port`).
+//! (`net::port::Port`).
 
 /// A packet on its way through a port: when it reaches the far end, its handle, its size.
 #[derive(Clone, Copy, Debug, Default)]

@@ -2,7 +2,7 @@
 //! step marking, the one implementation the link emulator runs too), bound to the simulator's
 //! Packet and its seeded Rng.
 
-use crate::packet::{Kind, Packet};
+use crate::net::packet::{Kind, Packet};
 use crate::rng::Rng;
 
 pub use tcplab_aqm::{

@@ -1,13 +1,12 @@
-//! The network: egress ports (drop-tail FIFO + serialiser + propagation pipe), shared switch
-//! buffers with their sharing policy, and static shortest-path routes.
+//! Egress ports: drop-tail FIFO (or a queue discipline) + serialiser + propagation pipe.
 
-use crate::aqm;
-use crate::config::{BufferPolicy, DirConfig, LinkConfig, NodeKind};
-pub use crate::pipe::InPipe;
-use crate::pipe::Pipe;
+use super::pool::Pool;
+use crate::config::DirConfig;
+use crate::net::aqm;
+use crate::net::pipe::InPipe;
+use crate::net::pipe::Pipe;
 use crate::rng::Rng;
 use crate::time::{tx_time_ns, Ns, SEC};
-use std::collections::VecDeque;
 
 /// Why a port refused a packet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -34,7 +33,7 @@ pub enum Drop {
 #[repr(C, align(64))]
 pub struct Port {
     // Line 0: a packet's arrival at the far end, `advance`, admission, the serialisation time.
-    /// Every admitted packet (its handle in the simulation's [`crate::packet::Slab`]) with its
+    /// Every admitted packet (its handle in the simulation's [`crate::net::packet::Slab`]) with its
     /// arrival time at `to`, in FIFO order.
     pipe: Pipe,
     /// When the server is free again.
@@ -79,11 +78,11 @@ pub struct Port {
     /// netem's limit: packets held in the port, its delay included.
     held_limit_packets: Option<u64>,
     /// A queue discipline in place of the drop-tail FIFO (then `n_waiting` stays 0: packets
-    /// wait in the discipline and go onto the wire one at a time, see [`crate::aqm`]).
+    /// wait in the discipline and go onto the wire one at a time, see [`crate::net::aqm`]).
     aqm: Option<aqm::PortAqm>,
     /// Per-packet queueing delay (arrival at the port to the start of transmission), kept for
     /// monitored ports.
-    delay_hist: Option<crate::hist::DelayHistogram>,
+    delay_hist: Option<crate::net::hist::DelayHistogram>,
     /// Shared buffer pool of the owning switch (`FLAG_POOL` says whether there is one).
     pool: u32,
     /// Sending node.
@@ -204,12 +203,12 @@ impl Port {
     }
 
     /// The queueing delays recorded, for a monitored port.
-    pub fn delay_hist(&self) -> Option<&crate::hist::DelayHistogram> {
+    pub fn delay_hist(&self) -> Option<&crate::net::hist::DelayHistogram> {
         self.delay_hist.as_ref()
     }
 
     /// The queueing delays recorded, for a monitored port, to add to.
-    pub fn delay_hist_mut(&mut self) -> Option<&mut crate::hist::DelayHistogram> {
+    pub fn delay_hist_mut(&mut self) -> Option<&mut crate::net::hist::DelayHistogram> {
         self.delay_hist.as_mut()
     }
 
@@ -430,153 +429,6 @@ impl Port {
     }
 }
 
-/// One switch's shared packet buffer.
-pub struct Pool {
-    /// Capacity, bytes.
-    pub limit_bytes: u64,
-    /// Bytes currently queued in the switch's ports.
-    pub used_bytes: u64,
-    /// The switch's egress ports that draw on this pool.
-    pub ports: Vec<u32>,
-    /// How the ports share it.
-    pub policy: BufferPolicy,
-}
-
-impl Pool {
-    /// Whether a port whose queue holds `queue_bytes` may take a packet of `size` bytes now. The
-    /// queue and the pool count packets waiting, not the one being serialised (as a qdisc does).
-    pub fn admits(&self, queue_bytes: u64, size: u64) -> bool {
-        let free = self.limit_bytes - self.used_bytes;
-        if size > free {
-            return false;
-        }
-        match self.policy {
-            BufferPolicy::Complete => true,
-            // Choudhury & Hahne 1998, section II: a cell for queue i is admitted iff
-            // Q_i(t) < T(t) = alpha * (B - Q(t)); here in bytes, per packet. Both sides are
-            // integers below 2^53, so the comparison in f64 is exact but for alpha's rounding.
-            BufferPolicy::Dynamic { alpha } => (queue_bytes as f64) < alpha * free as f64,
-            BufferPolicy::Static { ports } => queue_bytes + size <= self.limit_bytes / ports as u64,
-        }
-    }
-}
-
-/// Build both ports of a link: (a -> b, b -> a).
-pub fn link_ports(
-    l: &LinkConfig,
-    kinds: &[NodeKind],
-    pools: &[Option<u32>],
-    rng: &Rng,
-    idx: u32,
-) -> Result<[Port; 2], String> {
-    let pool_of = |n: u32| {
-        if kinds[n as usize] == NodeKind::Switch {
-            pools[n as usize]
-        } else {
-            None
-        }
-    };
-    let mut ports = [
-        Port::new(l.a, l.b, &l.ab, pool_of(l.a), rng.fork(2 * idx as u64 + 1)),
-        Port::new(l.b, l.a, &l.ba, pool_of(l.b), rng.fork(2 * idx as u64 + 2)),
-    ];
-    for (k, (port, d)) in ports.iter_mut().zip([&l.ab, &l.ba]).enumerate() {
-        if let Some(cfg) = &d.aqm {
-            // Its own stream (1 << 41 + port), apart from the links' and the flows'.
-            let stream = (1 << 41) + 2 * idx as u64 + k as u64;
-            port.set_aqm(
-                aqm::build(cfg, d.rate_bps, rng.fork(stream))
-                    .map_err(|e| format!("link {idx}: {e}"))?,
-            );
-        }
-    }
-    Ok(ports)
-}
-
-/// Next-hop ports, by static shortest path. A node with one egress port (a host) sends
-/// everything through it and keeps no row, so memory grows with (routers x nodes), not nodes^2:
-/// a thousand-pair dumbbell holds two rows of 2 002 entries.
-pub struct Routes {
-    /// The node's only egress port, or `u32::MAX` when it has several (or none).
-    only: Vec<u32>,
-    /// Per node with several ports: next-hop port per destination, `u32::MAX` where none.
-    rows: Vec<Vec<u32>>,
-}
-
-impl Routes {
-    /// The port `node` sends a packet for `dst` through (`u32::MAX`: no route).
-    #[inline]
-    pub fn next_hop(&self, node: u32, dst: u32) -> u32 {
-        match self.only[node as usize] {
-            u32::MAX => self.rows[node as usize]
-                .get(dst as usize)
-                .copied()
-                .unwrap_or(u32::MAX),
-            pi => pi,
-        }
-    }
-
-    /// Whether packets from `src` reach `dst` (following next hops; a loop or a dead end is no).
-    pub fn connects(&self, src: u32, dst: u32, ports: &[Port]) -> bool {
-        let mut node = src;
-        for _ in 0..=ports.len() {
-            if node == dst {
-                return true;
-            }
-            let pi = self.next_hop(node, dst);
-            if pi == u32::MAX {
-                return false;
-            }
-            node = ports[pi as usize].to;
-        }
-        false
-    }
-}
-
-/// Next-hop port for every (node, destination) by breadth-first search over the ports, ties
-/// broken by port order so routes are deterministic.
-pub fn routes(n_nodes: usize, ports: &[Port]) -> Routes {
-    let mut out_ports: Vec<Vec<u32>> = vec![Vec::new(); n_nodes];
-    for (i, p) in ports.iter().enumerate() {
-        out_ports[p.from as usize].push(i as u32);
-    }
-    let only: Vec<u32> = out_ports
-        .iter()
-        .map(|o| if o.len() == 1 { o[0] } else { u32::MAX })
-        .collect();
-    let mut rows = vec![Vec::new(); n_nodes];
-    for (src, row) in rows.iter_mut().enumerate() {
-        if only[src] != u32::MAX {
-            continue;
-        }
-        // BFS from src; remember the first port used to reach each node.
-        let mut first = vec![u32::MAX; n_nodes];
-        let mut seen = vec![false; n_nodes];
-        seen[src] = true;
-        let mut q = VecDeque::new();
-        for &pi in &out_ports[src] {
-            let to = ports[pi as usize].to as usize;
-            if !seen[to] {
-                seen[to] = true;
-                first[to] = pi;
-                q.push_back(to);
-            }
-        }
-        while let Some(n) = q.pop_front() {
-            for &pi in &out_ports[n] {
-                let to = ports[pi as usize].to as usize;
-                if !seen[to] {
-                    seen[to] = true;
-                    first[to] = first[n];
-                    q.push_back(to);
-                }
-            }
-        }
-        *row = first;
-    }
-    Routes { only, rows }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -674,65 +526,5 @@ mod tests {
         d.buffer_bytes = Some(2500);
         let mut bytes = Port::new(0, 1, &d, None, Rng::new(1));
         assert_eq!((offer(&mut bytes), bytes.queued_bytes()), (3, 2000));
-    }
-
-    fn pool(policy: BufferPolicy) -> Pool {
-        Pool {
-            limit_bytes: 125_000,
-            used_bytes: 0,
-            ports: vec![0, 1],
-            policy,
-        }
-    }
-
-    /// Offer 1500-byte packets to `queues.len()` ports in turn, none leaving, until none is
-    /// admitted; return each port's queue in packets.
-    fn fill(mut pl: Pool, queues: usize) -> Vec<u64> {
-        let mut q = vec![0u64; queues];
-        loop {
-            let mut any = false;
-            for qi in q.iter_mut() {
-                if pl.admits(*qi * 1500, 1500) {
-                    *qi += 1;
-                    pl.used_bytes += 1500;
-                    any = true;
-                }
-            }
-            if !any {
-                return q;
-            }
-        }
-    }
-
-    #[test]
-    fn shared_buffer_policies_admit_as_their_arithmetic_says() {
-        // Complete sharing: one port takes all of B = 125000: floor(125000 / 1500) = 83 packets.
-        assert_eq!(fill(pool(BufferPolicy::Complete), 1), vec![83]);
-        // Dynamic threshold, alpha 1 (Choudhury & Hahne): one queue admitted while
-        // q < B - q, i.e. q < 62500: 1500 x 41 = 61500 < 62500 admits the 42nd, then
-        // 63000 >= 62000 refuses: 42 packets (the steady state alpha B / (1 + alpha) rounded up
-        // to a packet).
-        assert_eq!(
-            fill(pool(BufferPolicy::Dynamic { alpha: 1.0 }), 1),
-            vec![42]
-        );
-        // Two congested queues, alpha 1: each below B - q1 - q2; alpha B / (1 + 2 alpha) =
-        // 41667 bytes: the 28th packet of each is admitted at q = 27 x 1500 = 40500 < 125000 -
-        // 81000 = 44000 (and the second's at 40500 < 42500), the 29th at 42000 >= 41000 is not.
-        assert_eq!(
-            fill(pool(BufferPolicy::Dynamic { alpha: 1.0 }), 2),
-            vec![28, 28]
-        );
-        // alpha 2: one queue q < 2 (B - q), q < 83333: 56 packets (55 x 1500 = 82500 < 85000).
-        assert_eq!(
-            fill(pool(BufferPolicy::Dynamic { alpha: 2.0 }), 1),
-            vec![56]
-        );
-        // Static partition over 5 ports: 25000 bytes each, 16 packets (24000; 17 = 25500).
-        assert_eq!(fill(pool(BufferPolicy::Static { ports: 5 }), 1), vec![16]);
-        assert_eq!(
-            fill(pool(BufferPolicy::Static { ports: 5 }), 2),
-            vec![16, 16]
-        );
     }
 }

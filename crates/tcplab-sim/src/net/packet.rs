@@ -69,7 +69,7 @@ pub struct Packet {
     pub kind: Kind,
     /// Whether this is a retransmission (Data).
     pub retx: bool,
-    /// IP ECN field (RFC 3168 §5; codepoints in [`crate::aqm::ecn`]).
+    /// IP ECN field (RFC 3168 §5; codepoints in [`crate::net::aqm::ecn`]).
     pub ecn: u8,
     /// TCP CWR flag: the sender has reduced its window (Data).
     pub cwr: bool,

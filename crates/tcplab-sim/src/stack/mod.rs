@@ -5,8 +5,13 @@
 //! Profiles: `rfc` is the textbook stack of the RFCs. `linux` has Linux's constants, small queues,
 //! TSO autosizing, PRR, RACK, TLP and the kernel CC modules. `freebsd` is FreeBSD's default stack
 //! (tcp_input.c / tcp_output.c / tcp_sack.c, before or after review D43470) with its cc(4)
-//! modules; `freebsd-rack` is FreeBSD's RACK stack (tcp_stacks/rack.c) with the same modules. What each leaves out is in `docs/models.md`.
+//! modules; `freebsd-rack` is FreeBSD's RACK stack (tcp_stacks/rack.c) with the same modules.
+//! What each leaves out is in `docs/models.md`. The knobs a flow may set: [`options`].
 
+mod options;
+pub use options::{options, version_defaults, Knob, KnobValue, RACK_VERSIONS};
+
+use crate::config::FreeBsdVersion;
 use crate::tcp::handshake::{SynProfile, SynTimer};
 use crate::tcp::prr::PrrVersion;
 use crate::time::{Ns, MS, SEC};
@@ -46,99 +51,6 @@ pub struct FreeBsdRecovery {
     /// Lost-retransmission detection (TF_LRD from net.inet.tcp.sack.lrd; 2023:
     /// net.inet.tcp.do_lrd).
     pub lrd: bool,
-}
-
-/// FreeBSD default-stack source versions (docs/models.md, "FreeBSD default-stack versions").
-/// Each is read from stored copies of public freebsd-src trees; which copy each rule comes from
-/// is named at the rule (and in docs/research/freebsd-2024-25.md).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum FreeBsdVersion {
-    /// tcp_input.c @ 2bae602e and F-Stack's tcp_output.c / tcp_sack.c, with the `d43470` knob
-    /// modelled from the review's description: the model as it was before versions existed.
-    #[default]
-    V2023,
-    /// FreeBSD 15.0-CURRENT main-f11c79fc00 of 2024-10-17 (the tree T4's seed ran), before
-    /// review D43470 (`d43470 = false`) or with it applied as committed in 7dc78150c730
-    /// (`d43470 = true`). No stored tree of that date exists: the base follows the newest stored
-    /// copies before D43470 (tcp_input.c: ihoro/freebsd-src @ 48931b3e; tcp_output.c and
-    /// tcp_sack.c: fel1x-developer/freebsd-src @ b252a43e / 2d614aa2), and D43470's lines are
-    /// those of the 2025 copies (nibanks/freebsd-src tcp_input.c @ 62d1e135, tcp_output.c
-    /// @ 0714807e).
-    V15_2024_10,
-    /// FreeBSD 15.0-CURRENT of 2025-01..03 (T1-T3's kernels), after D43470 as committed:
-    /// tcp_input.c @ 62d1e135 and tcp_output.c @ 0714807e (nibanks/freebsd-src).
-    V15_2025,
-}
-
-impl FreeBsdVersion {
-    /// Every version, the default first.
-    pub const ALL: [FreeBsdVersion; 3] = [
-        FreeBsdVersion::V2023,
-        FreeBsdVersion::V15_2024_10,
-        FreeBsdVersion::V15_2025,
-    ];
-
-    /// The name a spec uses.
-    pub fn name(self) -> &'static str {
-        match self {
-            FreeBsdVersion::V2023 => "2023",
-            FreeBsdVersion::V15_2024_10 => "15.0-2024-10",
-            FreeBsdVersion::V15_2025 => "15.0-2025",
-        }
-    }
-
-    /// The version of a name.
-    pub fn from_name(s: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|v| v.name() == s)
-    }
-
-    /// Whether the version necessarily contains review D43470 (`d43470 = false` is refused).
-    pub fn includes_d43470(self) -> bool {
-        self == FreeBsdVersion::V15_2025
-    }
-
-    /// tcp_compute_pipe() leaves out the holes RFC 6675 IsLost() judges lost
-    /// (`- tp->sackhint.lost_bytes`, review D39299): present in fel1x-developer/freebsd-src
-    /// tcp_input.c @ 2d614aa2 (before D43355) and every later copy; absent at 2bae602e.
-    pub fn pipe_excludes_lost(self) -> bool {
-        self != FreeBsdVersion::V2023
-    }
-
-    /// cc_post_recovery() runs in process_ACK after `tp->snd_una = th->th_ack` (ihoro/freebsd-src
-    /// tcp_input.c @ 48931b3e, before D43470; nibanks @ 62d1e135), not at resume_partialack
-    /// before snd_una moves (2bae602e).
-    pub fn post_recovery_after_snd_una(self) -> bool {
-        self != FreeBsdVersion::V2023
-    }
-
-    /// tcp_sndbuf_autoscale() grows while `sbused(&so->so_snd) < V_tcp_autosndbuf_max`
-    /// (nibanks/spmzt tcp_output.c of 2025) rather than `so->so_snd.sb_hiwat <
-    /// V_tcp_autosndbuf_max` (F-Stack; fel1x-developer tcp_output.c @ b252a43e, the newest stored
-    /// copy before D43470).
-    pub fn autosndbuf_tests_sbused(self) -> bool {
-        self == FreeBsdVersion::V15_2025
-    }
-
-    /// Lost-retransmission detection's default: `VNET_DEFINE(int, tcp_do_lrd) = 0;`
-    /// (net.inet.tcp.do_lrd) at freebsd/freebsd-src tcp_input.c @ 2bae602e; `VNET_DEFINE(int,
-    /// tcp_do_lrd) = 1;` as net.inet.tcp.sack.lrd in fel1x-developer tcp_sack.c @ 2d614aa2
-    /// (moved by f42518ff, review D42851, late 2023), latched per connection by tcp_newtcpcb()
-    /// (`if (V_tcp_do_lrd) tp->t_flags |= TF_LRD;`, nibanks tcp_subr.c @ 62d1e135).
-    pub fn lrd_default(self) -> bool {
-        self != FreeBsdVersion::V2023
-    }
-
-    /// net.inet.tcp.sendbuf_max (tcp_output.c `V_tcp_autosndbuf_max`) where the version's default
-    /// replaces the spec's general one: 2 MB in fel1x-developer tcp_output.c @ b252a43e (the newest
-    /// stored copy before D43470), 8 MB in nibanks @ 0714807e / spmzt @ b6e0e155 (2025). The 2023
-    /// model keeps the spec's general default (16 MB), as it always had.
-    pub fn sendbuf_max_bytes(self) -> Option<u64> {
-        match self {
-            FreeBsdVersion::V2023 => None,
-            FreeBsdVersion::V15_2024_10 => Some(2 * 1024 * 1024),
-            FreeBsdVersion::V15_2025 => Some(8 * 1024 * 1024),
-        }
-    }
 }
 
 impl FreeBsdRecovery {
@@ -447,164 +359,6 @@ pub fn profile(name: &str) -> Option<StackProfile> {
         "freebsd-rack" => Some(freebsd_rack()),
         _ => None,
     }
-}
-
-/// A knob's value.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum KnobValue {
-    /// A switch.
-    Bool(bool),
-    /// A non-negative integer.
-    Int(u64),
-    /// One of a set of names.
-    Text(&'static str),
-}
-
-/// One setting a stack accepts from a flow's config, with its default and, where the set is
-/// closed, its allowed values (empty: any value of the type).
-#[derive(Clone, Debug)]
-pub struct Knob {
-    /// The key in the flow's config.
-    pub name: &'static str,
-    /// What the stack uses when the flow does not set it.
-    pub default: KnobValue,
-    /// The allowed values, if the set is closed.
-    pub allowed: Vec<KnobValue>,
-    /// What it is.
-    pub doc: &'static str,
-}
-
-/// The source versions of the RACK stack (rack.c of 2023 and of 2025).
-pub const RACK_VERSIONS: [FreeBsdVersion; 2] = [FreeBsdVersion::V2023, FreeBsdVersion::V15_2025];
-
-/// The defaults a stack's `version` sets (so that the spec reads them from here, never restating
-/// them): `sndbuf_bytes` is the version's net.inet.tcp.sendbuf_max, `sack_lrd` its LRD default.
-pub fn version_defaults(stack: &str, version: &str) -> Vec<(&'static str, KnobValue)> {
-    let Some(v) = FreeBsdVersion::from_name(version) else {
-        return Vec::new();
-    };
-    let mut out = Vec::new();
-    if stack == "freebsd" || stack == "freebsd-rack" {
-        if let Some(b) = v.sendbuf_max_bytes() {
-            out.push(("sndbuf_bytes", KnobValue::Int(b)));
-        }
-    }
-    if stack == "freebsd" {
-        out.push(("sack_lrd", KnobValue::Bool(v.lrd_default())));
-    }
-    out
-}
-
-/// The knobs a stack accepts ([`resolve`] applies them), their defaults read from the profiles.
-pub fn options(name: &str) -> Option<Vec<Knob>> {
-    let both = [KnobValue::Bool(true), KnobValue::Bool(false)];
-    let fb = freebsd();
-    let Recovery::FreeBsd(k) = fb.recovery else {
-        unreachable!("the freebsd profile recovers as FreeBSD")
-    };
-    let SndbufPolicy::FreeBsdInc(inc) = fb.sndbuf else {
-        unreachable!("the freebsd profile autosizes its send buffer")
-    };
-    // The FreeBSD stacks share the socket layer and tcp_output.c's TSO switches.
-    let mut freebsd_common = vec![
-        Knob {
-            name: "tso",
-            default: KnobValue::Bool(fb.tso_max_bytes > 0),
-            allowed: both.to_vec(),
-            doc: "net.inet.tcp.tso: TSO bursts (off: every send at most one segment)",
-        },
-        Knob {
-            name: "sack_tso",
-            default: KnobValue::Bool(k.sack_tso),
-            allowed: both.to_vec(),
-            doc: "net.inet.tcp.sack.tso (D45068): hole retransmissions may be TSO bursts",
-        },
-        Knob {
-            name: "do_prr",
-            default: KnobValue::Bool(k.prr),
-            allowed: both.to_vec(),
-            doc: "net.inet.tcp.do_prr: PRR in fast recovery",
-        },
-        Knob {
-            name: "sendbuf_inc_bytes",
-            default: KnobValue::Int(inc),
-            allowed: Vec::new(),
-            doc: "net.inet.tcp.sendbuf_inc, bytes (0: no send-buffer autosizing)",
-        },
-    ];
-    Some(match name {
-        "rfc" => Vec::new(),
-        "linux" => {
-            let Recovery::LinuxPrr(v) = linux().recovery else {
-                unreachable!("the linux profile recovers with PRR")
-            };
-            vec![Knob {
-                name: "prr",
-                default: KnobValue::Text(v.name()),
-                allowed: PrrVersion::ALL
-                    .iter()
-                    .map(|v| KnobValue::Text(v.name()))
-                    .collect(),
-                doc:
-                    "Linux tcp_cwnd_reduction() version: 6.x (mainline) or 5.15 (5.12 .. 5.15 LTS)",
-            }]
-        }
-        "freebsd" => {
-            freebsd_common.insert(
-                0,
-                Knob {
-                    name: "version",
-                    default: KnobValue::Text(k.version.name()),
-                    allowed: FreeBsdVersion::ALL
-                        .iter()
-                        .map(|v| KnobValue::Text(v.name()))
-                        .collect(),
-                    doc: "FreeBSD source the default stack follows: 2023 (tcp_input.c @ 2bae602e, \
-                          F-Stack tcp_output.c; d43470 from the review text), 15.0-2024-10 (T4's \
-                          main-f11c79fc00, before D43470 or with it as committed: d43470) or \
-                          15.0-2025 (D43470 as committed: tcp_input.c @ 62d1e135, tcp_output.c \
-                          @ 0714807e); docs/models.md",
-                },
-            );
-            freebsd_common.push(Knob {
-                name: "sack_lrd",
-                default: KnobValue::Bool(k.lrd),
-                allowed: both.to_vec(),
-                doc: "net.inet.tcp.sack.lrd (2023: net.inet.tcp.do_lrd): lost-retransmission \
-                      detection; its default is the version's (off in 2023, on from late 2023)",
-            });
-            freebsd_common.insert(
-                1,
-                Knob {
-                    name: "d43470",
-                    default: KnobValue::Bool(k.d43470),
-                    allowed: both.to_vec(),
-                    doc:
-                        "review D43470 (cwnd during SACK recovery): after (true) or before (false)",
-                },
-            );
-            freebsd_common
-        }
-        "freebsd-rack" => {
-            freebsd_common.insert(
-                0,
-                Knob {
-                    name: "version",
-                    default: KnobValue::Text(FreeBsdVersion::V2023.name()),
-                    allowed: RACK_VERSIONS
-                        .iter()
-                        .map(|v| KnobValue::Text(v.name()))
-                        .collect(),
-                    doc: "FreeBSD rack.c the RACK stack follows: 2023 (freebsd/freebsd-src \
-                          @ 01cb9895, sobomax/freebsd14_vendor @ 0f7ff342) or 15.0-2025 \
-                          (nibanks/freebsd-src @ 0c19274c: 200 ms RTO slop, burst slot from the \
-                          RTT in microseconds); docs/models.md",
-                },
-            );
-            freebsd_common
-        }
-        _ => return None,
-    })
 }
 
 #[cfg(test)]

@@ -1,0 +1,13 @@
+//! The simulated network: packets, egress ports (FIFO or queue discipline, serialiser,
+//! propagation pipe), shared switch buffers, links and routes, and the traffic that is not TCP
+//! (UDP constant-bit-rate sources, latency probes).
+
+pub mod aqm;
+pub mod hist;
+pub mod packet;
+pub mod pipe;
+pub mod pool;
+pub mod port;
+pub mod probe;
+pub mod topology;
+pub mod udp;

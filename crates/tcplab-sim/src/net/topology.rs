@@ -1,0 +1,123 @@
+//! Links into pairs of ports, and static shortest-path routes over them.
+
+use super::aqm;
+use super::port::Port;
+use crate::config::{LinkConfig, NodeKind};
+use crate::rng::Rng;
+use std::collections::VecDeque;
+
+/// Build both ports of a link: (a -> b, b -> a).
+pub fn link_ports(
+    l: &LinkConfig,
+    kinds: &[NodeKind],
+    pools: &[Option<u32>],
+    rng: &Rng,
+    idx: u32,
+) -> Result<[Port; 2], String> {
+    let pool_of = |n: u32| {
+        if kinds[n as usize] == NodeKind::Switch {
+            pools[n as usize]
+        } else {
+            None
+        }
+    };
+    let mut ports = [
+        Port::new(l.a, l.b, &l.ab, pool_of(l.a), rng.fork(2 * idx as u64 + 1)),
+        Port::new(l.b, l.a, &l.ba, pool_of(l.b), rng.fork(2 * idx as u64 + 2)),
+    ];
+    for (k, (port, d)) in ports.iter_mut().zip([&l.ab, &l.ba]).enumerate() {
+        if let Some(cfg) = &d.aqm {
+            // Its own stream (1 << 41 + port), apart from the links' and the flows'.
+            let stream = (1 << 41) + 2 * idx as u64 + k as u64;
+            port.set_aqm(
+                aqm::build(cfg, d.rate_bps, rng.fork(stream))
+                    .map_err(|e| format!("link {idx}: {e}"))?,
+            );
+        }
+    }
+    Ok(ports)
+}
+
+/// Next-hop ports, by static shortest path. A node with one egress port (a host) sends
+/// everything through it and keeps no row, so memory grows with (routers x nodes), not nodes^2:
+/// a thousand-pair dumbbell holds two rows of 2 002 entries.
+pub struct Routes {
+    /// The node's only egress port, or `u32::MAX` when it has several (or none).
+    only: Vec<u32>,
+    /// Per node with several ports: next-hop port per destination, `u32::MAX` where none.
+    rows: Vec<Vec<u32>>,
+}
+
+impl Routes {
+    /// The port `node` sends a packet for `dst` through (`u32::MAX`: no route).
+    #[inline]
+    pub fn next_hop(&self, node: u32, dst: u32) -> u32 {
+        match self.only[node as usize] {
+            u32::MAX => self.rows[node as usize]
+                .get(dst as usize)
+                .copied()
+                .unwrap_or(u32::MAX),
+            pi => pi,
+        }
+    }
+
+    /// Whether packets from `src` reach `dst` (following next hops; a loop or a dead end is no).
+    pub fn connects(&self, src: u32, dst: u32, ports: &[Port]) -> bool {
+        let mut node = src;
+        for _ in 0..=ports.len() {
+            if node == dst {
+                return true;
+            }
+            let pi = self.next_hop(node, dst);
+            if pi == u32::MAX {
+                return false;
+            }
+            node = ports[pi as usize].to;
+        }
+        false
+    }
+}
+
+/// Next-hop port for every (node, destination) by breadth-first search over the ports, ties
+/// broken by port order so routes are deterministic.
+pub fn routes(n_nodes: usize, ports: &[Port]) -> Routes {
+    let mut out_ports: Vec<Vec<u32>> = vec![Vec::new(); n_nodes];
+    for (i, p) in ports.iter().enumerate() {
+        out_ports[p.from as usize].push(i as u32);
+    }
+    let only: Vec<u32> = out_ports
+        .iter()
+        .map(|o| if o.len() == 1 { o[0] } else { u32::MAX })
+        .collect();
+    let mut rows = vec![Vec::new(); n_nodes];
+    for (src, row) in rows.iter_mut().enumerate() {
+        if only[src] != u32::MAX {
+            continue;
+        }
+        // BFS from src; remember the first port used to reach each node.
+        let mut first = vec![u32::MAX; n_nodes];
+        let mut seen = vec![false; n_nodes];
+        seen[src] = true;
+        let mut q = VecDeque::new();
+        for &pi in &out_ports[src] {
+            let to = ports[pi as usize].to as usize;
+            if !seen[to] {
+                seen[to] = true;
+                first[to] = pi;
+                q.push_back(to);
+            }
+        }
+        while let Some(n) = q.pop_front() {
+            for &pi in &out_ports[n] {
+                let to = ports[pi as usize].to as usize;
+                if !seen[to] {
+                    seen[to] = true;
+                    first[to] = first[n];
+                    q.push_back(to);
+                }
+            }
+        }
+        *row = first;
+    }
+    Routes { only, rows }
+}

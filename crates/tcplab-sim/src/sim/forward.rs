@@ -1,0 +1,137 @@
+//! Forwarding: a host's packets into its egress port, a packet through a node to its next
+//! port (drop-tail FIFO, shared buffer, queue discipline), drops, and a pipe's head arriving
+//! at the far end.
+
+use super::*;
+
+impl Simulation {
+    /// Send the packets an endpoint on `node` produced.
+    pub(super) fn flush(&mut self, node: u32, out: &mut Vec<Packet>) {
+        self.created += out.len() as u64;
+        for p in out.iter() {
+            let h = self.slab.insert(p);
+            self.forward_stored(node, h, p.dst, p.size_bytes);
+        }
+        out.clear();
+    }
+
+    /// A packet enters the network at `node`.
+    pub(super) fn forward(&mut self, node: u32, p: Packet) {
+        let h = self.slab.insert(&p);
+        self.forward_stored(node, h, p.dst, p.size_bytes);
+    }
+
+    /// Route the packet stored under handle `h` (for node `dst`, `size_bytes` long) from `node`
+    /// into its next port. Runs once per packet per hop: a port without a shared buffer or a
+    /// discipline (every port of T1) is looked up once and takes the packet in a few lines.
+    #[inline(always)]
+    pub(super) fn forward_stored(&mut self, node: u32, h: u32, dst: u32, size_bytes: u32) {
+        let pi = self.routes.next_hop(node, dst);
+        debug_assert_ne!(pi, u32::MAX, "no route from {node} to {dst}");
+        let now = self.now;
+        let port = &mut self.ports[pi as usize];
+        if port.shared_or_aqm() {
+            self.forward_to_shared_or_aqm(pi, h, dst, size_bytes);
+            return;
+        }
+        port.advance(now);
+        if port.admit(size_bytes, now, None).is_err() {
+            let p = self.slab.take(h);
+            self.drop_packet(p);
+            return;
+        }
+        if let (Some(t), _) = port.send(h, size_bytes, dst, now) {
+            self.q.push(t, Action::PipeArrive(pi));
+        }
+    }
+
+    /// `forward_stored` into a port of a shared-buffer switch or one with a queue discipline.
+    #[inline(never)] // kept out of the per-hop code `forward_stored` is inlined into
+    pub(super) fn forward_to_shared_or_aqm(&mut self, pi: u32, h: u32, dst: u32, size_bytes: u32) {
+        let now = self.now;
+        let pool = self.ports[pi as usize].pool();
+        match pool {
+            Some(pl) => self.settle_pool(pl),
+            None => {
+                self.ports[pi as usize].advance(now);
+            }
+        }
+        let port = &mut self.ports[pi as usize];
+        if port
+            .admit(size_bytes, now, pool.map(|pl| &self.pools[pl as usize]))
+            .is_err()
+        {
+            let p = self.slab.take(h);
+            self.drop_packet(p);
+            return;
+        }
+        if port.has_aqm() {
+            let p = self.slab.take(h);
+            self.aqm_enqueue(pi, p);
+            return;
+        }
+        let (arrival, queued) = port.send(h, size_bytes, dst, now);
+        if let Some(pl) = pool {
+            self.pools[pl as usize].used_bytes += queued;
+        }
+        if let Some(t) = arrival {
+            self.q.push(t, Action::PipeArrive(pi));
+        }
+    }
+
+    /// Bring every port of a shared-buffer switch up to now, releasing their pool bytes.
+    pub(super) fn settle_pool(&mut self, pl: u32) {
+        let mut freed = 0;
+        for &pi in &self.pools[pl as usize].ports {
+            freed += self.ports[pi as usize].advance(self.now);
+        }
+        self.pools[pl as usize].used_bytes -= freed;
+    }
+
+    pub(super) fn drop_packet(&mut self, p: Packet) {
+        self.dropped += 1;
+        if matches!(p.kind, Kind::Echo | Kind::EchoReply) {
+            self.probe_done(&p, -1);
+        }
+        if let Some(a) = self.audit.as_mut() {
+            a.dropped.insert(p.id);
+        }
+    }
+
+    /// The packet at the head of port `pi`'s pipe arrives (its event is the queue's next).
+    ///
+    /// With `PREFETCH` (a network of many ports, `prefetch_arrivals`), it also starts loading
+    /// what the pipe's next packet will need when it arrives: at its destination, its slot in the
+    /// slab; else the first two lines of the port it goes on to. With thousands of flows these
+    /// are rarely in cache, and the next arrival is a transmission time away (a few events at a
+    /// fast port), time enough for the loads to complete while other events run.
+    pub(super) fn pipe_arrive<const PREFETCH: bool>(&mut self, pi: u32) {
+        let port = &mut self.ports[pi as usize];
+        let (head, freed) = port.pop_arrived(self.now);
+        let next = port.next_in_pipe().copied();
+        self.q.pop_and_repeat(next.map(|e| e.arrival_ns));
+        let node = port.to;
+        if PREFETCH {
+            if let Some(e) = next {
+                if e.dst == node {
+                    prefetch(self.slab.get(e.packet));
+                } else {
+                    let p = &self.ports[self.routes.next_hop(node, e.dst) as usize];
+                    prefetch(p);
+                    prefetch((p as *const Port as *const u8).wrapping_add(64));
+                }
+            }
+        }
+        let port = &self.ports[pi as usize];
+        if freed > 0 {
+            if let Some(pl) = port.pool() {
+                self.pools[pl as usize].used_bytes -= freed;
+            }
+        }
+        if head.dst == node {
+            self.deliver(node, head.packet);
+        } else {
+            self.forward_stored(node, head.packet, head.dst, head.size_bytes);
+        }
+    }
+}

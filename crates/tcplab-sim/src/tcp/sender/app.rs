@@ -1,0 +1,100 @@
+//! The application model of a sender: writes into the send buffer (iperf3's bulk writes, a
+//! fixed byte count or a duration), FreeBSD's send-buffer autosizing, and how much new data
+//! the stack may send.
+
+use super::core::Conn;
+use crate::config::AppConfig;
+use crate::stack::SndbufPolicy;
+use crate::time::Ns;
+
+impl Conn {
+    pub(super) fn app_fill(&mut self, now: Ns) {
+        let total = match self.app {
+            AppConfig::Time { duration_ns } if now < self.start_ns + duration_ns => u64::MAX,
+            AppConfig::Time { .. } => return,
+            AppConfig::Bytes { bytes } => bytes,
+        };
+        // Without a low-water mark the application blocks until a whole write fits in the send
+        // buffer (a write larger than the buffer goes in as far as it fits).
+        if let SndbufPolicy::Cwnds(k) = self.profile.sndbuf {
+            // The buffer only grows (tcp_sndbuf_expand is called as cwnd grows, never to shrink).
+            let want = k * self.v.win.cwnd.max(10 * self.mss);
+            self.sndbuf_now = self.sndbuf_now.max(want.min(self.sndbuf));
+        }
+        let cap = (self.snd_una + self.sndbuf_now).min(total);
+        if self.written >= cap {
+            return;
+        }
+        let room = cap - self.written;
+        if let Some(lowat) = self.profile.write_lowat_bytes {
+            // A blocking write(2) copies in whatever fits once sb_lowat bytes are free (FreeBSD
+            // uipc_socket.c sosend_generic(), so_snd.sb_lowat = 2048), so the buffer stays full.
+            if room >= lowat.min(cap - self.written) {
+                self.written += room;
+            }
+            return;
+        }
+        let whole_writes = room / self.write_bytes * self.write_bytes;
+        self.written += if cap == total || self.write_bytes > self.sndbuf_now {
+            room
+        } else {
+            whole_writes
+        };
+    }
+
+    /// tcp_output.c send-buffer autosizing: grow by sendbuf_inc while the buffer is 7/8 full, the
+    /// peer's window could take 5/4 of it, and the window could take all unsent data.
+    pub(super) fn fb_sndbuf_autosize(&mut self) {
+        let SndbufPolicy::FreeBsdInc(inc) = self.profile.sndbuf else {
+            return;
+        };
+        let hiwat = self.sndbuf_now;
+        let sbused = self.written - self.snd_una;
+        let sendwin = self.snd_wnd.min(self.v.win.cwnd);
+        // 15.0-2025 (tcp_output.c @ 0714807e tcp_sndbuf_autoscale()): `sbused(&so->so_snd) <
+        // V_tcp_autosndbuf_max` where the 2023 copy tests `so->so_snd.sb_hiwat <
+        // V_tcp_autosndbuf_max`; the new size is min(hiwat + inc, max) in both.
+        let below_max = if self.fb_version().autosndbuf_tests_sbused() {
+            sbused < self.sndbuf
+        } else {
+            hiwat < self.sndbuf
+        };
+        if sbused >= hiwat / 8 * 7
+            && below_max
+            && self.snd_wnd / 4 * 5 >= hiwat
+            && sendwin >= sbused - (self.snd_nxt - self.snd_una)
+        {
+            self.sndbuf_now = (hiwat + inc).min(self.sndbuf);
+        }
+    }
+
+    pub(super) fn new_data_len(&self) -> Option<u64> {
+        let unsent = self.written - self.snd_nxt;
+        let wnd_room = (self.snd_una + self.snd_wnd).saturating_sub(self.snd_nxt);
+        let len = self.mss.min(unsent).min(wnd_room);
+        if len == 0 {
+            return None;
+        }
+        if len < self.mss && !self.profile.partial_sends {
+            // Sender-side silly window avoidance (RFC 1122 §4.2.3.4): no runt because of rwnd.
+            if len < unsent {
+                return None;
+            }
+            // Nagle (RFC 896; Linux tcp_nagle_check, iperf3 leaves TCP_NODELAY off): the tail of
+            // what the application has written waits while data is outstanding, unless the
+            // application has nothing more to write.
+            if self.snd_nxt > self.snd_una && !self.app_finished() {
+                return None;
+            }
+        }
+        Some(len)
+    }
+
+    /// Whether the application will write nothing more.
+    fn app_finished(&self) -> bool {
+        match self.app {
+            AppConfig::Time { duration_ns } => self.v.now >= self.start_ns + duration_ns,
+            AppConfig::Bytes { bytes } => self.written >= bytes,
+        }
+    }
+}
