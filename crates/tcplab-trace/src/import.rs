@@ -6,6 +6,7 @@ use std::fs::File;
 use std::io::{BufRead, BufReader, Cursor, Read, Seek};
 use std::path::Path;
 
+pub use crate::ctx::Ctx;
 use crate::flows::FlowTable;
 use crate::iperf3;
 use crate::lines::{Lines, ParseError};
@@ -24,18 +25,6 @@ pub const FORMATS: &[&str] = &[
     "iperf3-text",
     "pcap",
 ];
-
-/// What parsers write into.
-pub struct Ctx<'a> {
-    /// Records.
-    pub rec: &'a mut Recorder,
-    /// Flows of the import.
-    pub flows: &'a mut FlowTable,
-    /// Derived interval length, ns.
-    pub interval_ns: i64,
-    /// Added to this log's times: where its origin lies on the run's time axis.
-    pub offset_ns: i64,
-}
 
 /// Recognise a log's format from its first bytes (and, for text, its first lines).
 pub fn detect(head: &[u8]) -> Option<&'static str> {
@@ -96,6 +85,10 @@ pub trait ReadSeek: Read + Seek {}
 impl<T: Read + Seek> ReadSeek for T {}
 
 type Reader = BufReader<Box<dyn ReadSeek>>;
+
+fn buffered(f: Box<dyn ReadSeek>) -> Reader {
+    BufReader::with_capacity(1 << 16, f)
+}
 
 enum Input {
     Lines(Lines<Reader>, Parser),
@@ -183,7 +176,7 @@ impl Source {
     /// As `open`, from any seekable reader.
     pub fn from_reader(
         ctx: &mut Ctx<'_>,
-        mut file: Box<dyn ReadSeek>,
+        file: Box<dyn ReadSeek>,
         format: &str,
         label: &str,
         mss: u32,
@@ -210,45 +203,26 @@ impl Source {
             offset_ns: ctx.offset_ns,
             notes: Vec::new(),
         };
-        let buffered = |f: Box<dyn ReadSeek>| BufReader::with_capacity(1 << 16, f);
-        src.input = match format {
-            "siftr" | "siftr2" => {
-                let footer = if format == "siftr2" {
-                    siftr::read_footer(&mut file)?
-                } else {
-                    None
-                };
-                let mut lines = Lines::new(buffered(file));
-                let first = lines
-                    .next_line()?
-                    .ok_or_else(|| ParseError::at(1, "empty file: expected a SIFTR header line"))?
-                    .to_vec();
-                let header = siftr::parse_header(&first)?;
-                let p = SiftrParser::new(header, footer.as_deref());
-                src.version = p.header().version.clone();
-                if format == "siftr2" && !p.has_footer {
-                    let msg = "no footer (disable_time_secs=... flow_list=...): the log was cut short, so flows have no addresses, cc or MSS";
-                    if !lenient {
-                        return Err(ParseError::at(
-                            0,
-                            format!("{msg} (use --lenient to import it anyway)"),
-                        ));
-                    }
-                    src.notes.push(msg.to_string());
-                }
-                match p.layout() {
-                    siftr::Layout::Siftr2Hex => src.notes.push("SIFTR2 >= 2.3 logs carry no sequence numbers: retransmissions are unknown and the derived intervals count bytes sent".into()),
-                    siftr::Layout::Stock => src.notes.push("stock SIFTR logs carry no payload sizes: no sends table, and intervals need an iperf3 log".into()),
-                    siftr::Layout::Siftr2Dec => {}
-                }
-                Input::Lines(lines, Parser::Siftr(p))
-            }
+        src.input = src.input(ctx, file, label, mss)?;
+        Ok(src)
+    }
+
+    /// The reader of this source's format over `file`.
+    fn input(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        file: Box<dyn ReadSeek>,
+        label: &str,
+        mss: u32,
+    ) -> Result<Input, ParseError> {
+        Ok(match self.format {
+            "siftr" | "siftr2" => self.open_siftr(file)?,
             "siftr2-plot" => Input::Lines(
                 Lines::new(buffered(file)),
                 Parser::Plot(PlotParser::new(ctx, label, mss)),
             ),
             "tcp_probe" => {
-                src.notes.push("tcp_probe gives cwnd and ssthresh in packets: bytes assume the MSS given (default 1448)".into());
+                self.notes.push("tcp_probe gives cwnd and ssthresh in packets: bytes assume the MSS given (default 1448)".into());
                 Input::Lines(
                     Lines::new(buffered(file)),
                     Parser::Probe(ProbeParser::new(mss)),
@@ -261,20 +235,52 @@ impl Source {
             "iperf3-json" => {
                 let doc: iperf3::Report =
                     serde_json::from_reader(BufReader::new(file)).map_err(json_error)?;
-                src.version = doc.start.version.clone();
+                self.version = doc.start.version.clone();
                 iperf3::load_json(ctx, &doc)?;
                 Input::Done
             }
             "pcap" => {
-                src.notes.push(
+                self.notes.push(
                     "captures carry no cwnd or ssthresh: no recovery episodes from a capture alone"
                         .into(),
                 );
                 Input::Pcap(Box::new(PcapParser::new(buffered(file))?))
             }
             _ => unreachable!("checked against FORMATS"),
+        })
+    }
+
+    /// A SIFTR or SIFTR2 log: its header line read, its footer (SIFTR2) read from the end.
+    fn open_siftr(&mut self, mut file: Box<dyn ReadSeek>) -> Result<Input, ParseError> {
+        let footer = if self.format == "siftr2" {
+            siftr::read_footer(&mut file)?
+        } else {
+            None
         };
-        Ok(src)
+        let mut lines = Lines::new(buffered(file));
+        let first = lines
+            .next_line()?
+            .ok_or_else(|| ParseError::at(1, "empty file: expected a SIFTR header line"))?
+            .to_vec();
+        let header = siftr::parse_header(&first)?;
+        let p = SiftrParser::new(header, footer.as_deref());
+        self.version = p.header().version.clone();
+        if self.format == "siftr2" && !p.has_footer {
+            let msg = "no footer (disable_time_secs=... flow_list=...): the log was cut short, so flows have no addresses, cc or MSS";
+            if !self.lenient {
+                return Err(ParseError::at(
+                    0,
+                    format!("{msg} (use --lenient to import it anyway)"),
+                ));
+            }
+            self.notes.push(msg.to_string());
+        }
+        match p.layout() {
+            siftr::Layout::Siftr2Hex => self.notes.push("SIFTR2 >= 2.3 logs carry no sequence numbers: retransmissions are unknown and the derived intervals count bytes sent".into()),
+            siftr::Layout::Stock => self.notes.push("stock SIFTR logs carry no payload sizes: no sends table, and intervals need an iperf3 log".into()),
+            siftr::Layout::Siftr2Dec => {}
+        }
+        Ok(Input::Lines(lines, Parser::Siftr(p)))
     }
 
     /// Read up to `budget` lines (packets); Ok(false) once the log is exhausted.

@@ -8,8 +8,8 @@ use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::ctx::Ctx;
 use crate::flows::FlowKey;
-use crate::import::Ctx;
 use crate::lines::{dec, ParseError};
 
 /// An iperf3 `-J` document (the fields tcplab reads or writes; others are ignored).
@@ -260,40 +260,60 @@ impl TextParser {
             .ok_or_else(|| ParseError::expected(lineno, "a stream id in [ ]", line))?;
         let words: Vec<&str> = t[close + 1..].split_whitespace().collect();
         if words.first() == Some(&"local") {
-            // [  5] local 10.0.0.1 port 43210 connected to 10.0.0.2 port 5201
-            if words.len() < 9
-                || words[2] != "port"
-                || words[4] != "connected"
-                || words[7] != "port"
-            {
-                return Err(ParseError::expected(
-                    lineno,
-                    "'local ADDR port N connected to ADDR port N'",
-                    line,
-                ));
-            }
-            let lport = words[3]
-                .parse::<u16>()
-                .map_err(|_| ParseError::expected(lineno, "a local port", line))?;
-            let fport = words[8]
-                .parse::<u16>()
-                .map_err(|_| ParseError::expected(lineno, "a remote port", line))?;
-            let (l, f) = ((words[1].to_string(), lport), (words[6].to_string(), fport));
-            let (s, r) = if self.reverse { (f, l) } else { (l, f) };
-            let i = ctx.flows.get(&FlowKey {
-                laddr: s.0,
-                lport: s.1,
-                faddr: r.0,
-                fport: r.1,
-            });
-            ctx.flows.flows[i].has_iperf_intervals = true;
-            self.flow_of.insert(id, i);
-            return Ok(());
+            return self.on_connected(ctx, lineno, line, id, &words);
         }
         // [  5]   0.00-1.00   sec   112 MBytes   941 Mbits/sec    0   3.00 MBytes  [sender|receiver]
         if words.len() < 6 || words[1] != "sec" {
             return Ok(()); // other bracketed lines (e.g. "[  5] 10.00-10.04 sec ..." are covered; notes are not)
         }
+        self.on_interval(ctx, lineno, line, id, &words)
+    }
+
+    /// `[  5] local 10.0.0.1 port 43210 connected to 10.0.0.2 port 5201`: stream `id`'s flow.
+    fn on_connected(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        lineno: u64,
+        line: &[u8],
+        id: u64,
+        words: &[&str],
+    ) -> Result<(), ParseError> {
+        if words.len() < 9 || words[2] != "port" || words[4] != "connected" || words[7] != "port" {
+            return Err(ParseError::expected(
+                lineno,
+                "'local ADDR port N connected to ADDR port N'",
+                line,
+            ));
+        }
+        let lport = words[3]
+            .parse::<u16>()
+            .map_err(|_| ParseError::expected(lineno, "a local port", line))?;
+        let fport = words[8]
+            .parse::<u16>()
+            .map_err(|_| ParseError::expected(lineno, "a remote port", line))?;
+        let (l, f) = ((words[1].to_string(), lport), (words[6].to_string(), fport));
+        let (s, r) = if self.reverse { (f, l) } else { (l, f) };
+        let i = ctx.flows.get(&FlowKey {
+            laddr: s.0,
+            lport: s.1,
+            faddr: r.0,
+            fport: r.1,
+        });
+        ctx.flows.flows[i].has_iperf_intervals = true;
+        self.flow_of.insert(id, i);
+        Ok(())
+    }
+
+    /// `[  5]   0.00-1.00   sec   112 MBytes   941 Mbits/sec    0   3.00 MBytes`: one interval
+    /// of stream `id` (or, with `sender`/`receiver` last, its totals).
+    fn on_interval(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        lineno: u64,
+        line: &[u8],
+        id: u64,
+        words: &[&str],
+    ) -> Result<(), ParseError> {
         let flow = *self.flow_of.get(&id).ok_or_else(|| {
             ParseError::at(
                 lineno,
@@ -318,11 +338,8 @@ impl TextParser {
         };
         let bytes = bytes_of(words[2].as_bytes(), words[3].as_bytes())
             .ok_or_else(|| ParseError::expected(lineno, "a transfer like '112 MBytes'", line))?;
-        if words
-            .last()
-            .is_some_and(|w| *w == "sender" || *w == "receiver")
-        {
-            if *words.last().unwrap() == "receiver" {
+        if let Some(&last @ ("sender" | "receiver")) = words.last() {
+            if last == "receiver" {
                 ctx.flows.flows[flow].bytes_received = Some(bytes as u64);
             }
             return Ok(());

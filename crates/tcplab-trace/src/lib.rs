@@ -2,6 +2,7 @@
 //! real testbeds produce (iperf3 text and JSON, SIFTR, SIFTR2, Linux tcp_probe, pcap/pcapng),
 //! so a testbed's run and a simulated one are analysed the same way.
 
+pub mod ctx;
 pub mod flows;
 pub mod import;
 pub mod iperf3;

@@ -11,8 +11,8 @@
 
 use std::collections::HashMap;
 
+use crate::ctx::Ctx;
 use crate::flows::{FlowKey, Sample, SeqUnwrap, Tracker, LOSS, OPEN, RECOVERY};
-use crate::import::Ctx;
 use crate::lines::{dec, dec_signed, hex, key_values, seconds_ns, FastMap, ParseError};
 
 /// TCP_INFINITE_SSTHRESH (include/net/tcp.h).
@@ -29,6 +29,33 @@ struct FlowState {
     ca_state: Option<i64>,
     last_ssthresh: i64,
     last_cwnd: i64,
+}
+
+impl FlowState {
+    /// The phase of a sample: tcp_cong_state_set's when the trace has it, else inferred from
+    /// ssthresh and cwnd (`cwnd_pkts`, and in bytes).
+    fn phase(&self, cwnd_pkts: u64, cwnd_bytes: i64, ssthresh: i64) -> i64 {
+        if let Some(p) = self.ca_state {
+            return p;
+        }
+        let prev = self.tracker.state();
+        // A reduction puts ssthresh below the window in use (tcp_cubic/tcp_reno ssthresh hooks:
+        // beta x cwnd); HyStart's exit sets ssthresh = cwnd, no loss.
+        let dropped = ssthresh >= 0
+            && (self.last_ssthresh < 0 || ssthresh < self.last_ssthresh)
+            && ssthresh < self.last_cwnd;
+        if dropped {
+            if cwnd_pkts <= 1 {
+                LOSS
+            } else {
+                RECOVERY
+            }
+        } else if prev != OPEN && ssthresh >= 0 && cwnd_bytes < ssthresh {
+            prev
+        } else {
+            OPEN
+        }
+    }
 }
 
 /// Parser state for one ftrace text log.
@@ -219,79 +246,83 @@ impl ProbeParser {
 
     /// One line of the trace.
     pub fn line(&mut self, ctx: &mut Ctx<'_>, lineno: u64, line: &[u8]) -> Result<(), ParseError> {
-        let Some(parsed) = parse_line(lineno, line)? else {
-            return Ok(());
-        };
-        let (t_abs, src, dst, nxt, una, cwnd, ssth, srtt) = match parsed {
-            ProbeLine::State {
+        match parse_line(lineno, line)? {
+            None => {}
+            Some(ProbeLine::State {
                 saddr,
                 sport,
                 daddr,
                 dport,
                 cong_state,
                 ..
-            } => {
+            }) => {
                 let key = FlowKey {
                     laddr: String::from_utf8_lossy(saddr).into_owned(),
                     lport: sport,
                     faddr: String::from_utf8_lossy(daddr).into_owned(),
                     fport: dport,
                 };
-                let phase = match cong_state {
-                    3 => RECOVERY,
-                    4 => LOSS,
-                    _ => OPEN,
-                };
-                let k = self.state(ctx, &key);
-                self.states[k].ca_state = Some(phase);
-                return Ok(());
+                self.on_state(ctx, &key, cong_state);
             }
-            ProbeLine::Probe {
-                t_ns,
-                src,
-                dst,
-                snd_nxt,
-                snd_una,
-                cwnd_pkts,
-                ssthresh_pkts,
-                srtt_us,
-            } => (
-                t_ns,
-                src,
-                dst,
-                snd_nxt,
-                snd_una,
-                cwnd_pkts,
-                ssthresh_pkts,
-                srtt_us,
-            ),
+            Some(probe @ ProbeLine::Probe { .. }) => self.on_probe(ctx, line, probe),
+        }
+        Ok(())
+    }
+
+    /// A tcp_cong_state_set line: the flow's phase from now on.
+    fn on_state(&mut self, ctx: &mut Ctx<'_>, key: &FlowKey, cong_state: i64) {
+        let phase = match cong_state {
+            3 => RECOVERY,
+            4 => LOSS,
+            _ => OPEN,
+        };
+        let k = self.state(ctx, key);
+        self.states[k].ca_state = Some(phase);
+    }
+
+    /// The flow of a tcp_probe line, found by the text from src= to dest= (either order: a
+    /// hand-written line may swap them; found by cargo fuzz), which identifies the pair.
+    fn probe_flow(&mut self, ctx: &mut Ctx<'_>, line: &[u8], src: &[u8], dst: &[u8]) -> usize {
+        let (a, b) = (offset_in(line, src), offset_in(line, dst));
+        let raw: &[u8] = &line[a.min(b)..(a + src.len()).max(b + dst.len())];
+        if let Some(&k) = self.raw_keys.get(raw) {
+            return k;
+        }
+        let (laddr, lport) = endpoint(src).expect("checked by parse_line");
+        let (faddr, fport) = endpoint(dst).expect("checked by parse_line");
+        let k = self.state(
+            ctx,
+            &FlowKey {
+                laddr,
+                lport,
+                faddr,
+                fport,
+            },
+        );
+        if self.raw_keys.len() < 1 << 16 {
+            self.raw_keys.insert(raw.to_vec(), k);
+        }
+        k
+    }
+
+    /// A tcp_probe line (`probe` is a `ProbeLine::Probe` of `line`): one state sample.
+    fn on_probe(&mut self, ctx: &mut Ctx<'_>, line: &[u8], probe: ProbeLine<'_>) {
+        let ProbeLine::Probe {
+            t_ns: t_abs,
+            src,
+            dst,
+            snd_nxt: nxt,
+            snd_una: una,
+            cwnd_pkts: cwnd,
+            ssthresh_pkts: ssth,
+            srtt_us: srtt,
+        } = probe
+        else {
+            return;
         };
         let origin = *self.origin_ns.get_or_insert(t_abs);
         let t_ns = t_abs - origin + ctx.offset_ns;
-        // The text from src= to dest= (either order: a hand-written line may swap them; found by
-        // cargo fuzz) identifies the pair.
-        let (a, b) = (offset_in(line, src), offset_in(line, dst));
-        let raw: &[u8] = &line[a.min(b)..(a + src.len()).max(b + dst.len())];
-        let k = match self.raw_keys.get(raw) {
-            Some(&k) => k,
-            None => {
-                let (laddr, lport) = endpoint(src).expect("checked by parse_line");
-                let (faddr, fport) = endpoint(dst).expect("checked by parse_line");
-                let k = self.state(
-                    ctx,
-                    &FlowKey {
-                        laddr,
-                        lport,
-                        faddr,
-                        fport,
-                    },
-                );
-                if self.raw_keys.len() < 1 << 16 {
-                    self.raw_keys.insert(raw.to_vec(), k);
-                }
-                k
-            }
-        };
+        let k = self.probe_flow(ctx, line, src, dst);
         let st = &mut self.states[k];
         let mss = st.tracker.mss;
         st.seq.set_base(una);
@@ -304,28 +335,7 @@ impl ProbeParser {
         } else {
             (ssth as i64).saturating_mul(mss)
         };
-        let phase = match st.ca_state {
-            Some(p) => p,
-            None => {
-                let prev = st.tracker.state();
-                // A reduction puts ssthresh below the window in use (tcp_cubic/tcp_reno
-                // ssthresh hooks: beta x cwnd); HyStart's exit sets ssthresh = cwnd, no loss.
-                let dropped = ssthresh >= 0
-                    && (st.last_ssthresh < 0 || ssthresh < st.last_ssthresh)
-                    && ssthresh < st.last_cwnd;
-                if dropped {
-                    if cwnd <= 1 {
-                        LOSS
-                    } else {
-                        RECOVERY
-                    }
-                } else if prev != OPEN && ssthresh >= 0 && cwnd_bytes < ssthresh {
-                    prev
-                } else {
-                    OPEN
-                }
-            }
-        };
+        let phase = st.phase(cwnd, cwnd_bytes, ssthresh);
         st.last_ssthresh = ssthresh;
         st.last_cwnd = cwnd_bytes;
         st.tracker.sample(
@@ -343,7 +353,6 @@ impl ProbeParser {
             },
             false,
         );
-        Ok(())
     }
 
     /// Derived intervals of every flow.
@@ -360,20 +369,4 @@ impl ProbeParser {
 
 fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
-}
-
-#[cfg(test)]
-mod tests {
-    use crate::import::parse_bytes;
-
-    #[test]
-    fn fields_in_any_order_parse_the_same() {
-        let a = b"  x-1 [000] ..... 1.000000: tcp_probe: src=10.0.0.1:1 dest=10.0.0.2:2 snd_nxt=0x10 snd_una=0x1 snd_cwnd=10 ssthresh=7 srtt=100\n";
-        let b = b"  x-1 [000] ..... 1.000000: tcp_probe: dest=10.0.0.2:2 snd_cwnd=10 src=10.0.0.1:1 ssthresh=7 srtt=100 snd_una=0x1 snd_nxt=0x10\n";
-        assert_eq!(
-            parse_bytes("tcp_probe", a, false),
-            parse_bytes("tcp_probe", b, false)
-        );
-        assert!(parse_bytes("tcp_probe", b, false).unwrap() > 0);
-    }
 }
