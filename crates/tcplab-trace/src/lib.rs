@@ -7,6 +7,7 @@ pub mod flows;
 pub mod import;
 pub mod iperf3;
 pub mod lines;
+pub mod number;
 pub mod pcap;
 pub mod records;
 pub mod siftr;

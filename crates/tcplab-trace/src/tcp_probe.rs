@@ -13,7 +13,15 @@ use std::collections::HashMap;
 
 use crate::ctx::Ctx;
 use crate::flows::{FlowKey, Sample, SeqUnwrap, Tracker, LOSS, OPEN, RECOVERY};
-use crate::lines::{dec, dec_signed, hex, key_values, seconds_ns, FastMap, ParseError};
+use crate::lines::{key_values, FastMap, ParseError};
+use crate::number::{port, seconds, u32_dec, u32_hex, Field, Radix};
+
+/// include/trace/events/tcp.h: `__field(__u8, cong_state)`.
+const CONG_STATE: Field = Field {
+    name: "cong_state",
+    radix: Radix::Dec,
+    max: u8::MAX as u64,
+};
 
 /// TCP_INFINITE_SSTHRESH (include/net/tcp.h).
 pub const INFINITE_SSTHRESH: u64 = 0x7fff_ffff;
@@ -121,9 +129,7 @@ pub fn parse_line(lineno: u64, line: &[u8]) -> Result<Option<ProbeLine<'_>>, Par
         return Ok(None);
     };
     let ts = line[..at].rsplit(|&c| c == b' ').next().unwrap_or(b"");
-    let t_ns = seconds_ns(ts).ok_or_else(|| {
-        ParseError::expected(lineno, "a timestamp (seconds) before the event name", ts)
-    })?;
+    let t_ns = seconds(lineno, "the timestamp before the event name", 0, ts)?;
     const KEYS: [&[u8]; 12] = [
         b"src",
         b"dest",
@@ -166,10 +172,10 @@ pub fn parse_line(lineno: u64, line: &[u8]) -> Result<Option<ProbeLine<'_>>, Par
         return Ok(Some(ProbeLine::State {
             t_ns,
             saddr: need(9)?,
-            sport: dec(need(7)?).ok_or_else(|| bad("sport=<port>"))?.min(65535) as u16,
+            sport: port("sport").read(lineno, 0, need(7)?)? as u16,
             daddr: need(10)?,
-            dport: dec(need(8)?).ok_or_else(|| bad("dport=<port>"))?.min(65535) as u16,
-            cong_state: dec_signed(need(11)?).ok_or_else(|| bad("cong_state=<number>"))?,
+            dport: port("dport").read(lineno, 0, need(8)?)? as u16,
+            cong_state: CONG_STATE.read(lineno, 0, need(11)?)? as i64,
         }));
     }
     let (src, dst) = (need(0)?, need(1)?);
@@ -179,11 +185,11 @@ pub fn parse_line(lineno: u64, line: &[u8]) -> Result<Option<ProbeLine<'_>>, Par
         t_ns,
         src,
         dst,
-        snd_nxt: hex(need(2)?).ok_or_else(|| bad("snd_nxt=0x<hex>"))? as u32,
-        snd_una: hex(need(3)?).ok_or_else(|| bad("snd_una=0x<hex>"))? as u32,
-        cwnd_pkts: dec(need(4)?).ok_or_else(|| bad("snd_cwnd=<packets>"))?,
-        ssthresh_pkts: dec(need(5)?).ok_or_else(|| bad("ssthresh=<packets>"))?,
-        srtt_us: dec(need(6)?).ok_or_else(|| bad("srtt=<us>"))?,
+        snd_nxt: u32_hex("snd_nxt").read(lineno, 0, need(2)?)? as u32,
+        snd_una: u32_hex("snd_una").read(lineno, 0, need(3)?)? as u32,
+        cwnd_pkts: u32_dec("snd_cwnd").read(lineno, 0, need(4)?)?,
+        ssthresh_pkts: u32_dec("ssthresh").read(lineno, 0, need(5)?)?,
+        srtt_us: u32_dec("srtt").read(lineno, 0, need(6)?)?,
     }))
 }
 
@@ -199,16 +205,13 @@ fn offset_in(line: &[u8], part: &[u8]) -> usize {
 
 fn endpoint(v: &[u8]) -> Option<(String, u16)> {
     let i = v.iter().rposition(|&c| c == b':')?;
-    let port = dec(&v[i + 1..])?;
+    let port = port("port").value(&v[i + 1..]).ok()?;
     let addr = &v[..i];
     let addr = addr
         .strip_prefix(b"[")
         .and_then(|a| a.strip_suffix(b"]"))
         .unwrap_or(addr);
-    Some((
-        String::from_utf8_lossy(addr).into_owned(),
-        port.min(65535) as u16,
-    ))
+    Some((String::from_utf8_lossy(addr).into_owned(), port as u16))
 }
 
 impl ProbeParser {

@@ -61,46 +61,154 @@ fn link_payload(linktype: u16, f: &[u8]) -> Option<(&[u8], u16)> {
 /// fields announce.
 type Ip<'a> = (IpAddr, IpAddr, &'a [u8], usize);
 
-fn ipv4(ip: &[u8]) -> Option<Ip<'_>> {
-    if ip.first()? >> 4 != 4 || *ip.get(9)? != 6 {
-        return None;
+/// What a packet is: TCP (its IP layer read), something else (skipped, not an error), or a
+/// malformed IP header (why, for the error that names the packet).
+type Read<'a, T> = Result<Option<T>, String>;
+
+/// RFC 791 §3.1: the options between the 20-byte header and IHL x 4 are a sequence of
+/// end-of-list (0), no-operation (1) or type-length-value options that fills the header; a
+/// header whose options do not (IHL raised over a payload) is refused rather than read as TCP.
+fn ipv4_options_fit(opts: &[u8]) -> bool {
+    let mut i = 0;
+    while i < opts.len() {
+        match opts[i] {
+            0 => return true,
+            1 => i += 1,
+            _ => match opts.get(i + 1) {
+                Some(&len) if len >= 2 && i + usize::from(len) <= opts.len() => {
+                    i += usize::from(len)
+                }
+                _ => return false,
+            },
+        }
+    }
+    true
+}
+
+/// An IPv4 packet: its header length (IHL) checked against the captured bytes, the total
+/// length and its options; a fragment other than the first is not read (no TCP header).
+fn ipv4(ip: &[u8]) -> Read<'_, Ip<'_>> {
+    if ip.len() < 20 || ip[0] >> 4 != 4 {
+        return Ok(None);
+    }
+    let total = usize::from(u16::from_be_bytes([ip[2], ip[3]]));
+    let frag = u16::from_be_bytes([ip[6], ip[7]]) & 0x1fff;
+    if ip[9] != 6 || frag != 0 {
+        return Ok(None);
     }
     let ihl = usize::from(ip[0] & 0x0f) * 4;
-    let total = usize::from(u16::from_be_bytes([*ip.get(2)?, *ip.get(3)?]));
-    let frag = u16::from_be_bytes([*ip.get(6)?, *ip.get(7)?]) & 0x1fff;
-    if frag != 0 || ihl < 20 || total < ihl {
-        return None;
+    let ihl_words = ihl / 4;
+    if ihl < 20 {
+        return Err(format!(
+            "IPv4 header length {ihl} bytes (IHL {ihl_words}): below the minimum 20"
+        ));
     }
-    let a = ip.get(12..20)?;
-    let (s4, d4): ([u8; 4], [u8; 4]) = (a[..4].try_into().ok()?, a[4..].try_into().ok()?);
-    Some((
+    if ihl > ip.len() {
+        return Err(format!(
+            "IPv4 header length {ihl} bytes (IHL {ihl_words}) runs past the {} bytes captured",
+            ip.len()
+        ));
+    }
+    if !ipv4_options_fit(&ip[20..ihl]) {
+        return Err(format!(
+            "IPv4 header length {ihl} bytes (IHL {ihl_words}): its options do not fill it"
+        ));
+    }
+    if total < ihl {
+        return match total {
+            0 => Ok(None), // a segmentation-offload capture may leave it 0: no length to trust
+            _ => Err(format!(
+                "IPv4 total length {total} is shorter than its {ihl}-byte header"
+            )),
+        };
+    }
+    let (s4, d4): ([u8; 4], [u8; 4]) = (
+        ip[12..16].try_into().expect("20 bytes"),
+        ip[16..20].try_into().expect("20 bytes"),
+    );
+    Ok(Some((
         IpAddr::from(s4),
         IpAddr::from(d4),
-        ip.get(ihl..)?,
+        &ip[ihl..],
         total - ihl,
-    ))
+    )))
 }
 
-fn ipv6(ip: &[u8]) -> Option<Ip<'_>> {
-    if ip.first()? >> 4 != 6 || *ip.get(6)? != 6 {
-        return None;
+/// RFC 8200 §4: IPv6 extension headers that may precede TCP: hop-by-hop options (0), routing
+/// (43), destination options (60), each 8 x (1 + its length byte) bytes; fragment (44), 8 bytes.
+const HOP_BY_HOP: u8 = 0;
+const ROUTING: u8 = 43;
+const FRAGMENT: u8 = 44;
+const DESTINATION: u8 = 60;
+
+/// The upper-layer header after the extension headers starting at `at` with next header
+/// `next`: (protocol, its offset). None for a later fragment (no TCP header in it) or a chain
+/// the snap length cut (its protocol unknown); an error for a chain longer than the payload
+/// length `plen` says.
+fn ipv6_walk(ip: &[u8], mut next: u8, mut at: usize, plen: usize) -> Read<'_, (u8, usize)> {
+    while matches!(next, HOP_BY_HOP | ROUTING | FRAGMENT | DESTINATION) {
+        let Some(h) = ip.get(at..at + 8) else {
+            return Ok(None);
+        };
+        let size = match next {
+            FRAGMENT if u16::from_be_bytes([h[2], h[3]]) >> 3 != 0 => return Ok(None),
+            FRAGMENT => 8,
+            _ => 8 * (1 + usize::from(h[1])),
+        };
+        if at + size > 40 + plen {
+            return Err(format!(
+                "IPv6 extension header {next} at byte {at} ({size} bytes) runs past the payload length {plen}"
+            ));
+        }
+        (next, at) = (h[0], at + size);
     }
-    let plen = usize::from(u16::from_be_bytes([*ip.get(4)?, *ip.get(5)?]));
-    let (s6, d6): ([u8; 16], [u8; 16]) = (
-        ip.get(8..24)?.try_into().ok()?,
-        ip.get(24..40)?.try_into().ok()?,
-    );
-    Some((IpAddr::from(s6), IpAddr::from(d6), ip.get(40..)?, plen))
+    Ok(Some((next, at)))
 }
 
-/// The TCP segment of a frame, or None when it carries none.
-pub(super) fn parse_frame(linktype: u16, f: &[u8]) -> Option<Seg<'_>> {
-    let (ip, ethertype) = link_payload(linktype, f)?;
-    let (src, dst, tcp, payload_total) = match ethertype {
+/// An IPv6 packet: its extension headers walked to the TCP header.
+fn ipv6(ip: &[u8]) -> Read<'_, Ip<'_>> {
+    if ip.len() < 40 || ip[0] >> 4 != 6 {
+        return Ok(None);
+    }
+    let plen = usize::from(u16::from_be_bytes([ip[4], ip[5]]));
+    if plen == 0 {
+        return Ok(None); // a jumbogram (RFC 2675): its length is in an option tcplab does not read
+    }
+    let Some((proto, at)) = ipv6_walk(ip, ip[6], 40, plen)? else {
+        return Ok(None);
+    };
+    if proto != 6 || at > ip.len() {
+        return Ok(None);
+    }
+    let (s6, d6): ([u8; 16], [u8; 16]) = (
+        ip[8..24].try_into().expect("40 bytes"),
+        ip[24..40].try_into().expect("40 bytes"),
+    );
+    Ok(Some((
+        IpAddr::from(s6),
+        IpAddr::from(d6),
+        &ip[at..],
+        (40 + plen).saturating_sub(at),
+    )))
+}
+
+/// The TCP segment of a frame: None when it carries none, an error (why) when its IP header is
+/// malformed.
+pub(super) fn parse_frame(linktype: u16, f: &[u8]) -> Read<'_, Seg<'_>> {
+    let Some((ip, ethertype)) = link_payload(linktype, f) else {
+        return Ok(None);
+    };
+    let found = match ethertype {
         0x0800 => ipv4(ip)?,
         0x86dd => ipv6(ip)?,
-        _ => return None,
+        _ => None,
     };
+    Ok(found.and_then(|(src, dst, tcp, payload_total)| tcp_segment(src, dst, tcp, payload_total)))
+}
+
+/// The TCP header at the start of `tcp` (`payload_total` bytes of header and data by the IP
+/// length), or None when it is cut short or its data offset does not fit.
+fn tcp_segment(src: IpAddr, dst: IpAddr, tcp: &[u8], payload_total: usize) -> Option<Seg<'_>> {
     let doff = usize::from(*tcp.get(12)? >> 4) * 4;
     if doff < 20 || payload_total < doff {
         return None;

@@ -14,7 +14,7 @@ mod frame;
 
 use std::io::Read;
 
-use crate::ctx::Ctx;
+use crate::ctx::{Ctx, Skipped};
 use crate::lines::ParseError;
 use dirs::Dirs;
 use frame::parse_frame;
@@ -63,6 +63,8 @@ pub struct PcapParser<R> {
     /// Records that were not TCP over IP (skipped, not errors).
     pub not_tcp: u64,
     offset: u64,
+    /// Where the packet record last read starts, bytes into the file.
+    record_at: u64,
 }
 
 fn u16_at(b: &[u8], i: usize, be: bool) -> u16 {
@@ -107,6 +109,7 @@ impl<R: Read> PcapParser<R> {
             packets: 0,
             not_tcp: 0,
             offset: 4,
+            record_at: 0,
         };
         match kind {
             Kind::Pcap { .. } => {
@@ -186,8 +189,7 @@ impl<R: Read> PcapParser<R> {
         &mut self,
         ctx: &mut Ctx<'_>,
         budget: usize,
-        lenient: bool,
-        bad: &mut u64,
+        skipped: &mut Skipped,
     ) -> Result<bool, ParseError> {
         for _ in 0..budget {
             let rec = match self.kind {
@@ -202,13 +204,8 @@ impl<R: Read> PcapParser<R> {
             let buf = std::mem::take(&mut self.buf);
             let r = self.packet(ctx, t_abs - origin + ctx.offset_ns, linktype, &buf);
             self.buf = buf;
-            match r {
-                Ok(()) => {}
-                Err(e) if lenient => {
-                    let _ = e;
-                    *bad += 1;
-                }
-                Err(e) => return Err(e),
+            if let Err(e) = r {
+                skipped.skip(e)?;
             }
         }
         Ok(true)
@@ -216,6 +213,7 @@ impl<R: Read> PcapParser<R> {
 
     fn next_pcap(&mut self, nanos: bool) -> Result<Option<(i64, u16)>, ParseError> {
         let mut h = [0u8; 16];
+        self.record_at = self.offset;
         let n = read_some(&mut self.input, &mut h)?;
         if n == 0 {
             return Ok(None);
@@ -291,7 +289,10 @@ impl<R: Read> PcapParser<R> {
             self.offset += (len - 8) as u64;
             match btype {
                 1 => self.interface_block(at, len - 12)?,
-                6 => return self.packet_block(at, len - 12).map(Some),
+                6 => {
+                    self.record_at = at;
+                    return self.packet_block(at, len - 12).map(Some);
+                }
                 _ => {} // other blocks (name resolution, statistics, simple packets without time)
             }
         }
@@ -372,8 +373,17 @@ impl<R: Read> PcapParser<R> {
         frame: &[u8],
     ) -> Result<(), ParseError> {
         match parse_frame(linktype, frame) {
-            Some(seg) => self.dirs.segment(ctx, t_ns, &seg),
-            None => self.not_tcp += 1,
+            Ok(Some(seg)) => self.dirs.segment(ctx, t_ns, &seg),
+            Ok(None) => self.not_tcp += 1,
+            Err(why) => {
+                return Err(ParseError::at(
+                    0,
+                    format!(
+                        "packet {} (byte offset {}): {why}",
+                        self.packets, self.record_at
+                    ),
+                ))
+            }
         }
         Ok(())
     }

@@ -25,6 +25,7 @@ use std::io::{Read, Seek, SeekFrom};
 
 use crate::flows::{FlowKey, LOSS, OPEN, RECOVERY};
 use crate::lines::{dec, key_values, split_fields, ParseError};
+use crate::number::{port, u32_dec, u32_hex, Field};
 pub use parser::SiftrParser;
 pub use plot::PlotParser;
 
@@ -206,6 +207,96 @@ pub fn read_footer<F: Read + Seek>(file: &mut F) -> std::io::Result<Option<Vec<u
     }))
 }
 
+/// What a field of a body line holds; every one is checked, read or not.
+#[derive(Debug, Clone, Copy)]
+enum Col {
+    /// `i` or `o`.
+    Dir,
+    /// `sec.usec`, wall clock.
+    Time,
+    /// An IPv4 or IPv6 address.
+    Addr,
+    /// A number (SIFTR prints every one from a `u_int`, ports from a `u_short`).
+    Num(Field),
+}
+
+const STOCK: [Col; 27] = [
+    Col::Dir,
+    Col::Time,
+    Col::Addr,
+    Col::Num(port("lport")),
+    Col::Addr,
+    Col::Num(port("fport")),
+    Col::Num(u32_dec("ssthresh")),
+    Col::Num(u32_dec("cwnd")),
+    Col::Num(u32_dec("t_flags2")),
+    Col::Num(u32_dec("snd_wnd")),
+    Col::Num(u32_dec("rcv_wnd")),
+    Col::Num(u32_dec("snd_scale")),
+    Col::Num(u32_dec("rcv_scale")),
+    Col::Num(u32_dec("state")),
+    Col::Num(u32_dec("mss")),
+    Col::Num(u32_dec("srtt")),
+    Col::Num(u32_dec("sack")),
+    Col::Num(u32_dec("t_flags")),
+    Col::Num(u32_dec("rto")),
+    Col::Num(u32_dec("snd_buf_hiwat")),
+    Col::Num(u32_dec("snd_buf_cc")),
+    Col::Num(u32_dec("rcv_buf_hiwat")),
+    Col::Num(u32_dec("rcv_buf_cc")),
+    Col::Num(u32_dec("inflight")),
+    Col::Num(u32_dec("segqlen")),
+    Col::Num(u32_dec("flowid")),
+    Col::Num(u32_dec("flowtype")),
+];
+
+/// siftr2.c before 2.3: `%c,%jd.%06ld,%08x,%u,...`: the flowid in hex, the rest decimal.
+const SIFTR2_DEC: [Col; 21] = [
+    Col::Dir,
+    Col::Time,
+    Col::Num(u32_hex("flowid")),
+    Col::Num(u32_dec("cwnd")),
+    Col::Num(u32_dec("ssthresh")),
+    Col::Num(u32_dec("snd_wnd")),
+    Col::Num(u32_dec("rcv_wnd")),
+    Col::Num(u32_dec("t_flags")),
+    Col::Num(u32_dec("t_flags2")),
+    Col::Num(u32_dec("state")),
+    Col::Num(u32_dec("srtt")),
+    Col::Num(u32_dec("rto")),
+    Col::Num(u32_dec("snd_buf_hiwat")),
+    Col::Num(u32_dec("snd_buf_cc")),
+    Col::Num(u32_dec("rcv_buf_hiwat")),
+    Col::Num(u32_dec("rcv_buf_cc")),
+    Col::Num(u32_dec("pipe")),
+    Col::Num(u32_dec("segqlen")),
+    Col::Num(u32_dec("th_seq")),
+    Col::Num(u32_dec("th_ack")),
+    Col::Num(u32_dec("data_sz")),
+];
+
+/// siftr2.c 2.3 and later: `%08x,%c,%x,%x,...`.
+const SIFTR2_HEX: [Col; 18] = [
+    Col::Num(u32_hex("flowid")),
+    Col::Dir,
+    Col::Num(u32_hex("ms")),
+    Col::Num(u32_hex("cwnd")),
+    Col::Num(u32_hex("ssthresh")),
+    Col::Num(u32_hex("srtt")),
+    Col::Num(u32_hex("data_sz")),
+    Col::Num(u32_hex("snd_wnd")),
+    Col::Num(u32_hex("rcv_wnd")),
+    Col::Num(u32_hex("t_flags")),
+    Col::Num(u32_hex("t_flags2")),
+    Col::Num(u32_hex("rto")),
+    Col::Num(u32_hex("snd_buf_hiwat")),
+    Col::Num(u32_hex("snd_buf_cc")),
+    Col::Num(u32_hex("rcv_buf_hiwat")),
+    Col::Num(u32_hex("rcv_buf_cc")),
+    Col::Num(u32_hex("pipe")),
+    Col::Num(u32_hex("segqlen")),
+];
+
 /// Which body layout a log has.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Layout {
@@ -232,10 +323,15 @@ impl Layout {
 
     /// Comma-separated fields of a body line.
     fn fields(self) -> usize {
+        self.columns().len()
+    }
+
+    /// Each field of a body line, in order (the field orders of this module's header).
+    fn columns(self) -> &'static [Col] {
         match self {
-            Layout::Stock => 27,
-            Layout::Siftr2Dec => 21,
-            Layout::Siftr2Hex => 18,
+            Layout::Stock => &STOCK,
+            Layout::Siftr2Dec => &SIFTR2_DEC,
+            Layout::Siftr2Hex => &SIFTR2_HEX,
         }
     }
 

@@ -3,11 +3,14 @@
 //! its flow as a send (outbound with data), an ACK (inbound) and a state sample.
 
 use std::collections::HashMap;
+use std::net::IpAddr;
 
+use super::Col;
 use super::{freebsd_state, parse_flow_list, ssthresh_bytes, FooterFlow, Header, Layout};
 use crate::ctx::Ctx;
 use crate::flows::{FlowKey, Sample, SeqUnwrap, Tracker};
-use crate::lines::{dec, hex, seconds_ns, FastMap, ParseError};
+use crate::lines::{trim, FastMap, ParseError};
+use crate::number::seconds;
 
 /// A body line's values, whatever the layout wrote (None: the layout has no such field).
 #[derive(Default)]
@@ -167,7 +170,8 @@ impl SiftrParser {
         self.fields.push((start, line.len()));
     }
 
-    /// A body line's values, read by the log's layout.
+    /// A body line's values, read by the log's layout: every field checked (`check`), then
+    /// the ones tcplab uses picked by position.
     fn record<'l>(&mut self, lineno: u64, line: &'l [u8]) -> Result<Record<'l>, ParseError> {
         self.split(line);
         let layout = self.layout;
@@ -175,70 +179,37 @@ impl SiftrParser {
             return Err(ParseError::expected(lineno, layout.what(), line));
         }
         let fields = &self.fields;
-        let f = |i: usize| crate::lines::trim(&line[fields[i].0..fields[i].1]);
-        let num = |i: usize| -> Result<u64, ParseError> {
-            let v = if layout == Layout::Siftr2Hex {
-                hex(f(i))
-            } else {
-                dec(f(i))
-            };
-            v.ok_or_else(|| {
-                ParseError::expected(
-                    lineno,
-                    if layout == Layout::Siftr2Hex {
-                        "a hex number"
-                    } else {
-                        "a number"
-                    },
-                    f(i),
-                )
-            })
-        };
-        // The flow's key as written: the flowid, or (stock) the span from laddr to fport.
-        let (dir_i, key): (usize, &[u8]) = match layout {
-            Layout::Stock => (0, &line[fields[2].0..fields[5].1]),
-            Layout::Siftr2Dec => (0, f(2)),
-            Layout::Siftr2Hex => (1, f(0)),
-        };
-        let outbound = match f(dir_i) {
-            b"o" => true,
-            b"i" => false,
-            other => return Err(ParseError::expected(lineno, "direction i or o", other)),
-        };
-        let t_ns = match layout {
-            Layout::Siftr2Hex => num(2)? as i64 * 1_000_000,
-            _ => {
-                let abs = seconds_ns(f(1))
-                    .ok_or_else(|| ParseError::expected(lineno, "a time sec.usec", f(1)))?;
-                if abs >= self.header.enable_ns {
-                    abs - self.header.enable_ns
-                } else {
-                    abs
-                }
-            }
-        };
+        let f = |i: usize| trim(&line[fields[i].0..fields[i].1]);
+        let mut v = [0u64; 27];
+        let (outbound, time) = check(lineno, layout, &f, &mut v)?;
         let mut r = Record {
-            key,
             outbound,
-            t_ns,
             ..Record::default()
         };
         match layout {
             Layout::Stock => {
-                (r.cwnd, r.ssthresh, r.srtt, r.rto) = (num(7)?, num(6)?, num(15)?, num(18)?);
-                (r.flight, r.t_flags, r.mss) = (num(23)?, num(17)?, Some(num(14)?));
-                r.addr = Some((f(2), dec(f(3)).unwrap_or(0), f(4), dec(f(5)).unwrap_or(0)));
+                r.key = &line[fields[2].0..fields[5].1];
+                r.addr = Some((f(2), v[3], f(4), v[5]));
+                (r.cwnd, r.ssthresh, r.srtt, r.rto) = (v[7], v[6], v[15], v[18]);
+                (r.flight, r.t_flags, r.mss) = (v[23], v[17], Some(v[14]));
             }
             Layout::Siftr2Dec => {
-                (r.cwnd, r.ssthresh, r.srtt, r.rto) = (num(3)?, num(4)?, num(10)?, num(11)?);
-                (r.flight, r.t_flags) = (num(16)?, num(7)?);
-                (r.seq, r.ack, r.data) = (Some(num(18)?), Some(num(19)?), Some(num(20)?));
+                r.key = f(2);
+                (r.cwnd, r.ssthresh, r.srtt, r.rto) = (v[3], v[4], v[10], v[11]);
+                (r.flight, r.t_flags) = (v[16], v[7]);
+                (r.seq, r.ack, r.data) = (Some(v[18]), Some(v[19]), Some(v[20]));
             }
             Layout::Siftr2Hex => {
-                (r.cwnd, r.ssthresh, r.srtt, r.rto) = (num(3)?, num(4)?, num(5)?, num(11)?);
-                (r.flight, r.t_flags, r.data) = (num(16)?, num(9)?, Some(num(6)?));
+                r.key = f(0);
+                (r.cwnd, r.ssthresh, r.srtt, r.rto) = (v[3], v[4], v[5], v[11]);
+                (r.flight, r.t_flags, r.data) = (v[16], v[9], Some(v[6]));
             }
         }
+        r.t_ns = match layout {
+            Layout::Siftr2Hex => v[2] as i64 * 1_000_000,
+            _ if time >= self.header.enable_ns => time - self.header.enable_ns,
+            _ => time,
+        };
         Ok(r)
     }
 
@@ -250,9 +221,9 @@ impl SiftrParser {
             (Some((laddr, lport, faddr, fport)), _) => {
                 let k = FlowKey {
                     laddr: String::from_utf8_lossy(laddr).into_owned(),
-                    lport: lport.min(65535) as u16,
+                    lport: lport as u16,
                     faddr: String::from_utf8_lossy(faddr).into_owned(),
-                    fport: fport.min(65535) as u16,
+                    fport: fport as u16,
                 };
                 let i = ctx.flows.get(&k);
                 ctx.flows.flows[i]
@@ -305,4 +276,38 @@ impl SiftrParser {
         v.sort_by_key(|(f, _)| *f);
         v
     }
+}
+
+/// Check every field of a body line (`f(i)`: field i, trimmed) against the layout's columns,
+/// numbers into `v`; returns the direction (outbound) and the wall-clock time (ns; 0 where the
+/// layout has none). A field that is not what its column says is refused, named by number.
+fn check<'l>(
+    lineno: u64,
+    layout: Layout,
+    f: &impl Fn(usize) -> &'l [u8],
+    v: &mut [u64; 27],
+) -> Result<(bool, i64), ParseError> {
+    let (mut outbound, mut time) = (false, 0);
+    for (i, col) in layout.columns().iter().enumerate() {
+        let s = f(i);
+        match col {
+            Col::Dir => {
+                outbound = match s {
+                    b"o" => true,
+                    b"i" => false,
+                    other => return Err(ParseError::expected(lineno, "direction i or o", other)),
+                }
+            }
+            Col::Time => time = seconds(lineno, "time sec.usec", i + 1, s)?,
+            Col::Addr => {
+                let ok = std::str::from_utf8(s).is_ok_and(|a| a.parse::<IpAddr>().is_ok());
+                if !ok {
+                    let what = format!("an IP address (field {})", i + 1);
+                    return Err(ParseError::expected(lineno, &what, s));
+                }
+            }
+            Col::Num(field) => v[i] = field.read(lineno, i + 1, s)?,
+        }
+    }
+    Ok((outbound, time))
 }
