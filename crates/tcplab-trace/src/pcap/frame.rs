@@ -66,13 +66,14 @@ type Ip<'a> = (IpAddr, IpAddr, &'a [u8], usize);
 type Read<'a, T> = Result<Option<T>, String>;
 
 /// RFC 791 §3.1: the options between the 20-byte header and IHL x 4 are a sequence of
-/// end-of-list (0), no-operation (1) or type-length-value options that fills the header; a
-/// header whose options do not (IHL raised over a payload) is refused rather than read as TCP.
+/// no-operation (1) or type-length-value options that fills the header, or ends with
+/// end-of-list (0) and zero padding; a header whose options do not (IHL raised over a payload)
+/// is refused rather than read as TCP.
 fn ipv4_options_fit(opts: &[u8]) -> bool {
     let mut i = 0;
     while i < opts.len() {
         match opts[i] {
-            0 => return true,
+            0 => return opts[i..].iter().all(|&b| b == 0), // end of list, then zero padding
             1 => i += 1,
             _ => match opts.get(i + 1) {
                 Some(&len) if len >= 2 && i + usize::from(len) <= opts.len() => {
