@@ -10,9 +10,11 @@ CI runs TCPLAB_FUZZ_EXAMPLES (default 150) examples per property; by hand, e.g.
 from __future__ import annotations
 
 import copy
+import json
 import os
 import random
 import shutil
+import struct
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
@@ -212,6 +214,107 @@ def test_mutated_real_logs_import_or_fail_in_one_line(name, how, seed, lenient):
         result = runner.invoke(app, args)
         _assert_one_line_or_ok(result, name)
         _check_tree(work, {name})
+
+
+# ---------------------------------------------------------------------------------------------
+# Log fields, packet headers and noise (issue 31, row 11): every numeric field is checked, no
+# header is read from a payload, and noise is no run.
+
+SIFTR2_HEAD = "enable_time_secs=1700000000\tenable_time_usecs=000000\tsiftrver=2.2\tsysname=FreeBSD\tsysver=1\tipmode=4\n"
+SIFTR2_BODY = "o,1700000000.000100,0a0b0c0d,14480,1073725440,0,0,0,0,4,40000,200000,0,0,0,0,0,0,1000,1000,1448"
+SIFTR2_FOOT = ("disable_time_secs=1700000001\tdisable_time_usecs=000000\tglobal_flow_cnt=1\t"
+               "flow_list=0a0b0c0d,10.0.0.1,5201,10.0.0.2,40000,0,0,1448,1,0,0,5,5;\n")
+number_strings = st.one_of(st.integers(-2**70, 2**70).map(str), st.floats().map(str),
+                           st.sampled_from(["nan", "inf", "-inf", "1e400", "0x10", "1_000", "", " 7", "+1", "4294967295",
+                                            "4294967296", "99999999999999999999999"]),
+                           st.text(alphabet="0123456789abcdefx.-+e ", max_size=24))
+
+
+@FUZZ
+@given(st.integers(2, 20), number_strings)
+def test_every_siftr2_number_is_read_or_refused_naming_line_and_field(field, value):
+    fields = SIFTR2_BODY.split(",")
+    fields[field] = value
+    with _workdir() as work:
+        Path("s.siftr2").write_text(SIFTR2_HEAD + ",".join(fields) + "\n" + SIFTR2_FOOT)
+        result = runner.invoke(app, ["import", "s.siftr2", "--no-report", "--out", "results/imp"])
+        _assert_one_line_or_ok(result, "s.siftr2")
+        v = value.strip(" \t")
+        radix = 16 if field == 2 else 10  # the flowid is %08x (a 0x prefix is read too), the rest %u
+        if radix == 16 and v[:2] in ("0x", "0X"):
+            v = v[2:]
+        digits = "0123456789abcdefABCDEF"[: radix + (6 if radix == 16 else 0)]
+        fits = (v != "" and all(c in digits for c in v) and len(v) <= (16 if radix == 16 else 19)
+                and int(v, radix) <= 2**32 - 1)
+        if fits:
+            assert result.exit_code == 0, result.output
+        else:
+            assert result.exit_code == 2 and "s.siftr2:2:" in result.stderr and f"(field {field + 1})" in result.stderr, result.stderr
+        _check_tree(work, {"s.siftr2"})
+
+
+def _pcap(packets: list[bytes]) -> bytes:
+    out = struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 101)
+    for i, p in enumerate(packets):
+        out += struct.pack("<IIII", i, 0, len(p), len(p)) + p
+    return out
+
+
+TCP_SEG = struct.pack(">HHIIBBHHH", 40000, 5201, 1000, 1, 0x50, 0x18, 65535, 0, 0) + b"\xab" * 64
+
+
+def _ipv4(ihl: int, opts: bytes, total: int) -> bytes:
+    return struct.pack(">BBHHHBBH4s4s", 0x40 | ihl, 0, total, 0, 0x4000, 64, 6, 0, bytes([10, 0, 0, 1]),
+                       bytes([10, 0, 0, 2])) + opts + TCP_SEG
+
+
+#: An IPv4 header of any length: options of exactly the bytes it announces (any content), or
+#: none at all (the header length raised over the TCP header and payload).
+ipv4_packets = st.integers(0, 15).flatmap(lambda ihl: st.builds(
+    _ipv4, st.just(ihl), st.one_of(st.just(b""), st.binary(min_size=max(0, 4 * ihl - 20), max_size=max(0, 4 * ihl - 20))),
+    st.one_of(st.just(4 * ihl + len(TCP_SEG)), st.integers(0, 2**16 - 1))))
+
+
+def _ipv6(headers: list[tuple[int, int]], plen: int | None) -> bytes:
+    """IPv6 with the extension headers (type, length byte) chained to TCP; `plen` None: right."""
+    chain = b""
+    for k, (kind, n) in enumerate(headers):
+        nxt = headers[k + 1][0] if k + 1 < len(headers) else 6
+        chain += bytes([nxt, 0, 0, 0, 0, 0, 0, 9]) if kind == 44 else bytes([nxt, n]) + bytes(8 * (1 + n) - 2)
+    first = headers[0][0] if headers else 6
+    plen = len(chain) + len(TCP_SEG) if plen is None else plen
+    return struct.pack(">IHBB16s16s", 0x60000000, plen, first, 64, bytes(15) + b"\x01", bytes(15) + b"\x02") + chain + TCP_SEG
+
+
+ipv6_packets = st.builds(_ipv6, st.lists(st.tuples(st.sampled_from([0, 43, 44, 60]), st.integers(0, 4)), max_size=5),
+                         st.one_of(st.none(), st.integers(0, 2**16 - 1)))
+
+
+@FUZZ
+@given(st.one_of(ipv4_packets, ipv6_packets))
+def test_any_ip_header_gives_the_true_flow_or_is_refused_never_one_read_from_the_payload(packet):
+    with _workdir() as work:
+        Path("c.pcap").write_bytes(_pcap([packet]))
+        result = runner.invoke(app, ["import", "c.pcap", "--no-report", "--out", "results/imp"])
+        _assert_one_line_or_ok(result, "c.pcap")
+        if result.exit_code == 0:
+            flows = [f["flow"] for f in json.loads((work / "results/imp/summary.json").read_text())["flows"]]
+            assert flows in (["10.0.0.1:40000->10.0.0.2:5201"], ["[::1]:40000->[::2]:5201"]), flows
+        else:
+            assert "packet 1 (byte offset 24)" in result.stderr or "no TCP flow found" in result.stderr, result.stderr
+        _check_tree(work, {"c.pcap"})
+
+
+@FUZZ
+@given(st.sampled_from(["siftr", "siftr2", "siftr2-plot", "tcp_probe", "iperf3-json", "iperf3-text", "pcap"]),
+       st.binary(max_size=4000))
+def test_noise_in_any_format_is_no_run_even_lenient(fmt, noise):
+    with _workdir() as work:
+        Path("noise").write_bytes(noise)
+        result = runner.invoke(app, ["import", "noise", "--format", fmt, "--lenient", "--no-report", "--out", "results/imp"])
+        _assert_one_line_or_ok(result, "noise")
+        assert result.exit_code == 2, (fmt, noise[:80], result.output)
+        _check_tree(work, {"noise"})
 
 
 # ---------------------------------------------------------------------------------------------

@@ -479,6 +479,8 @@ def import_(
         interval_ns = parse_duration_ns(interval)
     except ValueError as e:
         _fail(f"--interval: {e}")
+    if interval_ns <= 0:
+        _fail(f"--interval {interval}: must be longer than 0 (the derived intervals table needs a length)")
     from .paths import name_problem, slug
 
     if name is not None and (problem := name_problem(name)):

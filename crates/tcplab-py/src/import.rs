@@ -71,8 +71,8 @@ impl Importer {
         let d = PyDict::new(py);
         d.set_item("format", src.format)?;
         d.set_item("version", &src.version)?;
-        d.set_item("bad_lines", src.bad)?;
-        d.set_item("first_errors", src.first_errors.clone())?;
+        d.set_item("bad_lines", src.skipped.count)?;
+        d.set_item("first_errors", src.skipped.first.clone())?;
         d.set_item("notes", src.notes.clone())?;
         let mut ctx = self.inner.ctx(src.offset_ns);
         let rows = src.finish(&mut ctx);

@@ -6,6 +6,7 @@ use std::fs::File;
 use std::io::{BufRead, BufReader, Cursor, Read, Seek};
 use std::path::Path;
 
+pub use crate::ctx::{Ctx, Skipped};
 use crate::flows::FlowTable;
 use crate::iperf3;
 use crate::lines::{Lines, ParseError};
@@ -24,18 +25,6 @@ pub const FORMATS: &[&str] = &[
     "iperf3-text",
     "pcap",
 ];
-
-/// What parsers write into.
-pub struct Ctx<'a> {
-    /// Records.
-    pub rec: &'a mut Recorder,
-    /// Flows of the import.
-    pub flows: &'a mut FlowTable,
-    /// Derived interval length, ns.
-    pub interval_ns: i64,
-    /// Added to this log's times: where its origin lies on the run's time axis.
-    pub offset_ns: i64,
-}
 
 /// Recognise a log's format from its first bytes (and, for text, its first lines).
 pub fn detect(head: &[u8]) -> Option<&'static str> {
@@ -97,6 +86,10 @@ impl<T: Read + Seek> ReadSeek for T {}
 
 type Reader = BufReader<Box<dyn ReadSeek>>;
 
+fn buffered(f: Box<dyn ReadSeek>) -> Reader {
+    BufReader::with_capacity(1 << 16, f)
+}
+
 enum Input {
     Lines(Lines<Reader>, Parser),
     Pcap(Box<PcapParser<Reader>>),
@@ -110,12 +103,10 @@ pub struct Source {
     pub format: &'static str,
     /// Format version where the log states one (SIFTR's siftrver, iperf3's version).
     pub version: String,
-    /// Whether bad lines are skipped (counted) rather than fatal.
-    pub lenient: bool,
-    /// Lines (or packets) skipped as malformed.
-    pub bad: u64,
-    /// The first few skipped lines' errors.
-    pub first_errors: Vec<String>,
+    /// Lines (packets, intervals) skipped as malformed, when lenient.
+    pub skipped: Skipped,
+    /// Records this log produced so far (a lenient import of a log where none parses fails).
+    pub records: u64,
     /// Where this log's origin lies on the run's time axis, ns.
     pub offset_ns: i64,
     /// Notes for the report (what the format cannot give).
@@ -146,8 +137,7 @@ pub fn origin_ns(path: &Path, format: &str) -> Result<Option<i64>, ParseError> {
                 interval_ns: 0,
                 offset_ns: 0,
             };
-            let mut bad = 0;
-            p.step(&mut ctx, 1, true, &mut bad)?;
+            p.step(&mut ctx, 1, &mut Skipped::new(true))?;
             Ok(p.origin())
         }
         _ => Ok(None),
@@ -183,7 +173,7 @@ impl Source {
     /// As `open`, from any seekable reader.
     pub fn from_reader(
         ctx: &mut Ctx<'_>,
-        mut file: Box<dyn ReadSeek>,
+        file: Box<dyn ReadSeek>,
         format: &str,
         label: &str,
         mss: u32,
@@ -204,51 +194,31 @@ impl Source {
             input: Input::Done,
             format,
             version: String::new(),
-            lenient,
-            bad: 0,
-            first_errors: Vec::new(),
+            skipped: Skipped::new(lenient),
+            records: 0,
             offset_ns: ctx.offset_ns,
             notes: Vec::new(),
         };
-        let buffered = |f: Box<dyn ReadSeek>| BufReader::with_capacity(1 << 16, f);
-        src.input = match format {
-            "siftr" | "siftr2" => {
-                let footer = if format == "siftr2" {
-                    siftr::read_footer(&mut file)?
-                } else {
-                    None
-                };
-                let mut lines = Lines::new(buffered(file));
-                let first = lines
-                    .next_line()?
-                    .ok_or_else(|| ParseError::at(1, "empty file: expected a SIFTR header line"))?
-                    .to_vec();
-                let header = siftr::parse_header(&first)?;
-                let p = SiftrParser::new(header, footer.as_deref());
-                src.version = p.header().version.clone();
-                if format == "siftr2" && !p.has_footer {
-                    let msg = "no footer (disable_time_secs=... flow_list=...): the log was cut short, so flows have no addresses, cc or MSS";
-                    if !lenient {
-                        return Err(ParseError::at(
-                            0,
-                            format!("{msg} (use --lenient to import it anyway)"),
-                        ));
-                    }
-                    src.notes.push(msg.to_string());
-                }
-                match p.layout() {
-                    siftr::Layout::Siftr2Hex => src.notes.push("SIFTR2 >= 2.3 logs carry no sequence numbers: retransmissions are unknown and the derived intervals count bytes sent".into()),
-                    siftr::Layout::Stock => src.notes.push("stock SIFTR logs carry no payload sizes: no sends table, and intervals need an iperf3 log".into()),
-                    siftr::Layout::Siftr2Dec => {}
-                }
-                Input::Lines(lines, Parser::Siftr(p))
-            }
+        src.input = src.input(ctx, file, label, mss)?;
+        Ok(src)
+    }
+
+    /// The reader of this source's format over `file`.
+    fn input(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        file: Box<dyn ReadSeek>,
+        label: &str,
+        mss: u32,
+    ) -> Result<Input, ParseError> {
+        Ok(match self.format {
+            "siftr" | "siftr2" => self.open_siftr(file)?,
             "siftr2-plot" => Input::Lines(
                 Lines::new(buffered(file)),
                 Parser::Plot(PlotParser::new(ctx, label, mss)),
             ),
             "tcp_probe" => {
-                src.notes.push("tcp_probe gives cwnd and ssthresh in packets: bytes assume the MSS given (default 1448)".into());
+                self.notes.push("tcp_probe gives cwnd and ssthresh in packets: bytes assume the MSS given (default 1448)".into());
                 Input::Lines(
                     Lines::new(buffered(file)),
                     Parser::Probe(ProbeParser::new(mss)),
@@ -261,67 +231,81 @@ impl Source {
             "iperf3-json" => {
                 let doc: iperf3::Report =
                     serde_json::from_reader(BufReader::new(file)).map_err(json_error)?;
-                src.version = doc.start.version.clone();
-                iperf3::load_json(ctx, &doc)?;
+                self.version = doc.start.version.clone();
+                let before = ctx.rec.intervals.len();
+                iperf3::load_json(ctx, &doc, &mut self.skipped)?;
+                self.records = (ctx.rec.intervals.len() - before) as u64;
                 Input::Done
             }
             "pcap" => {
-                src.notes.push(
+                self.notes.push(
                     "captures carry no cwnd or ssthresh: no recovery episodes from a capture alone"
                         .into(),
                 );
                 Input::Pcap(Box::new(PcapParser::new(buffered(file))?))
             }
             _ => unreachable!("checked against FORMATS"),
-        };
-        Ok(src)
+        })
     }
 
-    /// Read up to `budget` lines (packets); Ok(false) once the log is exhausted.
+    /// A SIFTR or SIFTR2 log: its header line read, its footer (SIFTR2) read from the end.
+    fn open_siftr(&mut self, mut file: Box<dyn ReadSeek>) -> Result<Input, ParseError> {
+        let footer = if self.format == "siftr2" {
+            siftr::read_footer(&mut file)?
+        } else {
+            None
+        };
+        let mut lines = Lines::new(buffered(file));
+        let first = lines
+            .next_line()?
+            .ok_or_else(|| ParseError::at(1, "empty file: expected a SIFTR header line"))?
+            .to_vec();
+        let header = siftr::parse_header(&first)?;
+        let p = SiftrParser::new(header, footer.as_deref());
+        self.version = p.header().version.clone();
+        if self.format == "siftr2" && !p.has_footer {
+            let msg = "no footer (disable_time_secs=... flow_list=...): the log was cut short, so flows have no addresses, cc or MSS";
+            if !self.skipped.lenient {
+                return Err(ParseError::at(
+                    0,
+                    format!("{msg} (use --lenient to import it anyway)"),
+                ));
+            }
+            self.notes.push(msg.to_string());
+        }
+        match p.layout() {
+            siftr::Layout::Siftr2Hex => self.notes.push("SIFTR2 >= 2.3 logs carry no sequence numbers: retransmissions are unknown and the derived intervals count bytes sent".into()),
+            siftr::Layout::Stock => self.notes.push("stock SIFTR logs carry no payload sizes: no sends table, and intervals need an iperf3 log".into()),
+            siftr::Layout::Siftr2Dec => {}
+        }
+        Ok(Input::Lines(lines, Parser::Siftr(p)))
+    }
+
+    /// Read up to `budget` lines (packets); Ok(false) once the log is exhausted. A lenient
+    /// read of a log that ends without one record parsed is an error: noise is not a run.
     pub fn step(&mut self, ctx: &mut Ctx<'_>, budget: usize) -> Result<bool, ParseError> {
         ctx.offset_ns = self.offset_ns;
-        let (bad, first_errors) = (&mut self.bad, &mut self.first_errors);
-        let mut skip = |e: ParseError| {
-            *bad += 1;
-            if first_errors.len() < 5 {
-                first_errors.push(e.to_string());
+        let before = rows(ctx);
+        let more = match &mut self.input {
+            Input::Done => false,
+            Input::Pcap(p) => p.step(ctx, budget, &mut self.skipped)?,
+            Input::Lines(lines, parser) => {
+                read_lines(ctx, lines, parser, budget, &mut self.skipped)?
             }
         };
-        match &mut self.input {
-            Input::Done => Ok(false),
-            Input::Pcap(p) => {
-                let mut n = 0;
-                let more = p.step(ctx, budget, self.lenient, &mut n)?;
-                *bad += n;
-                Ok(more)
-            }
-            Input::Lines(lines, parser) => {
-                for _ in 0..budget {
-                    let lineno = lines.line + 1;
-                    let line = match lines.next_line() {
-                        Ok(Some(l)) => l,
-                        Ok(None) => return Ok(false),
-                        Err(e) if self.lenient && e.line > 0 => {
-                            skip(e);
-                            continue;
-                        }
-                        Err(e) => return Err(e),
-                    };
-                    let r = match parser {
-                        Parser::Siftr(p) => p.line(ctx, lineno, line),
-                        Parser::Plot(p) => p.line(ctx, lineno, line),
-                        Parser::Probe(p) => p.line(ctx, lineno, line),
-                        Parser::IperfText(p) => p.line(ctx, lineno, line),
-                    };
-                    match r {
-                        Ok(()) => {}
-                        Err(e) if self.lenient => skip(e),
-                        Err(e) => return Err(e),
-                    }
-                }
-                Ok(true)
-            }
+        self.records += (rows(ctx) - before) as u64;
+        if !more && self.records == 0 && self.skipped.count > 0 {
+            return Err(ParseError::at(
+                0,
+                format!(
+                    "no record parsed as {}: {} malformed line(s) skipped and none read (the first: {})",
+                    self.format,
+                    self.skipped.count,
+                    self.skipped.first.first().map_or("", String::as_str),
+                ),
+            ));
         }
+        Ok(more)
     }
 
     /// Close the log: its derived intervals, per flow.
@@ -344,6 +328,43 @@ impl Source {
             Input::Done => 0,
         }
     }
+}
+
+/// Rows waiting in the record tables.
+fn rows(ctx: &mut Ctx<'_>) -> usize {
+    ctx.rec.tables_mut().iter().map(|t| t.len()).sum()
+}
+
+/// Up to `budget` lines through `parser`; Ok(false) at the end of the input.
+fn read_lines(
+    ctx: &mut Ctx<'_>,
+    lines: &mut Lines<Reader>,
+    parser: &mut Parser,
+    budget: usize,
+    skipped: &mut Skipped,
+) -> Result<bool, ParseError> {
+    for _ in 0..budget {
+        let lineno = lines.line + 1;
+        let line = match lines.next_line() {
+            Ok(Some(l)) => l,
+            Ok(None) => return Ok(false),
+            Err(e) if e.line > 0 => {
+                skipped.skip(e)?;
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
+        let r = match parser {
+            Parser::Siftr(p) => p.line(ctx, lineno, line),
+            Parser::Plot(p) => p.line(ctx, lineno, line),
+            Parser::Probe(p) => p.line(ctx, lineno, line),
+            Parser::IperfText(p) => p.line(ctx, lineno, line),
+        };
+        if let Err(e) = r {
+            skipped.skip(e)?;
+        }
+    }
+    Ok(true)
 }
 
 /// All logs of one import and the records they produced.

@@ -8,9 +8,10 @@ use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::ctx::{Ctx, Skipped};
 use crate::flows::FlowKey;
-use crate::import::Ctx;
 use crate::lines::{dec, ParseError};
+use crate::number::{seconds, u32_dec};
 
 /// An iperf3 `-J` document (the fields tcplab reads or writes; others are ignored).
 #[allow(missing_docs)]
@@ -137,8 +138,52 @@ fn s_to_ns(s: f64) -> i64 {
     }
 }
 
-/// Put a parsed `-J` document into the import: intervals per stream, and flow metadata.
-pub fn load_json(ctx: &mut Ctx<'_>, doc: &Report) -> Result<(), ParseError> {
+/// Where interval `k`'s stream `s` starts and ends, ns; None for an empty instant (no time,
+/// no bytes: nothing to report); an error, naming the interval, for one that ends before it
+/// starts or carries bytes in no time (a rate from either would be negative or infinite).
+fn interval_span(k: usize, s: &IntervalStream) -> Result<Option<(i64, i64)>, ParseError> {
+    let bad = |why: &str| {
+        ParseError::at(
+            0,
+            format!(
+                "iperf3 JSON intervals[{k}] (socket {}, {} to {} s): {why}",
+                s.socket, s.start, s.end
+            ),
+        )
+    };
+    if !(s.start.is_finite() && s.end.is_finite() && s.start >= 0.0) {
+        return Err(bad("start and end must be seconds from 0"));
+    }
+    let (start, end) = (s_to_ns(s.start), s_to_ns(s.end));
+    if end < start {
+        return Err(bad("ends before it starts"));
+    }
+    if end == start {
+        return match s.bytes {
+            0 => Ok(None),
+            _ => Err(bad("bytes in no time")),
+        };
+    }
+    Ok(Some((start, end)))
+}
+
+/// One interval row of `flow` from stream entry `s`.
+fn push_interval(ctx: &mut Ctx<'_>, flow: usize, start: i64, end: i64, s: &IntervalStream) {
+    let opt = |v: Option<u64>| v.map_or(-1, |x| x.min(i64::MAX as u64) as i64);
+    ctx.rec.intervals.push(&[
+        flow as i64,
+        start + ctx.offset_ns,
+        end + ctx.offset_ns,
+        s.bytes.min(i64::MAX as u64) as i64,
+        s.retransmits.unwrap_or(-1),
+        opt(s.snd_cwnd),
+        opt(s.rtt),
+    ]);
+}
+
+/// Put a parsed `-J` document into the import: intervals per stream, and flow metadata. A
+/// malformed interval stops a strict import and is counted in `skipped` by a lenient one.
+pub fn load_json(ctx: &mut Ctx<'_>, doc: &Report, skipped: &mut Skipped) -> Result<(), ParseError> {
     if !doc.start.test_start.protocol.is_empty() && doc.start.test_start.protocol != "TCP" {
         return Err(ParseError::at(
             0,
@@ -181,7 +226,7 @@ pub fn load_json(ctx: &mut Ctx<'_>, doc: &Report) -> Result<(), ParseError> {
             "iperf3 JSON without start.connected: is this an iperf3 -J file?",
         ));
     }
-    for iv in &doc.intervals {
+    for (k, iv) in doc.intervals.iter().enumerate() {
         for s in iv.streams.iter().filter(|s| !s.omitted) {
             let Some(&flow) = flow_of.get(&s.socket) else {
                 return Err(ParseError::at(
@@ -192,16 +237,11 @@ pub fn load_json(ctx: &mut Ctx<'_>, doc: &Report) -> Result<(), ParseError> {
                     ),
                 ));
             };
-            let opt = |v: Option<u64>| v.map_or(-1, |x| x.min(i64::MAX as u64) as i64);
-            ctx.rec.intervals.push(&[
-                flow as i64,
-                s_to_ns(s.start) + ctx.offset_ns,
-                s_to_ns(s.end) + ctx.offset_ns,
-                s.bytes.min(i64::MAX as u64) as i64,
-                s.retransmits.unwrap_or(-1),
-                opt(s.snd_cwnd),
-                opt(s.rtt),
-            ]);
+            match interval_span(k, s) {
+                Ok(Some((start, end))) => push_interval(ctx, flow, start, end, s),
+                Ok(None) => {}
+                Err(e) => skipped.skip(e)?,
+            }
         }
     }
     for es in &doc.end.streams {
@@ -260,40 +300,60 @@ impl TextParser {
             .ok_or_else(|| ParseError::expected(lineno, "a stream id in [ ]", line))?;
         let words: Vec<&str> = t[close + 1..].split_whitespace().collect();
         if words.first() == Some(&"local") {
-            // [  5] local 10.0.0.1 port 43210 connected to 10.0.0.2 port 5201
-            if words.len() < 9
-                || words[2] != "port"
-                || words[4] != "connected"
-                || words[7] != "port"
-            {
-                return Err(ParseError::expected(
-                    lineno,
-                    "'local ADDR port N connected to ADDR port N'",
-                    line,
-                ));
-            }
-            let lport = words[3]
-                .parse::<u16>()
-                .map_err(|_| ParseError::expected(lineno, "a local port", line))?;
-            let fport = words[8]
-                .parse::<u16>()
-                .map_err(|_| ParseError::expected(lineno, "a remote port", line))?;
-            let (l, f) = ((words[1].to_string(), lport), (words[6].to_string(), fport));
-            let (s, r) = if self.reverse { (f, l) } else { (l, f) };
-            let i = ctx.flows.get(&FlowKey {
-                laddr: s.0,
-                lport: s.1,
-                faddr: r.0,
-                fport: r.1,
-            });
-            ctx.flows.flows[i].has_iperf_intervals = true;
-            self.flow_of.insert(id, i);
-            return Ok(());
+            return self.on_connected(ctx, lineno, line, id, &words);
         }
         // [  5]   0.00-1.00   sec   112 MBytes   941 Mbits/sec    0   3.00 MBytes  [sender|receiver]
         if words.len() < 6 || words[1] != "sec" {
             return Ok(()); // other bracketed lines (e.g. "[  5] 10.00-10.04 sec ..." are covered; notes are not)
         }
+        self.on_interval(ctx, lineno, line, id, &words)
+    }
+
+    /// `[  5] local 10.0.0.1 port 43210 connected to 10.0.0.2 port 5201`: stream `id`'s flow.
+    fn on_connected(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        lineno: u64,
+        line: &[u8],
+        id: u64,
+        words: &[&str],
+    ) -> Result<(), ParseError> {
+        if words.len() < 9 || words[2] != "port" || words[4] != "connected" || words[7] != "port" {
+            return Err(ParseError::expected(
+                lineno,
+                "'local ADDR port N connected to ADDR port N'",
+                line,
+            ));
+        }
+        let lport = words[3]
+            .parse::<u16>()
+            .map_err(|_| ParseError::expected(lineno, "a local port", line))?;
+        let fport = words[8]
+            .parse::<u16>()
+            .map_err(|_| ParseError::expected(lineno, "a remote port", line))?;
+        let (l, f) = ((words[1].to_string(), lport), (words[6].to_string(), fport));
+        let (s, r) = if self.reverse { (f, l) } else { (l, f) };
+        let i = ctx.flows.get(&FlowKey {
+            laddr: s.0,
+            lport: s.1,
+            faddr: r.0,
+            fport: r.1,
+        });
+        ctx.flows.flows[i].has_iperf_intervals = true;
+        self.flow_of.insert(id, i);
+        Ok(())
+    }
+
+    /// `[  5]   0.00-1.00   sec   112 MBytes   941 Mbits/sec    0   3.00 MBytes`: one interval
+    /// of stream `id` (or, with `sender`/`receiver` last, its totals).
+    fn on_interval(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        lineno: u64,
+        line: &[u8],
+        id: u64,
+        words: &[&str],
+    ) -> Result<(), ParseError> {
         let flow = *self.flow_of.get(&id).ok_or_else(|| {
             ParseError::at(
                 lineno,
@@ -305,34 +365,37 @@ impl TextParser {
         let (a, b) = words[0]
             .split_once('-')
             .ok_or_else(|| ParseError::expected(lineno, "an interval START-END", line))?;
-        let (start, end) = (
-            crate::lines::seconds_ns(a.as_bytes()),
-            crate::lines::seconds_ns(b.as_bytes()),
-        );
-        let (Some(start), Some(end)) = (start, end) else {
-            return Err(ParseError::expected(
-                lineno,
-                "an interval START-END in seconds",
-                line,
-            ));
-        };
+        let start = seconds(lineno, "the interval's start", 0, a.as_bytes())?;
+        let end = seconds(lineno, "the interval's end", 0, b.as_bytes())?;
         let bytes = bytes_of(words[2].as_bytes(), words[3].as_bytes())
             .ok_or_else(|| ParseError::expected(lineno, "a transfer like '112 MBytes'", line))?;
-        if words
-            .last()
-            .is_some_and(|w| *w == "sender" || *w == "receiver")
-        {
-            if *words.last().unwrap() == "receiver" {
+        if end < start || (end == start && bytes > 0) {
+            let why = if end < start {
+                "ends before it starts"
+            } else {
+                "bytes in no time"
+            };
+            return Err(ParseError::at(
+                lineno,
+                format!("interval {}: {why}", words[0]),
+            ));
+        }
+        if let Some(&last @ ("sender" | "receiver")) = words.last() {
+            if last == "receiver" {
                 ctx.flows.flows[flow].bytes_received = Some(bytes as u64);
             }
             return Ok(());
         }
-        let retr = words
-            .get(6)
-            .and_then(|w| w.parse::<i64>().ok())
-            .unwrap_or(-1);
+        if end == start {
+            return Ok(()); // an empty instant: nothing to report
+        }
+        let retr = match words.get(6) {
+            Some(w) => u32_dec("Retr").read(lineno, 0, w.as_bytes())? as i64,
+            None => -1,
+        };
         let cwnd = match (words.get(7), words.get(8)) {
-            (Some(v), Some(u)) => bytes_of(v.as_bytes(), u.as_bytes()).unwrap_or(-1),
+            (Some(v), Some(u)) => bytes_of(v.as_bytes(), u.as_bytes())
+                .ok_or_else(|| ParseError::expected(lineno, "a Cwnd like '3.00 MBytes'", line))?,
             _ => -1,
         };
         ctx.rec.intervals.push(&[

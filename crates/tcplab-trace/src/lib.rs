@@ -2,10 +2,12 @@
 //! real testbeds produce (iperf3 text and JSON, SIFTR, SIFTR2, Linux tcp_probe, pcap/pcapng),
 //! so a testbed's run and a simulated one are analysed the same way.
 
+pub mod ctx;
 pub mod flows;
 pub mod import;
 pub mod iperf3;
 pub mod lines;
+pub mod number;
 pub mod pcap;
 pub mod records;
 pub mod siftr;

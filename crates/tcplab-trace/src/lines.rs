@@ -1,5 +1,5 @@
 //! Line-oriented input: a log streamed line by line with line numbers (never more than one line
-//! in memory), the error every parser returns, and the number parsers the text formats share.
+//! in memory), the error every parser returns, and the digit readers under `number.rs`.
 
 use std::fmt;
 use std::io::{self, BufRead, Read};
@@ -166,14 +166,6 @@ pub fn dec(s: &[u8]) -> Option<u64> {
     Some(v)
 }
 
-/// Signed decimal integer, or None.
-pub fn dec_signed(s: &[u8]) -> Option<i64> {
-    match s.first() {
-        Some(b'-') => dec(&s[1..]).map(|v| -(v as i64)),
-        _ => dec(s).map(|v| v as i64),
-    }
-}
-
 /// Value of each byte as a hex digit, 255 for non-digits.
 const HEX: [u8; 256] = {
     let mut t = [255u8; 256];
@@ -278,7 +270,6 @@ mod tests {
         assert_eq!(hex(b"0x5a8"), Some(1448));
         assert_eq!(hex(b"ffffffffffffffff"), Some(u64::MAX));
         assert_eq!(hex(b"1ffffffffffffffff"), None);
-        assert_eq!(dec_signed(b"-3"), Some(-3));
     }
 
     #[test]

@@ -11,9 +11,17 @@
 
 use std::collections::HashMap;
 
+use crate::ctx::Ctx;
 use crate::flows::{FlowKey, Sample, SeqUnwrap, Tracker, LOSS, OPEN, RECOVERY};
-use crate::import::Ctx;
-use crate::lines::{dec, dec_signed, hex, key_values, seconds_ns, FastMap, ParseError};
+use crate::lines::{key_values, FastMap, ParseError};
+use crate::number::{port, seconds, u32_dec, u32_hex, Field, Radix};
+
+/// include/trace/events/tcp.h: `__field(__u8, cong_state)`.
+const CONG_STATE: Field = Field {
+    name: "cong_state",
+    radix: Radix::Dec,
+    max: u8::MAX as u64,
+};
 
 /// TCP_INFINITE_SSTHRESH (include/net/tcp.h).
 pub const INFINITE_SSTHRESH: u64 = 0x7fff_ffff;
@@ -29,6 +37,33 @@ struct FlowState {
     ca_state: Option<i64>,
     last_ssthresh: i64,
     last_cwnd: i64,
+}
+
+impl FlowState {
+    /// The phase of a sample: tcp_cong_state_set's when the trace has it, else inferred from
+    /// ssthresh and cwnd (`cwnd_pkts`, and in bytes).
+    fn phase(&self, cwnd_pkts: u64, cwnd_bytes: i64, ssthresh: i64) -> i64 {
+        if let Some(p) = self.ca_state {
+            return p;
+        }
+        let prev = self.tracker.state();
+        // A reduction puts ssthresh below the window in use (tcp_cubic/tcp_reno ssthresh hooks:
+        // beta x cwnd); HyStart's exit sets ssthresh = cwnd, no loss.
+        let dropped = ssthresh >= 0
+            && (self.last_ssthresh < 0 || ssthresh < self.last_ssthresh)
+            && ssthresh < self.last_cwnd;
+        if dropped {
+            if cwnd_pkts <= 1 {
+                LOSS
+            } else {
+                RECOVERY
+            }
+        } else if prev != OPEN && ssthresh >= 0 && cwnd_bytes < ssthresh {
+            prev
+        } else {
+            OPEN
+        }
+    }
 }
 
 /// Parser state for one ftrace text log.
@@ -94,9 +129,7 @@ pub fn parse_line(lineno: u64, line: &[u8]) -> Result<Option<ProbeLine<'_>>, Par
         return Ok(None);
     };
     let ts = line[..at].rsplit(|&c| c == b' ').next().unwrap_or(b"");
-    let t_ns = seconds_ns(ts).ok_or_else(|| {
-        ParseError::expected(lineno, "a timestamp (seconds) before the event name", ts)
-    })?;
+    let t_ns = seconds(lineno, "the timestamp before the event name", 0, ts)?;
     const KEYS: [&[u8]; 12] = [
         b"src",
         b"dest",
@@ -139,10 +172,10 @@ pub fn parse_line(lineno: u64, line: &[u8]) -> Result<Option<ProbeLine<'_>>, Par
         return Ok(Some(ProbeLine::State {
             t_ns,
             saddr: need(9)?,
-            sport: dec(need(7)?).ok_or_else(|| bad("sport=<port>"))?.min(65535) as u16,
+            sport: port("sport").read(lineno, 0, need(7)?)? as u16,
             daddr: need(10)?,
-            dport: dec(need(8)?).ok_or_else(|| bad("dport=<port>"))?.min(65535) as u16,
-            cong_state: dec_signed(need(11)?).ok_or_else(|| bad("cong_state=<number>"))?,
+            dport: port("dport").read(lineno, 0, need(8)?)? as u16,
+            cong_state: CONG_STATE.read(lineno, 0, need(11)?)? as i64,
         }));
     }
     let (src, dst) = (need(0)?, need(1)?);
@@ -152,11 +185,11 @@ pub fn parse_line(lineno: u64, line: &[u8]) -> Result<Option<ProbeLine<'_>>, Par
         t_ns,
         src,
         dst,
-        snd_nxt: hex(need(2)?).ok_or_else(|| bad("snd_nxt=0x<hex>"))? as u32,
-        snd_una: hex(need(3)?).ok_or_else(|| bad("snd_una=0x<hex>"))? as u32,
-        cwnd_pkts: dec(need(4)?).ok_or_else(|| bad("snd_cwnd=<packets>"))?,
-        ssthresh_pkts: dec(need(5)?).ok_or_else(|| bad("ssthresh=<packets>"))?,
-        srtt_us: dec(need(6)?).ok_or_else(|| bad("srtt=<us>"))?,
+        snd_nxt: u32_hex("snd_nxt").read(lineno, 0, need(2)?)? as u32,
+        snd_una: u32_hex("snd_una").read(lineno, 0, need(3)?)? as u32,
+        cwnd_pkts: u32_dec("snd_cwnd").read(lineno, 0, need(4)?)?,
+        ssthresh_pkts: u32_dec("ssthresh").read(lineno, 0, need(5)?)?,
+        srtt_us: u32_dec("srtt").read(lineno, 0, need(6)?)?,
     }))
 }
 
@@ -172,16 +205,13 @@ fn offset_in(line: &[u8], part: &[u8]) -> usize {
 
 fn endpoint(v: &[u8]) -> Option<(String, u16)> {
     let i = v.iter().rposition(|&c| c == b':')?;
-    let port = dec(&v[i + 1..])?;
+    let port = port("port").value(&v[i + 1..]).ok()?;
     let addr = &v[..i];
     let addr = addr
         .strip_prefix(b"[")
         .and_then(|a| a.strip_suffix(b"]"))
         .unwrap_or(addr);
-    Some((
-        String::from_utf8_lossy(addr).into_owned(),
-        port.min(65535) as u16,
-    ))
+    Some((String::from_utf8_lossy(addr).into_owned(), port as u16))
 }
 
 impl ProbeParser {
@@ -219,79 +249,83 @@ impl ProbeParser {
 
     /// One line of the trace.
     pub fn line(&mut self, ctx: &mut Ctx<'_>, lineno: u64, line: &[u8]) -> Result<(), ParseError> {
-        let Some(parsed) = parse_line(lineno, line)? else {
-            return Ok(());
-        };
-        let (t_abs, src, dst, nxt, una, cwnd, ssth, srtt) = match parsed {
-            ProbeLine::State {
+        match parse_line(lineno, line)? {
+            None => {}
+            Some(ProbeLine::State {
                 saddr,
                 sport,
                 daddr,
                 dport,
                 cong_state,
                 ..
-            } => {
+            }) => {
                 let key = FlowKey {
                     laddr: String::from_utf8_lossy(saddr).into_owned(),
                     lport: sport,
                     faddr: String::from_utf8_lossy(daddr).into_owned(),
                     fport: dport,
                 };
-                let phase = match cong_state {
-                    3 => RECOVERY,
-                    4 => LOSS,
-                    _ => OPEN,
-                };
-                let k = self.state(ctx, &key);
-                self.states[k].ca_state = Some(phase);
-                return Ok(());
+                self.on_state(ctx, &key, cong_state);
             }
-            ProbeLine::Probe {
-                t_ns,
-                src,
-                dst,
-                snd_nxt,
-                snd_una,
-                cwnd_pkts,
-                ssthresh_pkts,
-                srtt_us,
-            } => (
-                t_ns,
-                src,
-                dst,
-                snd_nxt,
-                snd_una,
-                cwnd_pkts,
-                ssthresh_pkts,
-                srtt_us,
-            ),
+            Some(probe @ ProbeLine::Probe { .. }) => self.on_probe(ctx, line, probe),
+        }
+        Ok(())
+    }
+
+    /// A tcp_cong_state_set line: the flow's phase from now on.
+    fn on_state(&mut self, ctx: &mut Ctx<'_>, key: &FlowKey, cong_state: i64) {
+        let phase = match cong_state {
+            3 => RECOVERY,
+            4 => LOSS,
+            _ => OPEN,
+        };
+        let k = self.state(ctx, key);
+        self.states[k].ca_state = Some(phase);
+    }
+
+    /// The flow of a tcp_probe line, found by the text from src= to dest= (either order: a
+    /// hand-written line may swap them; found by cargo fuzz), which identifies the pair.
+    fn probe_flow(&mut self, ctx: &mut Ctx<'_>, line: &[u8], src: &[u8], dst: &[u8]) -> usize {
+        let (a, b) = (offset_in(line, src), offset_in(line, dst));
+        let raw: &[u8] = &line[a.min(b)..(a + src.len()).max(b + dst.len())];
+        if let Some(&k) = self.raw_keys.get(raw) {
+            return k;
+        }
+        let (laddr, lport) = endpoint(src).expect("checked by parse_line");
+        let (faddr, fport) = endpoint(dst).expect("checked by parse_line");
+        let k = self.state(
+            ctx,
+            &FlowKey {
+                laddr,
+                lport,
+                faddr,
+                fport,
+            },
+        );
+        if self.raw_keys.len() < 1 << 16 {
+            self.raw_keys.insert(raw.to_vec(), k);
+        }
+        k
+    }
+
+    /// A tcp_probe line (`probe` is a `ProbeLine::Probe` of `line`): one state sample.
+    fn on_probe(&mut self, ctx: &mut Ctx<'_>, line: &[u8], probe: ProbeLine<'_>) {
+        let ProbeLine::Probe {
+            t_ns: t_abs,
+            src,
+            dst,
+            snd_nxt: nxt,
+            snd_una: una,
+            cwnd_pkts: cwnd,
+            ssthresh_pkts: ssth,
+            srtt_us: srtt,
+        } = probe
+        else {
+            return;
         };
         let origin = *self.origin_ns.get_or_insert(t_abs);
         let t_ns = t_abs - origin + ctx.offset_ns;
-        // The text from src= to dest= (either order: a hand-written line may swap them; found by
-        // cargo fuzz) identifies the pair.
-        let (a, b) = (offset_in(line, src), offset_in(line, dst));
-        let raw: &[u8] = &line[a.min(b)..(a + src.len()).max(b + dst.len())];
-        let k = match self.raw_keys.get(raw) {
-            Some(&k) => k,
-            None => {
-                let (laddr, lport) = endpoint(src).expect("checked by parse_line");
-                let (faddr, fport) = endpoint(dst).expect("checked by parse_line");
-                let k = self.state(
-                    ctx,
-                    &FlowKey {
-                        laddr,
-                        lport,
-                        faddr,
-                        fport,
-                    },
-                );
-                if self.raw_keys.len() < 1 << 16 {
-                    self.raw_keys.insert(raw.to_vec(), k);
-                }
-                k
-            }
-        };
+        let k = self.probe_flow(ctx, line, src, dst);
         let st = &mut self.states[k];
         let mss = st.tracker.mss;
         st.seq.set_base(una);
@@ -304,28 +338,7 @@ impl ProbeParser {
         } else {
             (ssth as i64).saturating_mul(mss)
         };
-        let phase = match st.ca_state {
-            Some(p) => p,
-            None => {
-                let prev = st.tracker.state();
-                // A reduction puts ssthresh below the window in use (tcp_cubic/tcp_reno
-                // ssthresh hooks: beta x cwnd); HyStart's exit sets ssthresh = cwnd, no loss.
-                let dropped = ssthresh >= 0
-                    && (st.last_ssthresh < 0 || ssthresh < st.last_ssthresh)
-                    && ssthresh < st.last_cwnd;
-                if dropped {
-                    if cwnd <= 1 {
-                        LOSS
-                    } else {
-                        RECOVERY
-                    }
-                } else if prev != OPEN && ssthresh >= 0 && cwnd_bytes < ssthresh {
-                    prev
-                } else {
-                    OPEN
-                }
-            }
-        };
+        let phase = st.phase(cwnd, cwnd_bytes, ssthresh);
         st.last_ssthresh = ssthresh;
         st.last_cwnd = cwnd_bytes;
         st.tracker.sample(
@@ -343,7 +356,6 @@ impl ProbeParser {
             },
             false,
         );
-        Ok(())
     }
 
     /// Derived intervals of every flow.
@@ -360,20 +372,4 @@ impl ProbeParser {
 
 fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
-}
-
-#[cfg(test)]
-mod tests {
-    use crate::import::parse_bytes;
-
-    #[test]
-    fn fields_in_any_order_parse_the_same() {
-        let a = b"  x-1 [000] ..... 1.000000: tcp_probe: src=10.0.0.1:1 dest=10.0.0.2:2 snd_nxt=0x10 snd_una=0x1 snd_cwnd=10 ssthresh=7 srtt=100\n";
-        let b = b"  x-1 [000] ..... 1.000000: tcp_probe: dest=10.0.0.2:2 snd_cwnd=10 src=10.0.0.1:1 ssthresh=7 srtt=100 snd_una=0x1 snd_nxt=0x10\n";
-        assert_eq!(
-            parse_bytes("tcp_probe", a, false),
-            parse_bytes("tcp_probe", b, false)
-        );
-        assert!(parse_bytes("tcp_probe", b, false).unwrap() > 0);
-    }
 }

@@ -205,6 +205,63 @@ pub struct IntervalRow {
     pub srtt_us: i64,
 }
 
+/// iperf3's socket number in the written document (any number works; iperf3's own are small).
+const SOCKET: i64 = 5;
+
+fn secs(ns: i64) -> f64 {
+    ns as f64 / 1e9
+}
+
+/// One row as a `-J` interval of one stream.
+fn json_interval(r: &IntervalRow) -> iperf3::Interval {
+    let opt = |v: i64| (v >= 0).then_some(v as u64);
+    let seconds = secs(r.t_end_ns - r.t_start_ns);
+    iperf3::Interval {
+        streams: vec![iperf3::IntervalStream {
+            socket: SOCKET,
+            start: secs(r.t_start_ns),
+            end: secs(r.t_end_ns),
+            seconds,
+            bytes: r.bytes.max(0) as u64,
+            bits_per_second: if seconds > 0.0 {
+                r.bytes.max(0) as f64 * 8.0 / seconds
+            } else {
+                0.0
+            },
+            retransmits: (r.retrans_segs >= 0).then_some(r.retrans_segs),
+            snd_cwnd: opt(r.cwnd_bytes),
+            rtt: opt(r.srtt_us),
+            omitted: false,
+            sender: Some(true),
+        }],
+    }
+}
+
+/// The `-J` start section: the connection, the test's parameters, its wall-clock start.
+fn json_start(flow: &WriteFlow, start_secs: i64, dur: f64) -> iperf3::Start {
+    iperf3::Start {
+        connected: vec![iperf3::Connected {
+            socket: SOCKET,
+            local_host: flow.key.laddr.clone(),
+            local_port: flow.key.lport,
+            remote_host: flow.key.faddr.clone(),
+            remote_port: flow.key.fport,
+        }],
+        version: "tcplab".into(),
+        timestamp: iperf3::Timestamp {
+            time: String::new(),
+            timesecs: start_secs,
+        },
+        tcp_mss_default: Some(u64::from(flow.mss)),
+        test_start: iperf3::TestStart {
+            protocol: "TCP".into(),
+            num_streams: 1,
+            duration: dur.round() as i64,
+            ..Default::default()
+        },
+    }
+}
+
 /// Write one flow's iperf3 `-J` document (the client's view: it sends).
 pub fn iperf3_json<W: Write>(
     out: &mut W,
@@ -213,40 +270,12 @@ pub fn iperf3_json<W: Write>(
     rows: &[IntervalRow],
     bytes_received: u64,
 ) -> io::Result<()> {
-    let socket = 5;
-    let opt = |v: i64| (v >= 0).then_some(v as u64);
-    let secs = |ns: i64| ns as f64 / 1e9;
-    let streams: Vec<iperf3::Interval> = rows
-        .iter()
-        .map(|r| {
-            let seconds = secs(r.t_end_ns - r.t_start_ns);
-            iperf3::Interval {
-                streams: vec![iperf3::IntervalStream {
-                    socket,
-                    start: secs(r.t_start_ns),
-                    end: secs(r.t_end_ns),
-                    seconds,
-                    bytes: r.bytes.max(0) as u64,
-                    bits_per_second: if seconds > 0.0 {
-                        r.bytes.max(0) as f64 * 8.0 / seconds
-                    } else {
-                        0.0
-                    },
-                    retransmits: (r.retrans_segs >= 0).then_some(r.retrans_segs),
-                    snd_cwnd: opt(r.cwnd_bytes),
-                    rtt: opt(r.srtt_us),
-                    omitted: false,
-                    sender: Some(true),
-                }],
-            }
-        })
-        .collect();
     let sent: u64 = rows.iter().map(|r| r.bytes.max(0) as u64).sum();
     let dur = rows.last().map_or(0.0, |r| secs(r.t_end_ns))
         - rows.first().map_or(0.0, |r| secs(r.t_start_ns));
     let retx: i64 = rows.iter().map(|r| r.retrans_segs.max(0)).sum();
     let sum = |bytes: u64| iperf3::Sum {
-        socket,
+        socket: SOCKET,
         start: 0.0,
         end: dur,
         seconds: dur,
@@ -259,28 +288,8 @@ pub fn iperf3_json<W: Write>(
         ..Default::default()
     };
     let doc = iperf3::Report {
-        start: iperf3::Start {
-            connected: vec![iperf3::Connected {
-                socket,
-                local_host: flow.key.laddr.clone(),
-                local_port: flow.key.lport,
-                remote_host: flow.key.faddr.clone(),
-                remote_port: flow.key.fport,
-            }],
-            version: "tcplab".into(),
-            timestamp: iperf3::Timestamp {
-                time: String::new(),
-                timesecs: start_secs,
-            },
-            tcp_mss_default: Some(u64::from(flow.mss)),
-            test_start: iperf3::TestStart {
-                protocol: "TCP".into(),
-                num_streams: 1,
-                duration: dur.round() as i64,
-                ..Default::default()
-            },
-        },
-        intervals: streams,
+        start: json_start(flow, start_secs, dur),
+        intervals: rows.iter().map(json_interval).collect(),
         end: iperf3::End {
             streams: vec![iperf3::EndStream {
                 sender: iperf3::Sum {
