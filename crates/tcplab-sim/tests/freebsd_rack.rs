@@ -169,4 +169,3 @@ fn rack_2025_rto_keeps_cwnd_and_ssthresh_unless_the_knob_says_one_mss() {
     assert_eq!(cwnd_one, MSS);
     assert_eq!(ssthresh_one, (cwnd / 2 / MSS).max(2) * MSS);
 }
-

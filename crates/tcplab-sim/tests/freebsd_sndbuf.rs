@@ -47,7 +47,11 @@ fn first_burst(iw_segments: u32, sendspace: Option<u64>, timestamps: bool) -> i6
     cfg.record_sends = true;
     let s = sends(&run(&cfg));
     let t0 = s[0].0;
-    s.iter().filter(|x| x.0 == t0).map(|x| x.1 + x.2).max().unwrap()
+    s.iter()
+        .filter(|x| x.0 == t0)
+        .map(|x| x.1 + x.2)
+        .max()
+        .unwrap()
 }
 
 const SENDSPACE: i64 = 32_768; // tcp_output.c `VNET_DEFINE(int, tcp_sendspace) = 1024*32;`
@@ -59,13 +63,16 @@ fn the_buffer_starts_at_sendspace_rounded_up_to_t_maxseg() {
     let hiwat = roundup(SENDSPACE, T_MAXSEG);
     assert_eq!(hiwat, 33_580);
     assert_eq!(hiwat % MSS, 276); // the written end sits 276 bytes past the 1448 grid
-    // IW 40 x 1448: 33 580 + 2 x 8192 = 49 964 is sent whole (tail kept); the next 7956 bytes of
-    // window are trimmed to 5 x 1448 since they stop short of the written end 58 156.
+                                  // IW 40 x 1448: 33 580 + 2 x 8192 = 49 964 is sent whole (tail kept); the next 7956 bytes of
+                                  // window are trimmed to 5 x 1448 since they stop short of the written end 58 156.
     let want = reference_first_burst(40 * MSS, hiwat, SENDBUF_INC, MSS);
     assert_eq!(want, 49_964 + 5 * MSS);
     assert_eq!(first_burst(40, None, true), want);
     // Without the rounding it would end at 32 768 + 3 x 8192 = 57 344.
-    assert_ne!(want, reference_first_burst(40 * MSS, SENDSPACE, SENDBUF_INC, MSS));
+    assert_ne!(
+        want,
+        reference_first_burst(40 * MSS, SENDSPACE, SENDBUF_INC, MSS)
+    );
 }
 
 #[test]

@@ -49,7 +49,10 @@ pub fn version_defaults(stack: &str, version: &str) -> Vec<(&'static str, KnobVa
         out.push(("sack_lrd", KnobValue::Bool(v.lrd_default())));
     }
     if stack == "freebsd-rack" {
-        out.push(("rack_rto_cwnd", rack_rto_cwnd_value(v.rack_rto_keeps_cwnd())));
+        out.push((
+            "rack_rto_cwnd",
+            rack_rto_cwnd_value(v.rack_rto_keeps_cwnd()),
+        ));
     }
     out
 }
