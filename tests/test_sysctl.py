@@ -93,6 +93,17 @@ def test_freebsd_version_is_a_freebsd_knob_checked_against_the_stack_options():
     assert lower(resolve(off, "t.toml"))["flows"][0]["freebsd"]["sack_lrd"] is False
 
 
+def test_rack_rto_cwnd_is_a_freebsd_rack_knob_defaulting_by_version():
+    """rack.c @ 0c19274c keeps cwnd on an RTO (15.0-2025: "kept"); the 2023 model sets 1 MSS."""
+    def rto(**sender):
+        return lower(resolve(with_hosts({}, stack="freebsd-rack", **sender), "t.toml"))["flows"][0]["freebsd"]["rack_rto_cwnd"]
+    assert (rto(), rto(version="15.0-2025"), rto(version="15.0-2025", rack_rto_cwnd="one_mss")) == ("one_mss", "kept", "one_mss")
+    with pytest.raises(SpecError, match="senders.s1.rack_rto_cwnd: 'half' is not one of the choices"):
+        resolve(with_hosts({}, stack="freebsd-rack", rack_rto_cwnd="half"), "t.toml")
+    with pytest.raises(SpecError, match="senders.s1.rack_rto_cwnd: applies to the freebsd-rack stack only"):
+        resolve(with_hosts({}, stack="freebsd", rack_rto_cwnd="kept"), "t.toml")
+
+
 def test_functions_default_must_name_the_senders_stack():
     with pytest.raises(SpecError, match=r'functions_default": names the freebsd-rack stack but sender s1 uses freebsd'):
         resolve(with_hosts({"s1": {"sysctl": {"net.inet.tcp.functions_default": "rack"}}}, stack="freebsd"), "t.toml")

@@ -395,6 +395,22 @@ pub struct FreeBsdKnobs {
     /// net.inet.tcp.sack.lrd; None: the version's default.
     #[serde(default)]
     pub sack_lrd: Option<bool>,
+    /// The RACK stack's cwnd after a retransmission timeout; None: the version's default
+    /// ([`FreeBsdVersion::rack_rto_keeps_cwnd`]).
+    #[serde(default)]
+    pub rack_rto_cwnd: Option<RackRtoCwnd>,
+}
+
+/// What a FreeBSD RACK retransmission timeout does to cwnd and ssthresh (rack_cong_signal(CC_RTO)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RackRtoCwnd {
+    /// Both kept: the cc module (newreno, cubic) has a cong_signal, which CC_RTO never calls,
+    /// and the stack sets them only `if (CC_ALGO(tp)->cong_signal == NULL)` (rack.c @ 0c19274c).
+    Kept,
+    /// ssthresh = max(2, min(snd_wnd, cwnd) / 2 / maxseg) x maxseg and cwnd = 1 MSS,
+    /// unconditionally (late-2023 rack.c, fel1x-developer @ 2d614aa2; the "2023" model).
+    OneMss,
 }
 
 fn freebsd_version<'de, D: serde::Deserializer<'de>>(d: D) -> Result<FreeBsdVersion, D::Error> {
@@ -543,6 +559,16 @@ impl FreeBsdVersion {
     /// (`if (V_tcp_do_lrd) tp->t_flags |= TF_LRD;`, nibanks tcp_subr.c @ 62d1e135).
     pub fn lrd_default(self) -> bool {
         self != FreeBsdVersion::V2023
+    }
+
+    /// The RACK stack keeps cwnd and ssthresh on a retransmission timeout: nibanks/freebsd-src
+    /// sys/netinet/tcp_stacks/rack.c @ 0c19274c85e092af688e45fa084242ca2dda5847,
+    /// rack_cong_signal(), `case CC_RTO: [...] if (CC_ALGO(tp)->cong_signal == NULL) { /* TSNH */
+    /// tp->snd_ssthresh = [...]; tp->snd_cwnd = ctf_fixed_maxseg(tp); }` and `if
+    /// ((CC_ALGO(tp)->cong_signal != NULL) && (type != CC_RTO))` around the module's call (CheriBSD
+    /// @ 0f0ca6d2 alike). Half of that rack.c was read, so this stays a knob (`rack_rto_cwnd`).
+    pub fn rack_rto_keeps_cwnd(self) -> bool {
+        self == FreeBsdVersion::V15_2025
     }
 
     /// net.inet.tcp.sendbuf_max (tcp_output.c `V_tcp_autosndbuf_max`) where the version's default

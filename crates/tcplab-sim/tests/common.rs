@@ -275,5 +275,6 @@ pub fn freebsd_knobs() -> FreeBsdKnobs {
         sendbuf_inc_bytes: 8192,
         version: FreeBsdVersion::V2023,
         sack_lrd: None,
+        rack_rto_cwnd: None,
     }
 }

@@ -12,6 +12,7 @@ use tcplab_sim::time::{MS, SEC};
 const MSS: i64 = 1448;
 const RECOVERY_START: i64 = 1;
 const RECOVERY_END: i64 = 2;
+const RTO: i64 = 3;
 
 /// 100 Mbit/s x 40 ms, a 1000-packet buffer, one newreno flow of 30 MB on the RACK stack, and
 /// exactly one packet dropped at the bottleneck (the 300th to arrive, in slow start).
@@ -132,4 +133,39 @@ fn rack_2025_refuses_the_2024_10_tree() {
     });
     let cfg = pipe(100 * MBIT, 40 * MS, 1000, vec![f], SEC);
     assert!(Simulation::new(&cfg).is_err());
+}
+
+/// A 30-segment RACK 15.0-2025 transfer whose every packet after the initial window is lost until
+/// the retransmission timer fires (the second round and the tail loss probes): its RTO event
+/// (t_ns, cwnd, ssthresh).
+fn rto_2025(rto_cwnd: Option<tcplab_sim::config::RackRtoCwnd>) -> (i64, i64, i64) {
+    let mut f = flow("f", 0, 2, "newreno", AppConfig::Bytes { bytes: 30 * 1448 });
+    f.stack = "freebsd-rack".into();
+    f.freebsd = Some(tcplab_sim::config::FreeBsdKnobs {
+        d43470: false,
+        version: tcplab_sim::config::FreeBsdVersion::V15_2025,
+        rack_rto_cwnd: rto_cwnd,
+        ..freebsd_knobs()
+    });
+    let mut cfg = pipe(100 * MBIT, 40 * MS, 1000, vec![f], 10 * SEC);
+    cfg.links[1].ab.drop_arrivals = (11..=40).collect();
+    events(&run(&cfg), 0, RTO)[0]
+}
+
+#[test]
+fn rack_2025_rto_keeps_cwnd_and_ssthresh_unless_the_knob_says_one_mss() {
+    use tcplab_sim::config::RackRtoCwnd;
+    // rack.c @ 0c19274c rack_cong_signal(CC_RTO): ssthresh and cwnd are set only `if
+    // (CC_ALGO(tp)->cong_signal == NULL)`; newreno has one, and CC_RTO never reaches it.
+    let (_, cwnd, ssthresh) = rto_2025(None);
+    assert!(cwnd > 10 * MSS, "cwnd {cwnd} after the IW's ACKs is kept");
+    // No loss before the timer: ssthresh is still the initial, unbounded one (u64::MAX, which the
+    // records' i64 column shows as -1).
+    assert_eq!(ssthresh, -1, "ssthresh kept");
+    assert_eq!(rto_2025(Some(RackRtoCwnd::Kept)), rto_2025(None));
+    // "one_mss" (the late-2023 lines): ssthresh = max(2, min(snd_wnd, cwnd) / 2 / maxseg) x
+    // maxseg with the same cwnd (the runs are identical until the timer), cwnd = maxseg.
+    let (_, cwnd_one, ssthresh_one) = rto_2025(Some(RackRtoCwnd::OneMss));
+    assert_eq!(cwnd_one, MSS);
+    assert_eq!(ssthresh_one, (cwnd / 2 / MSS).max(2) * MSS);
 }

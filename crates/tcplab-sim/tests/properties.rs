@@ -116,6 +116,7 @@ fn random_case(seed: u64) -> SimConfig {
                     FreeBsdVersion::V2023
                 },
                 sack_lrd: None,
+                rack_rto_cwnd: None,
             });
         }
         f.rcvbuf_bytes = pick(3, 3000) * 1448;

@@ -24,7 +24,7 @@ DEFAULTS = {
 }
 
 SENDER_KEYS = ("host", "to", "stack", "cc", "start", "time", "bytes", "write", "initcwnd", "sndbuf", "rcvbuf", "mtu", "sack",
-               "timestamps", "prr", "d43470", "version", "connect")
+               "timestamps", "prr", "d43470", "version", "rack_rto_cwnd", "connect")
 #: How a connection opens: a three-way handshake through the network (iperf3's connections: its
 #: transfer times start after it), or established at the start time (`connect = "established"`).
 CONNECT = ("handshake", "established")
@@ -165,6 +165,8 @@ def _stack_knobs(ctx: Ctx, t: dict[str, Any], path: str, stack: str, sack: bool,
         prr = ctx.choice(t, path, "prr", STACK_OPTIONS["linux"]["prr"]["default"], PRR_VERSIONS)
     if "d43470" in t and stack != "freebsd":
         raise ctx.err(join(path, "d43470"), f"applies to the freebsd stack only, not {stack!r}")
+    if "rack_rto_cwnd" in t and stack != "freebsd-rack":
+        raise ctx.err(join(path, "rack_rto_cwnd"), f"applies to the freebsd-rack stack only, not {stack!r}")
     if "version" in t and "version" not in STACK_OPTIONS.get(stack, {}):
         raise ctx.err(join(path, "version"), f"applies to the freebsd and freebsd-rack stacks only, not {stack!r}")
     if not stack.startswith("freebsd"):
@@ -183,6 +185,10 @@ def _stack_knobs(ctx: Ctx, t: dict[str, Any], path: str, stack: str, sack: bool,
     by_version = _version_defaults(stack, freebsd.get("version"))  # e.g. sack_lrd on from late 2023
     for knob, default in FREEBSD_KNOBS.items():
         freebsd[knob] = by_sysctl.get(f"freebsd.{knob}", by_version.get(knob, default))
+    if stack == "freebsd-rack":  # RACK's cwnd after an RTO: the version's default (stack/options.rs)
+        rto = STACK_OPTIONS[stack]["rack_rto_cwnd"]
+        freebsd["rack_rto_cwnd"] = ctx.choice(t, path, "rack_rto_cwnd", by_version.get("rack_rto_cwnd", rto["default"]),
+                                              rto["allowed"])
     return prr, freebsd
 
 

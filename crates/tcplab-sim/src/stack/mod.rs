@@ -154,6 +154,9 @@ pub struct StackProfile {
     /// tcp_retransmit_skb() sends up to cwnd - in_flight segments of an skb; FreeBSD only with
     /// net.inet.tcp.sack.tso).
     pub retx_tso: bool,
+    /// FreeBSD RACK: a retransmission timeout keeps cwnd and ssthresh (rack.c 15.0-2025 as read)
+    /// rather than setting cwnd = 1 MSS (2023); `rack_rto_cwnd`.
+    pub rack_rto_keeps_cwnd: bool,
     /// Connection setup: SYN timer, window after a lost SYN, SYN-ACK timer
     /// ([`crate::tcp::handshake`]).
     pub syn: crate::tcp::handshake::SynProfile,
@@ -193,6 +196,7 @@ fn rfc() -> StackProfile {
         rack: false,
         tlp: false,
         cc_family: crate::cc::Family::Rfc,
+        rack_rto_keeps_cwnd: false,
         syn: SynProfile::rfc(),
     }
 }
@@ -315,6 +319,12 @@ pub fn resolve(f: &crate::config::FlowConfig) -> Option<StackProfile> {
             // TICKS_2_USEC(tcp_rexmit_slop);` (TCPTV_CPU_VAR, 200 ms), added to every RTO by
             // RACK_TCPT_RANGESET(tv, value, tvmin, tvmax, slop) before the bounds.
             profile.rto_slop_ns = 200 * MS;
+        }
+        if let Recovery::FreeBsdRack(v) = profile.recovery {
+            profile.rack_rto_keeps_cwnd = match k.rack_rto_cwnd {
+                Some(r) => r == crate::config::RackRtoCwnd::Kept,
+                None => v.rack_rto_keeps_cwnd(),
+            };
         }
         // tcp_output.c: without net.inet.tcp.tso every send is at most one segment.
         if !k.tso {

@@ -48,6 +48,12 @@ pub fn version_defaults(stack: &str, version: &str) -> Vec<(&'static str, KnobVa
     if stack == "freebsd" {
         out.push(("sack_lrd", KnobValue::Bool(v.lrd_default())));
     }
+    if stack == "freebsd-rack" {
+        out.push((
+            "rack_rto_cwnd",
+            rack_rto_cwnd_value(v.rack_rto_keeps_cwnd()),
+        ));
+    }
     out
 }
 
@@ -83,10 +89,24 @@ pub fn options(name: &str) -> Option<Vec<Knob>> {
         "freebsd-rack" => {
             let mut knobs = freebsd_common();
             knobs.insert(0, rack_version());
+            knobs.push(Knob {
+                name: "rack_rto_cwnd",
+                default: rack_rto_cwnd_value(FreeBsdVersion::V2023.rack_rto_keeps_cwnd()),
+                allowed: vec![rack_rto_cwnd_value(true), rack_rto_cwnd_value(false)],
+                doc: "RACK cwnd and ssthresh after a retransmission timeout: kept (rack.c \
+                      @ 0c19274c rack_cong_signal(CC_RTO) with a module that has \
+                      cong_signal) or one_mss (2023: cwnd 1 MSS, ssthresh half the \
+                      window); its default is the version's",
+            });
             knobs
         }
         _ => return None,
     })
+}
+
+/// The `rack_rto_cwnd` knob's value.
+fn rack_rto_cwnd_value(keeps: bool) -> KnobValue {
+    KnobValue::Text(if keeps { "kept" } else { "one_mss" })
 }
 
 /// A switch's allowed values.

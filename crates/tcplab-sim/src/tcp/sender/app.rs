@@ -42,6 +42,30 @@ impl Conn {
         };
     }
 
+    /// FreeBSD tcp_mss() at connection setup (both FreeBSD stacks; ihoro/freebsd-src
+    /// sys/netinet/tcp_input.c @ 48931b3e4e9cbbdae1939e3805a6d3ccfb83ac03): `bufsize =
+    /// so->so_snd.sb_hiwat; [...] bufsize = roundup(bufsize, mss); if (bufsize > sb_max) bufsize =
+    /// sb_max; if (bufsize > so->so_snd.sb_hiwat) (void)sbreserve_locked(so, SO_SND, bufsize,
+    /// NULL);` with `mss = tp->t_maxseg`, the MSS without options (1460 where segments carry 1448
+    /// and timestamps). The autosized buffer starts at net.inet.tcp.sendspace (32 768) rounded
+    /// up: 33 580 = 23 x 1460, so the written end sits 276 bytes past the 1448-byte grid and
+    /// every sendbuf_inc step (8192) moves it by 952 (docs/research/freebsd-second-reading.md
+    /// §2.4). A fixed buffer (sendbuf_inc 0) stands for the application's SO_SNDBUF: not rounded.
+    pub(super) fn fb_tcp_mss_sndbuf(&mut self) {
+        if !matches!(self.profile.sndbuf, SndbufPolicy::FreeBsdInc(_)) {
+            return;
+        }
+        let t_maxseg = self.mss + if self.timestamps { 12 } else { 0 };
+        // `if (bufsize < mss) mss = bufsize;`: a buffer below one segment is left as it is.
+        if self.sndbuf_now < t_maxseg {
+            return;
+        }
+        let rounded = self.sndbuf_now.div_ceil(t_maxseg) * t_maxseg;
+        // sb_max: the model's bound on the buffer (net.inet.tcp.sendbuf_max, at most
+        // kern.ipc.maxsockbuf).
+        self.sndbuf_now = self.sndbuf_now.max(rounded.min(self.sndbuf));
+    }
+
     /// tcp_output.c send-buffer autosizing: grow by sendbuf_inc while the buffer is 7/8 full, the
     /// peer's window could take 5/4 of it, and the window could take all unsent data.
     pub(super) fn fb_sndbuf_autosize(&mut self) {

@@ -442,6 +442,7 @@ impl Conn {
     pub(super) fn start(&mut self, now: Ns) {
         self.started = true;
         self.start_ns = now;
+        self.fb_tcp_mss_sndbuf();
         self.v.now = now;
         self.v.snd_nxt = self.snd_nxt;
         self.cc.conn_init(&self.view(), &mut self.v.win);

@@ -156,13 +156,20 @@ impl RackStack {
             0
         };
         let rs = c.rate_sample(now, &a, newly_lost);
+        let was_recovering = matches!(c.state, State::Recovery { .. });
         end_of_recovery(c, &a, now, |c| self.post_recovery(c));
+        let exit_cap = (was_recovering && c.state == State::Open && self.v2025())
+            .then(|| self.exit_cwnd_cap(c));
         // rack.c rack_ack_received(), as tcp_input.c: CCF_CWND_LIMITED when cwnd <= snd_wnd;
         // the cc modules also read whether this ACK follows a timeout.
         c.v.cwnd_limited = c.v.win.cwnd <= c.snd_wnd;
         c.v.after_rto = matches!(c.state, State::Loss { .. }) && c.sb.lost_bytes > 0;
         c.sync_ca_state();
         c.cc_ack(&a);
+        if let Some(cap) = exit_cap {
+            // "Must be non-newreno (cubic) getting too ahead of itself".
+            c.v.win.cwnd = exit_clamp(c.v.win.cwnd, cap);
+        }
         let mut entered = false;
         if c.state == State::Open && c.snd_una < c.snd_nxt {
             let trigger = if c.sack {
@@ -176,13 +183,31 @@ impl RackStack {
             }
         }
         if matches!(c.state, State::Recovery { .. }) && !entered {
-            self.prr.update(c, a.acked + a.newly_sacked);
+            self.prr.update(c, a.acked + a.newly_sacked, self.v2025());
         }
         c.cong_control(rs);
         self.output(c, now, out, next_id);
         self.tlp.on_ack(c, now);
         self.schedule_tlp(c, now);
         c.note_completion(now);
+    }
+
+    /// Whether rack.c of 15.0-2025 (nibanks/freebsd-src @ 0c19274c) is followed.
+    fn v2025(&self) -> bool {
+        self.version == FreeBsdVersion::V15_2025
+    }
+
+    /// 15.0-2025, the ACK that ends recovery: nibanks/freebsd-src sys/netinet/tcp_stacks/rack.c
+    /// @ 0c19274c85e092af688e45fa084242ca2dda5847, rack_process_ack() and
+    /// rack_do_compressed_ack_processing(), right after rack_post_recovery(): `p_cwnd =
+    /// min(ctf_fixed_maxseg(tp), rack->r_ctl.rc_pace_min_segs); p_cwnd <<= 1; p_cwnd +=
+    /// tp->snd_cwnd;`, then rack_ack_received(..., post_recovery) and `if (post_recovery &&
+    /// (tp->snd_cwnd > p_cwnd)) tp->snd_cwnd = p_cwnd;`. rc_pace_min_segs of an unpaced
+    /// connection was not read (rack_set_pace_segments()); taken as at least one segment, so the
+    /// cap is cwnd + 2 MSS. The module's abc during that call is rack_max_abc_post_recovery = 2,
+    /// net.inet.tcp.abc_l_var's default, which the model's cc modules already use.
+    fn exit_cwnd_cap(&self, c: &Conn) -> u64 {
+        exit_cap_bytes(c.v.win.cwnd, c.mss)
     }
 
     /// rack_calc_thresh_rack() with rack_dsack_std_based, no reordering seen: the window is
@@ -235,8 +260,9 @@ impl RackStack {
         }
     }
 
-    /// rack_cong_signal(CC_RTO): ssthresh = max(2, min(snd_wnd, cwnd) / 2 / mss) * mss and cwnd
-    /// = 1 MSS, set by the stack itself; the cc module is not told of the timeout.
+    /// rack_cong_signal(CC_RTO) in 2023 (`rack_rto_cwnd = "one_mss"`): ssthresh = max(2,
+    /// min(snd_wnd, cwnd) / 2 / mss) * mss and cwnd = 1 MSS (`enter_loss`), set by the stack
+    /// itself; the cc module is not told of the timeout.
     fn rto_reduction(c: &mut Conn) {
         let w = c.snd_wnd.min(c.v.win.cwnd);
         c.v.win.ssthresh = (w / 2 / c.mss).max(2) * c.mss;
@@ -313,10 +339,15 @@ impl RackStack {
                 // window is already one segment, so only the first matters here.
                 let reduced_already = c.rtt.rxtshift > 0;
                 c.v.flight = c.snd_nxt - c.snd_una;
-                if !reduced_already {
+                let keep = c.profile.rack_rto_keeps_cwnd;
+                if !reduced_already && !keep {
                     Self::rto_reduction(c);
                 }
-                c.enter_loss(now);
+                // rack_rto_cwnd = "kept" (15.0-2025 as read, FreeBsdVersion::rack_rto_keeps_cwnd):
+                // rack_cong_signal(CC_RTO) exits recovery but sets cwnd and ssthresh only for a
+                // module without cong_signal.
+                let loss_cwnd = if keep { c.v.win.cwnd } else { c.mss };
+                c.enter_loss_with_cwnd(now, loss_cwnd);
                 self.tlp.cancel();
             } else {
                 c.rto_deadline = None;
@@ -324,6 +355,17 @@ impl RackStack {
         }
         self.output(c, now, out, next_id);
     }
+}
+
+/// 15.0-2025 `p_cwnd = min(ctf_fixed_maxseg(tp), rc_pace_min_segs) << 1; p_cwnd += snd_cwnd;`
+/// after rack_post_recovery(), rc_pace_min_segs taken as at least one segment.
+fn exit_cap_bytes(cwnd_after_post_recovery: u64, mss: u64) -> u64 {
+    cwnd_after_post_recovery + (mss << 1)
+}
+
+/// `if (post_recovery && (tp->snd_cwnd > p_cwnd)) tp->snd_cwnd = p_cwnd;`
+fn exit_clamp(cwnd: u64, p_cwnd: u64) -> u64 {
+    cwnd.min(p_cwnd)
 }
 
 /// rack_get_pacing_delay()'s old method in whole ms: tr_perms = cwnd / min_rtt_ms (one segment if
@@ -365,6 +407,17 @@ fn burst_slot_ms_2025(tot_len: u64, cwnd: u64, min_rtt_us: u64, mss: u64) -> u64
 #[cfg(test)]
 mod tests {
     use super::burst_slot_ms;
+
+    /// docs/research/freebsd-second-reading.md §3.4: post_recovery leaves 70 x 1448, the module
+    /// (cubic jumping to W_cubic) would raise cwnd to 80 x 1448 on the exit ACK: 72 x 1448.
+    #[test]
+    fn rack_2025_exit_ack_grows_cwnd_by_at_most_two_segments() {
+        let mss = 1448;
+        let p_cwnd = super::exit_cap_bytes(70 * mss, mss);
+        assert_eq!(p_cwnd, 70 * mss + 2 * mss);
+        assert_eq!(super::exit_clamp(80 * mss, p_cwnd), 72 * mss);
+        assert_eq!(super::exit_clamp(70 * mss + 100, p_cwnd), 70 * mss + 100);
+    }
 
     #[test]
     fn burst_slot_follows_rack_get_pacing_delay_old_method() {

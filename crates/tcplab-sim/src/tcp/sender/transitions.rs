@@ -79,7 +79,12 @@ impl Conn {
     /// everything outstanding marked lost, the Loss state, the backed-off timer.
     pub(super) fn enter_loss(&mut self, now: Ns) {
         // RFC 5681 §3.1: loss window of one segment.
-        self.v.win.cwnd = self.mss;
+        self.enter_loss_with_cwnd(now, self.mss);
+    }
+
+    /// The retransmission timeout with a given loss window (FreeBSD RACK 15.0-2025 keeps cwnd).
+    pub(super) fn enter_loss_with_cwnd(&mut self, now: Ns, loss_cwnd: u64) {
+        self.v.win.cwnd = loss_cwnd;
         self.v.in_recovery = false;
         let lost_before = self.sb.lost_bytes;
         self.sb.mark_all_lost();
