@@ -19,7 +19,7 @@ from tcplab.backends.netns import plan as planmod
 from tcplab.backends.netns.trace import Collector, ProbeSample, StateChange, TraceParseError, parse_line
 from tcplab.contract import RECOVERY_START
 from tcplab.store import read_table
-from tcplab.testbed import Log, read_logs
+from tcplab.logs import Log, read_logs
 from tcplab.spec import load_spec, resolve
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -31,7 +31,11 @@ from typing import Any  # noqa: E402
 
 __version__ = "0.1.0"
 
-from .spec import Resolved, SpecError, load_spec, resolve  # noqa: E402
+from .model import Experiment  # noqa: E402
+from .spec import SpecError, load_spec, resolve  # noqa: E402
+
+#: Experiment's former name, kept for scripts that import it.
+Resolved = Experiment
 
 
 class Run:
@@ -136,7 +140,7 @@ def import_logs(logs: list[str | Path], *, out: str | Path | None = None, format
     """Build a run from a testbed's logs (iperf3 text or -J, SIFTR, SIFTR2, tcp_probe, pcap), as
     `tcplab import` does (docs/import.md). Without `out`, into a new temporary folder."""
     from .paths import slug as _slug
-    from .testbed import import_logs as _import
+    from .import_export import import_logs as _import
 
     paths = [Path(p) for p in logs]
     target = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="tcplab-")) / (name or _slug(paths[0].stem))
@@ -147,7 +151,7 @@ def import_logs(logs: list[str | Path], *, out: str | Path | None = None, format
 
 def export(run_dir: str | Path, formats: list[str], out: str | Path | None = None, force: bool = False) -> list[Path]:
     """Write a run as SIFTR2 / tcp_probe / iperf3-json logs (default into <run>/export)."""
-    from .testbed import export_run
+    from .import_export import export_run
 
     return export_run(Path(run_dir), Path(out) if out else Path(run_dir) / "export", formats, force=force)
 
@@ -166,4 +170,4 @@ def load(path: str | Path) -> Run:
     return Run(path)
 
 
-__all__ = ["Run", "run", "peers", "compare", "sweep", "query", "import_logs", "export", "ministat", "load", "resolve", "load_spec", "SpecError", "Resolved", "__version__"]
+__all__ = ["Run", "run", "peers", "compare", "sweep", "query", "import_logs", "export", "ministat", "load", "resolve", "load_spec", "SpecError", "Experiment", "Resolved", "__version__"]

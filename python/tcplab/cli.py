@@ -453,7 +453,7 @@ def import_(
     simulated run. Logs of one experiment are combined, their flows matched by addresses and ports."""
     from .runner import default_out
     from .spec.units import parse_duration_ns
-    from .testbed import LogError, import_logs
+    from .import_export import LogError, import_logs
 
     try:
         interval_ns = parse_duration_ns(interval)
@@ -496,7 +496,7 @@ def export(
 ) -> None:
     """Write a run as the logs testbed tools produce (SIFTR2, tcp_probe ftrace text, iperf3 -J),
     for the scripts users already have."""
-    from .testbed import LogError, export_run
+    from .import_export import LogError, export_run
 
     try:
         Run(rundir)

@@ -14,11 +14,11 @@ from typing import Any, Callable
 
 
 from . import __version__
-from .analysis.summary import cpu_cost, summarize
+from .analysis.summary import summarize
 from .backends import sim as sim_backend
-from .catalog import write_summary
+from .model import Experiment
 from .report import html as report_html
-from .spec import Resolved
+from .results import finish_run
 from .spec.sweep import run_key
 from .store import RunDir, write_json, write_toml
 
@@ -57,17 +57,13 @@ def _backend_run(backend: str, testbed: str | None = None):
     return sim_backend.run
 
 
-def _into(directory: Path, resolved: Resolved, progress: Progress | None, report: bool, command: str,
+def _into(directory: Path, resolved: Experiment, progress: Progress | None, report: bool, command: str,
           backend: str = "sim", labels: dict[str, Any] | None = None, testbed: str | None = None) -> dict[str, Any]:
     """One run into `directory`. `labels`: its place in a sweep, for the catalog."""
     wall0 = time.monotonic()
     write_toml(directory / "spec.toml", resolved.spec)
     totals = _backend_run(backend, testbed)(resolved, directory, progress)
     summary = summarize(resolved, totals, directory)
-    write_json(directory / "summary.json", summary)
-    if totals.get("cpu"):
-        write_json(directory / "cpu.json", cpu_cost(totals["cpu"], summary))
-    write_summary(directory, summary, run_key(resolved, backend), labels)
     meta = {
         "tcplab_version": __version__,
         "git_revision": git_revision(),
@@ -84,34 +80,12 @@ def _into(directory: Path, resolved: Resolved, progress: Progress | None, report
         meta["sweep"] = labels
     if "host" in totals.get("emulation", {}):  # a kernel run: its kernel, qdiscs, congestion controls
         meta["kernel"] = totals["emulation"]["host"]
-    if report:
-        make_report(directory, [{"name": f.name, "start_ns": f.start_ns} for f in resolved.flows], summary, meta)
-    meta["wall_s"] = round(time.monotonic() - wall0, 3)
-    write_json(directory / "meta.json", meta)
-    return summary
+    return finish_run(directory, summary, meta, key=run_key(resolved, backend), labels=labels, cpu=totals.get("cpu"),
+                      flows=[{"name": f.name, "start_ns": f.start_ns} for f in resolved.flows], report=report,
+                      wall0_s=wall0)
 
 
-def make_report(directory: Path, flows: list[dict[str, Any]], summary: dict[str, Any], meta: dict[str, Any]) -> Path:
-    """report.html for a results folder: each table read once, decimated once (report.series)."""
-    from .analysis.recovery import episode_list
-    from .report import interactive
-    from .report.panels import PageModel, RunTables, add_run
-
-    tables = RunTables.read(directory, summary)
-    mss = {f["flow"]: f["mss_bytes"] for f in summary["flows"]}
-    eps = episode_list(tables.events, tables.sends if len(tables.sends) else None, mss)
-    model = PageModel()
-    add_run(model, tables, eps)
-    intervals = tables.intervals.records()
-    del tables  # the charts are built: the tables go before the page is
-    spec_text = (directory / "spec.toml").read_text()
-    cpu_path = directory / "cpu.json"
-    cpu_html = report_html.cpu_section(json.loads(cpu_path.read_text())) if cpu_path.is_file() else ""
-    return report_html.write(directory, summary, meta, spec_text, intervals, flows, interactive.section(model),
-                             report_html.recovery_section(eps) + cpu_html)
-
-
-def execute(resolved: Resolved, out: Path, *, force: bool = False, progress: Progress | None = None,
+def execute(resolved: Experiment, out: Path, *, force: bool = False, progress: Progress | None = None,
             report: bool = True, command: str = "", backend: str = "sim",
             labels: dict[str, Any] | None = None, testbed: str | None = None) -> tuple[Path, dict[str, Any]]:
     """Run into `out`, atomically, on `backend` (sim, netns, or remote with the LAB.toml
@@ -125,7 +99,7 @@ def execute(resolved: Resolved, out: Path, *, force: bool = False, progress: Pro
         raise
 
 
-def execute_iterations(resolve_seed: Callable[[int], Resolved], seeds: list[int], out: Path, *, force: bool = False,
+def execute_iterations(resolve_seed: Callable[[int], Experiment], seeds: list[int], out: Path, *, force: bool = False,
                        progress: Callable[[int, int, int], None] | None = None, report: bool = True,
                        command: str = "", backend: str = "sim", testbed: str | None = None) -> tuple[Path, list[dict[str, Any]]]:
     """Run one iteration per seed into out/iter-NNN, then write out/iterations.json."""
@@ -152,7 +126,7 @@ def execute_iterations(resolve_seed: Callable[[int], Resolved], seeds: list[int]
         raise
 
 
-def execute_peers(resolve_pair: Callable[[str, str, int], Resolved], pairs: list[tuple[str, str]], out: Path, *,
+def execute_peers(resolve_pair: Callable[[str, str, int], Experiment], pairs: list[tuple[str, str]], out: Path, *,
                   force: bool = False, progress: Callable[[int, int, int], None] | None = None, report: bool = True,
                   command: str = "", iterations: int = 1, backend: str = "sim",
                   testbed: str | None = None) -> tuple[Path, list[dict[str, Any]]]:

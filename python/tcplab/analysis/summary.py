@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..contract import RECOVERY_START, RTO
-from ..spec import Resolved
+from ..model import Experiment
 from ..store import read_columns, read_table
 from .latency import probe_rows
 
@@ -43,7 +43,7 @@ def flow_row(*, flow: str, frm: str, to: str, stack: str, cc: str, start_s: floa
             "final_cwnd_bytes": final_cwnd_bytes, "srtt_ms": srtt_ms, "min_rtt_ms": min_rtt_ms, "mss_bytes": mss_bytes}
 
 
-def summarize(resolved: Resolved, totals: dict[str, Any], run_dir: Path) -> dict[str, Any]:
+def summarize(resolved: Experiment, totals: dict[str, Any], run_dir: Path) -> dict[str, Any]:
     """Build summary.json's content from the resolved spec, the backend's totals and the tables."""
     # Numpy columns, not pandas: `tcplab run` starts and finishes without importing pandas
     # (bench/README.md, issue 23); the sums and quotients are the same int64 and float64 ones.

@@ -25,15 +25,11 @@ from .topology import LINK_KEYS, KINDS as TOPOLOGY_KINDS, topology as _topology
 from .units import UnitError, cli_duration
 from .warnings import warnings as _warnings
 
-__all__ = ["BACKGROUND_KEYS", "LINK_KEYS", "PROBE_KEYS", "SENDER_KEYS", "TOPOLOGY_KINDS", "TOP_KEYS", "Resolved", "SpecError",
+__all__ = ["BACKGROUND_KEYS", "LINK_KEYS", "PROBE_KEYS", "SENDER_KEYS", "TOPOLOGY_KINDS", "TOP_KEYS", "SpecError",
            "apply_set", "find_preset", "load_spec", "peers_matrix", "preset_names", "resolve", "set_key"]
 
 #: Features a spec may ask for that this version does not implement yet: key -> what it is.
 NOT_YET: dict[str, str] = {}
-
-#: The resolved experiment (model.py); the name the rest of tcplab has used for it.
-Resolved = Experiment
-
 
 # ---------------------------------------------------------------------------------------------
 # Loading and overrides

@@ -24,7 +24,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from .schema import Resolved, SpecError, resolve, set_key
+from ..model import Experiment
+from .schema import SpecError, resolve, set_key
 
 MODES = ("product", "zip")
 OPTION_KEYS = ("mode", "iterations")
@@ -38,7 +39,7 @@ class Point:
     index: int  # parameter combination within the part, from 0
     iteration: int  # from 1
     params: dict[str, Any]  # sweep key -> value as written in the spec
-    resolved: Resolved
+    resolved: Experiment
     key: str  # run identity: hash of the resolved spec and backend
 
 
@@ -50,7 +51,7 @@ class Part:
     axes: list[tuple[str, list[Any]]]
 
 
-def run_key(resolved: Resolved, backend: str) -> str:
+def run_key(resolved: Experiment, backend: str) -> str:
     """A run's identity: the resolved spec (which includes the seed) and the backend."""
     blob = json.dumps({"spec": resolved.spec, "backend": backend}, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]

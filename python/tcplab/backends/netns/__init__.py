@@ -23,7 +23,7 @@ from typing import Any, Callable
 from ...model import Experiment as Resolved, Flow, model_cc, port_label
 from ...contract import COLUMNS
 from ...store import write_rows
-from ...testbed import Log, LogError, read_logs
+from ...logs import Log, LogError, read_logs
 from . import host, kernel, ping, plan as planmod, trace
 from .host import HostError, in_ns
 from .plan import BG_PORT_BASE, CPORT_BASE, SERVER_PORT_BASE, PlanError

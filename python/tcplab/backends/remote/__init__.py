@@ -26,7 +26,7 @@ from typing import Any, Callable
 from ...contract import COLUMNS
 from ...model import Experiment, Flow, port_label
 from ...store import write_rows
-from ...testbed import Log, LogError, read_logs
+from ...logs import Log, LogError, read_logs
 from ..netns import ping
 from ..netns.plan import BG_PORT_BASE, CPORT_BASE, SERVER_PORT_BASE
 from ..netns.trace import Collector, TraceParseError, parse_line
