@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from . import _native
+from .backends import Backend, create
 from .model import Experiment
 from .spec import load_spec, resolve
 from .spec.schema import apply_set, peers_matrix, split_stack
@@ -35,9 +36,9 @@ def with_seed(exp: Experiment, seed: int) -> Experiment:
     return dataclasses.replace(exp, seed=seed, spec=exp.spec | {"seed": seed})
 
 
-def _lab(testbed: str | Path | None) -> str | None:
-    """LAB.toml as an absolute path (runs may change directory; meta.json records it)."""
-    return str(Path(testbed).resolve()) if testbed is not None else None
+def _backend(backend: str | Backend, testbed: str | Path | None) -> Backend:
+    """A Backend as given, or the one registered under its name with its options."""
+    return backend if isinstance(backend, Backend) else create(backend, testbed)
 
 
 def _target(out: str | Path | None, name: str) -> Path:
@@ -46,11 +47,11 @@ def _target(out: str | Path | None, name: str) -> Path:
 
 def run(spec: str | Path | dict[str, Any] | Experiment, *, set: list[str] | None = None, seed: int | None = None,
         duration: str | None = None, out: str | Path | None = None, report: bool = True, force: bool = False,
-        backend: str = "sim", iterations: int = 1, progress: Progress | None = None,
+        backend: str | Backend = "sim", iterations: int = 1, progress: Progress | None = None,
         command: str = "tcplab.run()", testbed: str | Path | None = None):
     """Run a spec (file path, preset name, dict, or an Experiment from `tcplab.resolve`) on
     `backend` ("sim"; "netns": this machine's Linux TCP, as root; "remote": the machines of the
-    LAB.toml `testbed`, over ssh). Returns its Run; with
+    LAB.toml `testbed`, over ssh; or a Backend). Returns its Run; with
     `iterations` > 1, one Run per seed (seed, seed + 1, ...), in a folder with their statistics.
     Without `out`, results go to a new temporary folder."""
     from . import Run
@@ -61,15 +62,15 @@ def run(spec: str | Path | dict[str, Any] | Experiment, *, set: list[str] | None
     else:
         data, source = spec_data(spec, set)
         exp = resolve(data, source, seed=seed, duration=duration)
+    be = _backend(backend, testbed)
     target = _target(out, exp.name)
     if iterations == 1:
         step = (lambda now, stop: progress(0, now, stop)) if progress else None
-        path, _ = execute(exp, target, force=force, progress=step, report=report, command=command, backend=backend,
-                          testbed=_lab(testbed))
+        path, _ = execute(exp, target, force=force, progress=step, report=report, command=command, backend=be)
         return Run(path)
     seeds = [exp.seed + i for i in range(iterations)]
     path, _ = execute_iterations(lambda s: with_seed(exp, s), seeds, target, force=force, progress=progress,
-                                 report=report, command=command, backend=backend, testbed=_lab(testbed))
+                                 report=report, command=command, backend=be)
     return [Run(path / f"iter-{i + 1:03d}") for i in range(iterations)]
 
 
@@ -120,7 +121,7 @@ class Peers:
 def peers(spec: str | Path | dict[str, Any] | PeersPlan, *, set: list[str] | None = None, seed: int | None = None,
           duration: str | None = None, out: str | Path | None = None, report: bool = True, force: bool = False,
           iterations: int = 1, progress: Progress | None = None, command: str = "tcplab.peers()",
-          backend: str = "sim", testbed: str | Path | None = None) -> Peers:
+          backend: str | Backend = "sim", testbed: str | Path | None = None) -> Peers:
     """Peer compare: the experiment with every sender on each stack x cc of its [peers] table
     (default freebsd, freebsd-rack, linux x newreno, cubic), each row compared with Linux's."""
     from .runner import execute_peers
@@ -130,7 +131,7 @@ def peers(spec: str | Path | dict[str, Any] | PeersPlan, *, set: list[str] | Non
     target = _target(out, f"{plan.name}-peers")
     path, rows = execute_peers(lambda st, cc, it: plan.experiments[(st, cc, it)], plan.pairs, target, force=force,
                                progress=progress, report=report, command=command, iterations=plan.iterations,
-                               backend=backend, testbed=_lab(testbed))
+                               backend=_backend(backend, testbed))
     return Peers(path, rows)
 
 

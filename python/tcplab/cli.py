@@ -17,6 +17,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, Ti
 from rich.table import Table
 
 from . import Run, __version__, api
+from .backends import NAMES, Backend, Refused, backend_class, create
 from .report.text import interval_lines, latency_table, peers_table, summary_table
 from .spec import SpecError, resolve
 from .spec.schema import find_preset, preset_names
@@ -105,7 +106,7 @@ def run(
     testbed: Annotated[Optional[Path], typer.Option(help="LAB.toml: the machines of --backend remote (docs/remote.md).")] = None,
 ) -> None:
     """Run an experiment and write its results folder (simulator by default, real Linux TCP, or your lab)."""
-    from .runner import BACKENDS, default_out
+    from .runner import default_out
 
     try:
         data, source = api.spec_data(spec, set_)
@@ -115,105 +116,52 @@ def run(
     except SpecError as e:
         _fail(str(e))
     _warn(list(resolved.warnings))
-    if backend not in BACKENDS:
-        _fail(f"--backend: {backend!r} is not a backend; allowed: {', '.join(BACKENDS)}")
-    if backend == "netns":
-        _netns_precheck(resolved)
-    _remote_precheck(backend, testbed, [resolved])
+    be = _backend(backend, testbed)
+    _check_backend(be, [resolved])
     target = out or default_out(resolved.name)
     _check_target(target, force)
-    from .backends.sim import UserCcRaised
-
     try:
-        with _remote_errors():
-            path = _run_with_progress(resolved, target, force, report, backend, iterations, testbed)
-    except _netns_errors(backend) as e:
-        _fail(f"netns backend: {e}")
-    except UserCcRaised as e:
-        _fail(f"{e}; nothing was kept")
+        path = _run_with_progress(resolved, target, force, report, be, iterations)
+    except be.errors as e:
+        _backend_failed(be, e)
     except KeyboardInterrupt:
         _fail("interrupted; nothing was kept")
     _print_finished(path, iterations, intervals, report)
 
 
-def _netns_errors(backend: str) -> tuple[type[Exception], ...]:
-    """The netns backend's own failures, caught for a one-line message; its modules are imported
-    only when it runs (a simulated run starts faster without them)."""
-    if backend != "netns":
-        return ()
-    from .backends.netns import HostError, PlanError
-
-    return (HostError, PlanError)
-
-
-def _netns_precheck(resolved) -> None:
-    """Refuse early, before any output, what the netns backend cannot run."""
-    import os
-
-    from .backends.netns import PlanError
-    from .backends.netns.plan import build
-
-    if os.geteuid() != 0:
-        _fail("the netns backend needs root (network namespaces, qdiscs, tracefs): run it with sudo")
+def _backend(name: str, testbed: Optional[Path]) -> Backend:
+    """The backend named on the command line, with its options (--testbed goes with remote only)."""
     try:
-        build(resolved, "tl0000")
-    except PlanError as e:
-        _fail(f"netns backend: {e}")
-
-
-def _remote_precheck(backend: str, testbed: Optional[Path], experiments: list) -> None:
-    """--testbed goes with --backend remote; LAB.toml is read and matched to the spec before any
-    output or connection."""
-    if backend != "remote":
-        if testbed is not None:
-            _fail("--testbed is for --backend remote")
-        return
-    if testbed is None:
-        _fail("--backend remote needs --testbed LAB.toml (docs/remote.md)")
-    from .backends.remote import LabError, load_lab
-    from .backends.remote.lab import check_against
-
-    try:
-        lab = load_lab(testbed)
-        for exp in experiments:
-            check_against(lab, exp)
-    except LabError as e:
+        return create(name, testbed)
+    except Refused as e:
         _fail(str(e))
 
 
-def _remote_errors():
-    """The remote backend's failures as one line each (pre-flight: one line per problem), exit 2."""
-    import contextlib
+def _check_backend(backend: Backend, experiments: list) -> None:
+    """Refuse early, before any output or connection, what the backend cannot run."""
+    try:
+        backend.check(experiments)
+    except Refused as e:
+        _fail(str(e))
 
-    @contextlib.contextmanager
-    def guard():
-        try:
-            yield
-        except Exception as e:
-            # Imported here, on failure only: a simulated run starts without the remote backend.
-            from .backends.remote import LabError, PreflightFailed, RemoteError
 
-            if isinstance(e, PreflightFailed):
-                from rich.markup import escape
+def _backend_failed(backend: Backend, e: BaseException) -> None:
+    """A backend's own failure as its lines (and a note after them), exit 2."""
+    from rich.markup import escape
 
-                for line in e.problems:
-                    err_console.print(f"[bold red]error:[/] {escape(line)}", markup=True, soft_wrap=True)
-                err_console.print("every host was restored" if e.after_changes else "nothing was changed on any host",
-                                  markup=False)
-                raise typer.Exit(2) from None
-            if isinstance(e, (RemoteError, LabError)):
-                _fail(f"remote backend: {e}")
-            raise
-
-    return guard()
+    lines, note = backend.explain(e)
+    for line in lines:
+        err_console.print(f"[bold red]error:[/] {escape(line)}", markup=True, soft_wrap=True)
+    if note:
+        err_console.print(note, markup=False)
+    raise typer.Exit(2)
 
 
 def _command() -> str:
     return shlex.join(["tcplab", *sys.argv[1:]])
 
 
-def _run_with_progress(resolved, target: Path, force: bool, report: bool, backend: str, iterations: int,
-                       testbed: Optional[Path] = None) -> Path:
+def _run_with_progress(resolved, target: Path, force: bool, report: bool, backend: Backend, iterations: int) -> Path:
     """tcplab.run under a progress bar; the results folder."""
     with _progress() as prog:
         task = prog.add_task(resolved.name, total=1000, sim="0.0s")
@@ -223,7 +171,7 @@ def _run_with_progress(resolved, target: Path, force: bool, report: bool, backen
             prog.update(task, completed=1000 * (i + now / stop) / iterations, description=desc, sim=f"{now / 1e9:.1f}s")
 
         done = api.run(resolved, out=target, force=force, report=report, backend=backend, iterations=iterations,
-                       progress=step, command=_command(), testbed=testbed)
+                       progress=step, command=_command())
     return done.path if iterations == 1 else done[0].path.parent
 
 
@@ -297,9 +245,11 @@ def peers(
     except SpecError as e:
         _fail(str(e))
     _warn(plan.warnings)
-    if backend not in ("sim", "remote"):
-        _fail(f"--backend: {backend!r} is not a backend for peers; allowed: sim, remote")
-    _remote_precheck(backend, testbed, list(plan.experiments.values()))
+    if backend not in NAMES or not backend_class(backend).peers:
+        _fail(f"--backend: {backend!r} is not a backend for peers; allowed: "
+              + ", ".join(n for n in NAMES if backend_class(n).peers))
+    be = _backend(backend, testbed)
+    _check_backend(be, list(plan.experiments.values()))
     target = out or default_out(f"{plan.name}-peers")
     _check_target(target, force)
     total = len(plan.pairs) * iterations
@@ -311,9 +261,11 @@ def peers(
             prog.update(task, completed=1000 * (k + now / stop) / total,
                         description=f"{plan.name} {st}/{cc} [{k + 1}/{total}]", sim=f"{now / 1e9:.1f}s")
 
-        with _remote_errors():
+        try:
             done = api.peers(plan, out=target, force=force, report=report, progress=step, command=_command(),
-                             backend=backend, testbed=testbed)
+                             backend=be)
+        except be.errors as e:
+            _backend_failed(be, e)
     out_console.print(peers_table(done.rows, f"{plan.name}: peer compare"))
     out_console.print(f"results: {done.path}")
     if report:
@@ -532,29 +484,25 @@ def sweep(
     import signal
 
     from . import sweeps as sweepmod
-    from .runner import BACKENDS
     from .sweeps.ray_executor import RayUnavailable
 
-    if backend not in BACKENDS:
-        _fail(f"--backend: {backend!r} is not a backend; allowed: {', '.join(BACKENDS)}")
+    be = _backend(backend, testbed)
     if executor not in sweepmod.EXECUTORS:
         _fail(f"--executor: {executor!r} is not an executor; allowed: {', '.join(sweepmod.EXECUTORS)}")
     if mode is not None and mode not in ("product", "zip"):
         _fail(f"--mode: {mode!r} is not a sweep mode; allowed: product, zip")
     jobs = jobs or os.cpu_count() or 1
-    if backend in ("netns", "remote"):
+    if not be.parallel:
         if jobs != 1 or executor != "local":
             _fail(f"--backend {backend} runs one run at a time (one machine, one lab): use --jobs 1 and the local executor")
     try:
         data, source = api.spec_data(spec, set_)
-        pl = sweepmod.plan(data, source, backend=backend, duration=duration, iterations=iterations, axes=axis,
-                           mode=mode, out=out, testbed=str(testbed) if testbed else None)
+        pl = sweepmod.plan(data, source, backend=be, duration=duration, iterations=iterations, axes=axis,
+                           mode=mode, out=out)
     except SpecError as e:
         _fail(str(e))
     _warn([w for p in pl.points for w in p.resolved.warnings])
-    if backend == "netns":
-        _netns_precheck(pl.points[0].resolved)
-    _remote_precheck(backend, testbed, [pl.points[0].resolved])
+    _check_backend(be, [pl.points[0].resolved])
     command = _command()
     out_console.print(f"sweep: {len(pl.keys)} runs ({len(pl.parts)} part(s)) in {pl.out}")
 

@@ -4,7 +4,6 @@ results folder that appears only when complete."""
 from __future__ import annotations
 
 import datetime as _dt
-import json
 import os
 import subprocess
 import sys
@@ -15,7 +14,7 @@ from typing import Any, Callable
 
 from . import __version__
 from .analysis.summary import summarize
-from .backends import sim as sim_backend
+from .backends import Backend, default as default_backend
 from .model import Experiment
 from .report import html as report_html
 from .results import finish_run
@@ -40,36 +39,19 @@ def git_revision() -> str:
     return out.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
 
 
-BACKENDS = ("sim", "netns", "remote")
-
-
-def _backend_run(backend: str, testbed: str | None = None):
-    if backend == "netns":
-        from .backends import netns
-
-        return netns.run
-    if backend == "remote":
-        import functools
-
-        from .backends import remote
-
-        return functools.partial(remote.run, testbed=testbed)
-    return sim_backend.run
-
-
 def _into(directory: Path, resolved: Experiment, progress: Progress | None, report: bool, command: str,
-          backend: str = "sim", labels: dict[str, Any] | None = None, testbed: str | None = None) -> dict[str, Any]:
-    """One run into `directory`. `labels`: its place in a sweep, for the catalog."""
+          backend: Backend, labels: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One run into `directory` on `backend`. `labels`: its place in a sweep, for the catalog."""
     wall0 = time.monotonic()
     write_toml(directory / "spec.toml", resolved.spec)
-    totals = _backend_run(backend, testbed)(resolved, directory, progress)
+    totals = backend.run(resolved, directory, progress)
     summary = summarize(resolved, totals, directory)
     meta = {
         "tcplab_version": __version__,
         "git_revision": git_revision(),
         "seed": resolved.seed,
-        "backend": backend,
-        **({"testbed": str(testbed)} if testbed else {}),
+        "backend": backend.name,
+        **backend.meta(),
         "source": resolved.source,
         "description": resolved.spec.get("description", ""),
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
@@ -80,19 +62,19 @@ def _into(directory: Path, resolved: Experiment, progress: Progress | None, repo
         meta["sweep"] = labels
     if "host" in totals.get("emulation", {}):  # a kernel run: its kernel, qdiscs, congestion controls
         meta["kernel"] = totals["emulation"]["host"]
-    return finish_run(directory, summary, meta, key=run_key(resolved, backend), labels=labels, cpu=totals.get("cpu"),
+    return finish_run(directory, summary, meta, key=run_key(resolved, backend.name), labels=labels, cpu=totals.get("cpu"),
                       flows=[{"name": f.name, "start_ns": f.start_ns} for f in resolved.flows], report=report,
                       wall0_s=wall0)
 
 
 def execute(resolved: Experiment, out: Path, *, force: bool = False, progress: Progress | None = None,
-            report: bool = True, command: str = "", backend: str = "sim",
-            labels: dict[str, Any] | None = None, testbed: str | None = None) -> tuple[Path, dict[str, Any]]:
-    """Run into `out`, atomically, on `backend` (sim, netns, or remote with the LAB.toml
-    `testbed`). Returns (final folder, summary)."""
+            report: bool = True, command: str = "", backend: Backend | None = None,
+            labels: dict[str, Any] | None = None) -> tuple[Path, dict[str, Any]]:
+    """Run into `out`, atomically, on `backend` (default: the simulator). Returns (final folder,
+    summary)."""
     rd = RunDir(out, force=force)
     try:
-        summary = _into(rd.tmp, resolved, progress, report, command, backend, labels, testbed)
+        summary = _into(rd.tmp, resolved, progress, report, command, backend or default_backend(), labels)
         return rd.commit(), summary
     except BaseException:
         rd.abort()
@@ -101,8 +83,9 @@ def execute(resolved: Experiment, out: Path, *, force: bool = False, progress: P
 
 def execute_iterations(resolve_seed: Callable[[int], Experiment], seeds: list[int], out: Path, *, force: bool = False,
                        progress: Callable[[int, int, int], None] | None = None, report: bool = True,
-                       command: str = "", backend: str = "sim", testbed: str | None = None) -> tuple[Path, list[dict[str, Any]]]:
+                       command: str = "", backend: Backend | None = None) -> tuple[Path, list[dict[str, Any]]]:
     """Run one iteration per seed into out/iter-NNN, then write out/iterations.json."""
+    backend = backend or default_backend()
     rd = RunDir(out, force=force)
     try:
         summaries = []
@@ -110,7 +93,7 @@ def execute_iterations(resolve_seed: Callable[[int], Experiment], seeds: list[in
             sub = rd.tmp / f"iter-{i + 1:03d}"
             sub.mkdir()
             step = (lambda now, stop, i=i: progress(i, now, stop)) if progress else None
-            summaries.append(_into(sub, resolve_seed(seed), step, report, command, backend, testbed=testbed))
+            summaries.append(_into(sub, resolve_seed(seed), step, report, command, backend))
         write_json(rd.tmp / "iterations.json", {"seeds": seeds, "runs": [f"iter-{i + 1:03d}" for i in range(len(seeds))]})
         from .report.ministat import iterations_report
 
@@ -128,14 +111,15 @@ def execute_iterations(resolve_seed: Callable[[int], Experiment], seeds: list[in
 
 def execute_peers(resolve_pair: Callable[[str, str, int], Experiment], pairs: list[tuple[str, str]], out: Path, *,
                   force: bool = False, progress: Callable[[int, int, int], None] | None = None, report: bool = True,
-                  command: str = "", iterations: int = 1, backend: str = "sim",
-                  testbed: str | None = None) -> tuple[Path, list[dict[str, Any]]]:
+                  command: str = "", iterations: int = 1,
+                  backend: Backend | None = None) -> tuple[Path, list[dict[str, Any]]]:
     """Run every (stack, cc) pair into out/<stack>-<cc> (with iterations > 1, one folder per seed
     under it, out/<stack>-<cc>/iter-NNN; `resolve_pair(stack, cc, i)` gives iteration i's spec),
     then write out/peers.json and, with `report`, out/peers.html (the peer-compare table linking
     each run's report)."""
     from .analysis.peers import compare
 
+    backend = backend or default_backend()
     rd = RunDir(out, force=force)
     try:
         runs, links = [], []
@@ -147,7 +131,7 @@ def execute_peers(resolve_pair: Callable[[str, str, int], Experiment], pairs: li
                 step = (lambda now, stop, k=i * iterations + it: progress(k, now, stop)) if progress else None
                 where = sub if iterations == 1 else sub / f"iter-{it + 1:03d}"
                 where.mkdir(exist_ok=True)
-                summaries.append(_into(where, resolve_pair(stack, cc, it), step, report, command, backend, testbed=testbed))
+                summaries.append(_into(where, resolve_pair(stack, cc, it), step, report, command, backend))
             runs.append((stack, cc, summaries))
             links.append(f"{stack}-{cc}" + ("" if iterations == 1 else "/iter-001"))
         rows = compare(runs)

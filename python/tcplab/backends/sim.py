@@ -9,6 +9,7 @@ from typing import Any, Callable
 from .. import _native, user_cc
 from ..model import Direction, Experiment, Flow, Node
 from ..store import TableWriter
+from . import Backend
 
 
 class UserCcRaised(Exception):
@@ -100,3 +101,17 @@ def run(exp: Experiment, directory: Path, progress: Callable[[int, int], None] |
         "probes": sim.probe_stats(),
         "cpu": sim.cpu_report(),
     }
+
+
+class SimBackend(Backend):
+    """tcplab's simulator: every stack, so peer compares too; runs in parallel."""
+
+    name = "sim"
+    peers = True
+    errors = (UserCcRaised,)
+
+    def run(self, exp: Experiment, directory: Path, progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+        return run(exp, directory, progress)
+
+    def explain(self, e: BaseException) -> tuple[list[str], str | None]:
+        return [f"{e}; nothing was kept"], None

@@ -22,8 +22,7 @@ def run_task(task: dict[str, Any], runs_dir: str | None) -> dict[str, Any]:
     t0 = time.monotonic()
     res: dict[str, Any] = {"key": task["key"], "status": "done", "error": None, "traceback": None, "archive": None}
     try:
-        kw = dict(report=task["report"], command=task["command"], backend=task["backend"], labels=task["labels"],
-                  testbed=task.get("testbed"))
+        kw = dict(report=task["report"], command=task["command"], backend=task["backend"], labels=task["labels"])
         if runs_dir is not None:
             _, summary = execute(task["resolved"], Path(runs_dir) / task["key"], **kw)
         else:

@@ -15,6 +15,7 @@ import signal
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 from .plan import Plan, tc_aqm_args
 
@@ -41,6 +42,28 @@ def run(args: list[str], *, check: bool = True, timeout: float = 30) -> subproce
 
 def in_ns(ns: str, args: list[str]) -> list[str]:
     return ["ip", "netns", "exec", ns, *args]
+
+
+class Procs:
+    """Child processes of a run, killed at teardown whatever happened."""
+
+    def __init__(self) -> None:
+        self.items: list[subprocess.Popen] = []
+
+    def start(self, args: list[str], **kw: Any) -> subprocess.Popen:
+        p = subprocess.Popen(args, **({"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True} | kw))
+        self.items.append(p)
+        return p
+
+    def kill_all(self) -> None:
+        for p in self.items:
+            if p.poll() is None:
+                p.kill()
+        for p in self.items:
+            try:
+                p.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
 
 
 def preflight(ccs: set[str]) -> dict[str, object]:
