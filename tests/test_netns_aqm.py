@@ -198,10 +198,10 @@ def test_a_congestion_control_the_kernel_lacks_is_named_in_one_line():
     from tcplab.backends.netns import host
 
     if kernel.cc_loadable("dctcp"):  # a kernel with tcp_dctcp: the preflight accepts it
-        assert "dctcp" in host.preflight({"dctcp"})["tcp_available_congestion_control"]
+        assert "dctcp" in kernel.preflight({"dctcp"})["tcp_available_congestion_control"]
     else:  # this machine's: one line naming the module and the way out
         with pytest.raises(host.HostError) as e:
-            host.preflight({"dctcp"})
+            kernel.preflight({"dctcp"})
         msg = str(e.value)
         assert "\n" not in msg and msg.startswith("congestion control 'dctcp': this kernel has no tcp_dctcp"), msg
         assert msg.endswith("Run it on the simulator (the default backend)"), msg

@@ -10,9 +10,10 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
-from . import _native
+from ._native import stack_options
 from .backends import Backend, create
 from .model import Experiment
+from .runs import Run
 from .spec import load_spec, resolve
 from .spec.schema import apply_set, peers_matrix, split_stack
 
@@ -54,8 +55,7 @@ def run(spec: str | Path | dict[str, Any] | Experiment, *, set: list[str] | None
     LAB.toml `testbed`, over ssh; or a Backend). Returns its Run; with
     `iterations` > 1, one Run per seed (seed, seed + 1, ...), in a folder with their statistics.
     Without `out`, results go to a new temporary folder."""
-    from . import Run
-    from .runner import execute, execute_iterations
+    from .runner import execute, execute_iterations  # loaded on use: `import tcplab` stays free of pyarrow
 
     if isinstance(spec, Experiment):
         exp = with_seed(spec, seed) if seed is not None else spec
@@ -102,7 +102,7 @@ def plan_peers(spec: str | Path | dict[str, Any], *, set: list[str] | None = Non
         for t in d.get("senders", {}).values():  # the row's version; a stack without versions has none
             if isinstance(t, dict) and version is not None:
                 t["version"] = version
-            elif isinstance(t, dict) and "version" not in _native.stack_options().get(stack, {}):
+            elif isinstance(t, dict) and "version" not in stack_options().get(stack, {}):
                 t.pop("version", None)
         first = resolve(d, source, seed=seed, duration=duration)
         for it in range(iterations):
@@ -124,7 +124,7 @@ def peers(spec: str | Path | dict[str, Any] | PeersPlan, *, set: list[str] | Non
           backend: str | Backend = "sim", testbed: str | Path | None = None) -> Peers:
     """Peer compare: the experiment with every sender on each stack x cc of its [peers] table
     (default freebsd, freebsd-rack, linux x newreno, cubic), each row compared with Linux's."""
-    from .runner import execute_peers
+    from .runner import execute_peers  # loaded on use, as in run()
 
     plan = spec if isinstance(spec, PeersPlan) else plan_peers(spec, set=set, seed=seed, duration=duration,
                                                                 iterations=iterations)
@@ -141,8 +141,11 @@ def compare(run_a: str | Path, run_b: str | Path, *more: str | Path, out: str | 
     cwnd-trajectory distance. With `out`, also compare.json, compare.html (every run overlaid on
     the interactive charts) and, for two runs, overlaid cwnd charts there. Rows for the flows the
     first run shares with each other run; with three runs or more each row names its run (`vs`)."""
-    from . import Run
+    # Loaded on use: pandas, pyarrow and matplotlib, which `import tcplab` does without.
     from .analysis.compare import compare as compare_runs
+    from .report import compare as compare_page
+    from .report.plots import cwnd_overlay
+    from .report.text import bottleneck_rows
     from .store import RunDir, write_json
 
     paths = [Path(p) for p in (run_a, run_b, *more)]
@@ -156,13 +159,8 @@ def compare(run_a: str | Path, run_b: str | Path, *more: str | Path, out: str | 
         diffs[label] = part
         rows += [dict(x, vs=label) for x in part] if more else part
     if out is not None and rows:
-        from .report import compare as compare_page
-        from .report.plots import cwnd_overlay
-
         rd = RunDir(Path(out), force=True)
         try:
-            from .report.text import bottleneck_rows
-
             write_json(rd.tmp / "compare.json", {"runs": [str(p) for p in paths], "labels": labels, "rows": rows,
                                                  "bottleneck": bottleneck_rows(labels, infos),
                                                  **({"a": str(paths[0]), "b": str(paths[1])} if not more else {})})

@@ -122,7 +122,7 @@ class CatalogError(Exception):
 
 def connect(root: str | Path = "results"):
     """An in-memory DuckDB connection with the catalog's views over `root`."""
-    import duckdb
+    import duckdb  # loaded on use: writing a run's catalog row needs no DuckDB
 
     root = Path(root)
     if not root.is_dir():

@@ -14,6 +14,7 @@ iperf3 text) start at zero. tcplab does not cross-correlate clocks.
 from __future__ import annotations
 
 import datetime as _dt
+import json
 import re
 import time
 from pathlib import Path
@@ -21,7 +22,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import __version__, _native
+from ._native import import_formats, origin_ns, write_iperf3_json, write_siftr2, write_tcp_probe
+from .version import __version__
 from .analysis.summary import summarize_import
 from .logs import Log, LogError, detect, located_error, read_logs
 from .paths import name_problem, slug
@@ -44,7 +46,7 @@ def import_logs(paths: list[Path], out: Path, *, formats: list[str] | None = Non
             raise LogError(f"{p}: no such file")
     if formats and len(formats) not in (1, len(paths)):
         raise LogError(f"--format given {len(formats)} times for {len(paths)} logs: give it once (all logs) or once per log")
-    known = _native.import_formats()
+    known = import_formats()
     fmts = []
     for i, p in enumerate(paths):
         f = (formats[i] if len(formats) > 1 else formats[0]) if formats else "auto"
@@ -54,7 +56,7 @@ def import_logs(paths: list[Path], out: Path, *, formats: list[str] | None = Non
     origins = []
     for p, f in zip(paths, fmts):
         try:
-            origins.append(_native.origin_ns(str(p), f))
+            origins.append(origin_ns(str(p), f))
         except (ValueError, OSError) as e:
             raise located_error(p, e) from None
     known_origins = [o for o in origins if o is not None]
@@ -120,9 +122,7 @@ _CA_STATE = {1: 3, 2: 0, 3: 4, 4: 0}
 def export_run(run_dir: Path, out: Path, formats: list[str], *, force: bool = False) -> list[Path]:
     """Write the run at `run_dir` as logs into the folder `out` (created atomically): siftr2 ->
     siftr2.log, tcp_probe -> tcp_probe.txt, iperf3-json -> iperf3-<n>.json per flow."""
-    import json
-
-    import pandas as pd
+    import pandas as pd  # loaded on use: an import needs no pandas, only an export does
 
     for f in formats:
         if f not in EXPORT_FORMATS:
@@ -162,7 +162,7 @@ def export_run(run_dir: Path, out: Path, formats: list[str], *, force: bool = Fa
             cols = ["t_ns", "flow", "outbound", "cwnd_bytes", "ssthresh_bytes", "srtt_us", "rto_us", "flight_bytes", "seq", "ack", "data_bytes", "state"]
             rows = pd.concat([o[cols], i[cols]]).sort_values(["t_ns", "outbound"], kind="stable")
             path = rd.tmp / "siftr2.log"
-            _native.write_siftr2(str(path), epoch_s * 1_000_000_000, flows, _cols(rows, cols))
+            write_siftr2(str(path), epoch_s * 1_000_000_000, flows, _cols(rows, cols))
             written.append(path)
         if "tcp_probe" in formats:
             if not len(samples):
@@ -173,7 +173,7 @@ def export_run(run_dir: Path, out: Path, formats: list[str], *, force: bool = Fa
             cols = _cols(samples, ["t_ns", "flow", "cwnd_bytes", "ssthresh_bytes", "snd_una", "snd_nxt", "srtt_us"])
             cols |= _cols(ch, ["change_t_ns", "change_flow", "change_state"])
             path = rd.tmp / "tcp_probe.txt"
-            _native.write_tcp_probe(str(path), flows, cols)
+            write_tcp_probe(str(path), flows, cols)
             written.append(path)
         if "iperf3-json" in formats:
             intervals = read_table(run_dir, "intervals")
@@ -182,7 +182,7 @@ def export_run(run_dir: Path, out: Path, formats: list[str], *, force: bool = Fa
                 if not len(mine):
                     continue
                 path = rd.tmp / f"iperf3-{k + 1}.json"
-                _native.write_iperf3_json(str(path), [flows[k]], epoch_s, _cols(mine, ["t_start_ns", "t_end_ns", "bytes", "retrans_segs", "cwnd_bytes", "srtt_us"]),
+                write_iperf3_json(str(path), [flows[k]], epoch_s, _cols(mine, ["t_start_ns", "t_end_ns", "bytes", "retrans_segs", "cwnd_bytes", "srtt_us"]),
                                           int(f["bytes_delivered"] or 0))
                 written.append(path)
         final = rd.commit()

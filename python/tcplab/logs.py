@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from . import _native
+from ._native import Importer, detect_format, import_formats
 from .store import TableWriter
 
 #: Lines (packets) parsed between record drains: bounds memory, gives progress.
@@ -30,9 +30,9 @@ def detect(path: Path) -> str:
     """The format of the log at `path` (error if it cannot be told)."""
     with open(path, "rb") as f:
         head = f.read(64 * 1024)
-    fmt = _native.detect_format(head)
+    fmt = detect_format(head)
     if fmt is None:
-        raise LogError(f"{path}: cannot tell the format; pass --format (one of {', '.join(_native.import_formats())})")
+        raise LogError(f"{path}: cannot tell the format; pass --format (one of {', '.join(import_formats())})")
     return fmt
 
 
@@ -57,7 +57,7 @@ def read_logs(logs: list[Log], directory: Path, *, interval_ns: int, mss: int, l
     flows) and each log's source information."""
     names: list[str] = []
     writer = TableWriter(directory, names, [])
-    imp = _native.Importer(interval_ns)
+    imp = Importer(interval_ns)
     sources = []
     try:
         for log in logs:

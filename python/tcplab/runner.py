@@ -12,11 +12,13 @@ from pathlib import Path
 from typing import Any, Callable
 
 
-from . import __version__
+from .version import __version__
+from .analysis.peers import compare
 from .analysis.summary import summarize
 from .backends import Backend, default as default_backend
 from .model import Experiment
 from .report import html as report_html
+from .report.ministat import iterations_report
 from .results import finish_run
 from .spec.sweep import run_key
 from .store import RunDir, write_json, write_toml
@@ -95,8 +97,6 @@ def execute_iterations(resolve_seed: Callable[[int], Experiment], seeds: list[in
             step = (lambda now, stop, i=i: progress(i, now, stop)) if progress else None
             summaries.append(_into(sub, resolve_seed(seed), step, report, command, backend))
         write_json(rd.tmp / "iterations.json", {"seeds": seeds, "runs": [f"iter-{i + 1:03d}" for i in range(len(seeds))]})
-        from .report.ministat import iterations_report
-
         stats_text = iterations_report(summaries)
         (rd.tmp / "stats.txt").write_text(stats_text)
         if report:
@@ -117,8 +117,6 @@ def execute_peers(resolve_pair: Callable[[str, str, int], Experiment], pairs: li
     under it, out/<stack>-<cc>/iter-NNN; `resolve_pair(stack, cc, i)` gives iteration i's spec),
     then write out/peers.json and, with `report`, out/peers.html (the peer-compare table linking
     each run's report)."""
-    from .analysis.peers import compare
-
     backend = backend or default_backend()
     rd = RunDir(out, force=force)
     try:

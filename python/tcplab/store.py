@@ -120,7 +120,7 @@ class TableWriter:
 def write_rows(directory: Path, name: str, rows: list[dict[str, Any]], columns: list[str]) -> None:
     """One table from row dicts (backends that produce records in Python, e.g. netns): int64
     columns except `flow`, `port` and `probe`, which are strings; no file when there are no rows."""
-    import pandas as pd
+    import pandas as pd  # loaded on use: a simulated run writes its tables without pandas
 
     if not rows:
         return
@@ -202,7 +202,7 @@ def read_rows(run_dir: Path, name: str) -> list[dict[str, Any]]:
 def read_table(run_dir: Path, name: str, columns: list[str] | None = None, names_as_categories: bool = False):
     """One table of a finished run as a pandas DataFrame (empty if the run recorded none): only
     `columns` if given; `flow` and `port` as strings, or as pandas categories (faster to filter)."""
-    import pandas as pd
+    import pandas as pd  # loaded on use: `tcplab run` and the report read tables without pandas
 
     path = Path(run_dir) / f"{name}.parquet"
     if not path.exists():

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, TextIO
 
-from .. import _native
+from .._native import parse_tcp_probe_line
 from ..contract import COLUMNS
 from ..logs import Log, LogError, read_logs
 from ..model import Experiment, Flow, model_cc, port_label
@@ -246,7 +246,7 @@ def parse_line(line: str, lineno: int = 0) -> ProbeSample | StateChange | None:
     """One ftrace text line, parsed by tcplab-trace's tcp_probe parser (the importer's); None for
     lines of other events or comments."""
     try:
-        r = _native.parse_tcp_probe_line(line, lineno)
+        r = parse_tcp_probe_line(line, lineno)
     except ValueError as e:
         raise TraceParseError(str(e)) from None
     if r is None:

@@ -15,6 +15,15 @@ import pyarrow.parquet as pq
 
 from ..store import DamagedResults
 
+#: What a run lacks and where it would come from, by table.
+MISSING = {
+    "sends": "no sends recorded: set trace.sends = true (simulator), trace.pcap = true (kernel), "
+             "or import a pcap (tcpdump -s 100 at the sender) or a SIFTR2 log",
+    "acks": "no ACK records (window, SACK blocks): set trace.acks = true (simulator) or import a pcap "
+            "that holds the ACKs",
+    "flows": "no flow samples: the run recorded no cwnd/ACK samples (trace.sample; kernel: tcp_probe)",
+}
+
 #: Above this many names a table is grouped by name once (a sort) rather than scanned per name.
 GROUP_NAMES = 16
 

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..analysis.recovery import episode_list
+from ..runs import Run
+from . import plots
 from .panels import PANELS, PageModel, RunTables, add_run
 
 #: What `tcplab plot --what` draws: the time panels and the time-sequence graph.
@@ -21,10 +24,6 @@ def plot_run(run_dir: Path, what: list[str], flow: str | None, lo_s: float | Non
     """Draw `what` (default every panel and each flow's tseq; `explicit` False: the default, which
     leaves out the probes chart of a run without probes) into `out`: a file (one chart) or a
     folder (<what>[_<flow>].png and .svg). Times are the report's: seconds from the first flow's start."""
-    from .. import Run
-    from ..analysis.recovery import episode_list
-    from . import plots
-
     run = Run(run_dir)
     info = run.info
     names = [f["flow"] for f in info["flows"]]

@@ -21,6 +21,7 @@ import copy
 import hashlib
 import itertools
 import json
+import tomllib
 from dataclasses import dataclass
 from typing import Any
 
@@ -122,8 +123,6 @@ def points(spec: dict[str, Any], source: str, sweep_parts: list[Part], *, backen
 
 def parse_axis(arg: str, source: str) -> tuple[str, list[Any]]:
     """`--axis KEY=[v1, v2]` (a TOML list)."""
-    import tomllib
-
     key, sep, raw = arg.partition("=")
     key = key.strip()
     try:

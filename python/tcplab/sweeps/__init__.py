@@ -31,6 +31,8 @@ from ..paths import name_problem
 from ..spec import SpecError
 from ..spec.sweep import Part, Point, parse_axis, parts as spec_parts, points as spec_points
 from ..store import RunDir
+from .local import run_local
+from .ray_executor import run_ray
 
 EXECUTORS = ("local", "ray")
 
@@ -212,18 +214,14 @@ def execute(pl: Plan, *, jobs: int = 1, executor: str = "local", address: str | 
 
         try:
             if executor == "ray":
-                from .ray_executor import run_ray
-
                 run_ray(tasks, address, jobs, on_result)
             else:
-                from .local import run_local
-
                 run_local(tasks, str(runs), jobs, on_result)
         except KeyboardInterrupt:
             outcome.interrupted = True
         _atomic_text(pl.out / "sweep.json", json.dumps(_index(pl, status, outcome.complete), indent=2, sort_keys=True) + "\n")
         if report and not outcome.interrupted and outcome.done + outcome.skipped:
-            from ..report.sweep import write as write_report
+            from ..report.sweep import write as write_report  # loaded on use: workers import this package, without matplotlib
 
             outcome.report = write_report(pl.out)
         return outcome

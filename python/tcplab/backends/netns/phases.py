@@ -46,7 +46,7 @@ class _Machine:
 def run(exp: Experiment, directory: Path, progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
     """Run `exp` on real Linux TCP, writing tables into `directory`. Returns totals in the
     simulator's shape plus an `emulation` section (what was built and the self-checks)."""
-    info = host.preflight({linux_cc(f.cc) for f in exp.flows})
+    info = kernel.preflight({linux_cc(f.cc) for f in exp.flows})
     feat = kernel.features()
     info["kernel_features"] = feat
     p = planmod.build(exp, planmod.new_run_id(), kernel.qdiscs_available(feat))

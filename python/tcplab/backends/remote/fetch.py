@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ... import _native
+from ..._native import origin_ns
 from ...contract import COLUMNS
 from ...logs import Log
 from ...model import Experiment
@@ -100,7 +100,7 @@ def logs(exp: Experiment, lab: Lab, hosts: dict[str, RemoteHost], live: RemoteLi
             path = live.work / f"{n}-{kind}.log"
             with path.open("wb") as out:
                 h.ssh.fetch(f"{h.workdir}/{kind}.log", out)
-            origin = _native.origin_ns(str(path), kind)
+            origin = origin_ns(str(path), kind)
             off = int((h.facts.get("clock_offset_ms") or 0) * 1e6)
             logs.append(Log(path, kind, n, (origin - off - live.t0_wall) if origin is not None else 0, origin is not None))
     for n in pcaps:

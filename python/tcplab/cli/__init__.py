@@ -1,0 +1,42 @@
+"""The `tcplab` command. Its commands by domain: running experiments (runs.py: run, peers, sweep),
+reading results (results.py: presets, show, recovery, compare, plot, ls, query, stats), a testbed's
+logs (logs.py: import, export), machines (machines.py: netns cleanup, remote restore, doctor,
+version); what they share in common.py. Each only parses arguments, shows progress and prints:
+the work is done by tcplab's API. Registered here, in the order `tcplab --help` lists them."""
+
+from __future__ import annotations
+
+import sys
+
+from ..paths import UnsafePath
+from . import logs, machines, results, runs
+from .common import app, err_console
+
+__all__ = ["app", "main"]
+
+app.command()(runs.run)
+app.command()(runs.peers)
+app.command()(results.presets)
+app.command()(results.show)
+app.command()(results.recovery)
+app.command()(results.compare)
+app.command()(results.plot)
+app.command('import')(logs.import_)
+app.command()(logs.export)
+app.command()(runs.sweep)
+app.command('ls')(results.ls_)
+app.command()(results.query)
+app.command()(results.stats)
+app.add_typer(machines.netns_app, name='netns')
+app.add_typer(machines.remote_app, name='remote')
+app.command()(machines.doctor)
+app.command()(machines.version)
+
+
+def main() -> None:
+    try:
+        app()
+    except UnsafePath as e:  # a folder --force may not replace, met late (e.g. an export's --out)
+        err_console.print(f"error: {e}", markup=False, soft_wrap=True)
+        sys.exit(2)
+
