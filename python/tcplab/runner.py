@@ -1,4 +1,4 @@
-"""Runs one resolved spec end to end: backend -> records -> store -> analysis -> report, into a
+"""Runs one experiment end to end: backend -> records -> store -> analysis -> report, into a
 results folder that appears only when complete."""
 
 from __future__ import annotations
@@ -41,21 +41,21 @@ def git_revision() -> str:
     return out.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
 
 
-def _into(directory: Path, resolved: Experiment, progress: Progress | None, report: bool, command: str,
+def _into(directory: Path, exp: Experiment, progress: Progress | None, report: bool, command: str,
           backend: Backend, labels: dict[str, Any] | None = None) -> dict[str, Any]:
     """One run into `directory` on `backend`. `labels`: its place in a sweep, for the catalog."""
     wall0 = time.monotonic()
-    write_toml(directory / "spec.toml", resolved.spec)
-    totals = backend.run(resolved, directory, progress)
-    summary = summarize(resolved, totals, directory)
+    write_toml(directory / "spec.toml", exp.spec)
+    totals = backend.run(exp, directory, progress)
+    summary = summarize(exp, totals, directory)
     meta = {
         "tcplab_version": __version__,
         "git_revision": git_revision(),
-        "seed": resolved.seed,
+        "seed": exp.seed,
         "backend": backend.name,
         **backend.meta(),
-        "source": resolved.source,
-        "description": resolved.spec.get("description", ""),
+        "source": exp.source,
+        "description": exp.spec.get("description", ""),
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "command": command,
         "python": sys.version.split()[0],
@@ -64,19 +64,19 @@ def _into(directory: Path, resolved: Experiment, progress: Progress | None, repo
         meta["sweep"] = labels
     if "host" in totals.get("emulation", {}):  # a kernel run: its kernel, qdiscs, congestion controls
         meta["kernel"] = totals["emulation"]["host"]
-    return finish_run(directory, summary, meta, key=run_key(resolved, backend.name), labels=labels, cpu=totals.get("cpu"),
-                      flows=[{"name": f.name, "start_ns": f.start_ns} for f in resolved.flows], report=report,
+    return finish_run(directory, summary, meta, key=run_key(exp, backend.name), labels=labels, cpu=totals.get("cpu"),
+                      flows=[{"name": f.name, "start_ns": f.start_ns} for f in exp.flows], report=report,
                       wall0_s=wall0)
 
 
-def execute(resolved: Experiment, out: Path, *, force: bool = False, progress: Progress | None = None,
+def execute(exp: Experiment, out: Path, *, force: bool = False, progress: Progress | None = None,
             report: bool = True, command: str = "", backend: Backend | None = None,
             labels: dict[str, Any] | None = None) -> tuple[Path, dict[str, Any]]:
     """Run into `out`, atomically, on `backend` (default: the simulator). Returns (final folder,
     summary)."""
     rd = RunDir(out, force=force)
     try:
-        summary = _into(rd.tmp, resolved, progress, report, command, backend or default_backend(), labels)
+        summary = _into(rd.tmp, exp, progress, report, command, backend or default_backend(), labels)
         return rd.commit(), summary
     except BaseException:
         rd.abort()
