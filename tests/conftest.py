@@ -1,7 +1,8 @@
-"""Shared helpers: run the real `tcplab` command as a user would."""
+"""Shared helpers: run the real `tcplab` command as a user would; open its pages in headless Chromium."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -77,3 +78,26 @@ def small_spec(tmp_path: Path) -> Path:
     p = tmp_path / "small.toml"
     p.write_text(SMALL_SPEC)
     return p
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    chromium = shutil.which("chromium")
+    assert chromium, "chromium is installed by scripts/install --test"
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+        yield b
+        b.close()
+
+
+def open_page(browser, path: Path):
+    """A page with the report loaded and its charts built; its console errors collected."""
+    page = browser.new_page(viewport={"width": 1200, "height": 900})
+    page.errors = []
+    page.on("console", lambda m: page.errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: page.errors.append(str(e)))
+    page.goto(path.as_uri())
+    page.wait_for_function("window.tcplab && window.tcplab.ready", timeout=30_000)
+    return page

@@ -5,8 +5,10 @@ of three runs; `tcplab plot` for a window. Screenshots go to the test's output f
 
 from __future__ import annotations
 
+import hashlib
 import os
-import shutil
+import tomllib
+from importlib import metadata
 from pathlib import Path
 
 import numpy as np
@@ -15,10 +17,14 @@ import pytest
 from typer.testing import CliRunner
 
 import tcplab
+from conftest import open_page
 from tcplab.cli import app
+from tcplab.report import interactive
 from tcplab.report import series as S
 
 CHART_PANELS = ["throughput", "cwnd", "flight", "srtt", "queue"]
+#: dygraphs-0.0.14-py3-none-any.whl's dygraphs/assets/dygraph-combined.js: dygraphs 1.1.1, MIT.
+DYGRAPHS_SHA256 = "f70b8be65997bb88bc75ac0b2a5d576a7163d5bc7f366c07bdf770ed30b7658d"
 
 
 @pytest.fixture(scope="module")
@@ -26,29 +32,6 @@ def shots(tmp_path_factory) -> Path:
     d = Path(os.environ.get("TCPLAB_SHOTS") or tmp_path_factory.mktemp("shots"))
     d.mkdir(parents=True, exist_ok=True)
     return d
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    chromium = shutil.which("chromium")
-    assert chromium, "chromium is installed by scripts/install --test"
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
-        yield b
-        b.close()
-
-
-def open_page(browser, path: Path):
-    """A page with the report loaded and its charts built; its console errors collected."""
-    page = browser.new_page(viewport={"width": 1200, "height": 900})
-    page.errors = []
-    page.on("console", lambda m: page.errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: page.errors.append(str(e)))
-    page.goto(path.as_uri())
-    page.wait_for_function("window.tcplab && window.tcplab.ready", timeout=30_000)
-    return page
 
 
 def x_range(page, chart: str) -> list[float]:
@@ -64,6 +47,26 @@ def t1(tmp_path_factory) -> Path:
 def t4(tmp_path_factory) -> Path:
     # The three senders start at 0, 25 and 50 s; 2 s each hold every flow's first recovery.
     return tcplab.run("T4", duration="2s", out=tmp_path_factory.mktemp("t4") / "run").path
+
+
+def test_the_page_inlines_dygraphs_1_1_1_from_the_pinned_pypi_package(t1):
+    pyproject = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())
+    pins = pyproject["project"]["dependencies"]
+    assert "dygraphs==0.0.14" in pins and metadata.version("dygraphs") == "0.0.14"
+    js = interactive.dygraphs_js()
+    assert js is not None and js.is_relative_to(Path(metadata.distribution("dygraphs").locate_file(""))), js
+    text = js.read_bytes()
+    assert hashlib.sha256(text).hexdigest() == DYGRAPHS_SHA256
+    assert b'VERSION="1.1.1"' in text and b"MIT-licensed" in text.splitlines()[0]
+    page = (t1 / "report.html").read_text()
+    assert f"<script>{text.decode()}</script>" in page and "/usr/share" not in page
+
+
+def test_without_the_dygraphs_package_the_charts_section_names_it(monkeypatch):
+    monkeypatch.setattr(interactive, "DYGRAPHS_DIST", "tcplab-test-no-such-distribution")
+    assert interactive.dygraphs_js() is None
+    text = interactive.section(model=None)  # the model is not read when the library is missing
+    assert "Interactive charts need the <code>tcplab-test-no-such-distribution</code> package" in text
 
 
 def test_t1_report_panels_zoom_together_hover_toggle_and_episodes(browser, t1, shots):

@@ -24,15 +24,16 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 # time. Read once, when pyarrow is first imported, so it is set here, before any import of it.
 os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
 
-import tempfile  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
-from .api import compare, peers, run, spec_data as _spec_data  # noqa: E402
+from . import options  # noqa: E402
+from .api import compare, output as _output, peers, run, spec_data as _spec_data  # noqa: E402
 from .model import Experiment  # noqa: E402
 from .paths import slug  # noqa: E402
 from .runs import Run  # noqa: E402
 from .spec import SpecError, load_spec, resolve  # noqa: E402
+from .spec.numbers import finite as _finite  # noqa: E402
 from .version import __version__  # noqa: E402
 
 #: Experiment's former name, kept for scripts that import it.
@@ -48,6 +49,8 @@ def sweep(spec: str | Path | dict[str, Any], *, set: list[str] | None = None, jo
     from . import sweeps as sweepmod  # loaded on use: `import tcplab` stays free of pyarrow and numpy
     from .catalog import query as catalog_query
 
+    options.choice(executor, sweepmod.EXECUTORS, "executor", "an executor")
+    jobs = None if jobs is None else options.integer(jobs, "jobs", 1, 4096)
     data, source = _spec_data(spec, set)
     pl = sweepmod.plan(data, source, duration=duration, iterations=iterations, out=Path(out) if out else None)
     outcome = sweepmod.execute(pl, jobs=jobs or os.cpu_count() or 1, executor=executor, address=address,
@@ -65,24 +68,26 @@ def query(sql: str, root: str | Path = "results"):
     return catalog_query(sql, root)
 
 
-def import_logs(logs: list[str | Path], *, out: str | Path | None = None, formats: list[str] | None = None,
+def import_logs(logs: list[str | Path] | str | Path, *, out: str | Path | None = None, formats: list[str] | None = None,
                 name: str | None = None, lenient: bool = False, interval_s: float = 1.0, mss: int = 0,
                 report: bool = True, force: bool = False) -> Run:
     """Build a run from a testbed's logs (iperf3 text or -J, SIFTR, SIFTR2, tcp_probe, pcap), as
     `tcplab import` does (docs/import.md). Without `out`, into a new temporary folder."""
     from .import_export import import_logs as _import  # loaded on use: `import tcplab` stays free of pyarrow and numpy
 
-    paths = [Path(p) for p in logs]
-    target = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="tcplab-")) / (name or slug(paths[0].stem))
-    path, _ = _import(paths, target, formats=formats, name=name, lenient=lenient, interval_s=interval_s, mss=mss,
-                      report=report, force=force, command="tcplab.import_logs()")
+    paths, formats = options.paths(logs, "logs"), options.names(formats, "formats")  # "x.pcap": one log
+    mss, interval_s = options.mss(mss, "mss"), options.seconds(interval_s, "interval_s")
+    with _output(out, name or slug(paths[0].stem)) as target:
+        path, _ = _import(paths, target, formats=formats, name=name, lenient=lenient, interval_s=interval_s, mss=mss,
+                          report=report, force=force, command="tcplab.import_logs()")
     return Run(path)
 
 
-def export(run_dir: str | Path, formats: list[str], out: str | Path | None = None, force: bool = False) -> list[Path]:
+def export(run_dir: str | Path, formats: list[str] | str, out: str | Path | None = None, force: bool = False) -> list[Path]:
     """Write a run as SIFTR2 / tcp_probe / iperf3-json logs (default into <run>/export)."""
     from .import_export import export_run  # loaded on use: `import tcplab` stays free of pyarrow and numpy
 
+    formats = options.names(formats, "formats", required=True)  # "siftr2": one format
     return export_run(Path(run_dir), Path(out) if out else Path(run_dir) / "export", formats, force=force)
 
 
@@ -91,8 +96,8 @@ def ministat(*samples: list[float], names: list[str] | None = None, confidence: 
     N, min, max, median, avg, stddev, the distribution plot and each difference at `confidence`."""
     from .report.ministat import render  # loaded on use, as the other commands' modules
 
-    return render([list(map(float, s)) for s in samples], names or [f"sample{i + 1}" for i in range(len(samples))],
-                  confidence_pct=confidence)
+    checked = [[_finite(x, f"sample {i + 1}") for x in s] for i, s in enumerate(samples)]
+    return render(checked, names or [f"sample{i + 1}" for i in range(len(samples))], confidence_pct=confidence)
 
 
 def load(path: str | Path) -> Run:

@@ -14,6 +14,8 @@ import sys
 from dataclasses import dataclass
 from statistics import NormalDist
 
+from ..spec import numbers
+
 
 def _betacf(a: float, b: float, x: float) -> float:
     """Continued fraction of the incomplete beta function (modified Lentz)."""
@@ -201,10 +203,10 @@ def read_sample(path: str, column: int = 1, delimiters: str = " \t") -> list[flo
                     break
             if picked is None:
                 continue
-            try:
-                values.append(float(picked))
-            except ValueError:
-                raise SampleFileError(f"{name}:{line_no}: {picked!r} is not a number") from None
+            try:  # the one reader of numbers: nan, infinities (1e400) and absurd lengths refused
+                values.append(numbers.finite(picked, f"{name}:{line_no}"))
+            except numbers.NumberError as e:
+                raise SampleFileError(str(e)) from None
     if len(values) < 3:
         raise SampleFileError(f"{name}: a sample needs at least 3 data points, found {len(values)}")
     return values

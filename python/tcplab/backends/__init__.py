@@ -73,6 +73,11 @@ def backend_class(name: str) -> type[Backend]:
     return getattr(importlib.import_module(module), cls)
 
 
+def peer_backends() -> tuple[str, ...]:
+    """The backends that run peer compares (those with every stack)."""
+    return tuple(n for n in NAMES if backend_class(n).peers)
+
+
 def create(name: str, testbed: str | Path | None = None) -> Backend:
     """The backend `name` with the options it takes (Refused for a wrong name or option)."""
     return backend_class(name).from_options(testbed)

@@ -1,15 +1,15 @@
 """The `tcplab` command. Its commands by domain: running experiments (runs.py: run, peers, sweep),
 reading results (results.py: presets, show, recovery, compare, plot, ls, query, stats), a testbed's
 logs (logs.py: import, export), machines (machines.py: netns cleanup, remote restore, doctor,
-version); what they share in common.py. Each only parses arguments, shows progress and prints:
-the work is done by tcplab's API. Registered here, in the order `tcplab --help` lists them."""
+version), packetdrill scripts (drill.py: drill); what they share in common.py. Each only parses
+arguments, shows progress and prints: the work is done by tcplab's API. Registered here, in the order `tcplab --help` lists them."""
 
 from __future__ import annotations
 
 import sys
 
 from ..paths import UnsafePath
-from . import logs, machines, results, runs
+from . import drill, logs, machines, results, runs
 from .common import app, err_console
 
 __all__ = ["app", "main"]
@@ -31,6 +31,7 @@ app.add_typer(machines.netns_app, name='netns')
 app.add_typer(machines.remote_app, name='remote')
 app.command()(machines.doctor)
 app.command()(machines.version)
+app.command()(drill.drill)
 
 
 def main() -> None:

@@ -14,7 +14,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from ..backends import Backend, Refused, create
+from ..backends import NAMES, Backend, Refused, create
+from .. import options
+from ..options import OptionError
 from ..paths import UnsafePath, replaceable
 
 # Help texts are plain text: "[peers]" and "[sweep]" name spec tables, they are not Rich markup.
@@ -29,6 +31,14 @@ def _fail(message: str) -> None:
     # Escaped: messages quote spec text, and "[sweep ...]" or "[senders.s1]" are not markup.
     err_console.print(f"[bold red]error:[/] {escape(message)}", markup=True, soft_wrap=True)
     raise typer.Exit(2)
+
+
+def _option(check, *args):
+    """An argument through its check in options.py (shared with the Python API); its one line on failure."""
+    try:
+        return check(*args)
+    except OptionError as e:
+        _fail(str(e))
 
 
 def _reads_results(command):
@@ -84,6 +94,7 @@ def _command() -> str:
 
 def _backend(name: str, testbed: Optional[Path]) -> Backend:
     """The backend named on the command line, with its options (--testbed goes with remote only)."""
+    _option(options.backend, name, NAMES)
     try:
         return create(name, testbed)
     except Refused as e:

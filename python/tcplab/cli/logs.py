@@ -8,10 +8,11 @@ from typing import Annotated, Optional
 import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
+from .. import options
 from ..paths import name_problem, slug
 from ..runs import Run
 from ..spec.units import parse_duration_ns
-from .common import _check_target, _command, _fail, _reads_results, err_console, out_console
+from .common import _check_target, _command, _fail, _option, _reads_results, err_console, out_console
 from .printing import _print_run
 
 
@@ -32,6 +33,7 @@ def import_(
     from ..import_export import LogError, import_logs
     from ..runner import default_out
 
+    mss, logs = _option(options.mss, mss), _option(options.paths, logs, "logs")
     try:
         interval_ns = parse_duration_ns(interval)
     except ValueError as e:

@@ -12,13 +12,14 @@ from typing import Annotated, Optional
 import typer
 from rich.table import Table
 
-from .. import api
+from .. import api, options
+from ..analysis.flowmap import FlowMapError
 from ..analysis.stats import MINISTAT_CONFIDENCE, SampleFileError, read_sample
 from ..report.ministat import MAX_SAMPLES, render
 from ..report.text import bottleneck_rows, bottleneck_table, compare_table, latency_table, recovery_table
 from ..runs import Run
 from ..spec.schema import find_preset, preset_names
-from .common import _fail, _reads_results, out_console
+from .common import _fail, _option, _reads_results, out_console
 from .printing import _print_iterations, _print_run
 
 
@@ -79,6 +80,7 @@ def recovery(
 def compare(
     runs: Annotated[list[Path], typer.Argument(help="Two or more results folders (e.g. the simulator's, the kernel's, an imported testbed run); the first is the base.")],
     out: Annotated[Optional[Path], typer.Option(help="Write compare.html (every run overlaid on the interactive charts), compare.json and, for two runs, overlaid cwnd charts here.")] = None,
+    map_: Annotated[Optional[list[str]], typer.Option("--map", help="Pair a flow of the first run with another run's flow named differently, by name or endpoint: s1=10.0.0.1:5201 (repeatable; imported flows are otherwise paired by server port or order).")] = None,
 ) -> None:
     """Runs side by side, each against the first: per-flow throughput and difference,
     retransmissions, recovery episodes, cwnd-trajectory distance; with --out, an overlay page."""
@@ -88,9 +90,13 @@ def compare(
         infos = [Run(r).info for r in runs]
     except FileNotFoundError as e:
         _fail(str(e))
-    rows = api.compare(*runs, out=out)
+    try:
+        rows = api.compare(*runs, out=out, flow_map=map_)
+    except FlowMapError as e:
+        _fail(str(e))
     if not rows:
-        _fail(f"{runs[0]} has no flow in common with {', '.join(str(r) for r in runs[1:])}")
+        _fail(f"{runs[0]} has no flow in common with {', '.join(str(r) for r in runs[1:])}: pair flows with "
+              "--map FLOW=FLOW_OR_ENDPOINT, e.g. --map s1=10.0.0.1:5201")
     labels = api.run_labels(infos)
     for i, (r, info) in enumerate(zip(runs[1:], infos[1:]), start=1):
         mine = [x for x in rows if x.get("vs", labels[i]) == labels[i]]
@@ -121,6 +127,7 @@ def plot(
         Run(rundir)
     except FileNotFoundError as e:
         _fail(str(e))
+    from_, to = _option(options.seconds, from_, "--from"), _option(options.seconds, to, "--to")
     try:
         paths = plot_run(rundir, list(what or WHAT), flow, from_, to, out or rundir / "plots", explicit=bool(what))
     except PlotError as e:
@@ -210,7 +217,7 @@ def stats(
         width = 74
         if sys.stdout.isatty():  # as ministat: $COLUMNS, else the terminal's width - 2
             cols = os.environ.get("COLUMNS", "")
-            width = int(cols) if cols.isdigit() else max(4, os.get_terminal_size().columns - 2)
+            width = int(cols) if cols.isdigit() and len(cols) < 6 else max(4, os.get_terminal_size().columns - 2)
     try:
         values = [read_sample(f, column, delimiters) for f in files]
     except SampleFileError as e:

@@ -10,12 +10,12 @@ from typing import Annotated, Optional
 import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from .. import api
-from ..backends import NAMES, Backend, backend_class
+from .. import api, options
+from ..backends import Backend, peer_backends
 from ..report.text import peers_table
 from ..spec import SpecError, resolve
-from .common import (_backend, _backend_failed, _check_backend, _check_target, _command, _fail, _progress, _warn,
-                     err_console, out_console)
+from .common import (_backend, _backend_failed, _check_backend, _check_target, _command, _fail, _option, _progress,
+                     _warn, err_console, out_console)
 from .printing import _print_finished
 
 
@@ -35,6 +35,7 @@ def run(
     """Run an experiment and write its results folder (simulator by default, real Linux TCP, or your lab)."""
     from ..runner import default_out  # loaded on use: the report and pyarrow, after the arguments are checked
 
+    _option(options.iterations, iterations)
     try:
         data, source = api.spec_data(spec, set_)
         if "sweep" in data:
@@ -86,14 +87,13 @@ def peers(
     (default freebsd, freebsd-rack, linux x newreno, cubic) and print each row as % vs Linux."""
     from ..runner import default_out  # loaded on use: the report and pyarrow, after the arguments are checked
 
+    _option(options.iterations, iterations), _option(options.seed, seed)
     try:
         plan = api.plan_peers(spec, set=set_, seed=seed, duration=duration, iterations=iterations)
     except SpecError as e:
         _fail(str(e))
     _warn(plan.warnings)
-    if backend not in NAMES or not backend_class(backend).peers:
-        _fail(f"--backend: {backend!r} is not a backend for peers; allowed: "
-              + ", ".join(n for n in NAMES if backend_class(n).peers))
+    _option(options.choice, backend, peer_backends(), "--backend", "a backend for peers")
     be = _backend(backend, testbed)
     _check_backend(be, list(plan.experiments.values()))
     target = out or default_out(f"{plan.name}-peers")

@@ -19,7 +19,7 @@ def flow_rows(runs: list[tuple[str, Path, dict[str, Any]]], diffs: dict[str, lis
     recovery episodes, cwnd distance from the first run (analysis.compare)."""
     rows = []
     for i, (label, _, info) in enumerate(runs):
-        vs = {r["flow"]: r for r in diffs.get(label, [])}
+        vs = {r.get("b_flow", r["flow"]): r for r in diffs.get(label, [])}  # b_flow: paired across names
         for f in info["flows"]:
             d = vs.get(f["flow"])
             rows.append([label, info.get("backend", "") or "-", f["flow"], f["stack"], f["cc"], f["throughput_mbps"],

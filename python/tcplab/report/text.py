@@ -189,13 +189,15 @@ def peers_table(rows: list[dict[str, Any]], title: str) -> Table:
 
 
 def compare_table(rows: list[dict[str, Any]], title: str, labels: tuple[str, str]) -> Table:
-    """`tcplab compare`: one row per flow, B relative to A."""
-    t = Table(title=title)
+    """`tcplab compare`: one row per flow, B relative to A; flows paired across names (an imported
+    run's are named by address, analysis/flowmap.py) show both names and how they were paired."""
+    how = {r.get("matched_by", "name") for r in rows} - {"name", ""}
+    t = Table(title=title + (f" (flows paired by {', '.join(sorted(how))})" if how else ""))
     for col in ("flow", "cc", f"{labels[0]} Mbit/s", f"{labels[1]} Mbit/s", "diff", "retr A", "retr B", "episodes A",
                 "episodes B", "cwnd |diff|"):
         t.add_column(col, justify="left" if col in ("flow", "cc") else "right")
     for r in rows:
-        t.add_row(r["flow"], r["cc"], _num(r["a_mbps"]), _num(r["b_mbps"]),
+        t.add_row(r["flow"] + (f" = {r['b_flow']}" if "b_flow" in r else ""), r["cc"], _num(r["a_mbps"]), _num(r["b_mbps"]),
                   "-" if r["diff_pct"] is None else f"{r['diff_pct']:+.1f}%", str(r["a_retransmits"]),
                   str(r["b_retransmits"]), str(r["a_episodes"]), str(r["b_episodes"]),
                   "-" if r["cwnd_relative_diff"] is None else f"{r['cwnd_relative_diff'] * 100:.1f}%")

@@ -80,6 +80,11 @@ def aqm(ctx: Ctx, raw: Any, path: str, buffer: tuple[int | None, int | None]) ->
     kind = ctx.choice(t, path, "kind", None, ("drop-tail",) + KINDS) if "kind" in t else None
     if kind is None:
         raise ctx.err(join(path, "kind"), "is required", ("drop-tail",) + KINDS)
+    if kind == "drop-tail":  # no discipline: its limit is the link's buffer, so it takes no keys
+        for k in t:
+            if k != "kind":
+                raise ctx.err(join(path, k), "drop-tail takes no keys (its limit is the link's buffer)", ("kind",))
+        return None
     ctx.keys(t, path, ("kind",) + KEYS[kind])
     ecn_default = kind == "fq_codel"  # fq_codel_init(): q->cparams.ecn = true; the others false
     out: dict[str, Any] = {"kind": kind}

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable
 
+from . import numbers
 from .limits import Limit
-from .units import UnitError
+from .numbers import NumberError
 
 
 class SpecError(Exception):
@@ -52,7 +53,7 @@ class Ctx:
             raise self.err(join(path, key), "is required")
         try:
             value = parse(raw)
-        except UnitError as e:
+        except NumberError as e:  # units.UnitError is one
             raise self.err(join(path, key), str(e)) from None
         self.within(value, limit, join(path, key), raw)
         return value
@@ -61,14 +62,17 @@ class Ctx:
         """Raise unless `value` is inside `limit` (limits.py: the one table of ranges)."""
         problem = limit.check(value) if limit is not None else None
         if problem:
-            shown = f"{raw!r} = {value}" if raw is not None and str(raw) != str(value) else repr(value)
+            shown = f"{numbers.show(raw)} = {numbers.show(value)}" if raw is not None and raw != value else numbers.show(value)
             raise self.err(key, f"must be in {limit.shown}, got {shown}")
 
     def integer(self, table: dict[str, Any], path: str, key: str, default: int, lo: int, hi: int) -> int:
         v = table.get(key, default)
-        if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
-            raise self.err(join(path, key), f"must be an integer from {lo} to {hi}, got {v!r}")
-        return v
+        if isinstance(v, str):  # a spec writes integers bare: "5" is a string there
+            raise self.err(join(path, key), f"must be an integer from {lo} to {hi}, got {numbers.show(v)}")
+        try:
+            return numbers.integer(v, "", lo, hi)
+        except NumberError as e:
+            raise self.err(join(path, key), str(e)) from None
 
     def boolean(self, table: dict[str, Any], path: str, key: str, default: bool) -> bool:
         v = table.get(key, default)
@@ -85,9 +89,13 @@ class Ctx:
 
     def probability(self, table: dict[str, Any], path: str, key: str) -> float:
         v = table.get(key, 0.0)
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= v < 1.0:
-            raise self.err(join(path, key), f"must be a probability in [0, 1), got {v!r}")
-        return float(v)
+        try:
+            p = numbers.finite(v, "") if not isinstance(v, str) else None
+        except NumberError:
+            p = None
+        if p is None or not 0.0 <= p < 1.0:
+            raise self.err(join(path, key), f"must be a probability in [0, 1), got {numbers.show(v)}")
+        return p
 
 
 def join(path: str, key: str) -> str:

@@ -19,7 +19,7 @@ class Limit:
 
     lo: int
     hi: int
-    shown: str
+    shown: str  # "LO .. HI" in units the spec takes (tests/test_numbers.py reads them back)
 
     def check(self, value: int) -> str | None:
         """None if `value` is inside, else the message for the error."""
@@ -35,13 +35,13 @@ DELAY = Limit(0, 10 * _S, "0s .. 10s")
 #: Per-packet host timing noise.
 JITTER = Limit(0, 1 * _S, "0s .. 1s")
 #: A sender's time (iperf3 -t) and the spec's duration: up to one simulated day.
-TIME = Limit(1, DAY_NS, "1ns .. 1day (86400s)")
+TIME = Limit(1, DAY_NS, "1ns .. 86400s (a day)")
 #: A link's round-trip time, when given instead of its one-way delay.
 RTT = Limit(0, 2 * DELAY.hi, "0s .. 20s")
 #: When a sender or a background stream starts or stops.
-START = Limit(0, DAY_NS, "0s .. 1day (86400s)")
+START = Limit(0, DAY_NS, "0s .. 86400s (a day)")
 #: A fixed-size transfer (iperf3 -n): 1 B to 1 TB.
-TRANSFER = Limit(1, 10**12, "1B .. 1TB")
+TRANSFER = Limit(1, 10**12, "1B .. 1000GB")
 #: The application's write size (iperf3 -l).
 WRITE = Limit(1, 64 * 2**20, "1B .. 64MiB")
 #: Socket buffers: up to INT_MAX, what Linux's tcp_rmem/tcp_wmem accept (the window offered is
@@ -66,11 +66,11 @@ SHARED_BUFFER_PORTS = Limit(1, 1024, "1 .. 1024")
 #: A latency probe's interval (ping -i; iputils lets root go to 2 ms, flent's default is 200 ms)
 #: and its ICMP echo size, header included (ping -s 56 sends 64: at least 16 bytes of payload
 #: for the send time ping carries, at most what fits a 1500-byte IP packet).
-PROBE_INTERVAL = Limit(10**6, DAY_NS, "1ms .. 1day")
+PROBE_INTERVAL = Limit(10**6, DAY_NS, "1ms .. 86400s")
 PROBE_SIZE = Limit(24, 1480, "24B .. 1480B")
 #: Tracing: the flow-state sample period (or "ack") and the interval table's period.
-SAMPLE = Limit(1000, DAY_NS, "1us .. 1day, or \"ack\"")
-INTERVAL = Limit(10**6, DAY_NS, "1ms .. 1day")
+SAMPLE = Limit(1000, DAY_NS, "1us .. 86400s, or \"ack\"")
+INTERVAL = Limit(10**6, DAY_NS, "1ms .. 86400s")
 #: Sender/receiver pairs of a dumbbell, senders of a switch. The simulator's memory per flow is
 #: constant (hosts keep no routing row; bench/README.md states a flow's cost); tests/test_limits.py
 #: builds and runs the largest.

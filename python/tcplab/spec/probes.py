@@ -8,6 +8,7 @@ from typing import Any
 from ..model import Probe
 from . import limits, units
 from .ctx import Ctx, join
+from .names import flow_name_problem
 
 PROBE_KEYS = ("name", "from", "to", "interval", "size", "start", "stop")
 #: interval: flent's default step size, -s 0.2 (tohojo/flent flent/settings.py, commit 01be2749); size: ping -s 56
@@ -35,8 +36,8 @@ def probes(ctx: Ctx, spec: dict[str, Any], nodes: list[str], end_ns: int,
         if t["from"] == t["to"]:
             raise ctx.err(join(path, "to"), "must differ from 'from'")
         name = t.get("name", f"ping{i}")
-        if not isinstance(name, str) or not name or not name.replace("-", "").replace("_", "").isalnum():
-            raise ctx.err(join(path, "name"), f"must be a name of letters, digits, - and _, got {name!r}")
+        if (problem := flow_name_problem(name, "probe")) is not None:
+            raise ctx.err(join(path, "name"), problem)
         if name in taken or name in (p.name for p in out):
             raise ctx.err(join(path, "name"), f"{name!r} is already the name of a sender or probe")
         interval = ctx.unit(t, path, "interval", units.parse_duration_ns, DEFAULTS["interval"], limits.PROBE_INTERVAL)

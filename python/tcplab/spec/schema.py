@@ -17,7 +17,7 @@ from typing import Any
 from .. import paths
 from .._native import algorithms, algorithms_for, stack_options, stacks
 from ..model import Experiment, Trace
-from . import limits, units
+from . import keys, limits, numbers, shape, units
 from .ctx import Ctx, SpecError
 from .hosts import hosts as _hosts, with_netem
 from .probes import PROBE_KEYS, probes as _probes
@@ -60,6 +60,9 @@ def find_preset(name: str) -> Path | None:
 def load_spec(arg: str) -> tuple[dict[str, Any], str]:
     """Read a spec from a path or a preset name. Returns (spec dict, source label for errors)."""
     path = Path(arg)
+    if path.exists() and not path.is_file():
+        what = "a directory" if path.is_dir() else "not a regular file (a device, a pipe or a socket)"
+        raise SpecError(arg, "", f"is {what}: a spec is a TOML file or a preset name")
     if not path.is_file():
         preset = find_preset(arg)
         if preset is None:
@@ -67,30 +70,53 @@ def load_spec(arg: str) -> tuple[dict[str, Any], str]:
         path = preset
     label = str(path) if path.parent != presets_dir() else f"presets/{path.name}"
     try:
-        return tomllib.loads(path.read_text()), label
+        data = tomllib.loads(path.read_text())
     except tomllib.TOMLDecodeError as e:
         raise SpecError(label, "", f"not valid TOML: {e}") from None
     except (OSError, UnicodeDecodeError) as e:
         raise SpecError(label, "", f"cannot read: {e}") from None
+    except RecursionError:
+        raise SpecError(label, "", f"tables or arrays nested too deep to read (tcplab takes {shape.MAX_DEPTH} levels)") from None
+    except ValueError as e:  # Python's integer conversion limit (4300 digits)
+        raise SpecError(label, "", "holds an integer of more than 4300 digits, longer than any number tcplab "
+                        f"takes ({numbers.MAX_DIGITS} characters at most)") from None
+    check_shape(data, label)
+    return data, label
+
+
+def check_shape(data: Any, source: str, prefix: str = "") -> None:
+    """Raise a SpecError naming the key of the first value no key can take (shape.py): a nesting
+    too deep to handle, nan, an infinity, a number of absurd length."""
+    if (found := shape.problem(data)) is not None:
+        where, what = found
+        raise SpecError(source, ".".join(p for p in (prefix, where) if p), what)
 
 
 def apply_set(spec: dict[str, Any], assignment: str, source: str) -> None:
-    """Apply one `--set key=value` (value read as TOML, else as a string; `*` matches all keys)."""
-    key, sep, raw = assignment.partition("=")
-    key = key.strip()
-    if not sep or not key:
-        raise SpecError(source, assignment, "--set takes key=value, e.g. senders.s1.cc=newreno")
+    """Apply one `--set key=value` (value read as TOML, else as a string; `*` matches all keys;
+    a key part is quoted as in TOML: hosts.s1.sysctl."net.ipv4.tcp_sack"=0)."""
     try:
-        value = tomllib.loads(f"v = {raw}")["v"]
-    except tomllib.TOMLDecodeError:
-        value = raw
+        key, _, raw = keys.assignment(assignment, "--set", "senders.s1.cc=newreno")
+        value = keys.value(raw)
+    except keys.BadKey as e:
+        raise SpecError(source, f"--set {_cut(assignment)}", str(e)) from None
     set_key(spec, key, value, source)
 
 
+def _cut(text: str, at: int = 80) -> str:
+    """`text` cut for a one-line message."""
+    return text if len(text) <= at else f"{text[:at]}... ({len(text)} characters)"
+
+
 def set_key(spec: dict[str, Any], key: str, value: Any, source: str) -> None:
-    """Set dotted `key` to `value` in `spec`, creating tables on the way; a `*` part matches every
-    key of the table it is in (`senders.*.cc`). Shared by --set and [sweep] axes."""
-    parts = key.split(".")
+    """Set dotted `key` (TOML's quoting, keys.py) to `value` in `spec`, creating tables on the way;
+    a `*` part matches every key of the table it is in (`senders.*.cc`). Shared by --set and
+    [sweep] axes."""
+    try:
+        parts = keys.split(key)
+    except keys.BadKey as e:
+        raise SpecError(source, "", str(e)) from None
+    check_shape(value, source, key)
 
     def assign(table: dict[str, Any], i: int) -> None:
         part = parts[i]
@@ -106,7 +132,7 @@ def set_key(spec: dict[str, Any], key: str, value: Any, source: str) -> None:
             else:
                 sub = table.setdefault(t, {})
                 if not isinstance(sub, dict):
-                    raise SpecError(source, ".".join(parts[: i + 1]), "is a value, not a table")
+                    raise SpecError(source, keys.join(parts[: i + 1]), "is a value, not a table")
                 assign(sub, i + 1)
 
     assign(spec, 0)
@@ -224,8 +250,8 @@ def _name(ctx: Ctx, spec: dict[str, Any], source: str) -> str:
 
 def _override_duration(ctx: Ctx, spec: dict[str, Any], duration: str) -> None:
     """--duration: every time-limited sender's `time` (a bare number is seconds, as iperf3 -t)."""
-    duration = cli_duration(duration)
     try:
+        duration = cli_duration(duration)
         ctx.within(units.parse_duration_ns(duration), limits.TIME, "--duration", duration)
     except UnitError as e:
         raise ctx.err("--duration", str(e)) from None
@@ -250,6 +276,7 @@ def resolve(spec: dict[str, Any], source: str, *, seed: int | None = None, durat
     """Validate `spec` and resolve it into an Experiment. `duration` overrides every
     time-limited sender's `time` (the CLI's --duration)."""
     ctx = Ctx(source)
+    check_shape(spec, source)  # before the copy: a spec nested 100 000 deep would overflow it
     spec = copy.deepcopy(spec)
     ctx.keys(spec, "", TOP_KEYS)
     for key, what in NOT_YET.items():
@@ -258,9 +285,8 @@ def resolve(spec: dict[str, Any], source: str, *, seed: int | None = None, durat
     if duration is not None:
         _override_duration(ctx, spec, duration)
     name = _name(ctx, spec, source)
-    run_seed = seed if seed is not None else ctx.integer(spec, "", "seed", 1, 0, SEED_MAX)
-    if not 0 <= run_seed <= SEED_MAX:
-        raise ctx.err("--seed", f"must be an integer from 0 to {SEED_MAX}, got {run_seed}")
+    run_seed = ctx.integer({"--seed": seed}, "", "--seed", None, 0, SEED_MAX) if seed is not None \
+        else ctx.integer(spec, "", "seed", 1, 0, SEED_MAX)
     topo = _topology(ctx, spec)
     hosts = {n.name for n in topo.nodes if n.kind == "host"}
     host_cfg = _hosts(ctx, spec, hosts)
@@ -269,6 +295,10 @@ def resolve(spec: dict[str, Any], source: str, *, seed: int | None = None, durat
     stop, app_end = _stop_ns(ctx, spec, flows)
     udp, bg_norm = _background(ctx, spec, {n.name for n in topo.nodes}, app_end)
     probes, probes_norm = _probes(ctx, spec, [n.name for n in topo.nodes], app_end, {f.name for f in flows})
+    if "duration" not in spec and probes:
+        # docs/spec.md: a run with probes lasts until every request is answered or lost, so it
+        # runs to the last probe's stop and a drain for the replies (it ends once they are in).
+        stop = max(stop, max(p.stop_ns for p in probes) + DRAIN_NS)
     trace, trace_norm = _trace(ctx, spec)
     cpu, measure_norm = _measure(ctx, spec)
     normalized = _normalized(spec, name, run_seed, topo.normalized, senders_norm, trace_norm, bg_norm, measure_norm)

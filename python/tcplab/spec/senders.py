@@ -8,9 +8,10 @@ from typing import Any
 from .. import user_cc
 from .._native import algorithms, algorithms_for, stack_options, stacks
 from ..model import App, Background, Flow
-from . import limits, sysctl, units
+from . import limits, sysctl, sysctl_values, units
 from .ctx import Ctx, join
 from .hosts import HOST_KEYS, Host
+from .names import flow_name_problem
 
 DEFAULTS = {
     "stack": "linux",
@@ -49,14 +50,36 @@ def host_sysctls(ctx: Ctx, spec: dict[str, Any], hosts: set[str]) -> dict[str, d
             raise ctx.err(f"hosts.{name}", f"{name!r} is not a host of this topology", sorted(hosts))
         t = ctx.table(t, f"hosts.{name}")
         ctx.keys(t, f"hosts.{name}", HOST_KEYS)
-        out[name] = ctx.table(t.get("sysctl", {}), f"hosts.{name}.sysctl")
+        out[name] = _checked(ctx, f"hosts.{name}.sysctl", t.get("sysctl", {}))
     return out
 
 
+def _checked(ctx: Ctx, where: str, table: Any) -> dict[str, Any]:
+    """A sysctl table whose every value has its name's type (sysctl_values.py), whichever role
+    the host plays (a receiver's tcp_syn_retries = "x" is as wrong as a sender's)."""
+    table = ctx.table(table, where)
+    for name, value in table.items():
+        try:
+            sysctl_values.value(name, value)
+        except KeyError:
+            raise ctx.err(f'{where}."{name}"', "unknown sysctl",
+                          list(sysctl.LINUX_SYSCTLS) + list(sysctl.FREEBSD_SYSCTLS)) from None
+        except ValueError as e:
+            raise ctx.err(f'{where}."{name}"', str(e)) from None
+    return table
+
+
 def _sysctl_params(ctx: Ctx, where: str, settings: dict[str, Any], stack: str, role: str) -> dict[str, Any]:
-    """Model parameters from the sysctls at table `where` (e.g. hosts.s1.sysctl)."""
+    """Model parameters from the sysctls at table `where` (e.g. hosts.s1.sysctl), each value typed
+    and checked by the one sysctl checker first (sysctl_values.py)."""
     try:
-        return sysctl.apply(settings, sysctl.family(stack), role)
+        typed = {}
+        for name, value in settings.items():
+            try:
+                typed[name] = sysctl_values.value(name, value)
+            except ValueError as e:
+                raise LookupError(name, str(e)) from None
+        return sysctl.apply(typed, sysctl.family(stack), role)
     except KeyError as e:
         raise ctx.err(f'{where}."{e.args[0]}"', "unknown sysctl",
                       list(sysctl.LINUX_SYSCTLS) + list(sysctl.FREEBSD_SYSCTLS)) from None
@@ -69,7 +92,7 @@ def _stack_sysctls(ctx: Ctx, spec: dict[str, Any]) -> dict[str, dict[str, Any]]:
     runs a stack of that family (so one spec can run either, e.g. for `tcplab peers`)."""
     table = ctx.table(spec.get("stack_sysctl", {}), "stack_sysctl")
     ctx.keys(table, "stack_sysctl", sysctl.FAMILIES)
-    return {fam: ctx.table(t, f"stack_sysctl.{fam}") for fam, t in table.items()}
+    return {fam: _checked(ctx, f"stack_sysctl.{fam}", t) for fam, t in table.items()}
 
 
 class _Sysctls:
@@ -167,6 +190,8 @@ def _stack_knobs(ctx: Ctx, t: dict[str, Any], path: str, stack: str, sack: bool,
 def _sender(ctx: Ctx, name: str, t: dict[str, Any], hosts: set[str], sysctls: _Sysctls,
             host_cfg: dict[str, Host]) -> tuple[Flow, dict[str, Any]]:
     """One [senders.NAME] table: its flow and its normalized table."""
+    if (problem := flow_name_problem(name, "sender")) is not None:
+        raise ctx.err("senders", problem)
     path = f"senders.{name}"
     t = ctx.table(t, path)
     ctx.keys(t, path, SENDER_KEYS)

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..model import Experiment
+from . import keys
 from .schema import SpecError, resolve, set_key
 
 MODES = ("product", "zip")
@@ -122,13 +123,13 @@ def points(spec: dict[str, Any], source: str, sweep_parts: list[Part], *, backen
 
 
 def parse_axis(arg: str, source: str) -> tuple[str, list[Any]]:
-    """`--axis KEY=[v1, v2]` (a TOML list)."""
-    key, sep, raw = arg.partition("=")
-    key = key.strip()
+    """`--axis KEY=[v1, v2]` (a TOML list; KEY quoted as in TOML, keys.py)."""
+    example = "'senders.*.cc=[\"newreno\", \"cubic\"]'"
     try:
-        value = tomllib.loads(f"v = {raw}")["v"] if sep else None
-    except tomllib.TOMLDecodeError:
-        value = None
-    if not key or not isinstance(value, list) or not value:
-        raise SpecError(source, arg, "--axis takes KEY=[v1, v2, ...], e.g. 'senders.*.cc=[\"newreno\", \"cubic\"]'")
+        key, _, raw = keys.assignment(arg, "--axis", example)
+        value = keys.value(raw)
+    except keys.BadKey as e:
+        raise SpecError(source, f"--axis {arg if len(arg) <= 80 else arg[:80] + '...'}", str(e)) from None
+    if not isinstance(value, list) or not value:
+        raise SpecError(source, arg, f"--axis takes KEY=[v1, v2, ...], e.g. {example}")
     return key, value

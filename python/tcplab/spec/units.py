@@ -7,14 +7,17 @@ Conventions (documented in docs/spec.md):
   bare suffixes "1M", "64K", "1G", which iperf3 itself reads as 1024-based;
 - buffers are a size or a packet count: "256p".
 No space is allowed between number and unit, so "40 ms" is an error, as is an unknown unit.
+A value must be a whole number of the base unit (ns, bit/s, bytes): "23.9B" and "1.5ns" are
+refused, not rounded. The number itself is read by numbers.py (the one reader of numbers).
 """
 
 from __future__ import annotations
 
 import re
-from fractions import Fraction
 
-_NUM = r"(\d+(?:\.\d+)?)"
+from . import numbers
+
+_NUM = f"({numbers.DECIMAL})"
 
 RATE_UNITS = {
     "bit": 1, "bps": 1,
@@ -23,6 +26,8 @@ RATE_UNITS = {
     "Gbit": 10**9, "Gbps": 10**9,
     "Tbit": 10**12, "Tbps": 10**12,
 }
+#: The base unit each kind of quantity is counted in, for messages.
+BASE = {"rate": "bit/s", "duration": "nanoseconds", "size": "bytes"}
 DURATION_UNITS = {"ns": 1, "us": 10**3, "ms": 10**6, "s": 10**9, "min": 60 * 10**9}
 SIZE_UNITS = {
     "B": 1,
@@ -32,19 +37,25 @@ SIZE_UNITS = {
 }
 
 
-class UnitError(ValueError):
+class UnitError(numbers.NumberError):
     """A value that is not a valid quantity; the message lists the accepted forms."""
 
 
 def _parse(text: object, units: dict[str, int], what: str, example: str) -> int:
     if isinstance(text, bool) or not isinstance(text, str):
-        raise UnitError(f"expected a {what} string like {example!r}, got {text!r}")
+        raise UnitError(f"expected a {what} string like {example!r}, got {numbers.show(text)}")
+    if (problem := numbers.too_long(text)) is not None:
+        raise UnitError(problem)
     m = re.fullmatch(_NUM + r"([A-Za-z]+)", text)
     if not m or m.group(2) not in units:
         raise UnitError(f"{text!r} is not a {what}; use a number and one of {', '.join(units)} with no space, e.g. {example!r}")
     # Exact decimal arithmetic: "18446744073709551615ns" stays that integer (a float would not),
-    # so range checks see the value the user wrote; halves round to even as round() did.
-    return round(Fraction(m.group(1)) * units[m.group(2)])
+    # so range checks see the value the user wrote; a fraction of the base unit is refused, not
+    # rounded (a probe of "23.9B" would otherwise pass a 24-byte minimum).
+    value = numbers.decimal(m.group(1), what) * units[m.group(2)]
+    if value.denominator != 1:
+        raise UnitError(f"{text!r} is not a whole number of {BASE[what]}")
+    return int(value)
 
 
 def parse_rate_bps(text: object) -> int:
@@ -67,6 +78,8 @@ def parse_size_bytes(text: object) -> int:
 
 def parse_buffer(text: object) -> tuple[str, int]:
     """'256p' -> ('packets', 256); '125KB' -> ('bytes', 125000). Zero is refused."""
+    if isinstance(text, str) and (problem := numbers.too_long(text)) is not None:
+        raise UnitError(problem)
     if isinstance(text, str) and re.fullmatch(r"\d+p", text):
         n = int(text[:-1])
         kind = "packets"
@@ -81,9 +94,19 @@ def parse_buffer(text: object) -> tuple[str, int]:
     return kind, n
 
 
-def cli_duration(text: str) -> str:
-    """A command line's duration: a bare number means seconds, as iperf3's `-t 5` does."""
-    return f"{text}s" if re.fullmatch(_NUM, text.strip()) else text.strip()
+def cli_duration(value: object) -> str:
+    """A command line's (or the API's) duration: a bare number means seconds, as iperf3's `-t 5`
+    does; `20` and `"20"` are "20s". Anything else is left to the duration parser to judge."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        seconds = numbers.finite(value, "duration")
+        if seconds < 0:
+            raise UnitError(f"{value!r} is not a duration: it is negative")
+        value = repr(seconds) if isinstance(value, float) else str(value)
+        if "e" in value:  # 1e-05: written out, as the unit parser reads plain decimals only
+            value = f"{seconds:.9f}".rstrip("0").rstrip(".")
+    if not isinstance(value, str):
+        raise UnitError(f"expected a duration like '20s' or a number of seconds, got {value!r}")
+    return f"{value.strip()}s" if re.fullmatch(_NUM, value.strip()) else value.strip()
 
 
 def format_rate(bps: float) -> str:

@@ -1,6 +1,6 @@
 """The real-kernel backend: runs a spec on this machine's Linux TCP in network namespaces, with
 htb/pfifo bottlenecks, tcplab-linkem for delay and loss, iperf3 for traffic and the tcp_probe
-tracepoint for cwnd, and writes the same tables as the simulator. The run's phases: run.py."""
+tracepoint for cwnd, and writes the same tables as the simulator. The run's phases: phases.py."""
 
 from __future__ import annotations
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ...model import Experiment
+from ...spec.sysctl_values import written
 from ..shared import linux_cc
 from . import host, linkem, plan as planmod
 from .host import Procs, in_ns
@@ -59,7 +60,8 @@ def namespace_sysctls(exp: Experiment, p: planmod.Plan) -> dict[str, dict[str, s
         scale = exp.host_sysctls.get(f.to, {}).get("net.ipv4.tcp_adv_win_scale")
         if scale is not None:
             out[dst]["net.ipv4.tcp_adv_win_scale"] = str(scale)
-    return out
+    # Through the one sysctl checker (spec/sysctl_values.py), as the remote backend's plans.
+    return {ns: {k: written(k, v) for k, v in values.items()} for ns, values in out.items()}
 
 
 def route_congctl(exp: Experiment, p: planmod.Plan) -> list[list[str]]:

@@ -8,6 +8,7 @@ import json
 import re
 from typing import Any
 
+from ...spec.sysctl_values import SysctlValueError, written
 from . import freebsd, linux
 from .journal import Journal
 from .lab import Machine
@@ -72,7 +73,13 @@ class RemoteHost:
     # -- settings ----------------------------------------------------------------------------
 
     def sysctl(self, key: str, value: str, raise_only: bool = False) -> None:
-        """Set one sysctl after recording its old value (raise_only: leave a larger value)."""
+        """Set one sysctl after recording its old value (raise_only: leave a larger value). The
+        value passes the one sysctl checker first (spec/sysctl_values.py): the last gate before
+        the host, whatever path asked for it."""
+        try:
+            value = written(key, value)
+        except SysctlValueError as e:
+            raise RemoteError(f"{self.node}: sysctl {key}: {e}; not set") from None
         mod = linux if self.os == "linux" else freebsd
         old = linux.norm_value(self.ssh.run(mod.sysctl_get(key), what=f"read sysctl {key}").stdout)
         if raise_only and old.isdigit() and int(old) >= int(value):

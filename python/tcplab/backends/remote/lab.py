@@ -136,6 +136,10 @@ def load_lab(path: str | Path) -> Lab:
         raise LabError(f, "", f"cannot be read: {e}") from None
     except tomllib.TOMLDecodeError as e:
         raise LabError(f, "", f"is not valid TOML: {e}") from None
+    except RecursionError:
+        raise LabError(f, "", "nests tables or arrays too deep to read") from None
+    except ValueError:  # Python's integer conversion limit (4300 digits)
+        raise LabError(f, "", "holds an integer of more than 4300 digits") from None
     _table(f, "", data, TOP_KEYS)
     ssh = _table(f, "ssh", data.get("ssh", {}), SSH_KEYS)
     tb = _table(f, "testbed", data.get("testbed", {}), TESTBED_KEYS)

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...model import Experiment, Flow
+from ...spec.sysctl_values import SysctlValueError, written
 from ..shared import CPORT_BASE, Shaper
 from . import freebsd, linux
 from .lab import Lab, LabError
@@ -173,7 +174,20 @@ def build(exp: Experiment, lab: Lab) -> dict[str, HostPlan]:
             if fam == plans[node].os:
                 plans[node].sysctls[k] = str(v)
     _ports_to_configure(exp, lab, plans)
+    _check_sysctls(lab, plans)
     return plans
+
+
+def _check_sysctls(lab: Lab, plans: dict[str, HostPlan]) -> None:
+    """Every value of every plan through the one sysctl checker (spec/sysctl_values.py), written
+    back in the form `sysctl` takes: whatever path filled a plan, nothing unchecked is set."""
+    for node, p in plans.items():
+        for table in (p.sysctls, p.sysctls_raise_only):
+            for k, v in table.items():
+                try:
+                    table[k] = written(k, v) if table is p.sysctls else int(written(k, v))
+                except SysctlValueError as e:
+                    raise LabError(lab.path, f"hosts.{node}", f"sysctl {k}: {e}; nothing was changed") from None
 
 
 def describe(plans: dict[str, HostPlan]) -> dict[str, Any]:

@@ -1,0 +1,75 @@
+"""Runs scripts on targets: folders expanded to their scripts, each script parsed once, each
+target asked in turn. Targets: `kernel` (this machine's Linux, kernel.py); the stack models
+`linux`, `freebsd`, `freebsd-rack` and `rfc` are named here and answer unsupported until built."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+from .kernel import run_script
+from .parse import parse_file
+from .result import Result
+from .syntax import Script, ScriptError
+
+TARGETS = ("kernel", "linux", "freebsd", "freebsd-rack", "rfc")
+MODEL_TARGETS = ("linux", "freebsd", "freebsd-rack", "rfc")
+DEFAULT_TIMEOUT_S = 120.0
+
+
+class RunnerError(ValueError):
+    """A path or target the runner cannot use (one line)."""
+
+
+def expand(paths: list[str]) -> list[str]:
+    """Scripts named by `paths`, in order: a file as given, a folder as its *.pkt files below it
+    (sorted), each path as the user spelled it plus what lies below."""
+    out: list[str] = []
+    for p in paths:
+        path = Path(p)
+        if path.is_dir():
+            found = sorted(path.rglob("*.pkt"))
+            if not found:
+                raise RunnerError(f"{p}: no .pkt scripts in this folder")
+            out += [str(f) for f in found]
+        elif path.is_file():
+            out.append(p)
+        else:
+            raise RunnerError(f"{p}: no such script or folder")
+    return out
+
+
+def check_targets(targets: list[str]) -> list[str]:
+    bad = [t for t in targets if t not in TARGETS]
+    if bad:
+        raise RunnerError(f"unknown target {bad[0]!r}: use {', '.join(TARGETS)}")
+    return list(dict.fromkeys(targets))
+
+
+def run_one(path: str, script: Script, target: str, timeout_s: float) -> Result:
+    if target in MODEL_TARGETS:
+        return Result(path, target, "unsupported", None, "model target not built yet")
+    return run_script(path, script, timeout_s)
+
+
+def run(paths: list[str], targets: list[str], timeout_s: float = DEFAULT_TIMEOUT_S,
+        progress: Callable[[Result], None] | None = None) -> tuple[list[Result], list[ScriptError]]:
+    """Every script on every target: (results, scripts that could not be read). A script that
+    cannot be read gets a `fail` on each target, with the line and what is wrong."""
+    results: list[Result] = []
+    bad: list[ScriptError] = []
+    for path in expand(paths):
+        try:
+            script = parse_file(path)
+        except ScriptError as e:
+            bad.append(e)
+            script = None
+        for target in check_targets(targets):
+            if script is None:
+                r = Result(path, target, "fail", bad[-1].line or None, f"bad script: {bad[-1].message}")
+            else:
+                r = run_one(path, script, target, timeout_s)
+            results.append(r)
+            if progress:
+                progress(r)
+    return results, bad
