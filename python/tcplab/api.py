@@ -134,12 +134,14 @@ def peers(spec: str | Path | dict[str, Any] | PeersPlan, *, set: list[str] | Non
     return Peers(path, rows)
 
 
-def compare(run_a: str | Path, run_b: str | Path, *more: str | Path, out: str | Path | None = None) -> list[dict[str, Any]]:
+def compare(run_a: str | Path, run_b: str | Path, *more: str | Path, out: str | Path | None = None,
+            force: bool = False) -> list[dict[str, Any]]:
     """Runs side by side (e.g. the simulator's, the kernel's and a testbed's imported logs), each
     against the first: per-flow throughput and its difference, retransmissions, recovery episodes,
     cwnd-trajectory distance. With `out`, also compare.json, compare.html (every run overlaid on
     the interactive charts) and, for two runs, overlaid cwnd charts there. Rows for the flows the
-    first run shares with each other run; with three runs or more each row names its run (`vs`)."""
+    first run shares with each other run; with three runs or more each row names its run (`vs`).
+    An existing `out` is refused, unless `force` and it is a compare folder (never a run)."""
     from . import Run
     from .analysis.compare import compare as compare_runs
     from .store import RunDir, write_json
@@ -158,7 +160,7 @@ def compare(run_a: str | Path, run_b: str | Path, *more: str | Path, out: str | 
         from .report import compare as compare_page
         from .report.plots import cwnd_overlay
 
-        rd = RunDir(Path(out), force=True)
+        rd = RunDir(Path(out), force=force, kind="compare", inputs=tuple(paths))
         try:
             from .report.text import bottleneck_rows
 

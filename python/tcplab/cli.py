@@ -24,9 +24,11 @@ from .spec.schema import find_preset, preset_names
 # Help texts are plain text: "[peers]" and "[sweep]" name spec tables, they are not Rich markup.
 app = typer.Typer(help="tcplab: a laboratory for TCP congestion control.", no_args_is_help=True, add_completion=False,
                   rich_markup_mode=None, context_settings={"help_option_names": ["-h", "--help"]})
-# Piped output (logs, CI) gets a wide console so tables are not truncated at 80 columns.
-out_console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
-err_console = Console(stderr=True, highlight=False)
+# Piped output (logs, CI) gets a wide console so tables are not truncated at 80 columns. What is
+# printed is literal: names, paths and messages quote user text, where "[x]" is not markup and
+# "FILE:100:" is a line number, not an emoji (markup=True only with escape(), below).
+out_console = Console(highlight=False, markup=False, emoji=False, width=None if sys.stdout.isatty() else 160)
+err_console = Console(stderr=True, highlight=False, markup=False, emoji=False)
 
 
 def _fail(message: str) -> None:
@@ -55,23 +57,63 @@ def _reads_results(command):
             if not isinstance(e, (KeyError, ValueError, TypeError, IndexError, OSError)) \
                     and "duckdb" not in type(e).__module__:
                 raise
-            folders = ", ".join(str(v) for v in [*args, *kwargs.values()] if isinstance(v, Path))
+            # The folders read (not an --out being written), and the error's own file if it has one.
+            folders = ", ".join(str(v) for k, v in [*enumerate(args), *kwargs.items()] if isinstance(v, Path) and k != "out")
+            if isinstance(e, OSError) and e.filename:
+                _fail(f"{e.filename}: {e.strerror or type(e).__name__}")
             first = str(e).strip().splitlines()[0] if str(e).strip() else ""
             _fail(f"damaged or incomplete results in {folders}: {type(e).__name__}: {first}")
 
     return wrapper
 
 
-def _check_target(target: Path, force: bool) -> None:
-    """Before any work: the results folder is new, or --force and it is tcplab's own results."""
-    from .paths import UnsafePath, replaceable
+def _check_target(target: Path, force: bool, kind: str = "run", inputs: tuple = (), resume: bool = False,
+                  lock: bool = True) -> None:
+    """Before any work: the output is new (or an empty folder), or --force and it is tcplab's own
+    `kind`; locked against a second writer until the command ends (outdir.guard)."""
+    from .outdir import guard
+    from .paths import UnsafePath
 
-    if target.exists() and not force:
-        _fail(f"{target} already exists (choose another --out or pass --force)")
     try:
-        replaceable(target)
+        _, claim = guard(target, force=force, kind=kind, inputs=inputs, resume=resume, lock=lock)
     except UnsafePath as e:
         _fail(str(e))
+    if claim is not None:
+        _claims.append(claim)  # released when the command ends (_literal_errors)
+
+
+#: The --out locks the running command holds.
+_claims: list = []
+
+
+def _literal_errors(command):
+    """Every command: an interrupt (Ctrl-C, SIGTERM) exits 130 in one line; an --out refused
+    late (outdir.OutDirError, e.g. another writer took it meanwhile) exits 2 in one line."""
+    import functools
+
+    @functools.wraps(command)
+    def wrapper(*args, **kwargs):
+        from .paths import UnsafePath
+
+        held = len(_claims)
+        try:
+            return command(*args, **kwargs)
+        except KeyboardInterrupt:
+            _interrupted("interrupted")
+        except UnsafePath as e:
+            _fail(str(e))
+        finally:
+            while len(_claims) > held:
+                _claims.pop().release()
+
+    return wrapper
+
+
+def _interrupted(message: str) -> None:
+    from rich.markup import escape
+
+    err_console.print(f"[bold red]error:[/] {escape(message)}", markup=True, soft_wrap=True)
+    raise typer.Exit(130)
 
 
 def _warn(warnings: list[str]) -> None:
@@ -84,7 +126,7 @@ def _warn(warnings: list[str]) -> None:
 
 def _progress() -> Progress:
     return Progress(
-        TextColumn("[bold]{task.description}"), BarColumn(),
+        TextColumn("{task.description}", style="bold", markup=False), BarColumn(),
         TextColumn("{task.fields[sim]:>8} sim"), TimeElapsedColumn(), TimeRemainingColumn(),
         console=err_console, transient=True,
     )
@@ -132,7 +174,7 @@ def run(
     except UserCcRaised as e:
         _fail(f"{e}; nothing was kept")
     except KeyboardInterrupt:
-        _fail("interrupted; nothing was kept")
+        _interrupted("interrupted; nothing was kept")
     _print_finished(path, iterations, intervals, report)
 
 
@@ -348,6 +390,9 @@ def show(
         Run(rundir)
     except FileNotFoundError as e:
         _fail(str(e))
+    from .store import verify_tables
+
+    verify_tables(rundir)
     _print_run(rundir, intervals)
 
 
@@ -366,6 +411,9 @@ def recovery(
         r = Run(rundir)
     except FileNotFoundError as e:
         _fail(str(e))
+    from .store import verify_tables
+
+    verify_tables(rundir)
     eps = r.recovery
     if first:
         eps = first_per_flow(eps)
@@ -382,6 +430,7 @@ def recovery(
 def compare(
     runs: Annotated[list[Path], typer.Argument(help="Two or more results folders (e.g. the simulator's, the kernel's, an imported testbed run); the first is the base.")],
     out: Annotated[Optional[Path], typer.Option(help="Write compare.html (every run overlaid on the interactive charts), compare.json and, for two runs, overlaid cwnd charts here.")] = None,
+    force: Annotated[bool, typer.Option(help="Replace an existing compare folder at --out.")] = False,
 ) -> None:
     """Runs side by side, each against the first: per-flow throughput and difference,
     retransmissions, recovery episodes, cwnd-trajectory distance; with --out, an overlay page."""
@@ -393,7 +442,9 @@ def compare(
         infos = [Run(r).info for r in runs]
     except FileNotFoundError as e:
         _fail(str(e))
-    rows = api.compare(*runs, out=out)
+    if out is not None:
+        _check_target(out, force, "compare", inputs=tuple(runs))
+    rows = api.compare(*runs, out=out, force=force)
     if not rows:
         _fail(f"{runs[0]} has no flow in common with {', '.join(str(r) for r in runs[1:])}")
     labels = api.run_labels(infos)
@@ -420,15 +471,20 @@ def plot(
     from_: Annotated[Optional[float], typer.Option("--from", help="Window start, seconds from the first flow's start (as in the report).")] = None,
     to: Annotated[Optional[float], typer.Option(help="Window end, seconds.")] = None,
     out: Annotated[Optional[Path], typer.Option(help="A file (.png, .svg, .pdf) for one chart, or a folder (default RUNDIR/plots).")] = None,
+    force: Annotated[bool, typer.Option(help="Replace an existing chart file, or write into an existing folder of charts.")] = False,
 ) -> None:
     """Static charts for papers: any panel of the report, or a flow's time-sequence graph, for a
     chosen window at full resolution."""
-    from .report.figure import WHAT, PlotError, plot_run
+    from .report.figure import FORMATS, WHAT, PlotError, plot_run
 
     try:
         Run(rundir)
     except FileNotFoundError as e:
         _fail(str(e))
+    chart = out is not None and out.suffix.lower() in FORMATS
+    # RUNDIR/plots is the run's own: plotting again redraws it.
+    _check_target(out or rundir / "plots", force, "chart" if chart else "plots", inputs=(rundir,) if out else (),
+                  resume=out is None)
     try:
         paths = plot_run(rundir, list(what or WHAT), flow, from_, to, out or rundir / "plots", explicit=bool(what))
     except PlotError as e:
@@ -466,7 +522,7 @@ def import_(
     target = out or default_out(name or slug(logs[0].stem))
     _check_target(target, force)
     command = _command()
-    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
+    with Progress(TextColumn("{task.description}", style="bold", markup=False), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
                   TimeElapsedColumn(), console=err_console, transient=True) as bar:
         tasks: dict[str, int] = {}
 
@@ -502,6 +558,7 @@ def export(
         Run(rundir)
     except FileNotFoundError as e:
         _fail(str(e))
+    _check_target(out or rundir / "export", force, "export", inputs=(rundir,))
     try:
         paths = export_run(rundir, out or rundir / "export", to, force=force)
     except (LogError, FileExistsError) as e:
@@ -555,6 +612,7 @@ def sweep(
     if backend == "netns":
         _netns_precheck(pl.points[0].resolved)
     _remote_precheck(backend, testbed, [pl.points[0].resolved])
+    _check_target(pl.out, False, "sweep", resume=True, lock=False)  # the sweep locks its folder itself
     command = _command()
     out_console.print(f"sweep: {len(pl.keys)} runs ({len(pl.parts)} part(s)) in {pl.out}")
 
@@ -562,7 +620,7 @@ def sweep(
         raise KeyboardInterrupt
 
     old = signal.signal(signal.SIGTERM, on_term)
-    prog = Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+    prog = Progress(TextColumn("{task.description}", style="bold", markup=False), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                     TextColumn("{task.fields[failed]}"), TimeElapsedColumn(), TimeRemainingColumn(),
                     console=err_console, transient=True)
     try:
@@ -609,10 +667,11 @@ def ls_(
     summed throughput, utilisation."""
     import duckdb
 
-    from .catalog import CatalogError, query
+    from .catalog import Catalog, CatalogError
 
     try:
-        df = query("SELECT * FROM runs ORDER BY run", root)
+        cat = Catalog(root)
+        df = cat.query("SELECT * FROM runs ORDER BY run")
     except CatalogError as e:
         _fail(str(e))
     except duckdb.Error as e:
@@ -621,12 +680,15 @@ def ls_(
     params = [c for c in df.columns if c.startswith("p_")]
     for c in ["run", "name", "backend", "seed", "flows", "Mbit/s", "util %"] + params:
         t.add_column(c, justify="left" if c in ("run", "name", "backend") or c.startswith("p_") else "right")
-    for _, r in df.iterrows():
-        t.add_row(r["run"], r["name"], r["backend"], str(r["seed"]), str(r["flows"]), f"{r['throughput_mbps']:.2f}",
-                  "-" if r["utilisation"] != r["utilisation"] else f"{r['utilisation'] * 100:.1f}",
-                  *[("" if r[c] is None else str(r[c])) for c in params])
+    damaged = {run: why for run, why, _ in cat.damaged}  # listed as such, naming the file: `show` refuses them
+    rows = {r["run"]: [r["run"], r["name"], r["backend"], str(r["seed"]), str(r["flows"]), f"{r['throughput_mbps']:.2f}",
+                       "-" if r["utilisation"] != r["utilisation"] else f"{r['utilisation'] * 100:.1f}",
+                       *[("" if r[c] is None else str(r[c])) for c in params]] for _, r in df.iterrows()}
+    rows |= {run: [run, f"damaged: {why}", *["-"] * (5 + len(params))] for run, why in damaged.items()}
+    for run in sorted(rows):
+        t.add_row(*rows[run])
     out_console.print(t)
-    out_console.print(f"{len(df)} run(s) under {root}")
+    out_console.print(f"{len(rows) - len(damaged)} run(s) under {root}" + (f", {len(damaged)} damaged" if damaged else ""))
 
 
 @app.command()
@@ -639,10 +701,12 @@ def query(
     """Query the results catalog with SQL (embedded DuckDB over the runs' Parquet files)."""
     import duckdb
 
-    from .catalog import CatalogError, query as run_query
+    from .catalog import Catalog, CatalogError
 
     try:
-        df = run_query(sql, root)
+        cat = Catalog(root)
+        _warn([f"query: skipped {run}: {why}" for run, why, kept in cat.damaged if not kept])
+        df = cat.query(sql)
     except CatalogError as e:
         _fail(str(e))
     except duckdb.Error as e:
@@ -778,14 +842,15 @@ def version() -> None:
     out_console.print(f"tcplab {__version__}")
 
 
-def main() -> None:
-    from .paths import UnsafePath
+for _command_info in [*app.registered_commands, *netns_app.registered_commands, *remote_app.registered_commands]:
+    _command_info.callback = _literal_errors(_command_info.callback)
 
-    try:
-        app()
-    except UnsafePath as e:  # a folder --force may not replace, met late (e.g. an export's --out)
-        err_console.print(f"error: {e}", markup=False, soft_wrap=True)
-        sys.exit(2)
+
+def main() -> None:
+    from .interrupts import raise_on_sigterm
+
+    raise_on_sigterm()
+    app()
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ import numpy as np
 from . import __version__
 from .analysis.summary import summarize_import
 from .paths import name_problem, slug
-from .store import RunDir, TableWriter, read_table, write_json, write_toml
+from .store import RunDir, TableWriter, read_json, read_table, require_table, write_json, write_toml
 
 #: Lines (packets) parsed between record drains: bounds memory, gives progress.
 STEP_LINES = 200_000
@@ -203,16 +203,14 @@ _CA_STATE = {1: 3, 2: 0, 3: 4, 4: 0}
 def export_run(run_dir: Path, out: Path, formats: list[str], *, force: bool = False) -> list[Path]:
     """Write the run at `run_dir` as logs into the folder `out` (created atomically): siftr2 ->
     siftr2.log, tcp_probe -> tcp_probe.txt, iperf3-json -> iperf3-<n>.json per flow."""
-    import json
-
     import pandas as pd
 
-    from . import _native
+    from . import Run, _native
 
     for f in formats:
         if f not in EXPORT_FORMATS:
             raise LogError(f"--to {f!r}: not a format tcplab writes; choose from {', '.join(EXPORT_FORMATS)}")
-    summary = json.loads((run_dir / "summary.json").read_text())
+    summary = Run(run_dir).info
     flows = _addresses(summary)
     index = {f["flow"]: i for i, f in enumerate(summary["flows"])}
     samples = read_table(run_dir, "flows")
@@ -220,12 +218,12 @@ def export_run(run_dir: Path, out: Path, formats: list[str], *, force: bool = Fa
         samples = samples[samples["flow"].isin(index)].assign(flow=lambda d: d["flow"].map(index)).sort_values(["t_ns", "flow"], kind="stable")
     # Wall clock for formats that carry one: the run's creation time, whole seconds (deterministic
     # for a given run folder).
-    meta = json.loads((run_dir / "meta.json").read_text()) if (run_dir / "meta.json").is_file() else {}
+    meta = read_json(run_dir / "meta.json") if (run_dir / "meta.json").is_file() else {}
     try:
         epoch_s = int(_dt.datetime.fromisoformat(meta["created"]).timestamp())
-    except (KeyError, ValueError):
+    except (KeyError, ValueError, TypeError):
         epoch_s = 0
-    rd = RunDir(out, force=force)
+    rd = RunDir(out, force=force, kind="export", inputs=(run_dir,))
     written = []
     try:
         if "siftr2" in formats:
@@ -261,6 +259,7 @@ def export_run(run_dir: Path, out: Path, formats: list[str], *, force: bool = Fa
             _native.write_tcp_probe(str(path), flows, cols)
             written.append(path)
         if "iperf3-json" in formats:
+            require_table(run_dir, "intervals", "iperf3 JSON is written from it")
             intervals = read_table(run_dir, "intervals")
             for k, f in enumerate(summary["flows"]):
                 mine = intervals[intervals["flow"] == f["flow"]].sort_values("t_start_ns") if len(intervals) else intervals

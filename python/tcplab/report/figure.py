@@ -3,6 +3,7 @@ SVG or PDF for a chosen time window, at full resolution, for papers."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from .panels import PANELS, PageModel, RunTables, add_run
@@ -10,6 +11,8 @@ from .panels import PANELS, PageModel, RunTables, add_run
 #: What `tcplab plot --what` draws: the time panels and the time-sequence graph.
 WHAT = tuple(p[0] for p in PANELS) + ("tseq",)
 FORMATS = (".png", ".svg", ".pdf")
+#: The largest |--from| or |--to| (seconds): a year, far beyond any run, well inside int64 ns.
+MAX_WINDOW_S = 365 * 86400
 
 
 class PlotError(ValueError):
@@ -33,6 +36,11 @@ def plot_run(run_dir: Path, what: list[str], flow: str | None, lo_s: float | Non
             raise PlotError(f"--what: {w!r} is not a chart; allowed: {', '.join(WHAT)}")
     if flow is not None and flow not in names:
         raise PlotError(f"--flow: {run_dir} has no flow {flow!r}; its flows: {', '.join(names)}")
+    for option, t in (("--from", lo_s), ("--to", hi_s)):
+        # A window in seconds: finite, and within what nanoseconds in 64 bits can hold.
+        if t is not None and not (math.isfinite(t) and abs(t) <= MAX_WINDOW_S):
+            raise PlotError(f"{option}: {t} is not a time in seconds; give a finite number within "
+                            f"-{MAX_WINDOW_S:g} .. {MAX_WINDOW_S:g}")
     if lo_s is not None and hi_s is not None and hi_s <= lo_s:
         raise PlotError(f"--from {lo_s} must be before --to {hi_s}")
     single = out.suffix.lower() in FORMATS
