@@ -58,7 +58,8 @@ def _reads_results(command):
                     and "duckdb" not in type(e).__module__:
                 raise
             # The folders read (not an --out being written), and the error's own file if it has one.
-            folders = ", ".join(str(v) for k, v in [*enumerate(args), *kwargs.items()] if isinstance(v, Path) and k != "out")
+            given = [(k, x) for k, v in [*enumerate(args), *kwargs.items()] for x in (v if isinstance(v, list) else [v])]
+            folders = ", ".join(str(v) for k, v in given if isinstance(v, Path) and k != "out")
             if isinstance(e, OSError) and e.filename:
                 _fail(f"{e.filename}: {e.strerror or type(e).__name__}")
             first = str(e).strip().splitlines()[0] if str(e).strip() else ""

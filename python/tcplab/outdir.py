@@ -36,12 +36,13 @@ def _is_kind(path: Path, kind: str) -> bool:
     if kind == "run":  # run, peers, import: a run, its iterations, a peer compare
         return bool(names & {"meta.json", "summary.json", "iterations.json", "peers.json"})
     if kind in ("sweep", "compare"):
-        return f"{kind}.json" in names or (kind == "sweep" and ".lock" in names and "runs" in names)
+        # A sweep's own lock is inside its folder, taken before it writes sweep.json.
+        return f"{kind}.json" in names or (kind == "sweep" and ".lock" in names)
     if kind == "export":
         return bool(names) and all(_EXPORT_FILE.fullmatch(n) for n in names)
     if kind == "plots":
-        return bool(names) and all(n.endswith(CHART_SUFFIXES) for n in names)
-    if kind == "chart":
+        return bool(names) and all(_is_kind(path / n, "chart") for n in names)
+    if kind == "chart":  # charts carry no mark of their own (their metadata is left out: deterministic)
         return path.is_file() and path.suffix.lower() in CHART_SUFFIXES
     raise ValueError(f"unknown output kind {kind!r}")
 
@@ -89,9 +90,9 @@ def check(out: str | Path, *, force: bool, kind: str = "run", inputs: Iterable[s
     non-empty folder (or file) without `force`; with `force`, anything but a `kind` folder; a
     folder that is or holds one of the command's `inputs`; a name too long; a parent that is a
     file, missing or not writable. `resume`: an existing `kind` folder is carried on (a sweep)."""
-    out = Path(out)
     if not str(out).strip():
         raise OutDirError("--out: an empty path")
+    out = Path(out)
     _check_names(out)
     real = resolve(out)
     for i in inputs:
