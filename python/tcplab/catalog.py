@@ -12,6 +12,7 @@ Views (each with a `run` column, the run folder relative to the root):
   cpu           runs measured with [measure] cpu: CPU shares and work per GB (cpu.json)
 
 Only finished run folders are seen: a run being written lives under a hidden temporary name.
+The connection is sandboxed (Catalog): it opens only these files, and a user's SQL may only read.
 """
 
 from __future__ import annotations

@@ -31,12 +31,12 @@ out_console = Console(highlight=False, markup=False, emoji=False, width=None if 
 err_console = Console(stderr=True, highlight=False, markup=False, emoji=False)
 
 
-def _fail(message: str) -> None:
+def _fail(message: str, code: int = 2) -> None:
     from rich.markup import escape
 
     # Escaped: messages quote spec text, and "[sweep ...]" or "[senders.s1]" are not markup.
     err_console.print(f"[bold red]error:[/] {escape(message)}", markup=True, soft_wrap=True)
-    raise typer.Exit(2)
+    raise typer.Exit(code)
 
 
 def _reads_results(command):
@@ -83,13 +83,16 @@ def _check_target(target: Path, force: bool, kind: str = "run", inputs: tuple = 
         _claims.append(claim)  # released when the command ends (_literal_errors)
 
 
+#: Exit status of an interrupted command: 128 + SIGINT, as a shell reports it (and `sweep` did).
+INTERRUPTED = 130
 #: The --out locks the running command holds.
 _claims: list = []
 
 
 def _literal_errors(command):
-    """Every command: an interrupt (Ctrl-C, SIGTERM) exits 130 in one line; an --out refused
-    late (outdir.OutDirError, e.g. another writer took it meanwhile) exits 2 in one line."""
+    """Every command: an interrupt (Ctrl-C, SIGTERM) exits INTERRUPTED in one line; an --out
+    refused late (outdir.OutDirError: another writer took it meanwhile) exits 2 in one line; the
+    --out locks it took are released."""
     import functools
 
     @functools.wraps(command)
@@ -100,7 +103,7 @@ def _literal_errors(command):
         try:
             return command(*args, **kwargs)
         except KeyboardInterrupt:
-            _interrupted("interrupted")
+            _fail("interrupted", INTERRUPTED)
         except UnsafePath as e:
             _fail(str(e))
         finally:
@@ -108,13 +111,6 @@ def _literal_errors(command):
                 _claims.pop().release()
 
     return wrapper
-
-
-def _interrupted(message: str) -> None:
-    from rich.markup import escape
-
-    err_console.print(f"[bold red]error:[/] {escape(message)}", markup=True, soft_wrap=True)
-    raise typer.Exit(130)
 
 
 def _warn(warnings: list[str]) -> None:
@@ -175,7 +171,7 @@ def run(
     except UserCcRaised as e:
         _fail(f"{e}; nothing was kept")
     except KeyboardInterrupt:
-        _interrupted("interrupted; nothing was kept")
+        _fail("interrupted; nothing was kept", INTERRUPTED)
     _print_finished(path, iterations, intervals, report)
 
 
@@ -654,7 +650,7 @@ def sweep(
     if outcome.interrupted:
         err_console.print("[bold red]interrupted:[/] finished runs are kept; run the same command again to do the rest",
                           markup=True)
-        raise typer.Exit(130)
+        raise typer.Exit(INTERRUPTED)
     if outcome.failed:
         raise typer.Exit(1)
 

@@ -2,7 +2,7 @@
 nothing half-written ever looks like a finished run.
 
 Layout: spec.toml (resolved spec), summary.json, meta.json (provenance: version, git revision,
-wall clock), <table>.parquet (zstd) for flows, intervals, queues, ports, events, probes (with
+wall clock), <table>.parquet (zstd, a CRC of every page, verified by the one reader) for flows, intervals, queues, ports, events, probes (with
 [[probes]]) and (if recorded) sends and acks, report.html (and plots/ after `tcplab plot`).
 """
 
