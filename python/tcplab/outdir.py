@@ -23,7 +23,8 @@ NAME_MAX_BYTES = 255 - len("..partial-") - 7
 PATH_MAX_BYTES = 4096 - 32
 CHART_SUFFIXES = (".png", ".svg", ".pdf")
 _EXPORT_FILE = re.compile(r"siftr2\.log|tcp_probe\.txt|iperf3-\d+\.json")
-_LEFTOVER = re.compile(r"\.(?P<name>.+)\.(?P<what>partial|old)-(?P<pid>\d+)")
+#: A killed writer's folder (or chart: .STEM.partial-PID.png, which keeps the suffix matplotlib reads).
+_LEFTOVER = re.compile(r"\.(?P<name>.+)\.(?P<what>partial|old)-(?P<pid>\d+)(?P<suffix>\.png|\.svg|\.pdf)?")
 
 
 class OutDirError(UnsafePath):
@@ -242,9 +243,9 @@ def sweep_leftovers(parent: Path) -> list[Path]:
             done.append(Path(e.path))
             continue
         m = _LEFTOVER.fullmatch(e.name)
-        if not m or _alive(int(m["pid"])) or _locked(parent / f".{m['name']}.lock"):
+        if not m or _alive(int(m["pid"])) or _locked(parent / f".{m['name']}{m['suffix'] or ''}.lock"):
             continue
-        path, final = Path(e.path), parent / m["name"]
+        path, final = Path(e.path), parent / (m["name"] + (m["suffix"] or ""))
         if m["what"] == "old" and not final.exists() and not final.is_symlink():
             try:
                 path.rename(final)
@@ -271,5 +272,7 @@ def guard(out: str | Path, *, force: bool, kind: str = "run", inputs: Iterable[s
         return real, None
     claim = Claim.take(real)
     sweep_leftovers(real.parent)
+    if kind == "plots" and real.is_dir():  # charts are drawn under hidden names inside it
+        sweep_leftovers(real)
     return real, claim
 

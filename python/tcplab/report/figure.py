@@ -4,6 +4,7 @@ SVG or PDF for a chosen time window, at full resolution, for papers."""
 from __future__ import annotations
 
 import math
+import os
 from pathlib import Path
 
 from .panels import PANELS, PageModel, RunTables, add_run
@@ -75,9 +76,15 @@ def plot_run(run_dir: Path, what: list[str], flow: str | None, lo_s: float | Non
             raise PlotError(f"--what {w}: {run_dir} recorded nothing for this chart")
         targets = [out] if single else [out / f"{w}{'_' + f if f else ''}{ext}" for ext in (".png", ".svg")]
         for target in targets:
-            if w == "tseq":
-                plots.tseq_chart(model, f, lo_s, hi_s, target)
-            else:
-                plots.panel_chart(model, w, lo_s, hi_s, target)
+            # Drawn under a hidden name and renamed: a chart is never seen half-written.
+            tmp = target.parent / f".{target.stem}.partial-{os.getpid()}{target.suffix}"
+            try:
+                if w == "tseq":
+                    plots.tseq_chart(model, f, lo_s, hi_s, tmp)
+                else:
+                    plots.panel_chart(model, w, lo_s, hi_s, tmp)
+                tmp.rename(target)
+            finally:
+                tmp.unlink(missing_ok=True)
             written.append(target)
     return written
