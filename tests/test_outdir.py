@@ -220,3 +220,23 @@ def test_the_lock_and_leftover_files_are_named_after_the_target_only(tmp_path):
     assert not (tmp_path / ".x.lock").exists()
     with pytest.raises(OutDirError, match="an empty path"):
         check("", force=False)
+
+
+def test_a_killed_plots_partial_chart_is_swept_and_the_charts_redrawn(work):
+    pid = _dead_pid()
+    (work / "A" / "plots").mkdir()
+    (work / "A" / "plots" / f".cwnd.partial-{pid}.png").write_bytes(b"\x89PNG half")
+    result = runner.invoke(app, ["plot", "A", "--what", "cwnd"])
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in (work / "A" / "plots").iterdir()) == ["cwnd.png", "cwnd.svg"]
+    assert [p.name for p in (work / "A").iterdir() if p.name.startswith(".")] == []
+
+
+def test_the_python_api_sweep_refuses_an_existing_run_too(work):
+    import tcplab
+    from tcplab.outdir import OutDirError
+
+    before = _tree(work)
+    with pytest.raises(OutDirError, match="A exists and is not a sweep folder"):
+        tcplab.sweep("T5", duration="1s", out=work / "A", jobs=1, report=False)
+    assert _tree(work) == before

@@ -158,6 +158,9 @@ def execute(pl: Plan, *, jobs: int = 1, executor: str = "local", address: str | 
     and the outcome says interrupted; the next invocation goes on from there."""
     if executor not in EXECUTORS:
         raise SpecError("--executor", "", f"{executor!r} is not an executor", EXECUTORS)
+    from ..outdir import check
+
+    check(pl.out, force=False, kind="sweep", resume=True)  # a sweep folder goes on; anything else is refused
     lock = _Lock(pl.out)
     try:
         runs, logs = pl.out / "runs", pl.out / "logs"
