@@ -54,9 +54,11 @@ def _reads_results(command):
             _fail(f"damaged results: {e}")
         except Exception as e:  # noqa: BLE001 - narrowed just below
             # DuckDB (query, ls) and pandas report a truncated table or a missing column as these.
-            if not isinstance(e, (KeyError, ValueError, TypeError, IndexError, OSError)) \
+            from .paths import UnsafePath
+
+            if isinstance(e, UnsafePath) or not isinstance(e, (KeyError, ValueError, TypeError, IndexError, OSError)) \
                     and "duckdb" not in type(e).__module__:
-                raise
+                raise  # an --out refused (_literal_errors says so), or a bug
             # The folders read (not an --out being written), and the error's own file if it has one.
             given = [(k, x) for k, v in [*enumerate(args), *kwargs.items()] for x in (v if isinstance(v, list) else [v])]
             folders = ", ".join(str(v) for k, v in given if isinstance(v, Path) and k != "out")
