@@ -240,3 +240,15 @@ def test_the_python_api_sweep_refuses_an_existing_run_too(work):
     with pytest.raises(OutDirError, match="A exists and is not a sweep folder"):
         tcplab.sweep("T5", duration="1s", out=work / "A", jobs=1, report=False)
     assert _tree(work) == before
+
+
+def test_a_new_commands_kind_is_marked_by_its_own_json(work):
+    from tcplab.outdir import OutDirError, check
+
+    (work / "cal").mkdir()
+    (work / "cal" / "calibrate.json").write_text("{}")
+    assert check(work / "cal", force=True, kind="calibrate") == (work / "cal").resolve()
+    with pytest.raises(OutDirError, match="A is not a tcplab calibrate folder; --force replaces only those"):
+        check(work / "A", force=True, kind="calibrate")
+    with pytest.raises(OutDirError, match="cal is not a tcplab results folder"):
+        check(work / "cal", force=True, kind="run")

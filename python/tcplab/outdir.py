@@ -31,25 +31,30 @@ class OutDirError(UnsafePath):
     """tcplab will not write this --out; the message names it and says why (one line)."""
 
 
+#: Files that mark a folder as a kind's own: a run (run, peers, import: a run, its iterations, a
+#: peer compare) and a sweep (whose lock is inside its folder, taken before sweep.json is written).
+MARKERS = {"run": {"meta.json", "summary.json", "iterations.json", "peers.json"}, "sweep": {"sweep.json", ".lock"}}
+
+
 def _is_kind(path: Path, kind: str) -> bool:
-    """Whether the existing folder (file for "chart") is what a command of `kind` writes."""
+    """Whether the existing folder (file for "chart") is what a command of `kind` writes. A kind
+    without markers of its own (compare; a new command's) is marked by `<kind>.json`."""
+    if kind == "chart":  # charts carry no mark of their own (their metadata is left out: deterministic)
+        return path.is_file() and path.suffix.lower() in CHART_SUFFIXES
     names = {p.name for p in path.iterdir()} if path.is_dir() else set()
-    if kind == "run":  # run, peers, import: a run, its iterations, a peer compare
-        return bool(names & {"meta.json", "summary.json", "iterations.json", "peers.json"})
-    if kind in ("sweep", "compare"):
-        # A sweep's own lock is inside its folder, taken before it writes sweep.json.
-        return f"{kind}.json" in names or (kind == "sweep" and ".lock" in names)
     if kind == "export":
         return bool(names) and all(_EXPORT_FILE.fullmatch(n) for n in names)
     if kind == "plots":
         return bool(names) and all(_is_kind(path / n, "chart") for n in names)
-    if kind == "chart":  # charts carry no mark of their own (their metadata is left out: deterministic)
-        return path.is_file() and path.suffix.lower() in CHART_SUFFIXES
-    raise ValueError(f"unknown output kind {kind!r}")
+    return bool(names & MARKERS.get(kind, {f"{kind}.json"}))
 
 
 _WHAT = {"run": "results folder", "sweep": "sweep folder", "compare": "compare folder", "export": "export folder",
          "plots": "folder of charts", "chart": "chart (.png, .svg, .pdf)"}
+
+
+def _what(kind: str) -> str:
+    return _WHAT.get(kind, f"{kind} folder")
 
 
 def resolve(out: Path) -> Path:
@@ -111,11 +116,11 @@ def check(out: str | Path, *, force: bool, kind: str = "run", inputs: Iterable[s
         own = _is_kind(real, kind)
         if not empty and not (resume and own):
             if resume:
-                raise OutDirError(f"{out} exists and is not a {_WHAT[kind]}: choose another --out")
+                raise OutDirError(f"{out} exists and is not a {_what(kind)}: choose another --out")
             if not force:
                 raise OutDirError(f"{out} already exists (choose another --out or pass --force)")
             if not own:
-                raise OutDirError(f"{out} is not a tcplab {_WHAT[kind]}; --force replaces only those: "
+                raise OutDirError(f"{out} is not a tcplab {_what(kind)}; --force replaces only those: "
                                   "choose another --out")
     _check_parent(out, real)
     return real
