@@ -252,3 +252,16 @@ def test_a_new_commands_kind_is_marked_by_its_own_json(work):
         check(work / "A", force=True, kind="calibrate")
     with pytest.raises(OutDirError, match="cal is not a tcplab results folder"):
         check(work / "cal", force=True, kind="run")
+
+
+def test_a_folder_this_user_cannot_read_on_the_way_is_one_line(tmp_path):
+    """As another user (the suite runs as root, which reads everything): in a child process."""
+    (tmp_path / "locked" / "inner").mkdir(parents=True)
+    (tmp_path / "locked").chmod(0)
+    code = ("import os\nfrom tcplab.outdir import OutDirError, check\nos.setgid(65534)\nos.setuid(65534)\n"
+            f"try:\n    check({str(tmp_path / 'locked' / 'inner' / 'x')!r}, force=False)\n"
+            "except OutDirError as e:\n    print(e)\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
+    (tmp_path / "locked").chmod(0o755)
+    assert proc.stdout == f"cannot write {tmp_path}/locked/inner/x: Permission denied ({tmp_path}/locked/inner/x)\n", \
+        proc.stderr

@@ -100,6 +100,13 @@ def check(out: str | Path, *, force: bool, kind: str = "run", inputs: Iterable[s
         raise OutDirError("--out: an empty path")
     out = Path(out)
     _check_names(out)
+    try:
+        return _check(out, force, kind, inputs, resume)
+    except OSError as e:  # a folder on the way that cannot be read (permissions, an I/O error)
+        raise OutDirError(f"cannot write {out}: {e.strerror or e} ({e.filename or out})") from None
+
+
+def _check(out: Path, force: bool, kind: str, inputs: Iterable[str | Path], resume: bool) -> Path:
     real = resolve(out)
     for i in inputs:
         r = Path(os.path.realpath(i))
