@@ -155,3 +155,15 @@ def test_compare_blames_the_input_not_its_own_out(run, tmp_path):
     line = _one_error_line(result, "damaged or incomplete results in G, R: KeyError: 'flow'")
     assert "cmp" not in line and not (tmp_path / "cmp").exists()
     assert json.loads((tmp_path / "G" / "summary.json").read_text())["name"] == "small"
+
+
+def test_a_column_renamed_by_a_changed_footer_byte_is_named(run):
+    """Found by the 2000-example fuzzing: the footer (column names, types) has no page checksum."""
+    p = run / "flows.parquet"
+    data = p.read_bytes()
+    footer = len(data) - 8 - int.from_bytes(data[-8:-4], "little")
+    at = data.index(b"snd_nxt", footer)  # the schema's column name
+    p.write_bytes(data[:at] + b"snd_nxu" + data[at + 7:])
+    for command in (["compare", "G", "R", "--out", "cmp"], ["show", "R"], ["export", "R", "--to", "tcp_probe"]):
+        _one_error_line(runner.invoke(app, command), "R/flows.parquet: damaged, column 'snd_nxu' (int64) is not one of "
+                                                     "the flows table's")
