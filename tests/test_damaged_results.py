@@ -152,7 +152,7 @@ def test_compare_blames_the_input_not_its_own_out(run, tmp_path):
     (run / "flows.parquet").unlink()
     pq.write_table(pq.read_table(tmp_path / "G" / "ports.parquet"), run / "flows.parquet")  # a table, wrong columns
     result = runner.invoke(app, ["compare", "G", "R", "--out", "cmp"])
-    line = _one_error_line(result, "damaged or incomplete results in G, R: KeyError: 'flow'")
+    line = _one_error_line(result, "R/flows.parquet: damaged, column 't_start_ns' (int64) is not one of the flows table's")
     assert "cmp" not in line and not (tmp_path / "cmp").exists()
     assert json.loads((tmp_path / "G" / "summary.json").read_text())["name"] == "small"
 
