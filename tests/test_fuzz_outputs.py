@@ -6,6 +6,7 @@ parents, inputs): one line and nothing touched, or a complete output where it wa
 
 The example count is test_fuzz.py's (TCPLAB_FUZZ_EXAMPLES, default 150) divided by FUZZ_SHARE;
 by hand, e.g. TCPLAB_FUZZ_EXAMPLES=2000 FUZZ_SHARE=1 .venv/bin/python -m pytest tests/test_fuzz_outputs.py
+(FUZZ_SEED=n: another sequence of examples, to split a long run over processes).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import random
 import shutil
 from pathlib import Path
 
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, seed, settings, strategies as st
 from typer.testing import CliRunner
 
 from conftest import tcplab
@@ -23,7 +24,10 @@ from test_fuzz import FUZZ, _finished_run, _workdir
 from tcplab.cli import app
 
 SHARE = int(os.environ.get("FUZZ_SHARE", "3"))
-SOME = settings(FUZZ, max_examples=max(10, FUZZ.max_examples // SHARE))
+#: FUZZ_SEED=n: examples from seed n instead of the fixed sequence (a long run split over processes).
+SEED = os.environ.get("FUZZ_SEED")
+SOME = settings(FUZZ, max_examples=max(10, FUZZ.max_examples // SHARE), derandomize=SEED is None)
+reseed = seed(int(SEED)) if SEED else (lambda f: f)
 runner = CliRunner()
 
 TABLES = ["flows.parquet", "intervals.parquet", "events.parquet", "ports.parquet", "queues.parquet", "sends.parquet",
@@ -86,6 +90,7 @@ def _damage(member: str, how: str, seed: int):
     return apply
 
 
+@reseed
 @SOME
 @given(st.sampled_from(TABLES), st.sampled_from(["truncate", "flip", "flip64"]), st.integers(0, 2**32),
        st.sampled_from(sorted(READERS)))
@@ -159,12 +164,15 @@ def _snapshot(work: Path) -> dict[str, bytes | str | None]:
     return out
 
 
+@reseed
 @SOME
 @given(st.sampled_from(sorted(WRITERS)), names, st.booleans())
 def test_out_anywhere_is_written_completely_or_refused_in_one_line_touching_nothing(command, place, force):
     args, marker = WRITERS[command]
     if command == "plot-file":
         place = place if place.endswith(".png") else place + ".png"
+    if command == "plot-folder" and place.lower().endswith((".png", ".svg", ".pdf")):
+        marker = None  # a chart's file name: one chart, written as that file
     with _workdir() as work:
         _scene(work)
         before = _snapshot(work)
