@@ -167,3 +167,12 @@ def test_a_column_renamed_by_a_changed_footer_byte_is_named(run):
     for command in (["compare", "G", "R", "--out", "cmp"], ["show", "R"], ["export", "R", "--to", "tcp_probe"]):
         _one_error_line(runner.invoke(app, command), "R/flows.parquet: damaged, column 'snd_nxu' (int64) is not one of "
                                                      "the flows table's")
+
+
+def test_a_column_name_made_invalid_utf8_is_named(run):
+    p = run / "flows.parquet"
+    data = p.read_bytes()
+    footer = len(data) - 8 - int.from_bytes(data[-8:-4], "little")
+    at = data.index(b"snd_nxt", footer)
+    p.write_bytes(data[:at] + b"snd\xff\xfext" + data[at + 7:])
+    _one_error_line(runner.invoke(app, ["show", "R"]), "R/flows.parquet: damaged, cannot be read ('utf-8' codec")

@@ -207,7 +207,8 @@ def open_parquet(path: Path) -> pq.ParquetFile:
     inside `damage_named(path)`."""
     with damage_named(path):
         pf = pq.ParquetFile(path, page_checksum_verification=True)
-    _check_schema(path, pf.schema_arrow)
+        schema = pf.schema_arrow  # names decoded here: a changed byte may leave them invalid UTF-8
+    _check_schema(path, schema)
     return pf
 
 
@@ -237,7 +238,7 @@ class damage_named:
         return None
 
     def __exit__(self, kind, e, tb) -> bool:
-        if e is not None and isinstance(e, (pa.ArrowException, OSError, EOFError)):
+        if e is not None and isinstance(e, (pa.ArrowException, OSError, EOFError, UnicodeDecodeError)):
             first = str(e).splitlines()[0] if str(e) else type(e).__name__
             raise DamagedResults(f"{self.path}: damaged, cannot be read ({first})") from None
         return False
