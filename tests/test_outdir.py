@@ -265,3 +265,14 @@ def test_a_folder_this_user_cannot_read_on_the_way_is_one_line(tmp_path):
     (tmp_path / "locked").chmod(0o755)
     assert proc.stdout == f"cannot write {tmp_path}/locked/inner/x: Permission denied ({tmp_path}/locked/inner/x)\n", \
         proc.stderr
+
+
+def test_an_import_into_a_folder_named_with_a_quote(work):
+    """Found by the 2000-example fuzzing: the import's summary read its tables with SQL built from
+    the folder's path, and a quote in --out ended the SQL string."""
+    (work / "exp").mkdir()
+    result = runner.invoke(app, ["export", "A", "--to", "iperf3-json", "--out", "exp/e"])
+    assert result.exit_code == 0, result.output
+    result = runner.invoke(app, ["import", "exp/e/iperf3-1.json", "--out", "it's", "--no-report"])
+    assert result.exit_code == 0, result.output
+    assert (work / "it's" / "summary.json").is_file()
