@@ -318,7 +318,7 @@ def test_sigterm_midway_leaves_nothing(tmp_path):
         proc = _start_and_wait_for_namespaces(spec, out)
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=60)
-        assert proc.returncode == 2 and err.strip().endswith("error: interrupted; nothing was kept"), err[-2000:]
+        assert proc.returncode == 130 and err.strip().endswith("error: interrupted; nothing was kept"), err[-2000:]
         _assert_clean()
         assert not out.exists() and not list(tmp_path.glob(".run.partial-*"))
     finally:

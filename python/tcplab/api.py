@@ -167,7 +167,7 @@ def peers(spec: str | Path | dict[str, Any] | PeersPlan, *, set: list[str] | Non
 
 
 def compare(run_a: str | Path, run_b: str | Path, *more: str | Path, out: str | Path | None = None,
-            flow_map: list[str] | dict[str, str] | None = None) -> list[dict[str, Any]]:
+            flow_map: list[str] | dict[str, str] | None = None, force: bool = False) -> list[dict[str, Any]]:
     """Runs side by side (e.g. the simulator's, the kernel's and a testbed's imported logs), each
     against the first: per-flow throughput and its difference, retransmissions, recovery episodes,
     cwnd-trajectory distance. With `out`, also compare.json, compare.html (every run overlaid on
@@ -175,7 +175,8 @@ def compare(run_a: str | Path, run_b: str | Path, *more: str | Path, out: str | 
     first run shares with each other run; with three runs or more each row names its run (`vs`).
     Flows are paired by name, by `flow_map` ({"s1": "10.0.0.1:5201"} or ["s1=10.0.0.1:5201"]), then
     by server port or order where one run names them by address (analysis/flowmap.py); a row
-    whose other flow has another name holds it as `b_flow`, and every row says `matched_by`."""
+    whose other flow has another name holds it as `b_flow`, and every row says `matched_by`.
+    An existing `out` is refused, unless `force` and it is a compare folder (never a run)."""
     # Loaded on use: pandas, pyarrow and matplotlib, which `import tcplab` does without.
     from .analysis.compare import compare as compare_runs
     from .report import compare as compare_page
@@ -201,7 +202,7 @@ def compare(run_a: str | Path, run_b: str | Path, *more: str | Path, out: str | 
         diffs[label] = part
         rows += [dict(x, vs=label) for x in part] if more else part
     if out is not None and rows:
-        rd = RunDir(Path(out), force=True)
+        rd = RunDir(Path(out), force=force, kind="compare", inputs=tuple(paths))
         try:
             write_json(rd.tmp / "compare.json", {"runs": [str(p) for p in paths], "labels": labels, "rows": rows,
                                                  "bottleneck": bottleneck_rows(labels, infos),

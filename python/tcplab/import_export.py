@@ -28,7 +28,8 @@ from .analysis.summary import summarize_import
 from .logs import Log, LogError, detect, located_error, read_logs
 from .paths import name_problem, slug
 from .results import finish_run
-from .store import RunDir, read_table, write_toml
+from .runs import Run
+from .store import RunDir, read_json, read_table, require_table, write_toml
 
 def import_logs(paths: list[Path], out: Path, *, formats: list[str] | None = None, name: str | None = None,
                 lenient: bool = False, interval_s: float = 1.0, mss: int = 0, force: bool = False,
@@ -127,7 +128,7 @@ def export_run(run_dir: Path, out: Path, formats: list[str], *, force: bool = Fa
     for f in formats:
         if f not in EXPORT_FORMATS:
             raise LogError(f"--to {f!r}: not a format tcplab writes; choose from {', '.join(EXPORT_FORMATS)}")
-    summary = json.loads((run_dir / "summary.json").read_text())
+    summary = Run(run_dir).info
     flows = _addresses(summary)
     index = {f["flow"]: i for i, f in enumerate(summary["flows"])}
     samples = read_table(run_dir, "flows")
@@ -135,12 +136,12 @@ def export_run(run_dir: Path, out: Path, formats: list[str], *, force: bool = Fa
         samples = samples[samples["flow"].isin(index)].assign(flow=lambda d: d["flow"].map(index)).sort_values(["t_ns", "flow"], kind="stable")
     # Wall clock for formats that carry one: the run's creation time, whole seconds (deterministic
     # for a given run folder).
-    meta = json.loads((run_dir / "meta.json").read_text()) if (run_dir / "meta.json").is_file() else {}
+    meta = read_json(run_dir / "meta.json") if (run_dir / "meta.json").is_file() else {}
     try:
         epoch_s = int(_dt.datetime.fromisoformat(meta["created"]).timestamp())
-    except (KeyError, ValueError):
+    except (KeyError, ValueError, TypeError):
         epoch_s = 0
-    rd = RunDir(out, force=force)
+    rd = RunDir(out, force=force, kind="export", inputs=(run_dir,))
     written = []
     try:
         if "siftr2" in formats:
@@ -176,6 +177,7 @@ def export_run(run_dir: Path, out: Path, formats: list[str], *, force: bool = Fa
             write_tcp_probe(str(path), flows, cols)
             written.append(path)
         if "iperf3-json" in formats:
+            require_table(run_dir, "intervals", "iperf3 JSON is written from it")
             intervals = read_table(run_dir, "intervals")
             for k, f in enumerate(summary["flows"]):
                 mine = intervals[intervals["flow"] == f["flow"]].sort_values("t_start_ns") if len(intervals) else intervals

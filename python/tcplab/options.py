@@ -16,8 +16,9 @@ from .spec.units import cli_duration
 MAX_ITERATIONS = 10_000
 #: An MSS is a 16-bit TCP option (RFC 9293 §3.7.1); 0: the importer's default.
 MSS_MAX = 65_535
-#: A plot window's bounds, seconds either side of the first flow's start (int64 ns holds ~292 years).
-WINDOW_S = 10**9
+#: A plot window's bounds (|--from|, |--to|), seconds either side of the first flow's start: a
+#: year, far beyond any run, well inside int64 ns (~292 years).
+WINDOW_S = 365 * 86400
 
 
 class OptionError(ValueError):
@@ -69,13 +70,13 @@ def duration(value: Any, label: str = "--duration") -> str | None:
 
 
 def seconds(value: Any, label: str) -> float | None:
-    """A finite number of seconds (plot's --from/--to), or None."""
+    """A finite number of seconds within WINDOW_S (plot's --from/--to), or None."""
     if value is None:
         return None
     try:
-        return numbers.real(value, label, -WINDOW_S, WINDOW_S)
+        return numbers.real(value, "", -WINDOW_S, WINDOW_S)
     except numbers.NumberError as e:
-        raise OptionError(str(e)) from None
+        raise OptionError(f"{label}: {numbers.show(value)} is not a time in seconds; {e}") from None
 
 
 def paths(value: Any, label: str) -> list[Path]:

@@ -233,7 +233,8 @@ def summarize_import(run_dir: Path, name: str, flows: list[dict[str, Any]], sour
     def per_flow(table: str, sql: str) -> dict[str, tuple]:
         if not have[table]:
             return {}
-        rows = con.execute(sql.replace("FROM T", f"FROM read_parquet('{run_dir / (table + '.parquet')}')")).fetchall()
+        path = str(run_dir / f"{table}.parquet").replace("'", "''")  # a quote in --out is a quote, not SQL
+        rows = con.execute(sql.replace("FROM T", f"FROM read_parquet('{path}')")).fetchall()
         return {r[0]: r[1:] for r in rows}
 
     iv = per_flow("intervals", "SELECT flow, min(t_start_ns), max(t_end_ns), sum(bytes), "

@@ -6,11 +6,9 @@ arguments, shows progress and prints: the work is done by tcplab's API. Register
 
 from __future__ import annotations
 
-import sys
-
-from ..paths import UnsafePath
+from ..interrupts import raise_on_sigterm
 from . import drill, logs, machines, results, runs
-from .common import app, err_console
+from .common import _literal_errors, app
 
 __all__ = ["app", "main"]
 
@@ -34,10 +32,12 @@ app.command()(machines.version)
 app.command()(drill.drill)
 
 
-def main() -> None:
-    try:
-        app()
-    except UnsafePath as e:  # a folder --force may not replace, met late (e.g. an export's --out)
-        err_console.print(f"error: {e}", markup=False, soft_wrap=True)
-        sys.exit(2)
+# Every command: interrupts exit 130 in one line, an --out refused late in one line, --out locks released.
+for _command_info in [*app.registered_commands, *machines.netns_app.registered_commands,
+                      *machines.remote_app.registered_commands]:
+    _command_info.callback = _literal_errors(_command_info.callback)
 
+
+def main() -> None:
+    raise_on_sigterm()
+    app()

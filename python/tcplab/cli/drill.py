@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from ..drill.result import RESULTS, Result
 from ..drill.runner import DEFAULT_TIMEOUT_S, TARGETS, RunnerError, check_targets, expand, run
@@ -63,8 +63,9 @@ def _print_table(results: list[Result]) -> None:
         table.add_column(col, overflow="fold")
     style = {"pass": "green", "fail": "red", "unsupported": "yellow"}
     for r in results:
-        table.add_row(r.script, r.target, f"[{style[r.result]}]{r.result}[/]", "" if r.line is None else str(r.line),
-                      escape(r.reason))
+        # Text cells: printed literally (a reason quotes the script), the result in its colour.
+        table.add_row(Text(r.script), Text(r.target), Text(r.result, style=style[r.result]),
+                      "" if r.line is None else str(r.line), Text(r.reason))
     out_console.print(table)
     for t in dict.fromkeys(r.target for r in results):
         counts = {k: sum(1 for r in results if r.target == t and r.result == k) for k in RESULTS}

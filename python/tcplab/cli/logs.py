@@ -43,8 +43,8 @@ def import_(
     target = out or default_out(name or slug(logs[0].stem))
     _check_target(target, force)
     command = _command()
-    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
-                  TimeElapsedColumn(), console=err_console, transient=True) as bar:
+    with Progress(TextColumn("{task.description}", style="bold", markup=False), BarColumn(),
+                  TextColumn("{task.percentage:>3.0f}%"), TimeElapsedColumn(), console=err_console, transient=True) as bar:
         tasks: dict[str, int] = {}
 
         def step(log: str, done: int, total: int) -> None:
@@ -78,6 +78,7 @@ def export(
         Run(rundir)
     except FileNotFoundError as e:
         _fail(str(e))
+    _check_target(out or rundir / "export", force, "export", inputs=(rundir,))
     try:
         paths = export_run(rundir, out or rundir / "export", to, force=force)
     except (LogError, FileExistsError) as e:

@@ -19,7 +19,7 @@ from ..report.ministat import MAX_SAMPLES, render
 from ..report.text import bottleneck_rows, bottleneck_table, compare_table, latency_table, recovery_table
 from ..runs import Run
 from ..spec.schema import find_preset, preset_names
-from .common import _fail, _option, _reads_results, out_console
+from .common import _check_target, _fail, _option, _reads_results, _warn, out_console
 from .printing import _print_iterations, _print_run
 
 
@@ -49,6 +49,9 @@ def show(
         Run(rundir)
     except FileNotFoundError as e:
         _fail(str(e))
+    from ..store import verify_tables  # loaded on use: `tcplab --help` starts without pyarrow
+
+    verify_tables(rundir)
     _print_run(rundir, intervals)
 
 
@@ -65,6 +68,9 @@ def recovery(
         r = Run(rundir)
     except FileNotFoundError as e:
         _fail(str(e))
+    from ..store import verify_tables  # loaded on use, as in show
+
+    verify_tables(rundir)
     eps = r.recovery
     if first:
         eps = first_per_flow(eps)
@@ -81,6 +87,7 @@ def compare(
     runs: Annotated[list[Path], typer.Argument(help="Two or more results folders (e.g. the simulator's, the kernel's, an imported testbed run); the first is the base.")],
     out: Annotated[Optional[Path], typer.Option(help="Write compare.html (every run overlaid on the interactive charts), compare.json and, for two runs, overlaid cwnd charts here.")] = None,
     map_: Annotated[Optional[list[str]], typer.Option("--map", help="Pair a flow of the first run with another run's flow named differently, by name or endpoint: s1=10.0.0.1:5201 (repeatable; imported flows are otherwise paired by server port or order).")] = None,
+    force: Annotated[bool, typer.Option(help="Replace an existing compare folder at --out.")] = False,
 ) -> None:
     """Runs side by side, each against the first: per-flow throughput and difference,
     retransmissions, recovery episodes, cwnd-trajectory distance; with --out, an overlay page."""
@@ -90,8 +97,10 @@ def compare(
         infos = [Run(r).info for r in runs]
     except FileNotFoundError as e:
         _fail(str(e))
+    if out is not None:
+        _check_target(out, force, "compare", inputs=tuple(runs))
     try:
-        rows = api.compare(*runs, out=out, flow_map=map_)
+        rows = api.compare(*runs, out=out, flow_map=map_, force=force)
     except FlowMapError as e:
         _fail(str(e))
     if not rows:
@@ -118,16 +127,21 @@ def plot(
     from_: Annotated[Optional[float], typer.Option("--from", help="Window start, seconds from the first flow's start (as in the report).")] = None,
     to: Annotated[Optional[float], typer.Option(help="Window end, seconds.")] = None,
     out: Annotated[Optional[Path], typer.Option(help="A file (.png, .svg, .pdf) for one chart, or a folder (default RUNDIR/plots).")] = None,
+    force: Annotated[bool, typer.Option(help="Replace an existing chart file, or write into an existing folder of charts.")] = False,
 ) -> None:
     """Static charts for papers: any panel of the report, or a flow's time-sequence graph, for a
     chosen window at full resolution."""
-    from ..report.figure import WHAT, PlotError, plot_run  # loaded on use: matplotlib
+    from ..report.figure import FORMATS, WHAT, PlotError, plot_run  # loaded on use: matplotlib
 
     try:
         Run(rundir)
     except FileNotFoundError as e:
         _fail(str(e))
     from_, to = _option(options.seconds, from_, "--from"), _option(options.seconds, to, "--to")
+    chart = out is not None and out.suffix.lower() in FORMATS
+    # RUNDIR/plots is the run's own: plotting again redraws it.
+    _check_target(out or rundir / "plots", force, "chart" if chart else "plots", inputs=(rundir,) if out else (),
+                  resume=out is None)
     try:
         paths = plot_run(rundir, list(what or WHAT), flow, from_, to, out or rundir / "plots", explicit=bool(what))
     except PlotError as e:
@@ -145,10 +159,11 @@ def ls_(
     # Loaded on use: DuckDB and the catalog (pyarrow), for these two commands only.
     import duckdb
 
-    from ..catalog import CatalogError, query
+    from ..catalog import Catalog, CatalogError
 
     try:
-        df = query("SELECT * FROM runs ORDER BY run", root)
+        cat = Catalog(root)
+        df = cat.query("SELECT * FROM runs ORDER BY run")
     except CatalogError as e:
         _fail(str(e))
     except duckdb.Error as e:
@@ -157,12 +172,15 @@ def ls_(
     params = [c for c in df.columns if c.startswith("p_")]
     for c in ["run", "name", "backend", "seed", "flows", "Mbit/s", "util %"] + params:
         t.add_column(c, justify="left" if c in ("run", "name", "backend") or c.startswith("p_") else "right")
-    for _, r in df.iterrows():
-        t.add_row(r["run"], r["name"], r["backend"], str(r["seed"]), str(r["flows"]), f"{r['throughput_mbps']:.2f}",
-                  "-" if r["utilisation"] != r["utilisation"] else f"{r['utilisation'] * 100:.1f}",
-                  *[("" if r[c] is None else str(r[c])) for c in params])
+    damaged = {run: why for run, why, _ in cat.damaged}  # listed as such, naming the file: `show` refuses them
+    rows = {r["run"]: [r["run"], r["name"], r["backend"], str(r["seed"]), str(r["flows"]), f"{r['throughput_mbps']:.2f}",
+                       "-" if r["utilisation"] != r["utilisation"] else f"{r['utilisation'] * 100:.1f}",
+                       *[("" if r[c] is None else str(r[c])) for c in params]] for _, r in df.iterrows()}
+    rows |= {run: [run, f"damaged: {why}", *["-"] * (5 + len(params))] for run, why in damaged.items()}
+    for run in sorted(rows):
+        t.add_row(*rows[run])
     out_console.print(t)
-    out_console.print(f"{len(df)} run(s) under {root}")
+    out_console.print(f"{len(rows) - len(damaged)} run(s) under {root}" + (f", {len(damaged)} damaged" if damaged else ""))
 
 
 @_reads_results
@@ -175,10 +193,12 @@ def query(
     # Loaded on use, as for ls.
     import duckdb
 
-    from ..catalog import CatalogError, query as run_query
+    from ..catalog import Catalog, CatalogError
 
     try:
-        df = run_query(sql, root)
+        cat = Catalog(root)
+        _warn([f"query: skipped {run}: {why}" for run, why, kept in cat.damaged if not kept])
+        df = cat.query(sql)
     except CatalogError as e:
         _fail(str(e))
     except duckdb.Error as e:

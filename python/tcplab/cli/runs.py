@@ -14,8 +14,8 @@ from .. import api, options
 from ..backends import Backend, peer_backends
 from ..report.text import peers_table
 from ..spec import SpecError, resolve
-from .common import (_backend, _backend_failed, _check_backend, _check_target, _command, _fail, _option, _progress,
-                     _warn, err_console, out_console)
+from .common import (INTERRUPTED, _backend, _backend_failed, _check_backend, _check_target, _command, _fail, _option,
+                     _progress, _warn, err_console, out_console)
 from .printing import _print_finished
 
 
@@ -53,7 +53,7 @@ def run(
     except be.errors as e:
         _backend_failed(be, e)
     except KeyboardInterrupt:
-        _fail("interrupted; nothing was kept")
+        _fail("interrupted; nothing was kept", INTERRUPTED)
     _print_finished(path, iterations, intervals, report)
 
 
@@ -154,6 +154,7 @@ def sweep(
         _fail(str(e))
     _warn([w for p in pl.points for w in p.resolved.warnings])
     _check_backend(be, [pl.points[0].resolved])
+    _check_target(pl.out, False, "sweep", resume=True, lock=False)  # the sweep locks its folder itself
     out_console.print(f"sweep: {len(pl.keys)} runs ({len(pl.parts)} part(s)) in {pl.out}")
     outcome = _sweep_with_progress(pl, jobs, executor, address, report)
     _print_sweep(pl, outcome)
@@ -170,7 +171,8 @@ def _sweep_with_progress(pl, jobs: int, executor: str, address: Optional[str], r
         raise KeyboardInterrupt
 
     old = signal.signal(signal.SIGTERM, on_term)
-    prog = Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+    prog = Progress(TextColumn("{task.description}", style="bold", markup=False), BarColumn(),
+                    TextColumn("{task.completed}/{task.total}"),
                     TextColumn("{task.fields[failed]}"), TimeElapsedColumn(), TimeRemainingColumn(),
                     console=err_console, transient=True)
     try:
@@ -207,6 +209,6 @@ def _print_sweep(pl, outcome) -> None:
     if outcome.interrupted:
         err_console.print("[bold red]interrupted:[/] finished runs are kept; run the same command again to do the rest",
                           markup=True)
-        raise typer.Exit(130)
+        raise typer.Exit(INTERRUPTED)
     if outcome.failed:
         raise typer.Exit(1)

@@ -11,9 +11,8 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
-from ..store import DamagedResults
+from ..store import damage_named, open_parquet
 
 #: What a run lacks and where it would come from, by table.
 MISSING = {
@@ -156,8 +155,8 @@ def read(run_dir: Path, name: str, columns: list[str] | None = None) -> Columns:
         return Columns()
     cols: dict[str, np.ndarray] = {}
     names: dict[str, list[str]] = {}
-    try:
-        pf = pq.ParquetFile(path)
+    with damage_named(path):
+        pf = open_parquet(path)
         have = pf.schema_arrow.names
         if not pf.metadata.num_rows:
             return Columns()
@@ -169,6 +168,4 @@ def read(run_dir: Path, name: str, columns: list[str] | None = None) -> Columns:
             if col_names is not None:
                 names[col] = col_names
             del table
-    except (pa.ArrowException, OSError) as e:
-        raise DamagedResults(f"{path}: cannot be read ({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
     return Columns(cols, names)

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..backends import Backend, default as default_backend
+from ..outdir import check as check_out
 from ..paths import name_problem
 from ..spec import SpecError
 from ..spec.sweep import Part, Point, parse_axis, parts as spec_parts, points as spec_points
@@ -161,6 +162,7 @@ def execute(pl: Plan, *, jobs: int = 1, executor: str = "local", address: str | 
     and the outcome says interrupted; the next invocation goes on from there."""
     if executor not in EXECUTORS:
         raise SpecError("--executor", "", f"{executor!r} is not an executor", EXECUTORS)
+    check_out(pl.out, force=False, kind="sweep", resume=True)  # a sweep folder goes on; anything else is refused
     lock = _Lock(pl.out)
     try:
         runs, logs = pl.out / "runs", pl.out / "logs"
