@@ -8,3 +8,8 @@ old_checkout() {
     git worktree add -f "$old" "$1" >/dev/null
     cp -r target "$work/target" 2>/dev/null || true
 }
+# REV's native module built into its checkout, so that PYTHONPATH=$old/python imports REV's tcplab.
+old_native() {
+    (cd "$old" && CARGO_TARGET_DIR="$work/target" cargo build -q --release -p tcplab-py)
+    cp "$work/target/release/lib_native.so" "$old/python/tcplab/_native.abi3.so"
+}

@@ -13,8 +13,7 @@ py=.venv/bin/python
 [ -x "$py" ] || { echo "run ./scripts/install first" >&2; exit 1; }
 . bench/old_checkout.sh
 old_checkout "$rev"
-(cd "$old" && CARGO_TARGET_DIR="$work/target" cargo build -q --release -p tcplab-py)
-cp "$work/target/release/lib_native.so" "$old/python/tcplab/_native.abi3.so"
+old_native
 # This checkout's module as built by the last `pip install -e` (scripts/install) or maturin.
 long() { [ "$quick" = 1 ] && echo 5s || echo "$1"; }
 jobs=(

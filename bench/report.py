@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 import tcplab
-from tcplab.runner import make_report
+from tcplab.report.make import make_report
 
 
 def first_render_s(page_path: Path) -> tuple[float, float]:
@@ -47,7 +47,7 @@ def first_render_s(page_path: Path) -> tuple[float, float]:
 _RSS_CHILD = """
 import json, sys
 from pathlib import Path
-from tcplab.runner import make_report
+from tcplab.report.make import make_report
 def hwm_mb():
     return next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM:")) // 1024
 out = Path(sys.argv[1])

@@ -14,7 +14,7 @@ import tcplab
 from conftest import SMALL_SPEC, tcplab as cli
 from tcplab.options import OptionError
 from tcplab.spec import SpecError
-from tcplab.testbed import LogError
+from tcplab.logs import LogError
 
 SPEC = tomllib.loads(SMALL_SPEC.replace('time = "3s"', 'time = "200ms"').replace('start = "500ms"', 'start = "0s"'))
 

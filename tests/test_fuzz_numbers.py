@@ -28,7 +28,7 @@ from tcplab.options import OptionError
 from tcplab.spec import SpecError, numbers, resolve, units
 from tcplab.spec.schema import apply_set
 from tcplab.spec.sysctl_values import SPEC_TYPES, SysctlValueError, written
-from tcplab.testbed import LogError
+from tcplab.logs import LogError
 
 EXAMPLES = int(os.environ.get("TCPLAB_FUZZ_EXAMPLES", "150"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=True,

@@ -16,10 +16,10 @@ import pytest
 from conftest import kernel_dumbbell
 
 from tcplab.backends.netns import plan as planmod
-from tcplab.backends.netns.trace import Collector, ProbeSample, StateChange, TraceParseError, parse_line
+from tcplab.backends.shared import Collector, ProbeSample, StateChange, TraceParseError, parse_line
 from tcplab.contract import RECOVERY_START
 from tcplab.store import read_table
-from tcplab.testbed import Log, read_logs
+from tcplab.logs import Log, read_logs
 from tcplab.spec import load_spec, resolve
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -60,12 +60,12 @@ def test_plan_of_the_t1_dumbbell():
 
 
 def test_namespace_sysctls_carry_the_buffers_and_the_receivers_window_share():
-    from tcplab.backends.netns import _sysctls
+    from tcplab.backends.netns.network import namespace_sysctls
     data, src = load_spec("T1")
     data["hosts"]["r1"]["sysctl"]["net.ipv4.tcp_adv_win_scale"] = 2
     r = resolve(data, src)
     p = planmod.build(r, "tl00ab")
-    got = _sysctls(r, p)
+    got = namespace_sysctls(r, p)
     assert got["tl00ab-r1"]["net.ipv4.tcp_rmem"] == "4096 131072 268435456"
     assert got["tl00ab-r1"]["net.ipv4.tcp_adv_win_scale"] == "2"
     assert "net.ipv4.tcp_adv_win_scale" not in got["tl00ab-r2"]
@@ -77,7 +77,7 @@ def test_each_flows_route_carries_its_congestion_control(monkeypatch):
     # request for pacing, so each sender's route to its receiver names the flow's algorithm
     # (newreno -> reno), which the kernel applies before the SYN.
     import subprocess
-    from tcplab.backends import netns
+    from tcplab.backends.netns import network
     data, src = load_spec("T1")
     data["senders"]["s2"]["cc"] = "newreno"
     r = resolve(data, src)
@@ -89,8 +89,8 @@ def test_each_flows_route_carries_its_congestion_control(monkeypatch):
         dst = args[-1]
         return subprocess.CompletedProcess(args, 0, f"{dst} via 10.100.0.2 dev tl00abl0a src 10.100.0.1 uid 0\n    cache\n", "")
 
-    monkeypatch.setattr(netns.host, "run", fake_run)
-    cmds = netns._route_congctl(r, p)
+    monkeypatch.setattr(network.host, "run", fake_run)
+    cmds = network.route_congctl(r, p)
     assert [c[4:] for c in cmds] == [
         ["ip", "route", "replace", f"{p.host_addr['r1']}/32", "via", "10.100.0.2", "dev", "tl00abl0a", "congctl", "cubic"],
         ["ip", "route", "replace", f"{p.host_addr['r2']}/32", "via", "10.100.0.2", "dev", "tl00abl0a", "congctl", "reno"],
@@ -197,25 +197,25 @@ def _assert_clean():
 
 
 def test_cpu_shares_from_proc_stat():
-    from tcplab.backends.netns import _cpu_share
+    from tcplab.backends.netns.checks import cpu_share
 
     # user nice system idle iowait irq softirq steal: 1000 jiffies, 300 idle, 100 iowait, 50 steal.
     before = [10, 0, 10, 100, 0, 0, 0, 0]
     after = [10 + 400, 0, 10 + 100, 100 + 300, 100, 20, 30, 50]
-    assert _cpu_share(before, after) == {"busy": 0.55, "steal": 0.05, "iowait": 0.1}
+    assert cpu_share(before, after) == {"busy": 0.55, "steal": 0.05, "iowait": 0.1}
 
 
 def _wait_for_quiet_cpus(max_wait_s: float = 90.0, window_s: float = 2.0, steal_max: float = 0.05) -> None:
     """Before a kernel run, wait (up to max_wait_s) for a window in which the hypervisor took less
     than steal_max of the vCPUs: a run started inside a stall is judged unfaithful by its own
     self-check and says nothing about tcplab. Returns anyway after max_wait_s."""
-    from tcplab.backends.netns import _cpu_jiffies, _cpu_share
+    from tcplab.backends.netns.checks import cpu_jiffies, cpu_share
 
     deadline = time.monotonic() + max_wait_s
     while time.monotonic() < deadline:
-        before = _cpu_jiffies()
+        before = cpu_jiffies()
         time.sleep(window_s)
-        if _cpu_share(before, _cpu_jiffies())["steal"] < steal_max:
+        if cpu_share(before, cpu_jiffies())["steal"] < steal_max:
             return
 
 
@@ -318,7 +318,7 @@ def test_sigterm_midway_leaves_nothing(tmp_path):
         proc = _start_and_wait_for_namespaces(spec, out)
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=60)
-        assert proc.returncode == 2 and err.strip().endswith("error: interrupted; nothing was kept"), err[-2000:]
+        assert proc.returncode == 130 and err.strip().endswith("error: interrupted; nothing was kept"), err[-2000:]
         _assert_clean()
         assert not out.exists() and not list(tmp_path.glob(".run.partial-*"))
     finally:

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from conftest import kernel_dumbbell
 
-from tcplab.backends.netns import _linkem_aqm_args, kernel, plan as planmod
+from tcplab.backends.netns import kernel, plan as planmod
+from tcplab.backends.netns.linkem import aqm_args
 from tcplab.spec import load_spec, resolve
 from tcplab.spec.aqm import tc_red_eval_ewma
 
@@ -51,7 +52,7 @@ def test_a_discipline_the_kernel_lacks_runs_in_linkem_at_the_links_rate():
     # No htb on that direction (linkem is its wire), and its counters are read where linkem sends.
     assert "rt1->rt2" not in {s.port_label for s in p.shapers} and "rt2->rt1" in {s.port_label for s in p.shapers}
     assert p.egress["rt1->rt2"] == ("tl00aa-em2", "tl00aal2y")
-    args = _linkem_aqm_args(em)
+    args = aqm_args(em)
     assert args[:3] == ["--rate-ab-bps", "100000000", "--aqm-ab"]
     assert json.loads(args[3]) == em.aqm_ab  # the simulator's AqmConfig JSON, which linkem reads
 
@@ -97,7 +98,7 @@ def test_a_discipline_the_kernel_has_is_its_qdisc_under_htb_with_linuxs_paramete
 
 
 def test_linkems_samples_give_the_ports_drops_and_queue_on_the_runs_clock():
-    from tcplab.backends.netns import _linkem_port_drops, _linkem_queue_rows
+    from tcplab.backends.netns.linkem import port_drops, queue_rows
 
     p = planmod.build(_t8('{"kind": "codel"}'), "tl00ae", qdiscs=set())
     t0 = 1_000_000_000_000
@@ -109,10 +110,10 @@ def test_linkems_samples_give_the_ports_drops_and_queue_on_the_runs_clock():
     rows = [{"port": "rt1->rt2", "t_start_ns": 0, "t_end_ns": 1_000_000_000, "drops": 0},
             {"port": "rt1->rt2", "t_start_ns": 1_000_000_000, "t_end_ns": 2_000_000_000, "drops": 0},
             {"port": "rt2->rt1", "t_start_ns": 0, "t_end_ns": 1_000_000_000, "drops": 3}]
-    _linkem_port_drops(p, rows, stats, t0)
+    port_drops(p, rows, stats, t0)
     # Drops by 1 s: 7 (the sample at 0.95 s); by 2 s: after the last sample, the final 25.
     assert [r["drops"] for r in rows] == [7, 18, 3]
-    q = _linkem_queue_rows(p, "rt1->rt2", stats, t0)
+    q = queue_rows(p, "rt1->rt2", stats, t0)
     assert [(r["t_ns"], r["queue_packets"], r["queue_bytes"]) for r in q] == [
         (50_000_000, 3, 4542), (950_000_000, 40, 60560), (1_950_000_000, 12, 18168)]
 
@@ -197,10 +198,10 @@ def test_a_congestion_control_the_kernel_lacks_is_named_in_one_line():
     from tcplab.backends.netns import host
 
     if kernel.cc_loadable("dctcp"):  # a kernel with tcp_dctcp: the preflight accepts it
-        assert "dctcp" in host.preflight({"dctcp"})["tcp_available_congestion_control"]
+        assert "dctcp" in kernel.preflight({"dctcp"})["tcp_available_congestion_control"]
     else:  # this machine's: one line naming the module and the way out
         with pytest.raises(host.HostError) as e:
-            host.preflight({"dctcp"})
+            kernel.preflight({"dctcp"})
         msg = str(e.value)
         assert "\n" not in msg and msg.startswith("congestion control 'dctcp': this kernel has no tcp_dctcp"), msg
         assert msg.endswith("Run it on the simulator (the default backend)"), msg

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from conftest import kernel_dumbbell
 
-from tcplab.backends.netns import ping
+from tcplab.backends import ping
 from tcplab.model import Probe
 from tcplab.store import read_table
 

@@ -21,7 +21,9 @@ from pathlib import Path
 import pytest
 from conftest import kernel_dumbbell
 
-from tcplab.backends.remote import freebsd, linux, parse_freebsd_netstat, plan as planmod
+from tcplab.backends import shared
+from tcplab.backends.remote import freebsd, linux, plan as planmod
+from tcplab.backends.remote.fetch import parse_freebsd_netstat
 from tcplab.backends.remote.journal import Journal
 from tcplab.backends.remote.lab import LabError, check_against, load_lab
 from tcplab.backends.remote.ssh import Ssh
@@ -130,7 +132,7 @@ def test_plan_of_t1_shape_on_linux_routers(tmp_path):
     assert s1.sysctls["net.ipv4.tcp_no_metrics_save"] == "1" and s1.sysctls["net.ipv4.tcp_wmem"].startswith("4096 ")
     assert r1.sysctls["net.ipv4.tcp_rmem"] == f"4096 131072 {exp.flows[0].rcvbuf_bytes}"
     assert s1.ccs == {"cubic"} and plans["s2"].ccs == {"reno"} and s1.cports == [40000]
-    words = planmod.iperf_client(exp.flows[1], 1, "10.200.1.1", "10.200.4.1", exp.trace.interval_ns, "reno")
+    words = shared.iperf_client(exp.flows[1], 1, "10.200.4.1", exp.trace.interval_ns, "reno", bind="10.200.1.1")
     assert words == ["iperf3", "-c", "10.200.4.1", "-B", "10.200.1.1", "-p", "5202", "--cport", "40001", "-C", "reno",
                      "-l", str(exp.flows[1].write_bytes), "-J", "-i", "1", "-t", "4"]
 
@@ -565,7 +567,7 @@ def test_sigterm_midway_restores_every_host(nslab, tmp_path):
     try:
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=60)
-        assert proc.returncode == 2 and err.strip().endswith("interrupted; nothing was kept"), err[-2000:]
+        assert proc.returncode == 130 and err.strip().endswith("interrupted; nothing was kept"), err[-2000:]
         _same(nslab.state(), before)
         assert not (tmp_path / "run").exists() and not list((lab.parent / ".tcplab-journal").glob("*.json"))
     finally:

@@ -24,83 +24,20 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 # time. Read once, when pyarrow is first imported, so it is set here, before any import of it.
 os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
 
-import json  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
-__version__ = "0.1.0"
+from . import options  # noqa: E402
+from .api import compare, output as _output, peers, run, spec_data as _spec_data  # noqa: E402
+from .model import Experiment  # noqa: E402
+from .paths import slug  # noqa: E402
+from .runs import Run  # noqa: E402
+from .spec import SpecError, load_spec, resolve  # noqa: E402
+from .spec.numbers import finite as _finite  # noqa: E402
+from .version import __version__  # noqa: E402
 
-from .spec import Resolved, SpecError, load_spec, resolve  # noqa: E402
-
-
-class Run:
-    """A finished run's results folder, with its tables as pandas DataFrames (units in names)."""
-
-    def __init__(self, path: str | Path):
-        self.path = Path(path)
-        if not (self.path / "summary.json").is_file():
-            raise FileNotFoundError(f"{self.path} is not a tcplab results folder (no summary.json)")
-
-    def __repr__(self) -> str:
-        return f"Run({str(self.path)!r})"
-
-    @property
-    def info(self) -> dict[str, Any]:
-        """summary.json as a dict (DamagedResults if it is not the summary tcplab writes)."""
-        from .store import DamagedResults
-
-        path = self.path / "summary.json"
-        try:
-            info = json.loads(path.read_text())
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-            raise DamagedResults(f"{path}: cannot be read ({e})") from None
-        flows = info.get("flows") if isinstance(info, dict) else None
-        if not isinstance(flows, list) or not all(isinstance(f, dict) and "flow" in f for f in flows) or "name" not in info:
-            raise DamagedResults(f"{path}: is not a tcplab summary (no name, or no list of flows)")
-        return info
-
-    @property
-    def summary(self):
-        """One row per flow: throughput_mbps, retransmits, completion_s, ..."""
-        import pandas as pd
-
-        return pd.DataFrame(self.info["flows"])
-
-    def table(self, name: str):
-        """Any recorded table: flows, intervals, queues, ports, events."""
-        from .store import read_table
-
-        return read_table(self.path, name)
-
-    @property
-    def intervals(self):
-        """iperf3-style intervals with t_start_s, t_end_s and rate_mbps added."""
-        df = self.table("intervals")
-        if len(df):
-            df["t_start_s"] = df["t_start_ns"] / 1e9
-            df["t_end_s"] = df["t_end_ns"] / 1e9
-            df["rate_mbps"] = df["bytes"] * 8 / (df["t_end_ns"] - df["t_start_ns"]) * 1e3
-        return df
-
-    @property
-    def recovery(self):
-        """Loss-recovery episodes per flow (see tcplab.analysis.recovery)."""
-        from .analysis.recovery import episodes
-
-        sends = self.table("sends")
-        mss = {f["flow"]: f["mss_bytes"] for f in self.info["flows"]}
-        return episodes(self.table("events"), sends if len(sends) else None, mss)
-
-    @property
-    def flows(self):
-        """Sampled flow state with t_s added."""
-        df = self.table("flows")
-        if len(df):
-            df["t_s"] = df["t_ns"] / 1e9
-        return df
-
-
-from .api import compare, peers, run, spec_data as _spec_data  # noqa: E402
+#: Experiment's former name, kept for scripts that import it.
+Resolved = Experiment
 
 
 def sweep(spec: str | Path | dict[str, Any], *, set: list[str] | None = None, jobs: int | None = None,
@@ -109,7 +46,7 @@ def sweep(spec: str | Path | dict[str, Any], *, set: list[str] | None = None, jo
     """Run (or resume) a spec's [sweep]; returns its catalog rows, one per run (a DataFrame with
     the p_* parameter columns, seed, throughput_mbps, utilisation, ...). Failed runs are absent
     from it and listed in `<out>/sweep.json`."""
-    from . import options, sweeps as sweepmod
+    from . import sweeps as sweepmod  # loaded on use: `import tcplab` stays free of pyarrow and numpy
     from .catalog import query as catalog_query
 
     options.choice(executor, sweepmod.EXECUTORS, "executor", "an executor")
@@ -126,7 +63,7 @@ def sweep(spec: str | Path | dict[str, Any], *, set: list[str] | None = None, jo
 def query(sql: str, root: str | Path = "results"):
     """SQL over the results catalog under `root` (views runs, flow_results, flows, intervals,
     queues, ports, events); a pandas DataFrame."""
-    from .catalog import query as catalog_query
+    from .catalog import query as catalog_query  # loaded on use: `import tcplab` stays free of pyarrow and numpy
 
     return catalog_query(sql, root)
 
@@ -136,14 +73,11 @@ def import_logs(logs: list[str | Path] | str | Path, *, out: str | Path | None =
                 report: bool = True, force: bool = False) -> Run:
     """Build a run from a testbed's logs (iperf3 text or -J, SIFTR, SIFTR2, tcp_probe, pcap), as
     `tcplab import` does (docs/import.md). Without `out`, into a new temporary folder."""
-    from . import options
-    from .api import output
-    from .paths import slug as _slug
-    from .testbed import import_logs as _import
+    from .import_export import import_logs as _import  # loaded on use: `import tcplab` stays free of pyarrow and numpy
 
     paths, formats = options.paths(logs, "logs"), options.names(formats, "formats")  # "x.pcap": one log
-    mss, interval_s = options.mss(mss, "mss"), options.seconds(interval_s, "interval_s")
-    with output(out, name or _slug(paths[0].stem)) as target:
+    mss, interval_s = options.mss(mss, "mss"), options.interval(interval_s, "interval_s")
+    with _output(out, name or slug(paths[0].stem)) as target:
         path, _ = _import(paths, target, formats=formats, name=name, lenient=lenient, interval_s=interval_s, mss=mss,
                           report=report, force=force, command="tcplab.import_logs()")
     return Run(path)
@@ -151,21 +85,19 @@ def import_logs(logs: list[str | Path] | str | Path, *, out: str | Path | None =
 
 def export(run_dir: str | Path, formats: list[str] | str, out: str | Path | None = None, force: bool = False) -> list[Path]:
     """Write a run as SIFTR2 / tcp_probe / iperf3-json logs (default into <run>/export)."""
-    from .options import names
-    from .testbed import export_run
+    from .import_export import export_run  # loaded on use: `import tcplab` stays free of pyarrow and numpy
 
-    formats = names(formats, "formats", required=True)  # "siftr2": one format
+    formats = options.names(formats, "formats", required=True)  # "siftr2": one format
     return export_run(Path(run_dir), Path(out) if out else Path(run_dir) / "export", formats, force=force)
 
 
 def ministat(*samples: list[float], names: list[str] | None = None, confidence: float = 95.0) -> str:
     """ministat's report for `samples` (the first is the baseline), as `tcplab stats` prints it:
     N, min, max, median, avg, stddev, the distribution plot and each difference at `confidence`."""
-    from .report.ministat import render
-    from .spec.numbers import finite
+    from .report.ministat import render  # loaded on use, as the other commands' modules
 
-    return render([[finite(x, f"sample {i + 1}") for x in s] for i, s in enumerate(samples)], names or [f"sample{i + 1}" for i in range(len(samples))],
-                  confidence_pct=confidence)
+    checked = [[_finite(x, f"sample {i + 1}") for x in s] for i, s in enumerate(samples)]
+    return render(checked, names or [f"sample{i + 1}" for i in range(len(samples))], confidence_pct=confidence)
 
 
 def load(path: str | Path) -> Run:
@@ -173,4 +105,4 @@ def load(path: str | Path) -> Run:
     return Run(path)
 
 
-__all__ = ["Run", "run", "peers", "compare", "sweep", "query", "import_logs", "export", "ministat", "load", "resolve", "load_spec", "SpecError", "Resolved", "__version__"]
+__all__ = ["Run", "run", "peers", "compare", "sweep", "query", "import_logs", "export", "ministat", "load", "resolve", "load_spec", "SpecError", "Experiment", "Resolved", "__version__"]

@@ -1,5 +1,5 @@
 """tcplab's Python API: run, peers and compare, the operations every CLI command is a thin layer
-over (cli.py adds argument parsing, progress bars and printing, nothing else)."""
+over (cli/ adds argument parsing, progress bars and printing, nothing else)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,13 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
-from . import _native, options
+from . import options
+from ._native import stack_options
+from .analysis import flowmap
+from .backends import NAMES, Backend, create, peer_backends
 from .model import Experiment
+from .paths import slug
+from .runs import Run
 from .spec import load_spec, resolve
 from .spec.schema import SpecError, apply_set, check_shape, peers_matrix, split_stack
 
@@ -41,9 +46,9 @@ def with_seed(exp: Experiment, seed: int) -> Experiment:
     return dataclasses.replace(exp, seed=seed, spec=exp.spec | {"seed": seed})
 
 
-def _lab(testbed: str | Path | None) -> str | None:
-    """LAB.toml as an absolute path (runs may change directory; meta.json records it)."""
-    return str(Path(testbed).resolve()) if testbed is not None else None
+def _backend(backend: str | Backend, testbed: str | Path | None) -> Backend:
+    """A Backend as given, or the one registered under its name with its options."""
+    return backend if isinstance(backend, Backend) else create(backend, testbed)
 
 
 @contextlib.contextmanager
@@ -63,17 +68,17 @@ def output(out: str | Path | None, name: str):
 
 def run(spec: str | Path | dict[str, Any] | Experiment, *, set: list[str] | None = None, seed: int | None = None,
         duration: str | None = None, out: str | Path | None = None, report: bool = True, force: bool = False,
-        backend: str = "sim", iterations: int = 1, progress: Progress | None = None,
+        backend: str | Backend = "sim", iterations: int = 1, progress: Progress | None = None,
         command: str = "tcplab.run()", testbed: str | Path | None = None):
     """Run a spec (file path, preset name, dict, or an Experiment from `tcplab.resolve`) on
     `backend` ("sim"; "netns": this machine's Linux TCP, as root; "remote": the machines of the
-    LAB.toml `testbed`, over ssh). Returns its Run; with
+    LAB.toml `testbed`, over ssh; or a Backend). Returns its Run; with
     `iterations` > 1, one Run per seed (seed, seed + 1, ...), in a folder with their statistics.
     Without `out`, results go to a new temporary folder."""
-    from . import Run
-    from .runner import BACKENDS, execute, execute_iterations
+    from .runner import execute, execute_iterations  # loaded on use: `import tcplab` stays free of pyarrow
 
-    options.backend(backend, BACKENDS, "backend")
+    if not isinstance(backend, Backend):
+        options.backend(backend, NAMES, "backend")
     options.iterations(iterations, "iterations")
     seed = options.seed(seed, "seed")
     if isinstance(spec, Experiment):
@@ -83,15 +88,15 @@ def run(spec: str | Path | dict[str, Any] | Experiment, *, set: list[str] | None
     else:
         data, source = spec_data(spec, set)
         exp = resolve(data, source, seed=seed, duration=options.duration(duration, "duration"))
+    be = _backend(backend, testbed)
     with output(out, exp.name) as target:
         if iterations == 1:
             step = (lambda now, stop: progress(0, now, stop)) if progress else None
-            path, _ = execute(exp, target, force=force, progress=step, report=report, command=command, backend=backend,
-                              testbed=_lab(testbed))
+            path, _ = execute(exp, target, force=force, progress=step, report=report, command=command, backend=be)
             return Run(path)
         seeds = [exp.seed + i for i in range(iterations)]
         path, _ = execute_iterations(lambda s: with_seed(exp, s), seeds, target, force=force, progress=progress,
-                                     report=report, command=command, backend=backend, testbed=_lab(testbed))
+                                     report=report, command=command, backend=be)
     return [Run(path / f"iter-{i + 1:03d}") for i in range(iterations)]
 
 
@@ -125,7 +130,7 @@ def plan_peers(spec: str | Path | dict[str, Any], *, set: list[str] | None = Non
         for t in d.get("senders", {}).values():  # the row's version; a stack without versions has none
             if isinstance(t, dict) and version is not None:
                 t["version"] = version
-            elif isinstance(t, dict) and "version" not in _native.stack_options().get(stack, {}):
+            elif isinstance(t, dict) and "version" not in stack_options().get(stack, {}):
                 t.pop("version", None)
         first = resolve(d, source, seed=seed, duration=duration)
         for it in range(iterations):
@@ -144,23 +149,25 @@ class Peers:
 def peers(spec: str | Path | dict[str, Any] | PeersPlan, *, set: list[str] | None = None, seed: int | None = None,
           duration: str | None = None, out: str | Path | None = None, report: bool = True, force: bool = False,
           iterations: int = 1, progress: Progress | None = None, command: str = "tcplab.peers()",
-          backend: str = "sim", testbed: str | Path | None = None) -> Peers:
+          backend: str | Backend = "sim", testbed: str | Path | None = None) -> Peers:
     """Peer compare: the experiment with every sender on each stack x cc of its [peers] table
     (default freebsd, freebsd-rack, linux x newreno, cubic), each row compared with Linux's."""
-    from .runner import execute_peers
+    from .runner import execute_peers  # loaded on use, as in run()
 
-    options.backend(backend, ("sim", "remote"), "backend")
+    if not isinstance(backend, Backend):
+        options.backend(backend, peer_backends(), "backend")
     plan = spec if isinstance(spec, PeersPlan) else plan_peers(spec, set=set, seed=seed, duration=duration,
                                                                 iterations=iterations)
+    be = _backend(backend, testbed)
     with output(out, f"{plan.name}-peers") as target:
         path, rows = execute_peers(lambda st, cc, it: plan.experiments[(st, cc, it)], plan.pairs, target, force=force,
                                    progress=progress, report=report, command=command, iterations=plan.iterations,
-                                   backend=backend, testbed=_lab(testbed))
+                                   backend=be)
     return Peers(path, rows)
 
 
 def compare(run_a: str | Path, run_b: str | Path, *more: str | Path, out: str | Path | None = None,
-            flow_map: list[str] | dict[str, str] | None = None) -> list[dict[str, Any]]:
+            flow_map: list[str] | dict[str, str] | None = None, force: bool = False) -> list[dict[str, Any]]:
     """Runs side by side (e.g. the simulator's, the kernel's and a testbed's imported logs), each
     against the first: per-flow throughput and its difference, retransmissions, recovery episodes,
     cwnd-trajectory distance. With `out`, also compare.json, compare.html (every run overlaid on
@@ -168,10 +175,13 @@ def compare(run_a: str | Path, run_b: str | Path, *more: str | Path, out: str | 
     first run shares with each other run; with three runs or more each row names its run (`vs`).
     Flows are paired by name, by `flow_map` ({"s1": "10.0.0.1:5201"} or ["s1=10.0.0.1:5201"]), then
     by server port or order where one run names them by address (analysis/flowmap.py); a row
-    whose other flow has another name holds it as `b_flow`, and every row says `matched_by`."""
-    from . import Run
-    from .analysis import flowmap
+    whose other flow has another name holds it as `b_flow`, and every row says `matched_by`.
+    An existing `out` is refused, unless `force` and it is a compare folder (never a run)."""
+    # Loaded on use: pandas, pyarrow and matplotlib, which `import tcplab` does without.
     from .analysis.compare import compare as compare_runs
+    from .report import compare as compare_page
+    from .report.plots import cwnd_overlay
+    from .report.text import bottleneck_rows
     from .store import RunDir, write_json
 
     paths = [Path(p) for p in (run_a, run_b, *more)]
@@ -192,14 +202,8 @@ def compare(run_a: str | Path, run_b: str | Path, *more: str | Path, out: str | 
         diffs[label] = part
         rows += [dict(x, vs=label) for x in part] if more else part
     if out is not None and rows:
-        from .paths import slug
-        from .report import compare as compare_page
-        from .report.plots import cwnd_overlay
-
-        rd = RunDir(Path(out), force=True)
+        rd = RunDir(Path(out), force=force, kind="compare", inputs=tuple(paths))
         try:
-            from .report.text import bottleneck_rows
-
             write_json(rd.tmp / "compare.json", {"runs": [str(p) for p in paths], "labels": labels, "rows": rows,
                                                  "bottleneck": bottleneck_rows(labels, infos),
                                                  **({"a": str(paths[0]), "b": str(paths[1])} if not more else {})})

@@ -12,11 +12,13 @@ Views (each with a `run` column, the run folder relative to the root):
   cpu           runs measured with [measure] cpu: CPU shares and work per GB (cpu.json)
 
 Only finished run folders are seen: a run being written lives under a hidden temporary name.
+The connection is sandboxed (Catalog): it opens only these files, and a user's SQL may only read.
 """
 
 from __future__ import annotations
 
 import re
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +26,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from . import arrowbuf
+from .store import PARQUET_OPTIONS, DamagedResults, read_arrow
 
 SUMMARY_FILE = "summary.parquet"
 TIME_SERIES = ("flows", "intervals", "queues", "ports", "events", "sends", "acks", "probes")
@@ -103,7 +106,7 @@ def _text(v: Any) -> str:
 
 
 def write_summary(directory: Path, summary: dict[str, Any], spec_hash: str, labels: dict[str, Any] | None = None) -> None:
-    pq.write_table(summary_rows(summary, spec_hash, labels), directory / SUMMARY_FILE, compression="zstd")
+    pq.write_table(summary_rows(summary, spec_hash, labels), directory / SUMMARY_FILE, **PARQUET_OPTIONS)
 
 
 def _files(root: Path, name: str) -> list[str]:
@@ -116,48 +119,113 @@ def _files(root: Path, name: str) -> list[str]:
     return out
 
 
+#: Files of which a run folder has all: one without some is listed as damaged, naming it.
+RUN_FILES = ("summary.json", SUMMARY_FILE)
+
+
+def scan(root: Path) -> tuple[list[str], list[tuple[str, str, bool]]]:
+    """The summary.parquet of every run under root that can be read (page checksums verified),
+    and the damaged runs as (folder relative to root, what is wrong, whether its catalog row is
+    still read): a run folder (one with any of
+    RUN_FILES or meta.json) missing one of RUN_FILES, or whose summary.parquet cannot be read."""
+    folders = sorted({Path(f).parent for n in (*RUN_FILES, "meta.json") for f in _files(root, n)})
+    good, damaged = [], []
+    for d in folders:
+        rel = d.relative_to(root).as_posix()
+        missing = [n for n in RUN_FILES if not (d / n).is_file()]
+        if SUMMARY_FILE in missing:
+            damaged.append((rel, f"no {' and no '.join(missing)}", False))
+            continue
+        try:
+            read_arrow(d / SUMMARY_FILE)
+        except DamagedResults as e:
+            damaged.append((rel, str(e).removeprefix(str(d) + "/"), False))
+            continue
+        good.append(str(d / SUMMARY_FILE))
+        if missing:
+            damaged.append((rel, f"no {missing[0]}", True))
+    return good, damaged
+
+
 class CatalogError(Exception):
     pass
 
 
+#: What a catalog query may be: it reads (EXPLAIN shows how); COPY, ATTACH, SET, INSTALL, LOAD,
+#: PRAGMA, CREATE ... are refused before DuckDB sees them.
+READ_STATEMENTS = ("SELECT", "EXPLAIN")
+
+
+class Catalog:
+    """A sandboxed in-memory DuckDB connection with the catalog's views over a root folder:
+    DuckDB may open only the runs' own files (allowed_paths), loads and installs no extension,
+    spills nothing to disk, and its configuration is locked before any user SQL runs."""
+
+    def __init__(self, root: str | Path = "results"):
+        import duckdb  # loaded on use: writing a run's catalog row needs no DuckDB
+
+        root = Path(root)
+        if not root.is_dir():
+            raise CatalogError(f"{root}: no such folder (run something first, or give the results folder)")
+        self.root = root
+        self.con = duckdb.connect(":memory:", config={"autoinstall_known_extensions": False,
+                                                      "autoload_known_extensions": False, "temp_directory": ""})
+        summaries, self.damaged = scan(root)
+        self.files: list[str] = []
+        self._views(summaries)
+        self.con.execute(f"SET allowed_paths = [{', '.join(_sql_str(f) for f in self.files)}]")
+        self.con.execute("SET enable_external_access = false")
+        self.con.execute("SET lock_configuration = true")
+
+    def _views(self, summaries: list[str]) -> None:
+        con, root = self.con, self.root
+        # The run folder relative to the root, from DuckDB's `filename` column (every file read is
+        # under the root, so cutting the root's length off is exact).
+        run_col = f"substr(parse_dirpath(filename), {len(str(root.resolve())) + 2}) AS run"
+
+        def view(name: str, files: list[str], reader: str = "read_parquet") -> bool:
+            if not files:
+                return False
+            resolved = [str(Path(f).resolve()) for f in files]
+            self.files += resolved
+            paths = "[" + ", ".join(_sql_str(f) for f in resolved) + "]"
+            con.execute(f"CREATE VIEW {name} AS SELECT {run_col}, * EXCLUDE (filename) "
+                        f"FROM {reader}({paths}, union_by_name = true, filename = true)")
+            return True
+
+        if not view("flow_results", summaries):
+            con.execute("CREATE VIEW flow_results AS SELECT NULL::VARCHAR AS run WHERE false")
+            con.execute("CREATE VIEW runs AS SELECT NULL::VARCHAR AS run WHERE false")
+        else:
+            cols = [r[0] for r in con.execute("DESCRIBE flow_results").fetchall()]
+            keep = [c for c in cols if c in RUN_COLUMNS or c in LATENCY_COLUMNS or c in PROBE_COLUMNS or c.startswith("p_")]
+            con.execute("CREATE VIEW runs AS SELECT run, " + ", ".join(f"any_value({_ident(c)}) AS {_ident(c)}" for c in keep)
+                        + ", count(*) AS flows, sum(throughput_mbps) AS throughput_mbps, sum(retransmits) AS retransmits"
+                        " FROM flow_results GROUP BY run")
+        for t in TIME_SERIES:
+            view(t, _files(root, f"{t}.parquet"))
+        view("cpu", _files(root, "cpu.json"), "read_json_auto")
+
+    def query(self, sql: str):
+        """One read-only statement (READ_STATEMENTS) as a pandas DataFrame; CatalogError for
+        anything else, duckdb.Error for what DuckDB refuses (a file outside the catalog)."""
+        if not isinstance(sql, str) or not sql.strip():
+            raise CatalogError("query: no SQL given (e.g. \"SELECT * FROM runs\")")
+        statements = self.con.extract_statements(sql)
+        if len(statements) != 1:
+            raise CatalogError(f"query: one SQL statement at a time, got {len(statements)}")
+        kind = str(statements[0].type).rsplit(".", 1)[-1]
+        if kind not in READ_STATEMENTS:
+            raise CatalogError(f"query: {kind} statements are refused: the catalog is read-only "
+                               f"(allowed: {', '.join(READ_STATEMENTS)})")
+        return self.con.execute(sql).df()
+
+
 def connect(root: str | Path = "results"):
-    """An in-memory DuckDB connection with the catalog's views over `root`."""
-    import duckdb
-
-    root = Path(root)
-    if not root.is_dir():
-        raise CatalogError(f"{root}: no such folder (run something first, or give the results folder)")
-    con = duckdb.connect(":memory:")
-    # The run folder relative to the root, from DuckDB's `filename` column (every file read is
-    # under the root, so cutting the root's length off is exact).
-    run_col = f"substr(parse_dirpath(filename), {len(str(root.resolve())) + 2}) AS run"
-
-    def view(name: str, files: list[str]) -> bool:
-        if not files:
-            return False
-        paths = "[" + ", ".join(_sql_str(str(Path(f).resolve())) for f in files) + "]"
-        con.execute(f"CREATE VIEW {name} AS SELECT {run_col}, * EXCLUDE (filename) "
-                    f"FROM read_parquet({paths}, union_by_name = true, filename = true)")
-        return True
-
-    summaries = _files(root, SUMMARY_FILE)
-    if not view("flow_results", summaries):
-        con.execute("CREATE VIEW flow_results AS SELECT NULL::VARCHAR AS run WHERE false")
-        con.execute("CREATE VIEW runs AS SELECT NULL::VARCHAR AS run WHERE false")
-    else:
-        cols = [r[0] for r in con.execute("DESCRIBE flow_results").fetchall()]
-        keep = [c for c in cols if c in RUN_COLUMNS or c in LATENCY_COLUMNS or c in PROBE_COLUMNS or c.startswith("p_")]
-        con.execute("CREATE VIEW runs AS SELECT run, " + ", ".join(f"any_value({_ident(c)}) AS {_ident(c)}" for c in keep)
-                    + ", count(*) AS flows, sum(throughput_mbps) AS throughput_mbps, sum(retransmits) AS retransmits"
-                    " FROM flow_results GROUP BY run")
-    for t in TIME_SERIES:
-        view(t, _files(root, f"{t}.parquet"))
-    cpu = _files(root, "cpu.json")
-    if cpu:
-        paths = "[" + ", ".join(_sql_str(str(Path(f).resolve())) for f in cpu) + "]"
-        con.execute(f"CREATE VIEW cpu AS SELECT {run_col}, * EXCLUDE (filename) "
-                    f"FROM read_json_auto({paths}, union_by_name = true, filename = true)")
-    return con
+    """The sandboxed DuckDB connection of Catalog(root), for tcplab's own SQL: a user's SQL goes
+    through Catalog.query (or query()), which admits reading statements only (a COPY could still
+    write over the catalog's own files, which DuckDB may open)."""
+    return Catalog(root).con
 
 
 def _sql_str(s: str) -> str:
@@ -169,5 +237,14 @@ def _ident(c: str) -> str:
 
 
 def query(sql: str, root: str | Path = "results"):
-    """Run SQL over the catalog of `root`; a pandas DataFrame."""
-    return connect(root).execute(sql).df()
+    """Run one reading SQL statement over the catalog of `root`; a pandas DataFrame. Runs whose
+    catalog row cannot be read are left out with a warning naming them (Catalog.damaged)."""
+    cat = Catalog(root)
+    skipped = [f"{run} ({why})" for run, why, kept in cat.damaged if not kept]
+    if skipped:
+        warnings.warn(f"skipped {len(skipped)} damaged run(s): {'; '.join(skipped)}", CatalogWarning, stacklevel=2)
+    return cat.query(sql)
+
+
+class CatalogWarning(UserWarning):
+    """Runs left out of a query because their catalog row is missing or damaged."""

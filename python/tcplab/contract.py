@@ -3,9 +3,9 @@ native module, never restated: each table's columns, the event codes, the sender
 
 from __future__ import annotations
 
-from . import _native
+from ._native import record_contract
 
-_CONTRACT = _native.record_contract()
+_CONTRACT = record_contract()
 
 #: table -> its columns, in order (flows, intervals, queues, ports, events, sends).
 COLUMNS: dict[str, list[str]] = {k: list(v) for k, v in _CONTRACT["tables"].items()}

@@ -3,12 +3,12 @@ carried inside the native module so an installed wheel needs no separate binary.
 
 import sys
 
-from . import _native
+from ._native import linkem_main
 
 
 def main() -> None:
     """Run the emulator with this process's arguments; exit with its status."""
-    sys.exit(_native.linkem_main(sys.argv[1:]))
+    sys.exit(linkem_main(sys.argv[1:]))
 
 
 if __name__ == "__main__":

@@ -9,14 +9,16 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from .spec import numbers
+from .spec.schema import SEED_MAX
 from .spec.units import cli_duration
 
 #: `iterations` of run and peers, as a sweep's (spec/sweep.py).
 MAX_ITERATIONS = 10_000
 #: An MSS is a 16-bit TCP option (RFC 9293 §3.7.1); 0: the importer's default.
 MSS_MAX = 65_535
-#: A plot window's bounds, seconds either side of the first flow's start (int64 ns holds ~292 years).
-WINDOW_S = 10**9
+#: A plot window's bounds (|--from|, |--to|), seconds either side of the first flow's start: a
+#: year, far beyond any run, well inside int64 ns (~292 years).
+WINDOW_S = 365 * 86400
 
 
 class OptionError(ValueError):
@@ -50,8 +52,6 @@ def iterations(value: Any, label: str = "--iterations") -> int:
 
 
 def seed(value: Any, label: str = "--seed") -> int | None:
-    from .spec.schema import SEED_MAX
-
     return None if value is None else integer(value, label, 0, SEED_MAX)
 
 
@@ -70,13 +70,22 @@ def duration(value: Any, label: str = "--duration") -> str | None:
 
 
 def seconds(value: Any, label: str) -> float | None:
-    """A finite number of seconds (plot's --from/--to), or None."""
+    """A finite number of seconds within WINDOW_S (plot's --from/--to), or None."""
     if value is None:
         return None
     try:
-        return numbers.real(value, label, -WINDOW_S, WINDOW_S)
+        return numbers.real(value, "", -WINDOW_S, WINDOW_S)
     except numbers.NumberError as e:
-        raise OptionError(str(e)) from None
+        raise OptionError(f"{label}: {numbers.show(value)} is not a time in seconds; {e}") from None
+
+
+def interval(value: Any, label: str) -> float:
+    """An interval length in seconds (import's --interval): finite and longer than 0, since the
+    iperf3-style table derived from logs needs a length."""
+    s = seconds(value, label)
+    if s is None or s <= 0:
+        raise OptionError(f"{label} {numbers.show(value)}: must be longer than 0 (the derived intervals table needs a length)")
+    return s
 
 
 def paths(value: Any, label: str) -> list[Path]:

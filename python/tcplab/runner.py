@@ -1,10 +1,9 @@
-"""Runs one resolved spec end to end: backend -> records -> store -> analysis -> report, into a
+"""Runs one experiment end to end: backend -> records -> store -> analysis -> report, into a
 results folder that appears only when complete."""
 
 from __future__ import annotations
 
 import datetime as _dt
-import json
 import os
 import subprocess
 import sys
@@ -13,12 +12,14 @@ from pathlib import Path
 from typing import Any, Callable
 
 
-from . import __version__
-from .analysis.summary import cpu_cost, summarize
-from .backends import sim as sim_backend
-from .catalog import write_summary
+from .version import __version__
+from .analysis.peers import compare
+from .analysis.summary import summarize
+from .backends import Backend, default as default_backend
+from .model import Experiment
 from .report import html as report_html
-from .spec import Resolved
+from .report.ministat import iterations_report
+from .results import finish_run
 from .spec.sweep import run_key
 from .store import RunDir, write_json, write_toml
 
@@ -40,42 +41,21 @@ def git_revision() -> str:
     return out.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
 
 
-BACKENDS = ("sim", "netns", "remote")
-
-
-def _backend_run(backend: str, testbed: str | None = None):
-    if backend == "netns":
-        from .backends import netns
-
-        return netns.run
-    if backend == "remote":
-        import functools
-
-        from .backends import remote
-
-        return functools.partial(remote.run, testbed=testbed)
-    return sim_backend.run
-
-
-def _into(directory: Path, resolved: Resolved, progress: Progress | None, report: bool, command: str,
-          backend: str = "sim", labels: dict[str, Any] | None = None, testbed: str | None = None) -> dict[str, Any]:
-    """One run into `directory`. `labels`: its place in a sweep, for the catalog."""
+def _into(directory: Path, exp: Experiment, progress: Progress | None, report: bool, command: str,
+          backend: Backend, labels: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One run into `directory` on `backend`. `labels`: its place in a sweep, for the catalog."""
     wall0 = time.monotonic()
-    write_toml(directory / "spec.toml", resolved.spec)
-    totals = _backend_run(backend, testbed)(resolved, directory, progress)
-    summary = summarize(resolved, totals, directory)
-    write_json(directory / "summary.json", summary)
-    if totals.get("cpu"):
-        write_json(directory / "cpu.json", cpu_cost(totals["cpu"], summary))
-    write_summary(directory, summary, run_key(resolved, backend), labels)
+    write_toml(directory / "spec.toml", exp.spec)
+    totals = backend.run(exp, directory, progress)
+    summary = summarize(exp, totals, directory)
     meta = {
         "tcplab_version": __version__,
         "git_revision": git_revision(),
-        "seed": resolved.seed,
-        "backend": backend,
-        **({"testbed": str(testbed)} if testbed else {}),
-        "source": resolved.source,
-        "description": resolved.spec.get("description", ""),
+        "seed": exp.seed,
+        "backend": backend.name,
+        **backend.meta(),
+        "source": exp.source,
+        "description": exp.spec.get("description", ""),
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "command": command,
         "python": sys.version.split()[0],
@@ -84,51 +64,30 @@ def _into(directory: Path, resolved: Resolved, progress: Progress | None, report
         meta["sweep"] = labels
     if "host" in totals.get("emulation", {}):  # a kernel run: its kernel, qdiscs, congestion controls
         meta["kernel"] = totals["emulation"]["host"]
-    if report:
-        make_report(directory, [{"name": f.name, "start_ns": f.start_ns} for f in resolved.flows], summary, meta)
-    meta["wall_s"] = round(time.monotonic() - wall0, 3)
-    write_json(directory / "meta.json", meta)
-    return summary
+    return finish_run(directory, summary, meta, key=run_key(exp, backend.name), labels=labels, cpu=totals.get("cpu"),
+                      flows=[{"name": f.name, "start_ns": f.start_ns} for f in exp.flows], report=report,
+                      wall0_s=wall0)
 
 
-def make_report(directory: Path, flows: list[dict[str, Any]], summary: dict[str, Any], meta: dict[str, Any]) -> Path:
-    """report.html for a results folder: each table read once, decimated once (report.series)."""
-    from .analysis.recovery import episode_list
-    from .report import interactive
-    from .report.panels import PageModel, RunTables, add_run
-
-    tables = RunTables.read(directory, summary)
-    mss = {f["flow"]: f["mss_bytes"] for f in summary["flows"]}
-    eps = episode_list(tables.events, tables.sends if len(tables.sends) else None, mss)
-    model = PageModel()
-    add_run(model, tables, eps)
-    intervals = tables.intervals.records()
-    del tables  # the charts are built: the tables go before the page is
-    spec_text = (directory / "spec.toml").read_text()
-    cpu_path = directory / "cpu.json"
-    cpu_html = report_html.cpu_section(json.loads(cpu_path.read_text())) if cpu_path.is_file() else ""
-    return report_html.write(directory, summary, meta, spec_text, intervals, flows, interactive.section(model),
-                             report_html.recovery_section(eps) + cpu_html)
-
-
-def execute(resolved: Resolved, out: Path, *, force: bool = False, progress: Progress | None = None,
-            report: bool = True, command: str = "", backend: str = "sim",
-            labels: dict[str, Any] | None = None, testbed: str | None = None) -> tuple[Path, dict[str, Any]]:
-    """Run into `out`, atomically, on `backend` (sim, netns, or remote with the LAB.toml
-    `testbed`). Returns (final folder, summary)."""
+def execute(exp: Experiment, out: Path, *, force: bool = False, progress: Progress | None = None,
+            report: bool = True, command: str = "", backend: Backend | None = None,
+            labels: dict[str, Any] | None = None) -> tuple[Path, dict[str, Any]]:
+    """Run into `out`, atomically, on `backend` (default: the simulator). Returns (final folder,
+    summary)."""
     rd = RunDir(out, force=force)
     try:
-        summary = _into(rd.tmp, resolved, progress, report, command, backend, labels, testbed)
+        summary = _into(rd.tmp, exp, progress, report, command, backend or default_backend(), labels)
         return rd.commit(), summary
     except BaseException:
         rd.abort()
         raise
 
 
-def execute_iterations(resolve_seed: Callable[[int], Resolved], seeds: list[int], out: Path, *, force: bool = False,
+def execute_iterations(resolve_seed: Callable[[int], Experiment], seeds: list[int], out: Path, *, force: bool = False,
                        progress: Callable[[int, int, int], None] | None = None, report: bool = True,
-                       command: str = "", backend: str = "sim", testbed: str | None = None) -> tuple[Path, list[dict[str, Any]]]:
+                       command: str = "", backend: Backend | None = None) -> tuple[Path, list[dict[str, Any]]]:
     """Run one iteration per seed into out/iter-NNN, then write out/iterations.json."""
+    backend = backend or default_backend()
     rd = RunDir(out, force=force)
     try:
         summaries = []
@@ -136,10 +95,8 @@ def execute_iterations(resolve_seed: Callable[[int], Resolved], seeds: list[int]
             sub = rd.tmp / f"iter-{i + 1:03d}"
             sub.mkdir()
             step = (lambda now, stop, i=i: progress(i, now, stop)) if progress else None
-            summaries.append(_into(sub, resolve_seed(seed), step, report, command, backend, testbed=testbed))
+            summaries.append(_into(sub, resolve_seed(seed), step, report, command, backend))
         write_json(rd.tmp / "iterations.json", {"seeds": seeds, "runs": [f"iter-{i + 1:03d}" for i in range(len(seeds))]})
-        from .report.ministat import iterations_report
-
         stats_text = iterations_report(summaries)
         (rd.tmp / "stats.txt").write_text(stats_text)
         if report:
@@ -152,16 +109,15 @@ def execute_iterations(resolve_seed: Callable[[int], Resolved], seeds: list[int]
         raise
 
 
-def execute_peers(resolve_pair: Callable[[str, str, int], Resolved], pairs: list[tuple[str, str]], out: Path, *,
+def execute_peers(resolve_pair: Callable[[str, str, int], Experiment], pairs: list[tuple[str, str]], out: Path, *,
                   force: bool = False, progress: Callable[[int, int, int], None] | None = None, report: bool = True,
-                  command: str = "", iterations: int = 1, backend: str = "sim",
-                  testbed: str | None = None) -> tuple[Path, list[dict[str, Any]]]:
+                  command: str = "", iterations: int = 1,
+                  backend: Backend | None = None) -> tuple[Path, list[dict[str, Any]]]:
     """Run every (stack, cc) pair into out/<stack>-<cc> (with iterations > 1, one folder per seed
     under it, out/<stack>-<cc>/iter-NNN; `resolve_pair(stack, cc, i)` gives iteration i's spec),
     then write out/peers.json and, with `report`, out/peers.html (the peer-compare table linking
     each run's report)."""
-    from .analysis.peers import compare
-
+    backend = backend or default_backend()
     rd = RunDir(out, force=force)
     try:
         runs, links = [], []
@@ -173,7 +129,7 @@ def execute_peers(resolve_pair: Callable[[str, str, int], Resolved], pairs: list
                 step = (lambda now, stop, k=i * iterations + it: progress(k, now, stop)) if progress else None
                 where = sub if iterations == 1 else sub / f"iter-{it + 1:03d}"
                 where.mkdir(exist_ok=True)
-                summaries.append(_into(where, resolve_pair(stack, cc, it), step, report, command, backend, testbed=testbed))
+                summaries.append(_into(where, resolve_pair(stack, cc, it), step, report, command, backend))
             runs.append((stack, cc, summaries))
             links.append(f"{stack}-{cc}" + ("" if iterations == 1 else "/iter-001"))
         rows = compare(runs)

@@ -2,7 +2,7 @@
 nothing half-written ever looks like a finished run.
 
 Layout: spec.toml (resolved spec), summary.json, meta.json (provenance: version, git revision,
-wall clock), <table>.parquet (zstd) for flows, intervals, queues, ports, events, probes (with
+wall clock), <table>.parquet (zstd, a CRC of every page, verified by the one reader) for flows, intervals, queues, ports, events, probes (with
 [[probes]]) and (if recorded) sends and acks, report.html (and plots/ after `tcplab plot`).
 """
 
@@ -21,7 +21,7 @@ import tomli_w
 
 from . import arrowbuf
 from .contract import COLUMNS
-from .paths import replaceable
+from .outdir import OutDirError, guard
 
 TABLES = tuple(COLUMNS)  # flows, intervals, queues, ports, events, sends (the record contract)
 #: Tables whose integer `flow` column is replaced by the flow's name; `port` by its label.
@@ -104,8 +104,8 @@ class TableWriter:
         if table is None:
             return
         if name not in self.writers:
-            self.writers[name] = pq.ParquetWriter(self.directory / f"{name}.parquet", table.schema, compression="zstd",
-                                                  use_dictionary=["flow", "port", "probe"])
+            self.writers[name] = pq.ParquetWriter(self.directory / f"{name}.parquet", table.schema,
+                                                  use_dictionary=["flow", "port", "probe"], **PARQUET_OPTIONS)
         self.writers[name].write_table(table)
 
     def close(self) -> None:
@@ -120,7 +120,7 @@ class TableWriter:
 def write_rows(directory: Path, name: str, rows: list[dict[str, Any]], columns: list[str]) -> None:
     """One table from row dicts (backends that produce records in Python, e.g. netns): int64
     columns except `flow`, `port` and `probe`, which are strings; no file when there are no rows."""
-    import pandas as pd
+    import pandas as pd  # loaded on use: a simulated run writes its tables without pandas
 
     if not rows:
         return
@@ -128,7 +128,7 @@ def write_rows(directory: Path, name: str, rows: list[dict[str, Any]], columns: 
     for c in columns:
         if c not in ("flow", "port", "probe"):
             df[c] = df[c].astype("int64")
-    df.to_parquet(directory / f"{name}.parquet", compression="zstd", index=False)
+    df.to_parquet(directory / f"{name}.parquet", index=False, **PARQUET_OPTIONS)
 
 
 def write_json(path: Path, data: Any) -> None:
@@ -136,38 +136,115 @@ def write_json(path: Path, data: Any) -> None:
     path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 
+def read_json(path: Path) -> Any:
+    """A JSON file of a results folder, or DamagedResults naming it (not a bare JSONDecodeError)."""
+    try:
+        return json.loads(Path(path).read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise DamagedResults(f"{path}: damaged, cannot be read ({e})") from None
+
+
 def write_toml(path: Path, data: dict[str, Any]) -> None:
     path.write_text(tomli_w.dumps(data))
 
 
 class RunDir:
-    """A results folder being written: everything goes to `<name>.partial-<pid>` first."""
+    """A results folder being written: everything goes to `.<name>.partial-<pid>` first, under
+    the lock of outdir.guard (which checked `final` before any work)."""
 
-    def __init__(self, final: Path, force: bool = False):
-        self.final = final
-        if final.exists() and not force:
-            raise FileExistsError(f"{final} already exists (choose another --out or pass --force)")
-        replaceable(final)
+    def __init__(self, final: Path, force: bool = False, kind: str = "run", inputs: tuple = ()):
+        self.out = Path(final)
+        self.final, self.claim = guard(self.out, force=force, kind=kind, inputs=inputs)
         self.force = force
-        self.tmp = final.parent / f".{final.name}.partial-{os.getpid()}"
-        if self.tmp.exists():
-            shutil.rmtree(self.tmp)
-        self.tmp.mkdir(parents=True)
+        self.tmp = self.final.parent / f".{self.final.name}.partial-{os.getpid()}"
+        try:
+            if self.tmp.exists():
+                shutil.rmtree(self.tmp)
+            self.tmp.mkdir()
+        except BaseException:
+            self._release()
+            raise
 
     def commit(self) -> Path:
-        """Atomically put the finished folder in place."""
-        if self.final.exists() and self.force:
-            old = self.final.parent / f".{self.final.name}.old-{os.getpid()}"
-            self.final.rename(old)
-            self.tmp.rename(self.final)
-            shutil.rmtree(old)
-        else:
-            self.tmp.rename(self.final)
-        return self.final
+        """Atomically put the finished folder in place; the path as the caller named it."""
+        try:
+            if self.final.exists() and self.force:
+                old = self.final.parent / f".{self.final.name}.old-{os.getpid()}"
+                self.final.rename(old)
+                self.tmp.rename(self.final)
+                shutil.rmtree(old)
+            else:
+                try:
+                    self.tmp.rename(self.final)  # replaces an empty folder, not a full one
+                except OSError as e:
+                    raise OutDirError(f"{self.out}: cannot put the results in place ({e.strerror}); they were "
+                                      "not kept") from None
+        finally:
+            self._release()
+        return self.out
 
     def abort(self) -> None:
         """Remove the partial folder."""
         shutil.rmtree(self.tmp, ignore_errors=True)
+        self._release()
+
+    def _release(self) -> None:
+        if self.claim is not None:
+            self.claim.release()
+            self.claim = None
+
+
+#: How every table is written: zstd, with a CRC of each page so that damage is detected on read.
+PARQUET_OPTIONS = {"compression": "zstd", "write_page_checksum": True}
+
+
+def open_parquet(path: Path) -> pq.ParquetFile:
+    """The one way a results table is opened: each page's checksum verified as it is read, so a
+    damaged file fails (DamagedResults, naming it) instead of giving changed values. Read it
+    inside `damage_named(path)`."""
+    with damage_named(path):
+        pf = pq.ParquetFile(path, page_checksum_verification=True)
+        schema = pf.schema_arrow  # names decoded here: a changed byte may leave them invalid UTF-8
+    _check_schema(path, schema)
+    return pf
+
+
+def _check_schema(path: Path, schema: pa.Schema) -> None:
+    """A record table's columns are the contract's, int64 but for the names: the footer that
+    describes them has no checksum, and a changed byte there renames or retypes a column."""
+    known = COLUMNS.get(path.stem)
+    if known is None:
+        return
+    for field in schema:
+        names = field.name in ("flow", "port", "probe")
+        t = field.type.value_type if pa.types.is_dictionary(field.type) else field.type
+        ok = pa.types.is_string(t) or pa.types.is_large_string(t) if names else pa.types.is_int64(t)
+        if field.name not in known or not ok:
+            raise DamagedResults(f"{path}: damaged, column {field.name!r} ({field.type}) is not one of the "
+                                 f"{path.stem} table's")
+
+
+class damage_named:
+    """Context: a table that cannot be read (truncated, bytes changed, not Parquet) becomes one
+    DamagedResults naming the file."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind, e, tb) -> bool:
+        if e is not None and isinstance(e, (pa.ArrowException, OSError, EOFError, UnicodeDecodeError)):
+            first = str(e).splitlines()[0] if str(e) else type(e).__name__
+            raise DamagedResults(f"{self.path}: damaged, cannot be read ({first})") from None
+        return False
+
+
+def read_arrow(path: Path, columns: list[str] | None = None, pandas_metadata: bool = False) -> pa.Table:
+    """A whole table (or `columns`) as Arrow, verified (open_parquet)."""
+    with damage_named(path):
+        return open_parquet(path).read(columns=columns, use_pandas_metadata=pandas_metadata)
 
 
 def read_columns(run_dir: Path, name: str, columns: list[str]) -> dict[str, np.ndarray]:
@@ -176,11 +253,7 @@ def read_columns(run_dir: Path, name: str, columns: list[str]) -> dict[str, np.n
     path = Path(run_dir) / f"{name}.parquet"
     if not path.exists():
         return {}
-    try:
-        # ParquetFile.read, not read_table: the latter imports pandas for its metadata.
-        table = pq.ParquetFile(path).read(columns=columns, use_pandas_metadata=False)
-    except (pa.ArrowException, OSError) as e:
-        raise DamagedResults(f"{path}: cannot be read ({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
+    table = read_arrow(path, columns)
     if table.num_rows == 0:
         return {}
     return {c: arrowbuf.column(table.column(c)) for c in columns}
@@ -192,26 +265,37 @@ def read_rows(run_dir: Path, name: str) -> list[dict[str, Any]]:
     path = Path(run_dir) / f"{name}.parquet"
     if not path.exists():
         return []
-    try:
-        table = pq.ParquetFile(path).read(use_pandas_metadata=False)
-        return [row for batch in table.to_batches() for row in batch.to_pylist()]
-    except (pa.ArrowException, OSError) as e:
-        raise DamagedResults(f"{path}: cannot be read ({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
+    return [row for batch in read_arrow(path).to_batches() for row in batch.to_pylist()]
 
 
 def read_table(run_dir: Path, name: str, columns: list[str] | None = None, names_as_categories: bool = False):
     """One table of a finished run as a pandas DataFrame (empty if the run recorded none): only
     `columns` if given; `flow` and `port` as strings, or as pandas categories (faster to filter)."""
-    import pandas as pd
+    import pandas as pd  # loaded on use: `tcplab run` and the report read tables without pandas
 
     path = Path(run_dir) / f"{name}.parquet"
     if not path.exists():
         return pd.DataFrame()
-    try:
-        df = pq.read_table(path, columns=columns).to_pandas()
-    except (pa.ArrowException, OSError) as e:
-        raise DamagedResults(f"{path}: cannot be read ({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
+    df = read_arrow(path, columns, pandas_metadata=True).to_pandas()
     for col in ("flow", "port", "probe"):
         if col in df and hasattr(df[col], "cat") and not names_as_categories:
             df[col] = df[col].astype(str)
     return df
+
+
+def verify_tables(run_dir: Path) -> None:
+    """Read every table of a run once, page by page, checksums verified (DamagedResults naming the
+    first damaged file): for commands that print a run from a few of its tables (show,
+    recovery), so a run with any damaged table is refused whichever one it is."""
+    for path in sorted(Path(run_dir).glob("*.parquet")):
+        with damage_named(path):
+            for _ in open_parquet(path).iter_batches(batch_size=1 << 16, use_pandas_metadata=False):
+                pass
+
+
+def require_table(run_dir: Path, name: str, why: str) -> Path:
+    """The path of a table a command needs, or DamagedResults naming it when it is missing."""
+    path = Path(run_dir) / f"{name}.parquet"
+    if not path.is_file():
+        raise DamagedResults(f"{path}: missing ({why}); the run recorded none, or the file was removed")
+    return path

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .stats import describe, difference
+
 COLUMNS = ["stack", "cc", "n", "throughput_mbps", "utilisation", "fairness_jain", "retransmits", "rtos", "vs_linux_pct",
            "vs_linux_error_pct", "vs_linux_significant"]
 
@@ -29,8 +31,6 @@ def compare(runs: list[tuple[str, str, dict[str, Any] | list[dict[str, Any]]]],
     the same cc; None on Linux rows or when Linux moved nothing. With >= 2 iterations on both
     sides, vs_linux_error_pct and vs_linux_significant come from Student's t with pooled s over
     the iterations' summed throughputs (ministat's test); else they are None."""
-    from .stats import describe, difference
-
     rows, samples = [], []
     for st, cc, s in runs:
         its = s if isinstance(s, list) else [s]

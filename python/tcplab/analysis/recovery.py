@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections import namedtuple
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
+import numpy as np
+
 from ..contract import LOSS_END, RECOVERY_END, RECOVERY_START, RTO, TLP, TLP_END  # noqa: E402,F401  (re-exported)
 
 if TYPE_CHECKING:  # the report reads episodes without pandas (episode_list)
@@ -101,7 +103,7 @@ def _flow_episodes(flow: str, events: Iterable[Any], sends_in: Callable[[int, in
 
 def episodes(events: pd.DataFrame, sends: pd.DataFrame | None, mss: dict[str, int]) -> pd.DataFrame:
     """Episodes of every flow, in time order per flow. `mss` maps flow name to its MSS."""
-    import pandas as pd
+    import pandas as pd  # loaded on use: the report reads episodes without pandas (episode_list)
 
     if not len(events):
         return pd.DataFrame(columns=COLUMNS)
@@ -124,8 +126,6 @@ def episode_list(events: Columns, sends: Columns | None, mss: dict[str, int], by
     `episodes(...).itertuples(index=False)` gives them (values as pandas holds them: `frame_rows`).
     Flows come in the order of their names' codes, as pandas sorts a table read with its names
     as categories; `by_name`: in the order of their names, as pandas sorts them as strings."""
-    import numpy as np
-
     if not len(events):
         return []
     names = events.names["flow"]

@@ -9,7 +9,12 @@ than read from ministat's table, which rounds them to three decimals.
 from __future__ import annotations
 
 import math
+import re
+import sys
 from dataclasses import dataclass
+from statistics import NormalDist
+
+from ..spec import numbers
 
 
 def _betacf(a: float, b: float, x: float) -> float:
@@ -158,8 +163,6 @@ def ministat_t(confidence_pct: float, df: int) -> float:
     degrees of freedom and the normal limit beyond (ministat.c, Relative()). Computed here and
     rounded the same way; a test checks the result against Debian's ministat binary for every
     degree of freedom two samples can give and every level."""
-    from statistics import NormalDist
-
     if (confidence_pct, df) in MINISTAT_T_ERRATA:
         return MINISTAT_T_ERRATA[(confidence_pct, df)]
     p = 1.0 - (1.0 - confidence_pct / 100.0) / 2.0
@@ -181,11 +184,6 @@ def read_sample(path: str, column: int = 1, delimiters: str = " \t") -> list[flo
     """Values of one column of a text file, as ministat reads them: fields split on any of
     `delimiters`, a field starting with '#' ends the line, lines without the column are skipped,
     anything else that is not a number is an error naming the line. '-' reads stdin."""
-    import re
-    import sys
-
-    from ..spec import numbers
-
     name = "<stdin>" if path == "-" else path
     split = re.compile("[" + re.escape(delimiters) + "]+")
     values = []

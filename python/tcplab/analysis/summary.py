@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..contract import RECOVERY_START, RTO
-from ..spec import Resolved
+from ..model import Experiment
 from ..store import read_columns, read_table
 from .latency import probe_rows
 
@@ -43,18 +43,50 @@ def flow_row(*, flow: str, frm: str, to: str, stack: str, cc: str, start_s: floa
             "final_cwnd_bytes": final_cwnd_bytes, "srtt_ms": srtt_ms, "min_rtt_ms": min_rtt_ms, "mss_bytes": mss_bytes}
 
 
-def summarize(resolved: Resolved, totals: dict[str, Any], run_dir: Path) -> dict[str, Any]:
-    """Build summary.json's content from the resolved spec, the backend's totals and the tables."""
+def summarize(exp: Experiment, totals: dict[str, Any], run_dir: Path) -> dict[str, Any]:
+    """Build summary.json's content from the experiment, the backend's totals and the tables."""
     # Numpy columns, not pandas: `tcplab run` starts and finishes without importing pandas
     # (bench/README.md, issue 23); the sums and quotients are the same int64 and float64 ones.
     intervals = read_columns(run_dir, "intervals", ["flow", "t_start_ns", "t_end_ns", "bytes"])
     ports = read_columns(run_dir, "ports", ["port", "t_start_ns", "t_end_ns", "tx_bytes"])
+    flows = _flow_rows(exp, totals, intervals)
+    port_tot = next(p for p in totals["ports"] if p["port"] == exp.bottleneck_port)
+    time_flows = [s for s in flows if s["kind"] == "time"]
+    out = {
+        "name": exp.name,
+        "seed": exp.seed,
+        "backend": totals.get("backend", "sim"),
+        "flows": flows,
+        "bottleneck": _bottleneck(exp, totals, flows, intervals, ports, port_tot),
+        "fairness_jain": _r(jain_index([s["throughput_mbps"] or 0.0 for s in time_flows])),
+        "background": totals["udp"],
+    }
+    _latency(out, exp, totals, port_tot)
+    if "ecn_marks" in port_tot:  # the bottleneck runs a queue discipline
+        out["bottleneck"]["aqm"] = {"kind": exp.bottleneck_aqm_kind, "drops": port_tot["aqm_drops"],
+                                    "ecn_marks": port_tot["ecn_marks"]}
+    if exp.probes:  # (pandas, only for runs with probes)
+        out["probes"] = probe_rows(exp.probes, totals["probes"], read_table(run_dir, "probes"))
+    if "events" in totals:
+        out["simulator"] = {"events": totals["events"], "packets": totals["packets"], "end_s": _r(totals["end_ns"] / 1e9)}
+    if "emulation" in totals:
+        out["emulation"] = totals["emulation"]
+    if "testbed" in totals:
+        out["testbed"] = totals["testbed"]
+    if exp.warnings:
+        out["warnings"] = exp.warnings
+    return out
+
+
+def _flow_rows(exp: Experiment, totals: dict[str, Any], intervals: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each flow's row: a time-limited flow's throughput from the bytes of its intervals, a
+    transfer's from its completion."""
     per_flow_bytes: dict[str, int] = {}
     if intervals:
-        for name in resolved.flows:
+        for name in exp.flows:
             per_flow_bytes[name.name] = int(intervals["bytes"][intervals["flow"] == name.name].sum())
     flows = []
-    for info, st in zip(resolved.flows, totals["flows"], strict=True):
+    for info, st in zip(exp.flows, totals["flows"], strict=True):
         app = info.app
         if app.kind == "time":
             duration_s = app.duration_ns / 1e9
@@ -82,24 +114,35 @@ def summarize(resolved: Resolved, totals: dict[str, Any], run_dir: Path) -> dict
         if "ece_acks" in st:  # the connection negotiated ECN
             flows[-1]["ecn"] = {"ce_segments_received": st["ce_segs_received"], "ece_acks": st["ece_acks"],
                                 "window_reductions": st["ecn_reductions"]}
-    # Measurement window: from the first start to the last time-limited application's end (or the
-    # last completion), on the port counters' interval grid.
+    return flows
+
+
+def _window_ns(exp: Experiment, totals: dict[str, Any], flows: list[dict[str, Any]]) -> tuple[int, int]:
+    """The measurement window: from the first start to the last time-limited application's end
+    (or the last completion)."""
     # A real-kernel run reports when each client actually started; the simulator starts on time.
-    starts = [st.get("start_ns", f.start_ns) for f, st in zip(resolved.flows, totals["flows"])]
+    starts = [st.get("start_ns", f.start_ns) for f, st in zip(exp.flows, totals["flows"])]
     ends = []
     # A time-limited flow's window is the spec's [start, start + time] on the ports' counter grid,
     # though after a handshake its data runs the connect time later (iperf3's -t counts from the
     # connection; docs/models.md, "Connection setup"); a transfer ends at its FCT (connect time +
     # iperf3's completion time).
-    for f, t_start, s in zip(resolved.flows, starts, flows):
+    for f, t_start, s in zip(exp.flows, starts, flows):
         if f.app.kind == "time":
             ends.append(t_start + f.app.duration_ns)
         elif s["completion_s"] is not None:
             connect_ns = int((s.get("connect_ms") or 0) * 1e6)
             ends.append(t_start + connect_ns + int(s["completion_s"] * 1e9))
-    t0, t1 = min(starts), max(ends) if ends else totals["end_ns"]
-    label = resolved.bottleneck.label
-    rate = resolved.bottleneck.rate_bps
+    return min(starts), max(ends) if ends else totals["end_ns"]
+
+
+def _bottleneck(exp: Experiment, totals: dict[str, Any], flows: list[dict[str, Any]], intervals: dict[str, Any],
+                ports: dict[str, Any], port_tot: dict[str, Any]) -> dict[str, Any]:
+    """The bottleneck's utilisation and goodput over the measurement window, on the port
+    counters' interval grid, and its drops."""
+    t0, t1 = _window_ns(exp, totals, flows)
+    label = exp.bottleneck.label
+    rate = exp.bottleneck.rate_bps
     # Counter intervals overlapping the window (on the simulator's grid they lie exactly inside it;
     # a kernel run's sampler starts and stops a little off it).
     bott = {}
@@ -117,29 +160,25 @@ def summarize(resolved: Resolved, totals: dict[str, Any], run_dir: Path) -> dict
         goodput = intervals["bytes"][inside].sum() * 8 / window_s / 1e6
     else:
         goodput = 0.0
-    port_tot = next(p for p in totals["ports"] if p["port"] == resolved.bottleneck_port)
-    out = {
-        "name": resolved.name,
-        "seed": resolved.seed,
-        "backend": totals.get("backend", "sim"),
-        "flows": flows,
-        "bottleneck": {
-            "link": label,
-            "rate_mbps": _r(rate / 1e6),
-            "window_s": _r(window_s),
-            "utilisation": _r(util),
-            "goodput_mbps": _r(goodput),
-            "goodput_utilisation": _r(goodput * 1e6 / rate) if time_flows else None,
-            "drops": port_tot["drops"],
-            "random_losses": port_tot["losses"],
-            "max_queue_packets": port_tot["max_queue_packets"],
-        },
-        "fairness_jain": _r(jain_index([s["throughput_mbps"] or 0.0 for s in time_flows])),
-        "background": totals["udp"],
+    return {
+        "link": label,
+        "rate_mbps": _r(rate / 1e6),
+        "window_s": _r(window_s),
+        "utilisation": _r(util),
+        "goodput_mbps": _r(goodput),
+        "goodput_utilisation": _r(goodput * 1e6 / rate) if time_flows else None,
+        "drops": port_tot["drops"],
+        "random_losses": port_tot["losses"],
+        "max_queue_packets": port_tot["max_queue_packets"],
     }
+
+
+def _latency(out: dict[str, Any], exp: Experiment, totals: dict[str, Any], port_tot: dict[str, Any]) -> None:
+    """Where latency is measured (trace.latency, a queue discipline, probes): each flow's RTT
+    percentiles, the bottleneck's and every monitored queue's queueing delay, into `out`."""
     qd = port_tot.get("queue_delay")
-    latency = resolved.trace.latency or resolved.bottleneck_aqm_kind != "drop-tail" or bool(resolved.probes)
-    for row, st in zip(flows, totals["flows"]):
+    latency = exp.trace.latency or exp.bottleneck_aqm_kind != "drop-tail" or bool(exp.probes)
+    for row, st in zip(out["flows"], totals["flows"]):
         if latency and st.get("rtt"):
             # The sender's RTT samples (its estimator's, timestamps included) as percentiles.
             row["rtt_ms"] = {"samples": st["rtt"]["samples"],
@@ -151,24 +190,10 @@ def summarize(resolved: Resolved, totals: dict[str, Any], run_dir: Path) -> dict
     if latency:
         # Every monitored queue (the bottleneck, then the other ports with a discipline).
         by_index = {p["port"]: p for p in totals["ports"]}
-        queues = [{"port": p.label, "aqm": resolved.aqm_kind(p), "queue_delay_ms": _queue_delay_ms(qd_p)}
-                  for p in resolved.monitored_ports if (qd_p := by_index.get(p.index, {}).get("queue_delay"))]
+        queues = [{"port": p.label, "aqm": exp.aqm_kind(p), "queue_delay_ms": _queue_delay_ms(qd_p)}
+                  for p in exp.monitored_ports if (qd_p := by_index.get(p.index, {}).get("queue_delay"))]
         if queues:
             out["queues"] = queues
-    if "ecn_marks" in port_tot:  # the bottleneck runs a queue discipline
-        out["bottleneck"]["aqm"] = {"kind": resolved.bottleneck_aqm_kind, "drops": port_tot["aqm_drops"],
-                                    "ecn_marks": port_tot["ecn_marks"]}
-    if resolved.probes:  # (pandas, only for runs with probes)
-        out["probes"] = probe_rows(resolved.probes, totals["probes"], read_table(run_dir, "probes"))
-    if "events" in totals:
-        out["simulator"] = {"events": totals["events"], "packets": totals["packets"], "end_s": _r(totals["end_ns"] / 1e9)}
-    if "emulation" in totals:
-        out["emulation"] = totals["emulation"]
-    if "testbed" in totals:
-        out["testbed"] = totals["testbed"]
-    if resolved.warnings:
-        out["warnings"] = resolved.warnings
-    return out
 
 
 def _queue_delay_ms(qd: dict[str, Any]) -> dict[str, Any]:
@@ -200,7 +225,7 @@ def cpu_cost(cpu: dict[str, Any], summary: dict[str, Any]) -> dict[str, Any]:
 def summarize_import(run_dir: Path, name: str, flows: list[dict[str, Any]], sources: list[dict[str, Any]]) -> dict[str, Any]:
     """summary.json for an imported run: per-flow numbers from its tables (aggregated by DuckDB),
     since logs carry no simulator totals; the same flow rows (`flow_row`) as a run's."""
-    import duckdb
+    import duckdb  # loaded on use: only an import's summary queries its tables with SQL
 
     con = duckdb.connect()
     have = {t: (run_dir / f"{t}.parquet").is_file() for t in ("flows", "intervals", "events", "sends")}
@@ -208,7 +233,8 @@ def summarize_import(run_dir: Path, name: str, flows: list[dict[str, Any]], sour
     def per_flow(table: str, sql: str) -> dict[str, tuple]:
         if not have[table]:
             return {}
-        rows = con.execute(sql.replace("FROM T", f"FROM read_parquet('{run_dir / (table + '.parquet')}')")).fetchall()
+        path = str(run_dir / f"{table}.parquet").replace("'", "''")  # a quote in --out is a quote, not SQL
+        rows = con.execute(sql.replace("FROM T", f"FROM read_parquet('{path}')")).fetchall()
         return {r[0]: r[1:] for r in rows}
 
     iv = per_flow("intervals", "SELECT flow, min(t_start_ns), max(t_end_ns), sum(bytes), "

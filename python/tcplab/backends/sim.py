@@ -6,9 +6,11 @@ import json
 from pathlib import Path
 from typing import Any, Callable
 
-from .. import _native, user_cc
+from .. import user_cc
+from .._native import Simulation
 from ..model import Direction, Experiment, Flow, Node
 from ..store import TableWriter
+from . import Backend
 
 
 class UserCcRaised(Exception):
@@ -73,7 +75,7 @@ def run(exp: Experiment, directory: Path, progress: Callable[[int, int], None] |
 
     `progress(now_ns, stop_ns)` is called after each step.
     """
-    sim = _native.Simulation(json.dumps(lower(exp)), user_cc.instances(exp.flows))
+    sim = Simulation(json.dumps(lower(exp)), user_cc.instances(exp.flows))
     writer = TableWriter(directory, [f.name for f in exp.flows], [p.label for p in exp.ports], [p.name for p in exp.probes])
     stop = sim.stop_ns
     try:
@@ -100,3 +102,17 @@ def run(exp: Experiment, directory: Path, progress: Callable[[int, int], None] |
         "probes": sim.probe_stats(),
         "cpu": sim.cpu_report(),
     }
+
+
+class SimBackend(Backend):
+    """tcplab's simulator: every stack, so peer compares too; runs in parallel."""
+
+    name = "sim"
+    peers = True
+    errors = (UserCcRaised,)
+
+    def run(self, exp: Experiment, directory: Path, progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+        return run(exp, directory, progress)
+
+    def explain(self, e: BaseException) -> tuple[list[str], str | None]:
+        return [f"{e}; nothing was kept"], None

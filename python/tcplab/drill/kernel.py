@@ -11,9 +11,13 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
-from .engine import helper_paths
+from . import netdev
+from .calls import HANDLED
+from .engine import Engine, Failed, Unsupported, helper_paths
+from .parse import parse_file
 from .result import Result
 from .syntax import Script, Shell, Syscall
 
@@ -27,8 +31,6 @@ _FREEBSD = re.compile(r"\bsysctl\s+(?:-\w+\s+)*net\.inet\.|\bkern\.ipc\.")
 
 def static_problems(script: Script) -> tuple[int | None, str] | None:
     """What makes `script` unrunnable here, found before running it: (line, reason) or None."""
-    from .calls import HANDLED
-
     if script.ip_version() != "ipv4":
         return None, f"--ip_version={script.ip_version()}: the kernel target runs IPv4 scripts only"
     for opt in script.options:
@@ -116,8 +118,6 @@ def run_script(path: str, script: Script, timeout_s: float) -> Result:
 
 
 def _main_thread() -> bool:
-    import threading
-
     return threading.current_thread() is threading.main_thread()
 
 
@@ -144,10 +144,6 @@ def _child_result(path: str, out: str, err: str, code: int) -> Result:
 
 def _child(path: str) -> dict:
     """In the child: new namespace, TUN, the script; a result dict."""
-    from . import netdev
-    from .engine import Engine, Failed, Unsupported
-    from .parse import parse_file
-
     script = parse_file(path)
     try:
         netdev.enter_new_netns()
@@ -178,8 +174,6 @@ def _congestion(script: Script) -> tuple[str | None, str]:
     now = Path("/proc/sys/net/ipv4/tcp_congestion_control").read_text().strip()
     if want is None or want == now:
         return None, ""
-    from .engine import Unsupported
-
     avail = Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split()
     if want not in avail:
         raise Unsupported(None, f"the script asks for congestion control {want!r}; this kernel has {' '.join(avail)}")

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
+from .kernel import run_script
 from .parse import parse_file
 from .result import Result
 from .syntax import Script, ScriptError
@@ -48,8 +49,6 @@ def check_targets(targets: list[str]) -> list[str]:
 def run_one(path: str, script: Script, target: str, timeout_s: float) -> Result:
     if target in MODEL_TARGETS:
         return Result(path, target, "unsupported", None, "model target not built yet")
-    from .kernel import run_script
-
     return run_script(path, script, timeout_s)
 
 

@@ -11,9 +11,17 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
-from ..store import DamagedResults
+from ..store import damage_named, open_parquet
+
+#: What a run lacks and where it would come from, by table.
+MISSING = {
+    "sends": "no sends recorded: set trace.sends = true (simulator), trace.pcap = true (kernel), "
+             "or import a pcap (tcpdump -s 100 at the sender) or a SIFTR2 log",
+    "acks": "no ACK records (window, SACK blocks): set trace.acks = true (simulator) or import a pcap "
+            "that holds the ACKs",
+    "flows": "no flow samples: the run recorded no cwnd/ACK samples (trace.sample; kernel: tcp_probe)",
+}
 
 #: Above this many names a table is grouped by name once (a sort) rather than scanned per name.
 GROUP_NAMES = 16
@@ -147,8 +155,8 @@ def read(run_dir: Path, name: str, columns: list[str] | None = None) -> Columns:
         return Columns()
     cols: dict[str, np.ndarray] = {}
     names: dict[str, list[str]] = {}
-    try:
-        pf = pq.ParquetFile(path)
+    with damage_named(path):
+        pf = open_parquet(path)
         have = pf.schema_arrow.names
         if not pf.metadata.num_rows:
             return Columns()
@@ -160,6 +168,4 @@ def read(run_dir: Path, name: str, columns: list[str] | None = None) -> Columns:
             if col_names is not None:
                 names[col] = col_names
             del table
-    except (pa.ArrowException, OSError) as e:
-        raise DamagedResults(f"{path}: cannot be read ({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
     return Columns(cols, names)

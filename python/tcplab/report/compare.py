@@ -8,22 +8,10 @@ import html
 from pathlib import Path
 from typing import Any
 
-from ..analysis.recovery import episode_list
 from . import interactive
 from .html import _CSS, _table
-from .panels import PageModel, RunTables, add_run
+from .panels import overlay_model
 from .text import LATENCY_COLUMNS, bottleneck_rows, latency_rows
-
-
-def overlay_model(runs: list[tuple[str, Path, dict[str, Any]]]) -> PageModel:
-    """One page model holding every run, its series named by the run's label."""
-    model = PageModel()
-    for label, path, info in runs:
-        tables = RunTables.read(path, info)
-        mss = {f["flow"]: f["mss_bytes"] for f in info["flows"]}
-        eps = episode_list(tables.events, tables.sends if len(tables.sends) else None, mss)
-        add_run(model, tables, eps, label=label, n_runs=len(runs))
-    return model
 
 
 def flow_rows(runs: list[tuple[str, Path, dict[str, Any]]], diffs: dict[str, list[dict[str, Any]]]) -> list[list[Any]]:

@@ -3,8 +3,13 @@ SVG or PDF for a chosen time window, at full resolution, for papers."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
+from ..analysis.recovery import episode_list
+from ..runs import Run
+from . import plots
+from ..options import OptionError, seconds
 from .panels import PANELS, PageModel, RunTables, add_run
 
 #: What `tcplab plot --what` draws: the time panels and the time-sequence graph.
@@ -21,10 +26,6 @@ def plot_run(run_dir: Path, what: list[str], flow: str | None, lo_s: float | Non
     """Draw `what` (default every panel and each flow's tseq; `explicit` False: the default, which
     leaves out the probes chart of a run without probes) into `out`: a file (one chart) or a
     folder (<what>[_<flow>].png and .svg). Times are the report's: seconds from the first flow's start."""
-    from .. import Run
-    from ..analysis.recovery import episode_list
-    from . import plots
-
     run = Run(run_dir)
     info = run.info
     names = [f["flow"] for f in info["flows"]]
@@ -33,6 +34,10 @@ def plot_run(run_dir: Path, what: list[str], flow: str | None, lo_s: float | Non
             raise PlotError(f"--what: {w!r} is not a chart; allowed: {', '.join(WHAT)}")
     if flow is not None and flow not in names:
         raise PlotError(f"--flow: {run_dir} has no flow {flow!r}; its flows: {', '.join(names)}")
+    try:  # a window in seconds: finite, and within what nanoseconds in 64 bits can hold
+        lo_s, hi_s = seconds(lo_s, "--from"), seconds(hi_s, "--to")
+    except OptionError as e:
+        raise PlotError(str(e)) from None
     if lo_s is not None and hi_s is not None and hi_s <= lo_s:
         raise PlotError(f"--from {lo_s} must be before --to {hi_s}")
     single = out.suffix.lower() in FORMATS
@@ -67,9 +72,15 @@ def plot_run(run_dir: Path, what: list[str], flow: str | None, lo_s: float | Non
             raise PlotError(f"--what {w}: {run_dir} recorded nothing for this chart")
         targets = [out] if single else [out / f"{w}{'_' + f if f else ''}{ext}" for ext in (".png", ".svg")]
         for target in targets:
-            if w == "tseq":
-                plots.tseq_chart(model, f, lo_s, hi_s, target)
-            else:
-                plots.panel_chart(model, w, lo_s, hi_s, target)
+            # Drawn under a hidden name and renamed: a chart is never seen half-written.
+            tmp = target.parent / f".{target.stem}.partial-{os.getpid()}{target.suffix}"
+            try:
+                if w == "tseq":
+                    plots.tseq_chart(model, f, lo_s, hi_s, tmp)
+                else:
+                    plots.panel_chart(model, w, lo_s, hi_s, tmp)
+                tmp.rename(target)
+            finally:
+                tmp.unlink(missing_ok=True)
             written.append(target)
     return written

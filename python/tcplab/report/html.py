@@ -5,10 +5,14 @@ provenance."""
 from __future__ import annotations
 
 import html
+import json
 from pathlib import Path
 from typing import Any
 
+from ..analysis.stats import ci_half_width, describe
 from ..model import port_label
+from . import interactive
+from .panels import overlay_model
 from .text import LATENCY_COLUMNS, interval_lines, latency_rows
 
 _CSS = """
@@ -204,11 +208,6 @@ def write_peers(out_dir: Path, name: str, rows: list[dict[str, Any]], links: lis
     """out_dir/peers.html: the peer-compare table, each row linking its run's report (links[i]:
     the folder of row i's run, or of its first iteration), and every row's run overlaid on the
     interactive charts (its first iteration)."""
-    import json
-
-    from . import interactive
-    from .compare import overlay_model
-
     runs = [(f"{r['stack']}/{r['cc']}", out_dir / link, json.loads((out_dir / link / "summary.json").read_text()))
             for r, link in zip(rows, links)]
     charts = interactive.section(overlay_model(runs), "Charts: every row's run overlaid")
@@ -256,8 +255,6 @@ def write_iterations(out_dir: Path, name: str, summaries: list[dict[str, Any]], 
     """out_dir/iterations.html: per flow, each metric's mean with its 95% confidence interval over
     the iterations (Student's t, n - 1 degrees of freedom), the seeds' ministat tables, and links
     to every iteration's report."""
-    from ..analysis.stats import ci_half_width, describe
-
     metrics = [(k, label) for k, label in _ITER_METRICS
                if any(f.get(k) is not None for s in summaries for f in s["flows"])]
     rows = []

@@ -12,10 +12,11 @@ from typing import Any
 
 import numpy as np
 
-from ..analysis.recovery import Episode
+from ..analysis.recovery import Episode, episode_list
 from . import columns as C
 from . import series as S
-from .columns import Columns
+from .columns import MISSING, Columns
+from .tseq import add_tseq
 
 #: Panels in page order: (id, title, y label with unit, unit for read-outs, y2 label, y2 unit).
 PANELS = [
@@ -26,16 +27,6 @@ PANELS = [
     ("probes", "Latency probes: ping RTT per request", "ms", "ms", None, None),
     ("queue", "Bottleneck queue and drops", "packets", "packets", "drops per interval", "drops"),
 ]
-
-#: What a run lacks and where it would come from, by table.
-MISSING = {
-    "sends": "no sends recorded: set trace.sends = true (simulator), trace.pcap = true (kernel), "
-             "or import a pcap (tcpdump -s 100 at the sender) or a SIFTR2 log",
-    "acks": "no ACK records (window, SACK blocks): set trace.acks = true (simulator) or import a pcap "
-            "that holds the ACKs",
-    "flows": "no flow samples: the run recorded no cwnd/ACK samples (trace.sample; kernel: tcp_probe)",
-}
-
 
 @dataclass
 class PageModel:
@@ -189,8 +180,6 @@ def add_run(model: PageModel, tables: RunTables, eps: list[Episode], label: str 
                                "start": round(r.start_s - origin / 1e9, 6), "end": round(r.start_s + dur - origin / 1e9, 6),
                                "retx": None if r.retransmissions is None or r.retransmissions != r.retransmissions
                                else int(r.retransmissions)})
-    from .tseq import add_tseq
-
     for f in flows:
         add_tseq(model, tables, f, flow_focus(f["flow"]), origin, run_i, pre, share, n_runs, full)
 
@@ -257,3 +246,14 @@ def _bottleneck_ports(tables: RunTables) -> list[str]:
     if not len(p) or not b.get("link"):
         return []
     return [x for x in p.present("port") if str(x) == b["link"]][:1]
+
+
+def overlay_model(runs: list[tuple[str, Path, dict[str, Any]]]) -> PageModel:
+    """One page model holding every run, its series named by the run's label."""
+    model = PageModel()
+    for label, path, info in runs:
+        tables = RunTables.read(path, info)
+        mss = {f["flow"]: f["mss_bytes"] for f in info["flows"]}
+        eps = episode_list(tables.events, tables.sends if len(tables.sends) else None, mss)
+        add_run(model, tables, eps, label=label, n_runs=len(runs))
+    return model

@@ -14,6 +14,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from .tseq import KINDS  # noqa: E402
+
 # Reproducible SVG ids and no timestamps in the files.
 matplotlib.rcParams["svg.hashsalt"] = "tcplab"
 _SVG_META = {"Date": None}
@@ -107,8 +109,6 @@ def panel_chart(model, pid: str, lo: float | None, hi: float | None, out: Path) 
 
 def tseq_chart(model, flow: str, lo: float | None, hi: float | None, out: Path) -> None:
     """A flow's time-sequence graph (report.tseq) as a static chart file `out`."""
-    from .tseq import KINDS
-
     g = next(q for q in model.tseq if q["flow"] == flow)
     fig, ax = plt.subplots(figsize=(9, 5))
     colours = {0: "#222222", 1: "#1f5fbf", 2: "#c000c0", 3: "#e00000", 4: "#ff8c00"}

@@ -20,7 +20,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 from ..analysis.stats import ci_half_width, describe, difference  # noqa: E402
 from ..catalog import connect, param_column  # noqa: E402
 from ..spec import units  # noqa: E402
+from . import interactive  # noqa: E402
 from .html import _CSS, _show  # noqa: E402
+from .panels import overlay_model  # noqa: E402
 
 matplotlib.rcParams["svg.hashsalt"] = "tcplab"
 
@@ -211,9 +213,6 @@ OVERLAY_RUNS = 12
 def _overlay(sweep_dir: Path, index: dict[str, Any], by_run) -> str:
     """The interactive charts with the first OVERLAY_RUNS points' runs overlaid, named by their
     parameters (and part, when there are several)."""
-    from . import interactive
-    from .compare import overlay_model
-
     several = len(index["parts"]) > 1
     runs, seen = [], set()
     for part in index["parts"]:

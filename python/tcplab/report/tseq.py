@@ -12,7 +12,7 @@ import numpy as np
 
 from ..contract import TLP
 from . import series as S
-from .columns import Columns
+from .columns import MISSING, Columns
 
 #: Mark kinds in the page (and in `tcplab plot --what tseq`): code -> name.
 KINDS = {0: "segment", 1: "TSO burst", 2: "fractional", 3: "retransmission", 4: "probe"}
@@ -64,8 +64,6 @@ def sack_blocks(acks: Columns) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 def add_tseq(model, tables, flow: dict[str, Any], focus: S.Focus, origin: int, run_i: int, pre: str, line_share: S.Share,
              n_runs: int = 1, full: bool = False) -> None:
     """Add one flow's time-sequence graph to the page model (`full`: every send, no budget)."""
-    from .panels import MISSING
-
     name, mss = flow["flow"], int(flow.get("mss_bytes") or 0)
     share = 1 << 62 if full else S.PAGE_SENDS // (max(1, len(tables.summary["flows"])) * max(1, n_runs))
     g: dict[str, Any] = {"run": run_i, "flow": name, "group": pre + name, "title": f"{pre}{name}: time-sequence graph",

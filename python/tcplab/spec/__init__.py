@@ -1,5 +1,5 @@
 """Experiment specs: load TOML, apply overrides, validate, resolve into the simulator's config."""
 
-from .schema import Resolved, SpecError, load_spec, resolve
+from .schema import SpecError, load_spec, resolve
 
-__all__ = ["Resolved", "SpecError", "load_spec", "resolve"]
+__all__ = ["SpecError", "load_spec", "resolve"]

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import paths
+from .._native import algorithms, algorithms_for, stack_options, stacks
 from ..model import Experiment, Trace
 from . import keys, limits, numbers, shape, units
 from .ctx import Ctx, SpecError
@@ -25,15 +26,11 @@ from .topology import LINK_KEYS, KINDS as TOPOLOGY_KINDS, topology as _topology
 from .units import UnitError, cli_duration
 from .warnings import warnings as _warnings
 
-__all__ = ["BACKGROUND_KEYS", "LINK_KEYS", "PROBE_KEYS", "SENDER_KEYS", "TOPOLOGY_KINDS", "TOP_KEYS", "Resolved", "SpecError",
+__all__ = ["BACKGROUND_KEYS", "LINK_KEYS", "PROBE_KEYS", "SENDER_KEYS", "TOPOLOGY_KINDS", "TOP_KEYS", "SpecError",
            "apply_set", "find_preset", "load_spec", "peers_matrix", "preset_names", "resolve", "set_key"]
 
 #: Features a spec may ask for that this version does not implement yet: key -> what it is.
 NOT_YET: dict[str, str] = {}
-
-#: The resolved experiment (model.py); the name the rest of tcplab has used for it.
-Resolved = Experiment
-
 
 # ---------------------------------------------------------------------------------------------
 # Loading and overrides
@@ -196,25 +193,23 @@ PEERS_KEYS = {"stacks": ["freebsd", "freebsd-rack", "linux"], "cc": ["newreno", 
 def peers_matrix(spec: dict[str, Any], source: str) -> list[tuple[str, str]]:
     """The (stack, cc) pairs of the spec's [peers] table (the seeds' peer compare: every FreeBSD
     row against Linux with the same cc). Linux must be among the stacks."""
-    from .. import _native
-
     ctx = Ctx(source)
     t = ctx.table(spec.get("peers", {}), "peers")
     ctx.keys(t, "peers", PEERS_KEYS)
-    allowed = {"stacks": list(_native.stacks()) + stack_versions(), "cc": list(_native.algorithms()) + ["reno"]}
+    allowed = {"stacks": list(stacks()) + stack_versions(), "cc": list(algorithms()) + ["reno"]}
     picked = {}
     for key, default in PEERS_KEYS.items():  # stacks first: they decide which cc every row can run
         v = t.get(key, default)
         if not isinstance(v, list) or not v or not all(isinstance(x, str) for x in v):
             raise ctx.err(f"peers.{key}", "must be a non-empty list of names", allowed[key])
         for x in v:
-            if key == "cc" and x in _native.algorithms() and x not in allowed[key]:
+            if key == "cc" and x in algorithms() and x not in allowed[key]:
                 raise ctx.err("peers.cc", f"{x!r} is not modelled for every stack of peers.stacks", allowed[key])
             if x not in allowed[key]:
                 raise ctx.err(f"peers.{key}", f"{x!r} is not known", allowed[key])
         picked[key] = list(dict.fromkeys(v))
         if key == "stacks":
-            allowed["cc"] = [c for c in allowed["cc"] if all(c == "reno" or c in _native.algorithms_for(split_stack(st)[0])
+            allowed["cc"] = [c for c in allowed["cc"] if all(c == "reno" or c in algorithms_for(split_stack(st)[0])
                                                                for st in picked["stacks"])]
     if "linux" not in picked["stacks"]:
         raise ctx.err("peers.stacks", "must include linux: every other row is compared with it", allowed["stacks"])
@@ -223,10 +218,8 @@ def peers_matrix(spec: dict[str, Any], source: str) -> list[tuple[str, str]]:
 def stack_versions() -> list[str]:
     """"stack@version" rows for `tcplab peers`: every version but the default of each stack that
     has a `version` knob (e.g. "freebsd@15.0-2025"), so versions compare as the seeds compared a patch."""
-    from .. import _native
-
     out = []
-    for stack, knobs in _native.stack_options().items():
+    for stack, knobs in stack_options().items():
         if "version" in knobs:
             out += [f"{stack}@{v}" for v in knobs["version"]["allowed"] if v != knobs["version"]["default"]]
     return out

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import _native, user_cc
+from .. import user_cc
+from .._native import algorithms, algorithms_for, stack_options, stacks
 from ..model import App, Background, Flow
 from . import limits, sysctl, sysctl_values, units
 from .ctx import Ctx, join
@@ -31,7 +32,7 @@ CONNECT = ("handshake", "established")
 
 #: Each stack's knobs with their defaults and allowed values, as the Rust stack profiles define
 #: them (tcplab-sim stack.rs `options`); never restated here.
-STACK_OPTIONS: dict[str, dict[str, dict[str, Any]]] = _native.stack_options()
+STACK_OPTIONS: dict[str, dict[str, dict[str, Any]]] = stack_options()
 #: The FreeBSD default stack's sysctl knobs (net.inet.tcp.tso, .sack.tso, .sack.lrd, .do_prr, .sendbuf_inc).
 FREEBSD_KNOBS = {k: v["default"] for k, v in STACK_OPTIONS["freebsd"].items() if k not in ("d43470", "version")}
 #: Linux PRR versions (tcp_cwnd_reduction() before and after the mainline change; docs/models.md).
@@ -133,9 +134,9 @@ def _cc(ctx: Ctx, t: dict[str, Any], path: str, stack: str) -> str:
         except user_cc.UserCcError as e:
             raise ctx.err(join(path, "cc"), f"{e} (a user-written algorithm is module:Class, see examples/)") from None
         return t["cc"]
-    offered = list(_native.algorithms_for(stack)) + ["reno"]
+    offered = list(algorithms_for(stack)) + ["reno"]
     cc = t.get("cc", DEFAULTS["cc"])
-    if cc in _native.algorithms() and cc not in offered:
+    if cc in algorithms() and cc not in offered:
         raise ctx.err(join(path, "cc"), f"{cc!r} is not modelled for the {stack} stack, which offers", offered)
     return ctx.choice(t, path, "cc", DEFAULTS["cc"], offered)
 
@@ -201,7 +202,7 @@ def _sender(ctx: Ctx, name: str, t: dict[str, Any], hosts: set[str], sysctls: _S
     t = ctx.table(t, path)
     ctx.keys(t, path, SENDER_KEYS)
     host, to = _endpoints(ctx, t, path, name, hosts)
-    stack = ctx.choice(t, path, "stack", DEFAULTS["stack"], list(_native.stacks()))
+    stack = ctx.choice(t, path, "stack", DEFAULTS["stack"], list(stacks()))
     by_sysctl = sysctls.for_sender(name, host, to, stack)
     for key, param in (("cc", "cc"), ("sndbuf", "sndbuf_bytes"), ("rcvbuf", "rcvbuf_bytes"), ("initcwnd", "iw_segments"),
                        ("sack", "sack"), ("timestamps", "timestamps")):

@@ -21,11 +21,13 @@ import copy
 import hashlib
 import itertools
 import json
+import tomllib
 from dataclasses import dataclass
 from typing import Any
 
+from ..model import Experiment
 from . import keys
-from .schema import Resolved, SpecError, resolve, set_key
+from .schema import SpecError, resolve, set_key
 
 MODES = ("product", "zip")
 OPTION_KEYS = ("mode", "iterations")
@@ -39,7 +41,7 @@ class Point:
     index: int  # parameter combination within the part, from 0
     iteration: int  # from 1
     params: dict[str, Any]  # sweep key -> value as written in the spec
-    resolved: Resolved
+    resolved: Experiment
     key: str  # run identity: hash of the resolved spec and backend
 
 
@@ -51,7 +53,7 @@ class Part:
     axes: list[tuple[str, list[Any]]]
 
 
-def run_key(resolved: Resolved, backend: str) -> str:
+def run_key(resolved: Experiment, backend: str) -> str:
     """A run's identity: the resolved spec (which includes the seed) and the backend."""
     blob = json.dumps({"spec": resolved.spec, "backend": backend}, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]

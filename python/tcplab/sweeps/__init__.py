@@ -26,10 +26,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from ..backends import Backend, default as default_backend
+from ..outdir import check as check_out
 from ..paths import name_problem
 from ..spec import SpecError
 from ..spec.sweep import Part, Point, parse_axis, parts as spec_parts, points as spec_points
 from ..store import RunDir
+from .local import run_local
+from .ray_executor import run_ray
 
 EXECUTORS = ("local", "ray")
 
@@ -38,11 +42,10 @@ EXECUTORS = ("local", "ray")
 class Plan:
     name: str
     source: str
-    backend: str
+    backend: Backend
     parts: list[Part]
     points: list[Point]
     out: Path
-    testbed: str | None = None  # the remote backend's LAB.toml
 
     @property
     def keys(self) -> list[str]:
@@ -64,11 +67,12 @@ class Outcome:
         return not self.failed and not self.interrupted and self.skipped + self.done == self.total
 
 
-def plan(spec: dict[str, Any], source: str, *, backend: str = "sim", duration: str | None = None,
+def plan(spec: dict[str, Any], source: str, *, backend: Backend | None = None, duration: str | None = None,
          iterations: int | None = None, axes: list[str] | None = None, mode: str | None = None,
-         out: Path | None = None, testbed: str | None = None) -> Plan:
-    """Resolve every run of the sweep. `axes` (--axis KEY=[...]) replace the spec's [sweep] with one
-    part; `mode` and `iterations` override the spec's."""
+         out: Path | None = None) -> Plan:
+    """Resolve every run of the sweep, on `backend` (default: the simulator). `axes` (--axis
+    KEY=[...]) replace the spec's [sweep] with one part; `mode` and `iterations` override the spec's."""
+    backend = backend or default_backend()
     spec = copy.deepcopy(spec)
     if axes:
         table: dict[str, Any] = dict(parse_axis(a, source) for a in axes)
@@ -83,12 +87,12 @@ def plan(spec: dict[str, Any], source: str, *, backend: str = "sim", duration: s
             for t in subs or [sw]:
                 t["mode"] = mode
     sweep_parts = spec_parts(spec, source, iterations=iterations)
-    pts = spec_points(spec, source, sweep_parts, backend=backend, duration=duration)
+    pts = spec_points(spec, source, sweep_parts, backend=backend.name, duration=duration)
     name = pts[0].resolved.name
     if out is None:
         digest = hashlib.sha256("\n".join(sorted({p.key for p in pts})).encode()).hexdigest()[:8]
         out = Path("results") / f"{name}-sweep-{digest}"
-    return Plan(name, source, backend, sweep_parts, pts, out, str(Path(testbed).resolve()) if testbed else None)
+    return Plan(name, source, backend, sweep_parts, pts, out)
 
 
 class SweepBusy(Exception):
@@ -123,7 +127,7 @@ def _labels(sweep_name: str, p: Point) -> dict[str, Any]:
 
 def _index(pl: Plan, status: dict[str, dict[str, Any]], complete: bool) -> dict[str, Any]:
     return {
-        "name": pl.name, "source": pl.source, "backend": pl.backend, "complete": complete,
+        "name": pl.name, "source": pl.source, "backend": pl.backend.name, "complete": complete,
         "parts": [{"name": pt.name, "mode": pt.mode, "iterations": pt.iterations,
                    "axes": [{"key": k, "values": v} for k, v in pt.axes]} for pt in pl.parts],
         "points": [{"part": p.part, "point": p.index, "iteration": p.iteration, "params": p.params, "seed": p.resolved.seed,
@@ -158,6 +162,7 @@ def execute(pl: Plan, *, jobs: int = 1, executor: str = "local", address: str | 
     and the outcome says interrupted; the next invocation goes on from there."""
     if executor not in EXECUTORS:
         raise SpecError("--executor", "", f"{executor!r} is not an executor", EXECUTORS)
+    check_out(pl.out, force=False, kind="sweep", resume=True)  # a sweep folder goes on; anything else is refused
     lock = _Lock(pl.out)
     try:
         runs, logs = pl.out / "runs", pl.out / "logs"
@@ -179,7 +184,7 @@ def execute(pl: Plan, *, jobs: int = 1, executor: str = "local", address: str | 
                 _atomic_text(logs / f"{k}.log", f"run {k}: part {p.part}, point {p.index}, iteration {p.iteration}, "
                              f"seed {p.resolved.seed}\nparams: {json.dumps(p.params, sort_keys=True)}\n"
                              "status: done (by an earlier invocation, killed before it wrote this log)\n")
-        tasks = [{"key": k, "resolved": first[k].resolved, "backend": pl.backend, "testbed": pl.testbed,
+        tasks = [{"key": k, "resolved": first[k].resolved, "backend": pl.backend,
                   "labels": _labels(pl.name, first[k]),
                   "report": report, "command": command} for k in keys if k not in finished]
         # Longest first (LPT scheduling), so a long run does not start last and leave a core idle
@@ -211,18 +216,14 @@ def execute(pl: Plan, *, jobs: int = 1, executor: str = "local", address: str | 
 
         try:
             if executor == "ray":
-                from .ray_executor import run_ray
-
                 run_ray(tasks, address, jobs, on_result)
             else:
-                from .local import run_local
-
                 run_local(tasks, str(runs), jobs, on_result)
         except KeyboardInterrupt:
             outcome.interrupted = True
         _atomic_text(pl.out / "sweep.json", json.dumps(_index(pl, status, outcome.complete), indent=2, sort_keys=True) + "\n")
         if report and not outcome.interrupted and outcome.done + outcome.skipped:
-            from ..report.sweep import write as write_report
+            from ..report.sweep import write as write_report  # loaded on use: workers import this package, without matplotlib
 
             outcome.report = write_report(pl.out)
         return outcome

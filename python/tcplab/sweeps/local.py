@@ -9,6 +9,7 @@ loses only its run, which is recorded as failed, and is replaced.
 
 from __future__ import annotations
 
+import ctypes
 import multiprocessing as mp
 import os
 import queue
@@ -26,8 +27,6 @@ def _die_with_parent() -> None:
     """Ask Linux to send this worker SIGTERM when the driver dies, even by SIGKILL (prctl(2)
     PR_SET_PDEATHSIG), so no orphan goes on writing into a sweep folder."""
     try:
-        import ctypes
-
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)  # 1 = PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         pass

@@ -6,6 +6,7 @@ sweep folder, and the catalog is the same as a local sweep's."""
 from __future__ import annotations
 
 import os
+import socket
 from typing import Any, Callable
 
 from .task import run_task
@@ -17,8 +18,6 @@ class RayUnavailable(Exception):
 
 def _check_reachable(address: str, timeout_s: float = 5.0) -> None:
     """Ray keeps retrying an unreachable head for minutes; fail fast with a clear message."""
-    import socket
-
     host, _, port = address.rpartition(":")
     host = host.removeprefix("ray://") or "127.0.0.1"
     try:
@@ -39,7 +38,7 @@ def run_ray(tasks: list[dict[str, Any]], address: str | None, jobs: int,
     if not tasks:
         return
     try:
-        import ray
+        import ray  # optional: installed with tcplab[ray]
     except ImportError:
         raise RayUnavailable("the ray executor needs Ray: pip install 'ray>=2.40' (or tcplab[ray])") from None
     if address and address != "auto":

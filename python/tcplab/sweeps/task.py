@@ -10,6 +10,8 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from ..runner import execute
+
 
 def run_task(task: dict[str, Any], runs_dir: str | None) -> dict[str, Any]:
     """Run `task` (key, resolved, backend, labels, report, command). With `runs_dir` (a folder
@@ -17,13 +19,10 @@ def run_task(task: dict[str, Any], runs_dir: str | None) -> dict[str, Any]:
     temporary folder and comes back as a tar archive for the driver to land (a Ray worker on
     another machine). A failure comes back as a result, never as an exception, except an
     interruption, which the caller handles."""
-    from ..runner import execute
-
     t0 = time.monotonic()
     res: dict[str, Any] = {"key": task["key"], "status": "done", "error": None, "traceback": None, "archive": None}
     try:
-        kw = dict(report=task["report"], command=task["command"], backend=task["backend"], labels=task["labels"],
-                  testbed=task.get("testbed"))
+        kw = dict(report=task["report"], command=task["command"], backend=task["backend"], labels=task["labels"])
         if runs_dir is not None:
             _, summary = execute(task["resolved"], Path(runs_dir) / task["key"], **kw)
         else:

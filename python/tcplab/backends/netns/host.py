@@ -1,4 +1,4 @@
-"""The system side of the netns backend: preflight checks, building a plan with ip/tc/ethtool/sysctl
+"""The system side of the netns backend: building a plan with ip/tc/ethtool/sysctl
 (argument lists only, never a shell line), the registry of what a run created, and teardown.
 
 Everything a run creates carries its run-unique prefix and is written to a registry file under
@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 from .plan import Plan, tc_aqm_args
 
@@ -43,38 +43,26 @@ def in_ns(ns: str, args: list[str]) -> list[str]:
     return ["ip", "netns", "exec", ns, *args]
 
 
-def preflight(ccs: set[str]) -> dict[str, object]:
-    """Check root, tools, tracefs and the congestion-control modules; report host-global settings."""
-    if os.geteuid() != 0:
-        raise HostError("the netns backend needs root (network namespaces, qdiscs, tracefs): run it with sudo")
-    missing = [t for t in TOOLS if shutil.which(t) is None]
-    if missing:
-        raise HostError(f"missing tools: {', '.join(missing)} (./scripts/install as root installs them)")
-    from .kernel import cc_loadable
+class Procs:
+    """Child processes of a run, killed at teardown whatever happened."""
 
-    avail = Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split()
-    for cc in sorted(ccs):
-        if cc not in avail and not cc_loadable(cc):  # loads tcp_<cc> on demand where the kernel has it
-            raise HostError(f"congestion control {cc!r}: this kernel has no tcp_{cc} (not built in, no module "
-                            f"to load); available: {', '.join(avail)}. Run it on the simulator (the default backend)")
-    avail = Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split()
-    allowed = Path("/proc/sys/net/ipv4/tcp_allowed_congestion_control").read_text().split()
-    return {
-        "kernel": os.uname().release,
-        "tcp_available_congestion_control": avail,
-        "tcp_allowed_congestion_control (host-global)": allowed,
-        "netem": netem_available(),
-    }
+    def __init__(self) -> None:
+        self.items: list[subprocess.Popen] = []
 
+    def start(self, args: list[str], **kw: Any) -> subprocess.Popen:
+        p = subprocess.Popen(args, **({"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True} | kw))
+        self.items.append(p)
+        return p
 
-def netem_available() -> bool:
-    """Whether this kernel has sch_netem (users' machines may; this project's CI machine does not)."""
-    if Path("/sys/module/sch_netem").exists():
-        return True
-    if shutil.which("modprobe") is None:
-        return False
-    p = subprocess.run(["modprobe", "-n", "sch_netem"], capture_output=True)
-    return p.returncode == 0
+    def kill_all(self) -> None:
+        for p in self.items:
+            if p.poll() is None:
+                p.kill()
+        for p in self.items:
+            try:
+                p.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
 
 
 def tracefs() -> Path:

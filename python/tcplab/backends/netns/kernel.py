@@ -1,17 +1,23 @@
 """What the running kernel offers the netns backend: which queue disciplines `tc qdisc add`
 accepts (tried in a scratch namespace of its own, removed again), which TCP congestion controls
 are available or load on demand, and whether ECN is there. Recorded in every kernel run's
-provenance and shown by `tcplab doctor`.
+provenance and shown by `tcplab doctor`; the checks before a run (`preflight`).
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 from functools import lru_cache
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
+
+from . import host
+from .host import TOOLS, HostError
+from .plan import new_run_id
 
 #: The qdiscs tried, each with the smallest parameter set `tc` accepts for it.
 QDISC_PROBES: dict[str, list[str]] = {
@@ -47,11 +53,6 @@ def probe_qdiscs() -> dict[str, str]:
     """Each qdisc of QDISC_PROBES -> "yes" or why not (tc's message). Needs root; creates the
     namespace `tlXXXX-qdisc` with one veth pair, registered first like a run's (so `tcplab netns
     cleanup` finds it after a kill) and deleted whatever happens."""
-    from types import SimpleNamespace
-
-    from . import host
-    from .plan import new_run_id
-
     run_id = new_run_id()
     ns = f"{run_id}-qdisc"
     host.register(SimpleNamespace(run_id=run_id, namespaces=[ns]))
@@ -111,3 +112,35 @@ def features(load_ccs: bool = False) -> dict[str, Any]:
 def qdiscs_available(feat: dict[str, Any]) -> set[str]:
     """The qdisc kinds `tc qdisc add` accepted."""
     return {k for k, v in feat["qdiscs"].items() if v == "yes"}
+
+
+def preflight(ccs: set[str]) -> dict[str, object]:
+    """Check root, tools, tracefs and the congestion-control modules; report host-global settings."""
+    if os.geteuid() != 0:
+        raise HostError("the netns backend needs root (network namespaces, qdiscs, tracefs): run it with sudo")
+    missing = [t for t in TOOLS if shutil.which(t) is None]
+    if missing:
+        raise HostError(f"missing tools: {', '.join(missing)} (./scripts/install as root installs them)")
+    avail = Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split()
+    for cc in sorted(ccs):
+        if cc not in avail and not cc_loadable(cc):  # loads tcp_<cc> on demand where the kernel has it
+            raise HostError(f"congestion control {cc!r}: this kernel has no tcp_{cc} (not built in, no module "
+                            f"to load); available: {', '.join(avail)}. Run it on the simulator (the default backend)")
+    avail = Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split()
+    allowed = Path("/proc/sys/net/ipv4/tcp_allowed_congestion_control").read_text().split()
+    return {
+        "kernel": os.uname().release,
+        "tcp_available_congestion_control": avail,
+        "tcp_allowed_congestion_control (host-global)": allowed,
+        "netem": netem_available(),
+    }
+
+
+def netem_available() -> bool:
+    """Whether this kernel has sch_netem (users' machines may; this project's CI machine does not)."""
+    if Path("/sys/module/sch_netem").exists():
+        return True
+    if shutil.which("modprobe") is None:
+        return False
+    p = subprocess.run(["modprobe", "-n", "sch_netem"], capture_output=True)
+    return p.returncode == 0

@@ -21,14 +21,10 @@ from typing import Any
 
 from ...model import Experiment, Link, port_label
 from ...spec.aqm import tc_red_eval_ewma
+from ..shared import Shaper
 
 #: Link delays below this are left to the veths (~10 us) rather than emulated; they are listed.
 EMULATE_MIN_DELAY_NS = 1_000_000
-#: Client (sender) source ports: flow i uses CPORT_BASE + i, which the tracepoint filter selects.
-CPORT_BASE = 40000
-#: Server ports: flow i listens on SERVER_PORT_BASE + i, background j on BG_PORT_BASE + j.
-SERVER_PORT_BASE = 5201
-BG_PORT_BASE = 5301
 
 
 class PlanError(Exception):
@@ -42,18 +38,6 @@ class Veth:
     a_dev: str
     b_ns: str
     b_dev: str
-
-
-@dataclass
-class Shaper:
-    """htb + fifo (or + the kernel's AQM qdisc) at a device's egress."""
-    ns: str
-    dev: str
-    rate_bps: int
-    limit_packets: int | None
-    limit_bytes: int | None
-    port_label: str
-    aqm: dict[str, Any] | None = None
 
 
 @dataclass

@@ -1,103 +1,16 @@
-"""Sender-side traces from the kernel: the `tcp:tcp_probe` tracepoint (fires on every ACK the
-sender processes; cwnd and ssthresh in packets, srtt in us — include/trace/events/tcp.h) and
-`tcp:tcp_cong_state_set` (congestion-avoidance state changes), read from a tracefs instance of
-the run's own, filtered by the senders' source ports.
-
-Lines are streamed and reduced while the run goes: every state change is kept, tcp_probe lines
-at most one per flow per sampling interval (the last one in it). What is kept is written as the
-ftrace text it was, to the run's netns/trace.txt, and becomes records through the same importer
-as `tcplab import` (tcplab-trace tcp_probe.rs), so kernel state changes become events in one place.
+"""Sender-side traces from this machine's kernel: the `tcp:tcp_probe` and `tcp:tcp_cong_state_set`
+tracepoints read from a tracefs instance of the run's own, filtered by the senders' source ports,
+and reduced while the run goes (../shared.py Collector) into the run's netns/trace.txt, which
+becomes records through the same importer as `tcplab import` (tcplab-trace tcp_probe.rs).
 """
 
 from __future__ import annotations
 
 import os
 import threading
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TextIO
 
-from ... import _native
-
-
-
-class TraceParseError(ValueError):
-    """A trace line that does not have the fields the format promises; names its line number."""
-
-
-@dataclass
-class ProbeSample:
-    t_ns: int
-    sport: int
-    snd_nxt: int
-    snd_una: int
-    cwnd_pkts: int
-    ssthresh_pkts: int
-    srtt_us: int
-
-
-@dataclass
-class StateChange:
-    t_ns: int
-    sport: int
-    state: int
-
-
-def parse_line(line: str, lineno: int = 0) -> ProbeSample | StateChange | None:
-    """One ftrace text line, parsed by tcplab-trace's tcp_probe parser (the importer's); None for
-    lines of other events or comments."""
-    try:
-        r = _native.parse_tcp_probe_line(line, lineno)
-    except ValueError as e:
-        raise TraceParseError(str(e)) from None
-    if r is None:
-        return None
-    if r[0] == "probe":
-        return ProbeSample(*r[1:])
-    return StateChange(*r[1:])
-
-
-@dataclass
-class Collector:
-    """Reduces the stream of trace lines to what the run keeps, written as ftrace text to `out`
-    (the run's netns/trace.txt, which tcplab-trace's tcp_probe importer turns into records):
-    per flow the last tcp_probe line of every `sample_ns` bucket, and every state change."""
-    sample_ns: int
-    ports: set[int]
-    out: TextIO
-    pending: dict[int, tuple[int, str]] = field(default_factory=dict)  # port -> (bucket, line)
-    lines: int = 0
-    bad_lines: int = 0
-    kept: int = 0
-    overruns: int | None = None
-
-    def add(self, item: ProbeSample | StateChange | None, raw: str) -> None:
-        if item is None or item.sport not in self.ports:
-            return
-        if isinstance(item, StateChange):
-            self._flush(item.sport)  # keeps each flow's lines in time order
-            self._write(raw)
-            return
-        bucket = item.t_ns // self.sample_ns if self.sample_ns else self.lines
-        held = self.pending.get(item.sport)
-        if held is not None and held[0] != bucket:
-            self._flush(item.sport)
-        self.pending[item.sport] = (bucket, raw)
-
-    def finish(self) -> None:
-        """Write what is still held (the last bucket of each flow)."""
-        for port in list(self.pending):
-            self._flush(port)
-        self.out.flush()
-
-    def _flush(self, port: int) -> None:
-        held = self.pending.pop(port, None)
-        if held is not None:
-            self._write(held[1])
-
-    def _write(self, raw: str) -> None:
-        self.out.write(raw.rstrip("\n") + "\n")
-        self.kept += 1
+from ..shared import Collector, TraceParseError, parse_line
 
 
 class TraceSession:

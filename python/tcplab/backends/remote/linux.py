@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..netns.plan import Shaper
+from ..shared import Shaper, linux_cc
 
 #: One ssh call gathers every fact pre-flight needs; "$@" are the CC algorithms asked for.
 PROBE = r'''
@@ -50,9 +50,8 @@ def parse_probe(text: str) -> dict[str, list[str]]:
     return out
 
 
-def kernel_cc(cc: str) -> str:
-    """Linux's name of an algorithm (NewReno is `reno`, net/ipv4/tcp_cong.c tcp_reno)."""
-    return "reno" if cc in ("reno", "newreno") else cc
+#: Linux's name of an algorithm (NewReno is `reno`), as the netns backend names it.
+kernel_cc = linux_cc
 
 
 def sysctl_get(key: str) -> list[str]:

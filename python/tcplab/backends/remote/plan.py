@@ -10,7 +10,7 @@ from typing import Any
 
 from ...model import Experiment, Flow
 from ...spec.sysctl_values import SysctlValueError, written
-from ..netns.plan import BG_PORT_BASE, CPORT_BASE, SERVER_PORT_BASE, Shaper
+from ..shared import CPORT_BASE, Shaper
 from . import freebsd, linux
 from .lab import Lab, LabError
 
@@ -188,26 +188,6 @@ def _check_sysctls(lab: Lab, plans: dict[str, HostPlan]) -> None:
                     table[k] = written(k, v) if table is p.sysctls else int(written(k, v))
                 except SysctlValueError as e:
                     raise LabError(lab.path, f"hosts.{node}", f"sysctl {k}: {e}; nothing was changed") from None
-
-
-def iperf_server(port: int, bind: str, json_out: bool = False) -> list[str]:
-    return ["iperf3", "-s", "-1", "-p", str(port), "-B", bind, *(["-J"] if json_out else [])]
-
-
-def iperf_client(f: Flow, i: int, src: str, dst: str, interval_ns: int, cc: str) -> list[str]:
-    """iperf3 as the seeds run it: -B src --cport P -c dst -C cc -l W -t T (or -n N) -i I -J."""
-    args = ["iperf3", "-c", dst, "-B", src, "-p", str(SERVER_PORT_BASE + i), "--cport", str(CPORT_BASE + i),
-            "-C", cc, "-l", str(f.write_bytes), "-J", "-i", f"{max(interval_ns, 100_000_000) / 1e9:g}"]
-    if f.app.kind == "time":
-        args += ["-t", f"{f.app.duration_ns / 1e9:g}"]
-    else:
-        args += ["-n", str(f.app.bytes)]
-    return args
-
-
-def udp_client(j: int, src: str, dst: str, rate_bps: int, size_bytes: int, duration_s: float) -> list[str]:
-    return ["iperf3", "-c", dst, "-B", src, "-p", str(BG_PORT_BASE + j), "-u", "-b", str(rate_bps),
-            "-l", str(max(1, size_bytes - 28)), "-t", f"{duration_s:g}", "-J"]
 
 
 def describe(plans: dict[str, HostPlan]) -> dict[str, Any]:

@@ -1,28 +1,19 @@
-"""`tcplab drill`: packetdrill scripts on targets; a table on the terminal, `--json FILE` a list of
-{"script", "target", "result", "line", "reason"}."""
+"""`tcplab drill`: packetdrill scripts on targets (drill/); a table on the terminal, `--json FILE` a
+list of {"script", "target", "result", "line", "reason"}."""
 
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
-from .result import RESULTS, Result
-from .runner import DEFAULT_TIMEOUT_S, TARGETS, RunnerError, check_targets, expand, run
-
-out_console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
-err_console = Console(stderr=True, highlight=False)
-
-
-def _fail(message: str) -> None:
-    err_console.print(f"[bold red]error:[/] {escape(message)}", markup=True, soft_wrap=True)
-    raise typer.Exit(2)
+from ..drill.result import RESULTS, Result
+from ..drill.runner import DEFAULT_TIMEOUT_S, TARGETS, RunnerError, check_targets, expand, run
+from .common import _fail, err_console, out_console
 
 
 def _check_json(target: Path, force: bool) -> None:
@@ -72,8 +63,9 @@ def _print_table(results: list[Result]) -> None:
         table.add_column(col, overflow="fold")
     style = {"pass": "green", "fail": "red", "unsupported": "yellow"}
     for r in results:
-        table.add_row(r.script, r.target, f"[{style[r.result]}]{r.result}[/]", "" if r.line is None else str(r.line),
-                      escape(r.reason))
+        # Text cells: printed literally (a reason quotes the script), the result in its colour.
+        table.add_row(Text(r.script), Text(r.target), Text(r.result, style=style[r.result]),
+                      "" if r.line is None else str(r.line), Text(r.reason))
     out_console.print(table)
     for t in dict.fromkeys(r.target for r in results):
         counts = {k: sum(1 for r in results if r.target == t and r.result == k) for k in RESULTS}

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from ...model import Probe
+from ..model import Probe
 
 #: Seconds ping waits for the last replies after its last request (-W): far above any RTT a
 #: spec can build, so a reply still missing then is lost.

@@ -14,44 +14,22 @@ iperf3 text) start at zero. tcplab does not cross-correlate clocks.
 from __future__ import annotations
 
 import datetime as _dt
+import json
 import re
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 
-from . import __version__
+from ._native import import_formats, origin_ns, write_iperf3_json, write_siftr2, write_tcp_probe
+from .version import __version__
 from .analysis.summary import summarize_import
+from .logs import Log, LogError, detect, located_error, read_logs
 from .paths import name_problem, slug
-from .store import RunDir, TableWriter, read_table, write_json, write_toml
-
-#: Lines (packets) parsed between record drains: bounds memory, gives progress.
-STEP_LINES = 200_000
-
-
-class LogError(ValueError):
-    """A log that cannot be imported; the message names the file (and line)."""
-
-
-def _where(path: Path, e: Exception) -> LogError:
-    msg = str(e)
-    m = re.match(r"line (\d+): (.*)", msg, re.S)
-    return LogError(f"{path}:{m.group(1)}: {m.group(2)}" if m else f"{path}: {msg}")
-
-
-def detect(path: Path) -> str:
-    """The format of the log at `path` (error if it cannot be told)."""
-    from . import _native
-
-    with open(path, "rb") as f:
-        head = f.read(64 * 1024)
-    fmt = _native.detect_format(head)
-    if fmt is None:
-        raise LogError(f"{path}: cannot tell the format; pass --format (one of {', '.join(_native.import_formats())})")
-    return fmt
-
+from .results import finish_run
+from .runs import Run
+from .store import RunDir, read_json, read_table, require_table, write_toml
 
 def import_logs(paths: list[Path], out: Path, *, formats: list[str] | None = None, name: str | None = None,
                 lenient: bool = False, interval_s: float = 1.0, mss: int = 0, force: bool = False,
@@ -59,8 +37,6 @@ def import_logs(paths: list[Path], out: Path, *, formats: list[str] | None = Non
                 progress: Callable[[str, int, int], None] | None = None) -> tuple[Path, dict[str, Any]]:
     """Import the logs at `paths` (formats auto-detected unless given, one per path) into a new
     run folder `out`. Returns (folder, summary)."""
-    from . import _native
-
     wall0 = time.monotonic()
     if not paths:
         raise LogError("no logs given")
@@ -71,7 +47,7 @@ def import_logs(paths: list[Path], out: Path, *, formats: list[str] | None = Non
             raise LogError(f"{p}: no such file")
     if formats and len(formats) not in (1, len(paths)):
         raise LogError(f"--format given {len(formats)} times for {len(paths)} logs: give it once (all logs) or once per log")
-    known = _native.import_formats()
+    known = import_formats()
     fmts = []
     for i, p in enumerate(paths):
         f = (formats[i] if len(formats) > 1 else formats[0]) if formats else "auto"
@@ -81,9 +57,9 @@ def import_logs(paths: list[Path], out: Path, *, formats: list[str] | None = Non
     origins = []
     for p, f in zip(paths, fmts):
         try:
-            origins.append(_native.origin_ns(str(p), f))
+            origins.append(origin_ns(str(p), f))
         except (ValueError, OSError) as e:
-            raise _where(p, e) from None
+            raise located_error(p, e) from None
     known_origins = [o for o in origins if o is not None]
     t0 = min(known_origins) if known_origins else 0
     rd = RunDir(out, force=force)
@@ -96,74 +72,18 @@ def import_logs(paths: list[Path], out: Path, *, formats: list[str] | None = Non
             raise LogError(f"no TCP flow found in {', '.join(str(p) for p in paths)}")
         run_name = name or slug(paths[0].stem)
         summary = summarize_import(rd.tmp, run_name, flows, sources)
-        write_json(rd.tmp / "summary.json", summary)
-        from .catalog import write_summary
-
-        write_summary(rd.tmp, summary, f"import-{run_name}", None)
         write_toml(rd.tmp / "spec.toml", {"name": run_name, "description": f"imported from {len(paths)} log(s)",
                                           "import": {"logs": [str(p) for p in paths], "formats": fmts,
                                                      "interval_s": interval_s, "lenient": lenient, "mss": mss}})
         meta = {"tcplab_version": __version__, "backend": "import", "seed": None,
                 "description": f"imported from {', '.join(p.name for p in paths)}",
                 "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), "command": command}
-        if report:
-            from .runner import make_report
-
-            make_report(rd.tmp, _plot_flows(summary), summary, meta)
-        meta["wall_s"] = round(time.monotonic() - wall0, 3)
-        write_json(rd.tmp / "meta.json", meta)
+        finish_run(rd.tmp, summary, meta, key=f"import-{run_name}", flows=_plot_flows(summary), report=report,
+                   wall0_s=wall0)
         return rd.commit(), summary
     except BaseException:
         rd.abort()
         raise
-
-
-@dataclass(frozen=True)
-class Log:
-    """One log to read: its path, format, label (for flows without addresses), where its origin
-    lies on the run's time axis (ns), and whether that origin is a wall-clock one."""
-
-    path: Path
-    format: str
-    label: str
-    offset_ns: int
-    wall_clock: bool = False
-
-
-def read_logs(logs: list[Log], directory: Path, *, interval_ns: int, mss: int, lenient: bool,
-              rename: Callable[[str], str] = lambda name: name,
-              progress: Callable[[str, int, int], None] | None = None) -> tuple[Any, list[dict[str, Any]]]:
-    """Read `logs` with tcplab-trace's importer into the record tables in `directory`, flows
-    matched across logs by addresses and ports and named `rename(name)`. The one path from a log
-    to records, for `tcplab import` and the kernel backend's own traces. Returns the importer (its
-    flows) and each log's source information."""
-    from . import _native
-
-    names: list[str] = []
-    writer = TableWriter(directory, names, [])
-    imp = _native.Importer(interval_ns)
-    sources = []
-    try:
-        for log in logs:
-            try:
-                imp.open(str(log.path), log.format, log.label, mss, lenient, log.offset_ns)
-                size = log.path.stat().st_size
-                while imp.step(STEP_LINES):
-                    names[:] = [rename(x["name"]) for x in imp.flows()]
-                    writer.write(imp.take_tables())
-                    if progress:
-                        progress(log.path.name, imp.position(), size)
-                info = imp.close()
-            except (ValueError, OSError) as e:
-                raise _where(log.path, e) from None
-            sources.append(info | {"path": str(log.path), "offset_s": log.offset_ns / 1e9,
-                                   "clock": "wall" if log.wall_clock else "own start"})
-        imp.finish()
-        names[:] = [rename(x["name"]) for x in imp.flows()]
-        writer.write(imp.take_tables())
-    finally:
-        writer.close()
-    return imp, sources
 
 
 def _plot_flows(summary: dict[str, Any]) -> list[dict[str, Any]]:
@@ -203,16 +123,12 @@ _CA_STATE = {1: 3, 2: 0, 3: 4, 4: 0}
 def export_run(run_dir: Path, out: Path, formats: list[str], *, force: bool = False) -> list[Path]:
     """Write the run at `run_dir` as logs into the folder `out` (created atomically): siftr2 ->
     siftr2.log, tcp_probe -> tcp_probe.txt, iperf3-json -> iperf3-<n>.json per flow."""
-    import json
-
-    import pandas as pd
-
-    from . import _native
+    import pandas as pd  # loaded on use: an import needs no pandas, only an export does
 
     for f in formats:
         if f not in EXPORT_FORMATS:
             raise LogError(f"--to {f!r}: not a format tcplab writes; choose from {', '.join(EXPORT_FORMATS)}")
-    summary = json.loads((run_dir / "summary.json").read_text())
+    summary = Run(run_dir).info
     flows = _addresses(summary)
     index = {f["flow"]: i for i, f in enumerate(summary["flows"])}
     samples = read_table(run_dir, "flows")
@@ -220,12 +136,12 @@ def export_run(run_dir: Path, out: Path, formats: list[str], *, force: bool = Fa
         samples = samples[samples["flow"].isin(index)].assign(flow=lambda d: d["flow"].map(index)).sort_values(["t_ns", "flow"], kind="stable")
     # Wall clock for formats that carry one: the run's creation time, whole seconds (deterministic
     # for a given run folder).
-    meta = json.loads((run_dir / "meta.json").read_text()) if (run_dir / "meta.json").is_file() else {}
+    meta = read_json(run_dir / "meta.json") if (run_dir / "meta.json").is_file() else {}
     try:
         epoch_s = int(_dt.datetime.fromisoformat(meta["created"]).timestamp())
-    except (KeyError, ValueError):
+    except (KeyError, ValueError, TypeError):
         epoch_s = 0
-    rd = RunDir(out, force=force)
+    rd = RunDir(out, force=force, kind="export", inputs=(run_dir,))
     written = []
     try:
         if "siftr2" in formats:
@@ -247,7 +163,7 @@ def export_run(run_dir: Path, out: Path, formats: list[str], *, force: bool = Fa
             cols = ["t_ns", "flow", "outbound", "cwnd_bytes", "ssthresh_bytes", "srtt_us", "rto_us", "flight_bytes", "seq", "ack", "data_bytes", "state"]
             rows = pd.concat([o[cols], i[cols]]).sort_values(["t_ns", "outbound"], kind="stable")
             path = rd.tmp / "siftr2.log"
-            _native.write_siftr2(str(path), epoch_s * 1_000_000_000, flows, _cols(rows, cols))
+            write_siftr2(str(path), epoch_s * 1_000_000_000, flows, _cols(rows, cols))
             written.append(path)
         if "tcp_probe" in formats:
             if not len(samples):
@@ -258,16 +174,17 @@ def export_run(run_dir: Path, out: Path, formats: list[str], *, force: bool = Fa
             cols = _cols(samples, ["t_ns", "flow", "cwnd_bytes", "ssthresh_bytes", "snd_una", "snd_nxt", "srtt_us"])
             cols |= _cols(ch, ["change_t_ns", "change_flow", "change_state"])
             path = rd.tmp / "tcp_probe.txt"
-            _native.write_tcp_probe(str(path), flows, cols)
+            write_tcp_probe(str(path), flows, cols)
             written.append(path)
         if "iperf3-json" in formats:
+            require_table(run_dir, "intervals", "iperf3 JSON is written from it")
             intervals = read_table(run_dir, "intervals")
             for k, f in enumerate(summary["flows"]):
                 mine = intervals[intervals["flow"] == f["flow"]].sort_values("t_start_ns") if len(intervals) else intervals
                 if not len(mine):
                     continue
                 path = rd.tmp / f"iperf3-{k + 1}.json"
-                _native.write_iperf3_json(str(path), [flows[k]], epoch_s, _cols(mine, ["t_start_ns", "t_end_ns", "bytes", "retrans_segs", "cwnd_bytes", "srtt_us"]),
+                write_iperf3_json(str(path), [flows[k]], epoch_s, _cols(mine, ["t_start_ns", "t_end_ns", "bytes", "retrans_segs", "cwnd_bytes", "srtt_us"]),
                                           int(f["bytes_delivered"] or 0))
                 written.append(path)
         final = rd.commit()

@@ -1,0 +1,5 @@
+"""`python -m tcplab.cli`: the `tcplab` command."""
+
+from . import main
+
+main()

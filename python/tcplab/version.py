@@ -1,0 +1,3 @@
+"""tcplab's version (one place: the package, meta.json and `tcplab version` read it)."""
+
+__version__ = "0.1.0"
