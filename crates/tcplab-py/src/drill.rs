@@ -48,9 +48,10 @@ impl DrillEndpoint {
         self.inner.deadline()
     }
 
-    /// Segments sent since the last call: (t_ns, seq, len, retx, ecn, cwr).
-    fn take_sent(&mut self) -> Vec<(u64, u64, u32, bool, u8, bool)> {
-        self.inner.take_sent().into_iter().map(|o| (o.t_ns, o.seq, o.len, o.retx, o.ecn, o.cwr)).collect()
+    /// Segments sent since the last call: (t_ns, seq, len, retx, ecn, cwr, psh).
+    #[allow(clippy::type_complexity)] // a row as Python reads it
+    fn take_sent(&mut self) -> Vec<(u64, u64, u32, bool, u8, bool, bool)> {
+        self.inner.take_sent().into_iter().map(|o| (o.t_ns, o.seq, o.len, o.retx, o.ecn, o.cwr, o.psh)).collect()
     }
 
     /// Bytes the application has written.

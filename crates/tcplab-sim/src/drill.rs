@@ -54,6 +54,8 @@ pub struct Outbound {
     pub ecn: u8,
     /// CWR flag.
     pub cwr: bool,
+    /// PSH flag, as Linux 6.18 sets it (see [`Endpoint::mark_push`]).
+    pub psh: bool,
 }
 
 /// The endpoint: a sender established by a passive open at `t0`.
@@ -152,11 +154,15 @@ impl Endpoint {
         self.now = now;
         self.sender.nic_backlog = 0;
         f(&mut self.sender, now, &mut self.out, &mut self.next_id);
+        let first = self.sent.len();
         for p in self.out.drain(..) {
             if p.kind == Kind::Data {
-                self.sent.push(Outbound { t_ns: now, seq: p.seq, len: p.len, retx: p.retx, ecn: p.ecn, cwr: p.cwr });
+                let o = Outbound { t_ns: now, seq: p.seq, len: p.len, retx: p.retx, ecn: p.ecn, cwr: p.cwr, psh: false };
+                self.sent.push(o);
             }
         }
+        let chunk = self.sender.tso_chunk_limit();
+        mark_push(&mut self.sent[first..], chunk);
         self.sender.sends.clear();
         self.sender.events.clear();
         if self.sender.tsq_throttled && self.sender.tsq_wake.is_none() {
@@ -210,6 +216,29 @@ impl Endpoint {
     }
 }
 
+/// PSH on the new data one call sent: Linux builds skbs of the size goal (tcp_xmit_size_goal():
+/// gso_segs x mss, gso_segs from tcp_tso_autosize(), what `tso_chunk_limit` models) and an skb
+/// sent whole carries PSH, a piece tso_fragment() cuts off its front does not ("PSH and FIN
+/// should only be set in the second packet", net/ipv4/tcp_output.c). Measured on Linux 6.18:
+/// slow start sends `P.` 2-segment skbs, recovery's 1-segment sends carry no PSH. The end of a
+/// write (tcp_push()) the caller marks itself.
+fn mark_push(sent: &mut [Outbound], chunk_bytes: u64) {
+    let mut i = 0;
+    while i < sent.len() {
+        // One skb: contiguous new data up to the chunk size.
+        let (start, mut j, mut bytes) = (sent[i].seq, i, 0u64);
+        while j < sent.len() && !sent[j].retx && sent[j].seq == start + bytes
+            && bytes + sent[j].len as u64 <= chunk_bytes.max(sent[i].len as u64) {
+            bytes += sent[j].len as u64;
+            j += 1;
+        }
+        if j > i + 1 {
+            sent[j - 1].psh = true;
+        }
+        i = j.max(i + 1);
+    }
+}
+
 /// The flow a drill endpoint runs: established (the script's handshake already happened),
 /// options as negotiated, an application that writes what the script writes.
 fn flow_config(stack: &str, cc: &str, peer: &Peer, win_bytes: u64) -> Result<FlowConfig, String> {
@@ -258,6 +287,8 @@ mod tests {
         assert_eq!(next.iter().map(|o| o.len as u64).sum::<u64>(), 2000);
         assert_eq!(next[0].seq, 10_000);
         assert!(next.iter().all(|o| o.t_ns == 305 * MS && !o.retx));
+        // A whole 2-segment skb: PSH on its last segment (Linux 6.18 sends `P. 10001:12001`).
+        assert_eq!(next.iter().map(|o| o.psh).collect::<Vec<_>>(), [false, true]);
     }
 
     /// Three SACKed segments above a hole: fast retransmit of the hole (RFC 6675 / RACK).

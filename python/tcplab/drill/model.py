@@ -173,11 +173,11 @@ class ModelEngine:
                                          list(opts), length, t_us))
 
     def _collect(self) -> None:
-        for t_ns, seq, length, _retx, ecn, cwr in self.ep.take_sent():
+        for t_ns, seq, length, _retx, ecn, cwr, psh in self.ep.take_sent():
             end = seq + length
             # tcp_push() marks the last skb of each write with PSH; tso_fragment() keeps it on
-            # the tail: the segment that ends a write carries it.
-            flags = 0x10 | (0x08 if end in self.writes else 0) | (0x80 if cwr else 0)
+            # the tail: the segment that ends a write carries it (a whole skb's: the endpoint).
+            flags = 0x10 | (0x08 if psh or end in self.writes else 0) | (0x80 if cwr else 0)
             t_us = t_ns // NS_PER_US
             self._emit(flags, seq + 1, length, self._ts_opts(t_us), t_us, tos=ecn)
 
