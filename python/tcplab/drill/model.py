@@ -260,7 +260,9 @@ class ModelEngine:
             return 0
         if opt == SYMBOLS["TCP_NODELAY"]:
             return 0  # the model sends a write's tail at once (no Nagle hold), as TCP_NODELAY
-        raise Unhandled(f"setsockopt level {level} option {opt}: not modelled")
+        prefix = {SYMBOLS["SOL_SOCKET"]: "SO_", SYMBOLS["SOL_TCP"]: "TCP_", SYMBOLS["SOL_IP"]: "IP_"}.get(level, "?")
+        names = [k for k, v in SYMBOLS.items() if k.startswith(prefix) and v == opt and not k.startswith("IP_PMTU")]
+        raise Unhandled(f"setsockopt {names[0] if names else f'level {level} option {opt}'}: not modelled")
 
     def _close(self) -> int:
         if self.ep is None:
