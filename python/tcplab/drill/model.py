@@ -184,7 +184,9 @@ class ModelEngine:
     def _outbound(self, ev: Event, p: Packet, start: int, end: int | None) -> None:
         if p.win is not None and "S" not in p.flags:
             raise Unsupported(ev.line, "outbound window value: the endpoint's receive window is not modelled")
-        limit = (end or start) + max(self.tolerance_us, 60_000_000 if ev.time.kind == ANY else 0)
+        # As late as verify_time() would accept it (a `*` packet: within a minute).
+        tol = max(self.tolerance_us, int(self.tolerance_pct / 100.0 * (start - (self.last or (0, False))[0])))
+        limit = (end or start) + max(tol, 60_000_000 if ev.time.kind == ANY else 0)
         parts: list[packets.Seen] = []
         while not parts or sum(x.payload_len for x in parts) < p.length and "strict_segments" not in self.script.options:
             seen = self._next_packet(limit)
