@@ -17,9 +17,25 @@ impl DrillEndpoint {
     #[new]
     #[allow(clippy::too_many_arguments)] // the handshake's outcome, field by field
     #[pyo3(signature = (stack, cc, mss, sack, timestamps, wscale, ecn, now_ns, handshake_rtt_ns, win_bytes))]
-    fn new(stack: &str, cc: &str, mss: u32, sack: bool, timestamps: bool, wscale: u8, ecn: bool,
-           now_ns: u64, handshake_rtt_ns: Option<u64>, win_bytes: u64) -> PyResult<Self> {
-        let peer = Peer { mss, sack, timestamps, wscale, ecn };
+    fn new(
+        stack: &str,
+        cc: &str,
+        mss: u32,
+        sack: bool,
+        timestamps: bool,
+        wscale: u8,
+        ecn: bool,
+        now_ns: u64,
+        handshake_rtt_ns: Option<u64>,
+        win_bytes: u64,
+    ) -> PyResult<Self> {
+        let peer = Peer {
+            mss,
+            sack,
+            timestamps,
+            wscale,
+            ecn,
+        };
         Endpoint::new(stack, cc, peer, now_ns, handshake_rtt_ns, win_bytes)
             .map(|inner| DrillEndpoint { inner })
             .map_err(PyValueError::new_err)
@@ -33,9 +49,25 @@ impl DrillEndpoint {
     /// An ACK arrives: cumulative `ack` (bytes from the first data byte), the raw window field,
     /// SACK blocks, ECE, the TS ecr as the send time it echoes.
     #[pyo3(signature = (now_ns, ack, win, sacks, ece, ts_ecr_ns))]
-    fn segment(&mut self, now_ns: u64, ack: u64, win: u32, sacks: Vec<(u64, u64)>, ece: bool,
-               ts_ecr_ns: Option<u64>) {
-        self.inner.on_segment(now_ns, &Inbound { ack, win, sacks, ece, ts_ecr_ns });
+    fn segment(
+        &mut self,
+        now_ns: u64,
+        ack: u64,
+        win: u32,
+        sacks: Vec<(u64, u64)>,
+        ece: bool,
+        ts_ecr_ns: Option<u64>,
+    ) {
+        self.inner.on_segment(
+            now_ns,
+            &Inbound {
+                ack,
+                win,
+                sacks,
+                ece,
+                ts_ecr_ns,
+            },
+        );
     }
 
     /// Fire the timers due up to `now_ns`.
@@ -51,7 +83,11 @@ impl DrillEndpoint {
     /// Segments sent since the last call: (t_ns, seq, len, retx, ecn, cwr, psh).
     #[allow(clippy::type_complexity)] // a row as Python reads it
     fn take_sent(&mut self) -> Vec<(u64, u64, u32, bool, u8, bool, bool)> {
-        self.inner.take_sent().into_iter().map(|o| (o.t_ns, o.seq, o.len, o.retx, o.ecn, o.cwr, o.psh)).collect()
+        self.inner
+            .take_sent()
+            .into_iter()
+            .map(|o| (o.t_ns, o.seq, o.len, o.retx, o.ecn, o.cwr, o.psh))
+            .collect()
     }
 
     /// Bytes the application has written.

@@ -75,17 +75,31 @@ impl Endpoint {
     /// A `stack` sender with congestion control `cc`, established at `now` after a handshake
     /// whose SYN-ACK-to-ACK time was `handshake_rtt_ns` (Linux tcp_synack_rtt_meas() takes it
     /// as the first RTT sample), the peer's window `win_bytes` (already scaled).
-    pub fn new(stack: &str, cc: &str, peer: Peer, now: Ns, handshake_rtt_ns: Option<Ns>,
-               win_bytes: u64) -> Result<Self, String> {
+    pub fn new(
+        stack: &str,
+        cc: &str,
+        peer: Peer,
+        now: Ns,
+        handshake_rtt_ns: Option<Ns>,
+        win_bytes: u64,
+    ) -> Result<Self, String> {
         let f = flow_config(stack, cc, &peer, win_bytes)?;
-        let profile = crate::stack::resolve(&f).ok_or_else(|| format!("unknown stack {stack:?}"))?;
+        let profile =
+            crate::stack::resolve(&f).ok_or_else(|| format!("unknown stack {stack:?}"))?;
         let algo = crate::cc::build(cc, profile.cc_family)
             .ok_or_else(|| format!("congestion control {cc:?} not modelled for stack {stack:?}"))?;
         let mut sender = TcpSender::new(0, &f, Rc::new(profile), algo);
         if let Some(r) = handshake_rtt_ns {
             sender.rtt.sample(r);
         }
-        let mut e = Endpoint { sender, next_id: 0, out: Vec::new(), sent: Vec::new(), peer, now };
+        let mut e = Endpoint {
+            sender,
+            next_id: 0,
+            out: Vec::new(),
+            sent: Vec::new(),
+            peer,
+            now,
+        };
         e.call(now, |s, now, out, id| s.start(now, out, id));
         Ok(e)
     }
@@ -107,9 +121,13 @@ impl Endpoint {
         p.ts_ecr = seg.ts_ecr_ns.unwrap_or(0);
         p.size_bytes = IP_HDR + TCP_HDR;
         // Blocks the sender could not have sent, or below the ACK (a D-SACK), are not modelled.
-        let blocks: Vec<(u64, u64)> = seg.sacks.iter().copied()
+        let blocks: Vec<(u64, u64)> = seg
+            .sacks
+            .iter()
+            .copied()
             .filter(|&(s, e)| s >= seg.ack && e > s && e <= self.sender.snd_nxt)
-            .take(crate::net::packet::MAX_SACK_BLOCKS).collect();
+            .take(crate::net::packet::MAX_SACK_BLOCKS)
+            .collect();
         p.set_sack_blocks(&blocks);
         self.call(now, |s, now, out, id| s.on_ack(&p, now, out, id));
     }
@@ -157,7 +175,15 @@ impl Endpoint {
         let first = self.sent.len();
         for p in self.out.drain(..) {
             if p.kind == Kind::Data {
-                let o = Outbound { t_ns: now, seq: p.seq, len: p.len, retx: p.retx, ecn: p.ecn, cwr: p.cwr, psh: false };
+                let o = Outbound {
+                    t_ns: now,
+                    seq: p.seq,
+                    len: p.len,
+                    retx: p.retx,
+                    ecn: p.ecn,
+                    cwr: p.cwr,
+                    psh: false,
+                };
                 self.sent.push(o);
             }
         }
@@ -206,7 +232,10 @@ impl Endpoint {
             ("tcpi_bytes_acked", s.snd_una as i64),
             ("tcpi_bytes_sent", s.bytes_sent as i64),
             ("tcpi_pacing_rate", s.linux_pacing_rate_bytes() as i64),
-            ("tcpi_notsent_bytes", (s.app_written() - s.snd_nxt.min(s.app_written())) as i64),
+            (
+                "tcpi_notsent_bytes",
+                (s.app_written() - s.snd_nxt.min(s.app_written())) as i64,
+            ),
         ]
     }
 
@@ -227,8 +256,11 @@ fn mark_push(sent: &mut [Outbound], chunk_bytes: u64) {
     while i < sent.len() {
         // One skb: contiguous new data up to the chunk size.
         let (start, mut j, mut bytes) = (sent[i].seq, i, 0u64);
-        while j < sent.len() && !sent[j].retx && sent[j].seq == start + bytes
-            && bytes + sent[j].len as u64 <= chunk_bytes.max(sent[i].len as u64) {
+        while j < sent.len()
+            && !sent[j].retx
+            && sent[j].seq == start + bytes
+            && bytes + sent[j].len as u64 <= chunk_bytes.max(sent[i].len as u64)
+        {
             bytes += sent[j].len as u64;
             j += 1;
         }
@@ -268,27 +300,47 @@ mod tests {
     use super::*;
 
     fn peer() -> Peer {
-        Peer { mss: 1000, sack: true, timestamps: false, wscale: 7, ecn: false }
+        Peer {
+            mss: 1000,
+            sack: true,
+            timestamps: false,
+            wscale: 7,
+            ecn: false,
+        }
     }
 
     /// google/packetdrill slow-start-ack-per-1pkt: IW10, then two segments per ACK.
     #[test]
     fn slow_start_sends_iw_then_two_per_ack() {
-        let mut e = Endpoint::new("linux", "cubic", peer(), 200 * MS, Some(100 * MS), 257 << 7).unwrap();
+        let mut e =
+            Endpoint::new("linux", "cubic", peer(), 200 * MS, Some(100 * MS), 257 << 7).unwrap();
         e.write(200 * MS, 30_000);
         let first = e.take_sent();
         assert_eq!(first.len(), 10);
-        assert_eq!((first[0].seq, first[9].seq + first[9].len as u64), (0, 10_000));
+        assert_eq!(
+            (first[0].seq, first[9].seq + first[9].len as u64),
+            (0, 10_000)
+        );
         let info: std::collections::HashMap<_, _> = e.tcp_info().into_iter().collect();
         assert_eq!(info["tcpi_snd_cwnd"], 10);
         assert_eq!(info["tcpi_rtt"], 100_000);
-        e.on_segment(305 * MS, &Inbound { ack: 1000, win: 257, ..Default::default() });
+        e.on_segment(
+            305 * MS,
+            &Inbound {
+                ack: 1000,
+                win: 257,
+                ..Default::default()
+            },
+        );
         let next = e.take_sent();
         assert_eq!(next.iter().map(|o| o.len as u64).sum::<u64>(), 2000);
         assert_eq!(next[0].seq, 10_000);
         assert!(next.iter().all(|o| o.t_ns == 305 * MS && !o.retx));
         // A whole 2-segment skb: PSH on its last segment (Linux 6.18 sends `P. 10001:12001`).
-        assert_eq!(next.iter().map(|o| o.psh).collect::<Vec<_>>(), [false, true]);
+        assert_eq!(
+            next.iter().map(|o| o.psh).collect::<Vec<_>>(),
+            [false, true]
+        );
     }
 
     /// Three SACKed segments above a hole: fast retransmit of the hole (RFC 6675 / RACK).
@@ -297,12 +349,20 @@ mod tests {
         let mut e = Endpoint::new("linux", "cubic", peer(), 0, Some(100 * MS), 257 << 7).unwrap();
         e.write(0, 4000);
         assert_eq!(e.take_sent().len(), 4);
-        let sack = |end| Inbound { ack: 0, win: 257, sacks: vec![(1000, end)], ..Default::default() };
+        let sack = |end| Inbound {
+            ack: 0,
+            win: 257,
+            sacks: vec![(1000, end)],
+            ..Default::default()
+        };
         e.on_segment(100 * MS, &sack(2000));
         e.on_segment(100 * MS, &sack(3000));
         e.on_segment(100 * MS, &sack(4000));
         let rtx = e.take_sent();
-        assert_eq!(rtx.first().map(|o| (o.seq, o.len, o.retx)), Some((0, 1000, true)));
+        assert_eq!(
+            rtx.first().map(|o| (o.seq, o.len, o.retx)),
+            Some((0, 1000, true))
+        );
         assert!(e.in_recovery());
     }
 
@@ -315,7 +375,10 @@ mod tests {
         let t = e.deadline().expect("RTO armed");
         e.advance(t);
         let rtx = e.take_sent();
-        assert_eq!(rtx.first().map(|o| (o.seq, o.retx, o.t_ns)), Some((0, true, t)));
+        assert_eq!(
+            rtx.first().map(|o| (o.seq, o.retx, o.t_ns)),
+            Some((0, true, t))
+        );
     }
 
     #[test]
