@@ -1,8 +1,10 @@
 //! PyO3 bindings of tcplab-sim and tcplab-trace. No logic lives here: only conversion to and
 //! from Python, by domain (as polars' binding crate is split): running a simulation (`run`),
 //! importing logs (`import`) and writing them (`export`), what the simulator offers
-//! (`options`), user-written congestion control (`pycc`).
+//! (`options`), user-written congestion control (`pycc`), a packetdrill script's model endpoint
+//! (`drill`).
 
+mod drill;
 mod export;
 mod import;
 mod options;
@@ -26,6 +28,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<run::Simulation>()?;
     m.add_class::<import::Importer>()?;
     m.add_class::<pycc::CcState>()?;
+    m.add_class::<drill::DrillEndpoint>()?;
     m.add_function(wrap_pyfunction!(import::detect_format, m)?)?;
     m.add_function(wrap_pyfunction!(linkem_main, m)?)?;
     m.add_function(wrap_pyfunction!(import::origin_ns, m)?)?;

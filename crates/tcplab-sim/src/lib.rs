@@ -6,6 +6,7 @@
 pub mod cc;
 pub mod config;
 pub mod cpu;
+pub mod drill;
 pub mod net;
 pub mod rng;
 pub mod sim;

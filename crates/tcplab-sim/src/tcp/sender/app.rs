@@ -122,3 +122,21 @@ impl Conn {
         }
     }
 }
+
+impl Conn {
+    /// A write(2) of `bytes` by a script's application (the drill endpoint): the application's
+    /// total grows by `bytes`. A `Time` application writes without end and takes no writes.
+    pub fn app_write(&mut self, bytes: u64) {
+        if let AppConfig::Bytes { bytes: total } = &mut self.app {
+            *total += bytes;
+        }
+    }
+
+    /// Bytes the application has handed the stack so far (the socket's write_seq).
+    pub fn app_written(&self) -> u64 {
+        match self.app {
+            AppConfig::Bytes { bytes } => bytes,
+            AppConfig::Time { .. } => self.written,
+        }
+    }
+}

@@ -1,0 +1,102 @@
+//! The drill endpoint (`tcplab_sim::drill`): one modelled stack endpoint that `tcplab drill`'s
+//! model targets drive from a packetdrill script.
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use tcplab_sim::drill::{Endpoint, Inbound, Peer};
+
+/// One endpoint: `DrillEndpoint(stack, cc, mss, sack, timestamps, wscale, ecn, now_ns,
+/// handshake_rtt_ns, win_bytes)`.
+#[pyclass(unsendable)]
+pub struct DrillEndpoint {
+    inner: Endpoint,
+}
+
+#[pymethods]
+impl DrillEndpoint {
+    #[new]
+    #[allow(clippy::too_many_arguments)] // the handshake's outcome, field by field
+    #[pyo3(signature = (stack, cc, mss, sack, timestamps, wscale, ecn, now_ns, handshake_rtt_ns, win_bytes))]
+    fn new(
+        stack: &str,
+        cc: &str,
+        mss: u32,
+        sack: bool,
+        timestamps: bool,
+        wscale: u8,
+        ecn: bool,
+        now_ns: u64,
+        handshake_rtt_ns: Option<u64>,
+        win_bytes: u64,
+    ) -> PyResult<Self> {
+        let peer = Peer {
+            mss,
+            sack,
+            timestamps,
+            wscale,
+            ecn,
+        };
+        Endpoint::new(stack, cc, peer, now_ns, handshake_rtt_ns, win_bytes)
+            .map(|inner| DrillEndpoint { inner })
+            .map_err(PyValueError::new_err)
+    }
+
+    /// The application writes `bytes` at `now_ns`.
+    fn write(&mut self, now_ns: u64, bytes: u64) {
+        self.inner.write(now_ns, bytes);
+    }
+
+    /// An ACK arrives: cumulative `ack` (bytes from the first data byte), the raw window field,
+    /// SACK blocks, ECE, the TS ecr as the send time it echoes.
+    #[pyo3(signature = (now_ns, ack, win, sacks, ece, ts_ecr_ns))]
+    fn segment(
+        &mut self,
+        now_ns: u64,
+        ack: u64,
+        win: u32,
+        sacks: Vec<(u64, u64)>,
+        ece: bool,
+        ts_ecr_ns: Option<u64>,
+    ) {
+        self.inner.on_segment(
+            now_ns,
+            &Inbound {
+                ack,
+                win,
+                sacks,
+                ece,
+                ts_ecr_ns,
+            },
+        );
+    }
+
+    /// Fire the timers due up to `now_ns`.
+    fn advance(&mut self, now_ns: u64) {
+        self.inner.advance(now_ns);
+    }
+
+    /// The next timer, or None.
+    fn deadline(&self) -> Option<u64> {
+        self.inner.deadline()
+    }
+
+    /// Segments sent since the last call: (t_ns, seq, len, retx, ecn, cwr, psh).
+    #[allow(clippy::type_complexity)] // a row as Python reads it
+    fn take_sent(&mut self) -> Vec<(u64, u64, u32, bool, u8, bool, bool)> {
+        self.inner
+            .take_sent()
+            .into_iter()
+            .map(|o| (o.t_ns, o.seq, o.len, o.retx, o.ecn, o.cwr, o.psh))
+            .collect()
+    }
+
+    /// Bytes the application has written.
+    fn written(&self) -> u64 {
+        self.inner.written()
+    }
+
+    /// tcp_info fields the model holds, as tcp_get_info() fills them.
+    fn tcp_info(&self) -> Vec<(&'static str, i64)> {
+        self.inner.tcp_info()
+    }
+}

@@ -1,0 +1,388 @@
+//! One modelled endpoint of a stack for packetdrill scripts (`tcplab drill --target linux`, ...):
+//! a stack's sender driven segment by segment in virtual time, its segments out with the fields
+//! the wire shows, and `tcp_info` as Linux's tcp_get_info() fills it. Not on the simulation's
+//! path: a `Simulation` never builds one.
+
+use crate::config::FlowConfig;
+use crate::net::packet::{Kind, Packet, IP_HDR, TCP_HDR};
+use crate::tcp::sender::{State, TcpSender};
+use crate::time::{Ns, MS};
+use std::rc::Rc;
+
+/// What the peer's SYN said (and what the endpoint agreed to in its SYN-ACK).
+#[derive(Clone, Copy, Debug)]
+pub struct Peer {
+    /// Payload bytes per segment the endpoint sends: min(peer's MSS, own MSS) less the TS option.
+    pub mss: u32,
+    /// SACK permitted by both.
+    pub sack: bool,
+    /// Timestamps on both.
+    pub timestamps: bool,
+    /// The peer's window shift (RFC 7323 §2.3), 0 without window scaling.
+    pub wscale: u8,
+    /// ECN negotiated (RFC 3168 §6.1.1).
+    pub ecn: bool,
+}
+
+/// One inbound segment's fields the sender reads (an ACK; data to the endpoint is not modelled).
+#[derive(Clone, Debug, Default)]
+pub struct Inbound {
+    /// Cumulative ACK, bytes from the endpoint's first data byte (script seq 1 is byte 0).
+    pub ack: u64,
+    /// The window field as on the wire (shifted left by the peer's wscale here).
+    pub win: u32,
+    /// SACK blocks [start, end), as `ack`.
+    pub sacks: Vec<(u64, u64)>,
+    /// ECE flag.
+    pub ece: bool,
+    /// TS ecr: the endpoint's TS val echoed, as the send time it stood for.
+    pub ts_ecr_ns: Option<Ns>,
+}
+
+/// One segment the endpoint sent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Outbound {
+    /// When.
+    pub t_ns: Ns,
+    /// First byte (script seq = 1 + this).
+    pub seq: u64,
+    /// Payload bytes.
+    pub len: u32,
+    /// A retransmission.
+    pub retx: bool,
+    /// IP ECN codepoint.
+    pub ecn: u8,
+    /// CWR flag.
+    pub cwr: bool,
+    /// PSH flag, as Linux 6.18 sets it (see [`Endpoint::mark_push`]).
+    pub psh: bool,
+}
+
+/// The endpoint: a sender established by a passive open at `t0`.
+pub struct Endpoint {
+    sender: TcpSender,
+    next_id: u64,
+    out: Vec<Packet>,
+    sent: Vec<Outbound>,
+    peer: Peer,
+    now: Ns,
+}
+
+/// Most timer firings in one `advance` (a model that rearms at `now` forever is a bug, not a hang).
+const MAX_FIRINGS: u32 = 100_000;
+
+impl Endpoint {
+    /// A `stack` sender with congestion control `cc`, established at `now` after a handshake
+    /// whose SYN-ACK-to-ACK time was `handshake_rtt_ns` (Linux tcp_synack_rtt_meas() takes it
+    /// as the first RTT sample), the peer's window `win_bytes` (already scaled).
+    pub fn new(
+        stack: &str,
+        cc: &str,
+        peer: Peer,
+        now: Ns,
+        handshake_rtt_ns: Option<Ns>,
+        win_bytes: u64,
+    ) -> Result<Self, String> {
+        let f = flow_config(stack, cc, &peer, win_bytes)?;
+        let profile =
+            crate::stack::resolve(&f).ok_or_else(|| format!("unknown stack {stack:?}"))?;
+        let algo = crate::cc::build(cc, profile.cc_family)
+            .ok_or_else(|| format!("congestion control {cc:?} not modelled for stack {stack:?}"))?;
+        let mut sender = TcpSender::new(0, &f, Rc::new(profile), algo);
+        if let Some(r) = handshake_rtt_ns {
+            sender.rtt.sample(r);
+        }
+        let mut e = Endpoint {
+            sender,
+            next_id: 0,
+            out: Vec::new(),
+            sent: Vec::new(),
+            peer,
+            now,
+        };
+        e.call(now, |s, now, out, id| s.start(now, out, id));
+        Ok(e)
+    }
+
+    /// The application writes `bytes` at `now` (tcp_sendmsg(), then the stack's output).
+    pub fn write(&mut self, now: Ns, bytes: u64) {
+        self.advance(now);
+        self.sender.app_write(bytes);
+        self.call(now, |s, now, out, id| s.output(now, out, id));
+    }
+
+    /// A segment arrives at `now`.
+    pub fn on_segment(&mut self, now: Ns, seg: &Inbound) {
+        self.advance(now);
+        let mut p = Packet::new(0, Kind::Ack, 0, 0);
+        p.ack = seg.ack;
+        p.rwnd = seg.win << self.peer.wscale;
+        p.ece = seg.ece;
+        p.ts_ecr = seg.ts_ecr_ns.unwrap_or(0);
+        p.size_bytes = IP_HDR + TCP_HDR;
+        // Blocks the sender could not have sent, or below the ACK (a D-SACK), are not modelled.
+        let blocks: Vec<(u64, u64)> = seg
+            .sacks
+            .iter()
+            .copied()
+            .filter(|&(s, e)| s >= seg.ack && e > s && e <= self.sender.snd_nxt)
+            .take(crate::net::packet::MAX_SACK_BLOCKS)
+            .collect();
+        p.set_sack_blocks(&blocks);
+        self.call(now, |s, now, out, id| s.on_ack(&p, now, out, id));
+    }
+
+    /// Fire every timer due up to `to`, then stand at `to`.
+    pub fn advance(&mut self, to: Ns) {
+        for _ in 0..MAX_FIRINGS {
+            match self.sender.timer_deadline() {
+                Some(t) if t <= to => {
+                    let t = t.max(self.now);
+                    self.call(t, |s, now, out, id| s.on_timer(now, out, id));
+                }
+                _ => break,
+            }
+        }
+        self.now = self.now.max(to);
+    }
+
+    /// The next timer's time.
+    pub fn deadline(&self) -> Option<Ns> {
+        self.sender.timer_deadline()
+    }
+
+    /// The segments sent since the last call.
+    pub fn take_sent(&mut self) -> Vec<Outbound> {
+        std::mem::take(&mut self.sent)
+    }
+
+    /// Bytes the application has written.
+    pub fn written(&self) -> u64 {
+        self.sender.app_written()
+    }
+
+    /// The sender (read-only: windows, scoreboard, RTT).
+    pub fn sender(&self) -> &TcpSender {
+        &self.sender
+    }
+
+    /// One call into the sender at `now`: the NIC is a TUN device that takes every packet at
+    /// once (no backlog, so a small-queue throttle is released at once), its packets collected.
+    fn call(&mut self, now: Ns, f: impl FnOnce(&mut TcpSender, Ns, &mut Vec<Packet>, &mut u64)) {
+        self.now = now;
+        self.sender.nic_backlog = 0;
+        f(&mut self.sender, now, &mut self.out, &mut self.next_id);
+        let first = self.sent.len();
+        for p in self.out.drain(..) {
+            if p.kind == Kind::Data {
+                let o = Outbound {
+                    t_ns: now,
+                    seq: p.seq,
+                    len: p.len,
+                    retx: p.retx,
+                    ecn: p.ecn,
+                    cwr: p.cwr,
+                    psh: false,
+                };
+                self.sent.push(o);
+            }
+        }
+        let chunk = self.sender.tso_chunk_limit();
+        mark_push(&mut self.sent[first..], chunk);
+        self.sender.sends.clear();
+        self.sender.events.clear();
+        if self.sender.tsq_throttled && self.sender.tsq_wake.is_none() {
+            self.sender.tsq_wake = Some(now);
+        }
+    }
+
+    /// `struct tcp_info` as Linux's tcp_get_info() (net/ipv4/tcp.c) fills it, for the fields the
+    /// model holds: windows in segments (snd_cwnd, snd_ssthresh), sacked_out/lost_out/
+    /// retrans_out in segments, srtt_us >> 3 and mdev_us >> 2 in µs, icsk_rto in µs.
+    pub fn tcp_info(&self) -> Vec<(&'static str, i64)> {
+        let s = &self.sender;
+        let mss = s.mss.max(1);
+        let sb = s.scoreboard();
+        // TCP_INFINITE_SSTHRESH (include/net/tcp.h) until the first reduction.
+        let ssthresh = (s.v.win.ssthresh / mss).min(0x7fff_ffff);
+        let ca_state = match s.v.ca_state {
+            crate::cc::CaState::Open => 0,
+            crate::cc::CaState::Disorder => 1,
+            crate::cc::CaState::Cwr => 2,
+            crate::cc::CaState::Recovery => 3,
+            crate::cc::CaState::Loss => 4,
+        };
+        vec![
+            ("tcpi_state", 1), // TCP_ESTABLISHED
+            ("tcpi_ca_state", ca_state),
+            ("tcpi_retransmits", s.rtt.rxtshift as i64),
+            ("tcpi_backoff", s.rtt.rxtshift as i64),
+            ("tcpi_rto", (s.rtt.rto_ns / 1000) as i64),
+            ("tcpi_snd_mss", mss as i64),
+            ("tcpi_unacked", (s.snd_nxt - s.snd_una).div_ceil(mss) as i64),
+            ("tcpi_sacked", (sb.sacked_bytes / mss) as i64),
+            ("tcpi_lost", (sb.lost_bytes / mss) as i64),
+            ("tcpi_retrans", (sb.retrans_bytes / mss) as i64),
+            ("tcpi_rtt", (s.rtt.srtt_ns / 1000) as i64),
+            ("tcpi_rttvar", (s.rtt.rttvar_ns / 1000) as i64),
+            ("tcpi_snd_ssthresh", ssthresh as i64),
+            ("tcpi_snd_cwnd", (s.v.win.cwnd / mss) as i64),
+            ("tcpi_total_retrans", s.retrans_segs as i64),
+            ("tcpi_min_rtt", (s.rtt.min_rtt_ns / 1000) as i64),
+            ("tcpi_bytes_acked", s.snd_una as i64),
+            ("tcpi_bytes_sent", s.bytes_sent as i64),
+            ("tcpi_pacing_rate", s.linux_pacing_rate_bytes() as i64),
+            (
+                "tcpi_notsent_bytes",
+                (s.app_written() - s.snd_nxt.min(s.app_written())) as i64,
+            ),
+        ]
+    }
+
+    /// Whether the connection is in fast recovery or after an RTO (for tests).
+    pub fn in_recovery(&self) -> bool {
+        self.sender.state != State::Open
+    }
+}
+
+/// PSH on the new data one call sent: Linux builds skbs of the size goal (tcp_xmit_size_goal():
+/// gso_segs x mss, gso_segs from tcp_tso_autosize(), what `tso_chunk_limit` models) and an skb
+/// sent whole carries PSH, a piece tso_fragment() cuts off its front does not ("PSH and FIN
+/// should only be set in the second packet", net/ipv4/tcp_output.c). Measured on Linux 6.18:
+/// slow start sends `P.` 2-segment skbs, recovery's 1-segment sends carry no PSH. The end of a
+/// write (tcp_push()) the caller marks itself.
+fn mark_push(sent: &mut [Outbound], chunk_bytes: u64) {
+    let mut i = 0;
+    while i < sent.len() {
+        // One skb: contiguous new data up to the chunk size.
+        let (start, mut j, mut bytes) = (sent[i].seq, i, 0u64);
+        while j < sent.len()
+            && !sent[j].retx
+            && sent[j].seq == start + bytes
+            && bytes + sent[j].len as u64 <= chunk_bytes.max(sent[i].len as u64)
+        {
+            bytes += sent[j].len as u64;
+            j += 1;
+        }
+        if j > i + 1 {
+            sent[j - 1].psh = true;
+        }
+        i = j.max(i + 1);
+    }
+}
+
+/// The flow a drill endpoint runs: established (the script's handshake already happened),
+/// options as negotiated, an application that writes what the script writes.
+fn flow_config(stack: &str, cc: &str, peer: &Peer, win_bytes: u64) -> Result<FlowConfig, String> {
+    let v = serde_json::json!({
+        "name": "drill", "src": 0, "dst": 1, "start_ns": 0, "stack": stack, "cc": cc,
+        "mss": peer.mss, "timestamps": peer.timestamps, "sack": peer.sack, "iw_segments": 10,
+        // Linux tcp_wmem[2] (4 MB): an autotuned buffer that does not bind a script's writes.
+        "sndbuf_bytes": 4u64 << 20, "sndbuf_initial_bytes": 4u64 << 20,
+        // The receive window the endpoint starts with is the peer's (snd_wnd below); rcvbuf
+        // sizes only its own, unused, receiver.
+        "rcvbuf_bytes": win_bytes.max(1), "rcv_scaling_ratio": 256,
+        "write_bytes": 1, "app": {"kind": "bytes", "bytes": 0},
+        "ecn": peer.ecn, "window_scaling": peer.wscale > 0,
+        "peer": {"sack": peer.sack, "timestamps": peer.timestamps,
+                 "window_scaling": peer.wscale > 0, "ecn": peer.ecn},
+    });
+    serde_json::from_value(v).map_err(|e| format!("drill endpoint config: {e}"))
+}
+
+/// The TS val an outbound segment carries: Linux's millisecond clock (tcp_time_stamp_ts()).
+pub fn ts_val(t_ns: Ns) -> u64 {
+    t_ns / MS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn peer() -> Peer {
+        Peer {
+            mss: 1000,
+            sack: true,
+            timestamps: false,
+            wscale: 7,
+            ecn: false,
+        }
+    }
+
+    /// google/packetdrill slow-start-ack-per-1pkt: IW10, then two segments per ACK.
+    #[test]
+    fn slow_start_sends_iw_then_two_per_ack() {
+        let mut e =
+            Endpoint::new("linux", "cubic", peer(), 200 * MS, Some(100 * MS), 257 << 7).unwrap();
+        e.write(200 * MS, 30_000);
+        let first = e.take_sent();
+        assert_eq!(first.len(), 10);
+        assert_eq!(
+            (first[0].seq, first[9].seq + first[9].len as u64),
+            (0, 10_000)
+        );
+        let info: std::collections::HashMap<_, _> = e.tcp_info().into_iter().collect();
+        assert_eq!(info["tcpi_snd_cwnd"], 10);
+        assert_eq!(info["tcpi_rtt"], 100_000);
+        e.on_segment(
+            305 * MS,
+            &Inbound {
+                ack: 1000,
+                win: 257,
+                ..Default::default()
+            },
+        );
+        let next = e.take_sent();
+        assert_eq!(next.iter().map(|o| o.len as u64).sum::<u64>(), 2000);
+        assert_eq!(next[0].seq, 10_000);
+        assert!(next.iter().all(|o| o.t_ns == 305 * MS && !o.retx));
+        // A whole 2-segment skb: PSH on its last segment (Linux 6.18 sends `P. 10001:12001`).
+        assert_eq!(
+            next.iter().map(|o| o.psh).collect::<Vec<_>>(),
+            [false, true]
+        );
+    }
+
+    /// Three SACKed segments above a hole: fast retransmit of the hole (RFC 6675 / RACK).
+    #[test]
+    fn sack_of_three_retransmits_the_hole() {
+        let mut e = Endpoint::new("linux", "cubic", peer(), 0, Some(100 * MS), 257 << 7).unwrap();
+        e.write(0, 4000);
+        assert_eq!(e.take_sent().len(), 4);
+        let sack = |end| Inbound {
+            ack: 0,
+            win: 257,
+            sacks: vec![(1000, end)],
+            ..Default::default()
+        };
+        e.on_segment(100 * MS, &sack(2000));
+        e.on_segment(100 * MS, &sack(3000));
+        e.on_segment(100 * MS, &sack(4000));
+        let rtx = e.take_sent();
+        assert_eq!(
+            rtx.first().map(|o| (o.seq, o.len, o.retx)),
+            Some((0, 1000, true))
+        );
+        assert!(e.in_recovery());
+    }
+
+    /// With nothing acknowledged the RTO fires (virtual time), retransmitting the head.
+    #[test]
+    fn rto_fires_when_time_advances() {
+        let mut e = Endpoint::new("linux", "cubic", peer(), 0, Some(100 * MS), 257 << 7).unwrap();
+        e.write(0, 1000);
+        e.take_sent();
+        let t = e.deadline().expect("RTO armed");
+        e.advance(t);
+        let rtx = e.take_sent();
+        assert_eq!(
+            rtx.first().map(|o| (o.seq, o.retx, o.t_ns)),
+            Some((0, true, t))
+        );
+    }
+
+    #[test]
+    fn unknown_stack_is_an_error() {
+        assert!(Endpoint::new("plan9", "cubic", peer(), 0, None, 1000).is_err());
+    }
+}
