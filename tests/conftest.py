@@ -101,3 +101,16 @@ def open_page(browser, path: Path):
     page.goto(path.as_uri())
     page.wait_for_function("window.tcplab && window.tcplab.ready", timeout=30_000)
     return page
+
+
+#: SMALL_SPEC cut to 300 ms, both senders from 0 s: a finished run in about a second.
+SHORT_SPEC = SMALL_SPEC.replace('time = "3s"', 'time = "300ms"').replace('start = "500ms"', 'start = "0s"')
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory) -> Path:
+    """A finished results folder of SHORT_SPEC (no report, no intervals), made once per module."""
+    d = tmp_path_factory.mktemp("finished")
+    (d / "s.toml").write_text(SHORT_SPEC)
+    tcplab("run", str(d / "s.toml"), "--out", str(d / "run"), "--no-report", "--no-intervals", check=True)
+    return d / "run"

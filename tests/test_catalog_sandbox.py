@@ -11,20 +11,10 @@ import duckdb
 import pytest
 from typer.testing import CliRunner
 
-from conftest import SMALL_SPEC, tcplab
 from tcplab.catalog import CatalogError, CatalogWarning, query
 from tcplab.cli import app
 
-SHORT = SMALL_SPEC.replace('time = "3s"', 'time = "300ms"').replace('start = "500ms"', 'start = "0s"')
 runner = CliRunner()
-
-
-@pytest.fixture(scope="module")
-def finished(tmp_path_factory) -> Path:
-    d = tmp_path_factory.mktemp("finished")
-    (d / "s.toml").write_text(SHORT)
-    tcplab("run", str(d / "s.toml"), "--out", str(d / "run"), "--no-report", "--no-intervals", check=True)
-    return d / "run"
 
 
 @pytest.fixture

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from conftest import SMALL_SPEC, tcplab
+from conftest import SHORT_SPEC, tcplab
 from tcplab.cli import app
 
-SHORT = SMALL_SPEC.replace('time = "3s"', 'time = "300ms"').replace('start = "500ms"', 'start = "0s"')
+SHORT = SHORT_SPEC
 #: Long enough (tens of seconds) to be caught midway; refused or interrupted long before its end.
 LONG = SHORT.replace('time = "300ms"', 'time = "120s"').replace("loss = 0.001", "").replace('"50Mbit"', '"1Gbit"') \
     .replace('"100Mbit"', '"2Gbit"').replace('"60p"', '"600p"')
@@ -38,14 +38,6 @@ def _one_error_line(result, *parts: str, code: int = 2) -> str:
 def _tree(root: Path) -> dict[str, bytes | None]:
     return {p.relative_to(root).as_posix(): (p.read_bytes() if p.is_file() and not p.is_symlink() else None)
             for p in sorted(root.rglob("*"))}
-
-
-@pytest.fixture(scope="module")
-def finished(tmp_path_factory) -> Path:
-    d = tmp_path_factory.mktemp("finished")
-    (d / "s.toml").write_text(SHORT)
-    tcplab("run", str(d / "s.toml"), "--out", str(d / "run"), "--no-report", "--no-intervals", check=True)
-    return d / "run"
 
 
 @pytest.fixture

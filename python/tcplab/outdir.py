@@ -197,14 +197,15 @@ def _same_file(fd: int, path: Path) -> bool:
     return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
 
 
-def _alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether process `pid` runs (signal 0; a process of another user counts as running)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    except OverflowError:
+    except (OverflowError, TypeError):  # not a pid (a damaged journal or lock file)
         return False
     return True
 
@@ -232,7 +233,7 @@ def _stale_lock(path: Path) -> bool:
         text = path.read_text()[:16]
     except (OSError, UnicodeDecodeError):
         return False
-    if not text.strip().isdigit() or _alive(int(text)) or _locked(path):
+    if not text.strip().isdigit() or pid_alive(int(text)) or _locked(path):
         return False
     try:
         path.unlink()
@@ -255,7 +256,7 @@ def sweep_leftovers(parent: Path) -> list[Path]:
             done.append(Path(e.path))
             continue
         m = _LEFTOVER.fullmatch(e.name)
-        if not m or _alive(int(m["pid"])) or _locked(parent / f".{m['name']}{m['suffix'] or ''}.lock"):
+        if not m or pid_alive(int(m["pid"])) or _locked(parent / f".{m['name']}{m['suffix'] or ''}.lock"):
             continue
         path, final = Path(e.path), parent / (m["name"] + (m["suffix"] or ""))
         if m["what"] == "old" and not final.exists() and not final.is_symlink():

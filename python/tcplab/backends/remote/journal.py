@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from ...outdir import pid_alive
+
 
 @dataclass
 class Journal:
@@ -84,10 +86,4 @@ def owner_alive(path: Path) -> bool:
         return False
     if not pid or pid == os.getpid():
         return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return pid_alive(pid)
