@@ -106,6 +106,27 @@ def test_bad_script_fails_with_one_line(tmp_path, text, line, message):
     assert p.stderr.strip() == f"error: {script}:{line}: {message}"
 
 
+def test_json_goes_through_the_output_guard(tmp_path):
+    """--json is checked as every --out is, before any script runs: --force replaces only an
+    earlier drill --json file, never another file; a dangling link is refused; a new file lands
+    whole (written under a hidden name, renamed), its missing folders made."""
+    script = str(GOOGLE / "slow_start" / "slow-start-ack-per-2pkt-send-6pkt.pkt")
+    other = tmp_path / "notes.json"
+    other.write_text('{"mine": 1}')
+    p = tcplab("drill", script, "-t", "linux", "--json", str(other), "--force")
+    assert p.returncode == 2 and p.stdout == ""
+    assert p.stderr.strip() == (f"error: {other} is not a tcplab drill --json file; --force replaces only those: "
+                                "choose another --json")
+    assert other.read_text() == '{"mine": 1}'
+    (tmp_path / "gone.json").symlink_to(tmp_path / "nowhere" / "x.json")
+    p = tcplab("drill", script, "-t", "linux", "--json", str(tmp_path / "gone.json"))
+    assert p.returncode == 2 and "symbolic link" in p.stderr
+    new = tmp_path / "a" / "b" / "r.json"
+    assert tcplab("drill", script, "-t", "linux", "--json", str(new)).returncode == 0
+    assert json.loads(new.read_text())[0]["result"] == "pass"
+    assert sorted(q.name for q in new.parent.iterdir()) == ["r.json"]  # no partial file, no lock left
+
+
 def test_model_targets_verdicts_and_json_is_not_overwritten(tmp_path):
     """Reads ../shared/packetdrill/google/slow_start/slow-start-ack-per-2pkt-send-6pkt.pkt: the
     linux model passes it (noting the suite's defaults it does not follow); the other models are

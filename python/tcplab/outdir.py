@@ -9,6 +9,7 @@ from the check until its result is in place; store.RunDir writes under `.<name>.
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import re
 import shutil
@@ -22,9 +23,12 @@ NAME_MAX_BYTES = 255 - len("..partial-") - 7
 #: Linux PATH_MAX (4096) less the same room.
 PATH_MAX_BYTES = 4096 - 32
 CHART_SUFFIXES = (".png", ".svg", ".pdf")
+#: Kinds whose output is one file, and the suffixes it may have: a chart (`tcplab plot`), the
+#: results of `tcplab drill --json`.
+FILE_KINDS = {"chart": CHART_SUFFIXES, "drill": (".json",)}
 _EXPORT_FILE = re.compile(r"siftr2\.log|tcp_probe\.txt|iperf3-\d+\.json")
 #: A killed writer's folder (or chart: .STEM.partial-PID.png, which keeps the suffix matplotlib reads).
-_LEFTOVER = re.compile(r"\.(?P<name>.+)\.(?P<what>partial|old)-(?P<pid>\d+)(?P<suffix>\.png|\.svg|\.pdf)?")
+_LEFTOVER = re.compile(r"\.(?P<name>.+)\.(?P<what>partial|old)-(?P<pid>\d+)(?P<suffix>\.png|\.svg|\.pdf|\.json)?")
 
 
 class OutDirError(UnsafePath):
@@ -41,6 +45,8 @@ def _is_kind(path: Path, kind: str) -> bool:
     without markers of its own (compare; a new command's) is marked by `<kind>.json`."""
     if kind == "chart":  # charts carry no mark of their own (their metadata is left out: deterministic)
         return path.is_file() and path.suffix.lower() in CHART_SUFFIXES
+    if kind == "drill":  # a list of {"script", "target", "result", ...}, as `tcplab drill --json` writes
+        return path.is_file() and path.suffix.lower() == ".json" and _is_drill_json(path)
     names = {p.name for p in path.iterdir()} if path.is_dir() else set()
     if kind == "export":
         return bool(names) and all(_EXPORT_FILE.fullmatch(n) for n in names)
@@ -49,8 +55,17 @@ def _is_kind(path: Path, kind: str) -> bool:
     return bool(names & MARKERS.get(kind, {f"{kind}.json"}))
 
 
+def _is_drill_json(path: Path) -> bool:
+    try:
+        rows = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(rows, list) and all(isinstance(r, dict) and {"script", "target", "result"} <= r.keys()
+                                          for r in rows)
+
+
 _WHAT = {"run": "results folder", "sweep": "sweep folder", "compare": "compare folder", "export": "export folder",
-         "plots": "folder of charts", "chart": "chart (.png, .svg, .pdf)"}
+         "plots": "folder of charts", "chart": "chart (.png, .svg, .pdf)", "drill": "drill --json file"}
 
 
 def _what(kind: str) -> str:
@@ -113,7 +128,9 @@ def _check(out: Path, force: bool, kind: str, inputs: Iterable[str | Path], resu
         if r == real or real in r.parents:
             raise OutDirError(f"{out} is (or holds) {i}, an input of this command: choose another --out")
     if real.exists() or real.is_symlink():
-        file_kind = kind == "chart"
+        file_kind = kind in FILE_KINDS
+        if kind == "drill" and real.is_dir():
+            raise OutDirError(f"{out} is a folder: --json names a file")
         if file_kind and real.is_dir():
             raise OutDirError(f"{out} is a folder; give a file name ending in {', '.join(CHART_SUFFIXES)}, or a folder "
                               "without a chart suffix")

@@ -4,6 +4,7 @@ list of {"script", "target", "result", "line", "reason"}."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -13,17 +14,9 @@ from rich.text import Text
 
 from ..drill.result import RESULTS, Result
 from ..drill.runner import DEFAULT_TIMEOUT_S, TARGETS, RunnerError, check_targets, expand, run
-from .common import _fail, err_console, out_console
-
-
-def _check_json(target: Path, force: bool) -> None:
-    """Before any work: the --json file is new, or --force replaces an existing file (never a folder)."""
-    if target.is_dir():
-        _fail(f"{target} is a folder: --json names a file")
-    if target.exists() and not force:
-        _fail(f"{target} already exists (choose another --json or pass --force)")
-    if not target.parent.is_dir():
-        _fail(f"{target.parent}: no such folder for --json")
+from ..outdir import guard
+from ..paths import UnsafePath
+from .common import _claims, _fail, err_console, out_console
 
 
 def drill(
@@ -31,7 +24,7 @@ def drill(
     target: Annotated[Optional[list[str]], typer.Option(
         "--target", "-t", help=f"Where to run them, repeatable: {', '.join(TARGETS)}.")] = None,
     json_out: Annotated[Optional[Path], typer.Option("--json", help="Also write the results to this JSON file.")] = None,
-    force: Annotated[bool, typer.Option(help="Replace an existing --json file.")] = False,
+    force: Annotated[bool, typer.Option(help="Replace an existing --json file of tcplab drill.")] = False,
     timeout_s: Annotated[float, typer.Option("--timeout-s", help="Give up on one script after this long.")] = DEFAULT_TIMEOUT_S,
 ) -> None:
     """Run packetdrill scripts (the stacks' own TCP test suites) on this kernel or a stack model:
@@ -42,14 +35,32 @@ def drill(
     except RunnerError as e:
         _fail(str(e))
     if json_out is not None:
-        _check_json(json_out, force)
+        _guard_json(json_out, force, scripts)
     results, bad = run(scripts, targets, timeout_s, progress=_progress_line)
     _print_table(results)
     if json_out is not None:
-        json_out.write_text(json.dumps([r.as_dict() for r in results], indent=1) + "\n")
+        _write_json(json_out, [r.as_dict() for r in results])
     for e in bad:
         err_console.print(f"error: {e}", markup=False, soft_wrap=True)
     raise typer.Exit(2 if bad else 1 if any(r.result == "fail" for r in results) else 0)
+
+
+def _guard_json(target: Path, force: bool, scripts: list[str]) -> None:
+    """The output guard every command's --out passes (outdir.guard), before any work: a new file, or
+    --force over an earlier `tcplab drill --json` file only; locked until the command ends."""
+    try:
+        _, claim = guard(target, force=force, kind="drill", inputs=scripts)
+    except UnsafePath as e:
+        _fail(str(e).replace("--out", "--json"))
+    _claims.append(claim)
+
+
+def _write_json(target: Path, rows: list[dict]) -> None:
+    """Written under a hidden name and renamed: a killed run never leaves a half-written file."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.parent / f".{target.stem}.partial-{os.getpid()}{target.suffix}"
+    tmp.write_text(json.dumps(rows, indent=1) + "\n", encoding="utf-8")
+    os.replace(tmp, target)
 
 
 def _progress_line(r: Result) -> None:

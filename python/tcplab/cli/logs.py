@@ -23,7 +23,7 @@ def import_(
     name: Annotated[Optional[str], typer.Option(help="Run name (default: the first log's file name).")] = None,
     lenient: Annotated[bool, typer.Option(help="Skip malformed lines and count them (the count is in the summary and report) instead of stopping at the first.")] = False,
     interval: Annotated[str, typer.Option(help="Interval of the iperf3-style table derived from logs without iperf3's own.")] = "1s",
-    mss: Annotated[int, typer.Option(min=0, help="MSS in bytes for logs that do not state it (tcp_probe counts cwnd in packets; default 1448).")] = 0,
+    mss: Annotated[int, typer.Option(min=0, help="MSS in bytes for logs that do not state it (tcp_probe counts cwnd in packets); 0: 1448.")] = 0,
     force: Annotated[bool, typer.Option(help="Replace an existing --out folder.")] = False,
     report: Annotated[bool, typer.Option(help="Write report.html.")] = True,
 ) -> None:
