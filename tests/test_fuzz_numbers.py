@@ -23,6 +23,7 @@ from typer.testing import CliRunner
 
 import tcplab
 from conftest import SMALL_SPEC
+from tcplab.backends import Refused
 from tcplab.cli import app
 from tcplab.options import OptionError
 from tcplab.spec import SpecError, numbers, resolve, units
@@ -204,7 +205,7 @@ def test_api_arguments_of_every_type_are_taken_or_refused_in_one_line(kwargs):
             tcplab.run(BASE, report=False, **kwargs)
         except _Ran:
             assert kwargs.get("backend", "sim") in ("sim", "netns", "remote")
-        except (OptionError, SpecError) as e:
+        except (OptionError, SpecError, Refused) as e:  # Refused: a backend's own (remote without a LAB.toml)
             _one_line(e)
 
 
