@@ -421,9 +421,15 @@ impl Import {
     }
 }
 
-/// Parse `data` as `format` from start to end, draining records as they come (what fuzzing and
-/// the parse benchmark run). Returns the number of records produced.
-pub fn parse_bytes(format: &str, data: &[u8], lenient: bool) -> Result<usize, ParseError> {
+/// Import `data` as `format` from start to end in one Import, calling `each_step` after every
+/// step of the source (to drain or inspect its tables); returns the Import, finished, and what
+/// the source skipped (lenient) — what fuzzing, the parse benchmark and the input tests run.
+pub fn import_bytes(
+    format: &str,
+    data: &[u8],
+    lenient: bool,
+    mut each_step: impl FnMut(&mut Import),
+) -> Result<(Import, Skipped), ParseError> {
     let mut imp = Import::new(1_000_000_000);
     let mut ctx = imp.ctx(0);
     let mut src = Source::from_reader(
@@ -434,21 +440,31 @@ pub fn parse_bytes(format: &str, data: &[u8], lenient: bool) -> Result<usize, Pa
         0,
         lenient,
     )?;
-    let mut records = 0;
     loop {
         let mut ctx = imp.ctx(0);
         let more = src.step(&mut ctx, 10_000)?;
-        for t in imp.rec.tables_mut() {
-            records += t.len();
-            t.take();
-        }
+        each_step(&mut imp);
         if !more {
             break;
         }
     }
+    let skipped = src.skipped.clone();
     let mut ctx = imp.ctx(0);
     let rows = src.finish(&mut ctx);
     imp.keep_derived(rows);
     imp.finish();
+    Ok((imp, skipped))
+}
+
+/// Parse `data` as `format` from start to end, draining records as they come (what fuzzing and
+/// the parse benchmark run). Returns the number of records produced.
+pub fn parse_bytes(format: &str, data: &[u8], lenient: bool) -> Result<usize, ParseError> {
+    let mut records = 0;
+    let (imp, _) = import_bytes(format, data, lenient, |imp| {
+        for t in imp.rec.tables_mut() {
+            records += t.len();
+            t.take();
+        }
+    })?;
     Ok(records + imp.rec.intervals.len())
 }

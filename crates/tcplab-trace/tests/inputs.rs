@@ -1,9 +1,7 @@
 //! Malformed logs a new user fed the importers (issue 31, row 11), each refused in a strict
 //! import and skipped-and-counted, naming the line (packet, interval), in a lenient one.
 
-use std::io::Cursor;
-
-use tcplab_trace::import::{Import, Source};
+use tcplab_trace::import::import_bytes;
 use tcplab_trace::lines::ParseError;
 
 /// Import `data` as `format` to the end: (flows, interval rows, skipped count, first errors).
@@ -12,28 +10,8 @@ fn import(
     data: &[u8],
     lenient: bool,
 ) -> Result<(usize, usize, u64, Vec<String>), ParseError> {
-    let mut imp = Import::new(1_000_000_000);
-    let mut ctx = imp.ctx(0);
-    let mut src = Source::from_reader(
-        &mut ctx,
-        Box::new(Cursor::new(data.to_vec())),
-        format,
-        "log",
-        0,
-        lenient,
-    )?;
-    loop {
-        let mut ctx = imp.ctx(0);
-        if !src.step(&mut ctx, 1000)? {
-            break;
-        }
-    }
-    let (count, first) = (src.skipped.count, src.skipped.first.clone());
-    let mut ctx = imp.ctx(0);
-    let rows = src.finish(&mut ctx);
-    imp.keep_derived(rows);
-    imp.finish();
-    Ok((imp.flows.flows.len(), imp.rec.intervals.len(), count, first))
+    let (imp, skipped) = import_bytes(format, data, lenient, |_| {})?;
+    Ok((imp.flows.flows.len(), imp.rec.intervals.len(), skipped.count, skipped.first))
 }
 
 fn iperf3_json(intervals: &[(f64, f64)]) -> Vec<u8> {
