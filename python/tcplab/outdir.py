@@ -26,6 +26,8 @@ CHART_SUFFIXES = (".png", ".svg", ".pdf")
 #: Kinds whose output is one file, and the suffixes it may have: a chart (`tcplab plot`), the
 #: results of `tcplab drill --json`.
 FILE_KINDS = {"chart": CHART_SUFFIXES, "drill": (".json",)}
+#: The option that names a kind's output where it is not --out.
+OPTIONS = {"drill": "--json"}
 _EXPORT_FILE = re.compile(r"siftr2\.log|tcp_probe\.txt|iperf3-\d+\.json")
 #: A killed writer's folder (or chart: .STEM.partial-PID.png, which keeps the suffix matplotlib reads).
 _LEFTOVER = re.compile(r"\.(?P<name>.+)\.(?P<what>partial|old)-(?P<pid>\d+)(?P<suffix>\.png|\.svg|\.pdf|\.json)?")
@@ -72,23 +74,27 @@ def _what(kind: str) -> str:
     return _WHAT.get(kind, f"{kind} folder")
 
 
-def resolve(out: Path) -> Path:
+def _option(kind: str) -> str:
+    return OPTIONS.get(kind, "--out")
+
+
+def resolve(out: Path, option: str = "--out") -> Path:
     """`out` with symbolic links followed (an existing link is written through, to its target);
     a link to nothing, or a loop, is refused."""
     real = Path(os.path.realpath(out))
     if out.is_symlink() and not real.exists():
         raise OutDirError(f"{out} is a symbolic link to {os.readlink(out)}, which does not exist: "
-                          "choose another --out")
+                          f"choose another {option}")
     return real
 
 
-def _check_names(out: Path) -> None:
+def _check_names(out: Path, option: str) -> None:
     """Names the file system can hold, with room for the writer's hidden temporary name."""
     if len(os.fsencode(str(out))) > PATH_MAX_BYTES:
-        raise OutDirError(f"{str(out)[:60]}...: --out is {len(str(out))} characters long; at most {PATH_MAX_BYTES}")
+        raise OutDirError(f"{str(out)[:60]}...: {option} is {len(str(out))} characters long; at most {PATH_MAX_BYTES}")
     for part in out.parts:
         if len(os.fsencode(part)) > NAME_MAX_BYTES:
-            raise OutDirError(f"{part[:40]}...: a name of {len(part)} characters in --out; "
+            raise OutDirError(f"{part[:40]}...: a name of {len(part)} characters in {option}; "
                               f"a folder or file name has at most {NAME_MAX_BYTES}")
 
 
@@ -112,9 +118,9 @@ def check(out: str | Path, *, force: bool, kind: str = "run", inputs: Iterable[s
     folder that is or holds one of the command's `inputs`; a name too long; a parent that is a
     file, missing or not writable. `resume`: an existing `kind` folder is carried on (a sweep)."""
     if not str(out).strip():
-        raise OutDirError("--out: an empty path")
+        raise OutDirError(f"{_option(kind)}: an empty path")
     out = Path(out)
-    _check_names(out)
+    _check_names(out, _option(kind))
     try:
         return _check(out, force, kind, inputs, resume)
     except OSError as e:  # a folder on the way that cannot be read (permissions, an I/O error)
@@ -122,30 +128,31 @@ def check(out: str | Path, *, force: bool, kind: str = "run", inputs: Iterable[s
 
 
 def _check(out: Path, force: bool, kind: str, inputs: Iterable[str | Path], resume: bool) -> Path:
-    real = resolve(out)
+    option = _option(kind)
+    real = resolve(out, option)
     for i in inputs:
         r = Path(os.path.realpath(i))
         if r == real or real in r.parents:
-            raise OutDirError(f"{out} is (or holds) {i}, an input of this command: choose another --out")
+            raise OutDirError(f"{out} is (or holds) {i}, an input of this command: choose another {option}")
     if real.exists() or real.is_symlink():
         file_kind = kind in FILE_KINDS
-        if kind == "drill" and real.is_dir():
-            raise OutDirError(f"{out} is a folder: --json names a file")
+        if file_kind and kind != "chart" and real.is_dir():
+            raise OutDirError(f"{out} is a folder: {option} names a file")
         if file_kind and real.is_dir():
             raise OutDirError(f"{out} is a folder; give a file name ending in {', '.join(CHART_SUFFIXES)}, or a folder "
                               "without a chart suffix")
         if not file_kind and not real.is_dir():
-            raise OutDirError(f"{out} is a file, not a folder: choose another --out")
+            raise OutDirError(f"{out} is a file, not a folder: choose another {option}")
         empty = not file_kind and not any(real.iterdir())
         own = _is_kind(real, kind)
         if not empty and not (resume and own):
             if resume:
-                raise OutDirError(f"{out} exists and is not a {_what(kind)}: choose another --out")
+                raise OutDirError(f"{out} exists and is not a {_what(kind)}: choose another {option}")
             if not force:
-                raise OutDirError(f"{out} already exists (choose another --out or pass --force)")
+                raise OutDirError(f"{out} already exists (choose another {option} or pass --force)")
             if not own:
                 raise OutDirError(f"{out} is not a tcplab {_what(kind)}; --force replaces only those: "
-                                  "choose another --out")
+                                  f"choose another {option}")
     _check_parent(out, real)
     return real
 
@@ -156,16 +163,17 @@ class Claim:
 
     _held: dict[Path, "Claim"] = {}
 
-    def __init__(self, real: Path):
+    def __init__(self, real: Path, option: str = "--out"):
         self.real, self.path, self.count, self.fd = real, real.parent / f".{real.name}.lock", 0, -1
+        self.option = option  # named in the refusal
 
     @classmethod
-    def take(cls, real: Path) -> "Claim":
+    def take(cls, real: Path, option: str = "--out") -> "Claim":
         """Lock `real` (its parents made if missing), or OutDirError when another process holds it
         or the folder cannot be written."""
         claim = cls._held.get(real)
         if claim is None:
-            claim = cls(real)
+            claim = cls(real, option)
             claim._lock()
             cls._held[real] = claim
         claim.count += 1
@@ -181,7 +189,7 @@ class Claim:
                 except BlockingIOError:
                     os.close(fd)
                     raise OutDirError(f"{self.real}: another tcplab process is writing it "
-                                      f"(it holds {self.path}); wait for it or choose another --out") from None
+                                      f"(it holds {self.path}); wait for it or choose another {self.option}") from None
                 # A writer finishing unlinks its lock file: lock the file that is there now.
                 if _same_file(fd, self.path):
                     break
@@ -300,7 +308,7 @@ def guard(out: str | Path, *, force: bool, kind: str = "run", inputs: Iterable[s
     real = check(out, force=force, kind=kind, inputs=inputs, resume=resume)
     if not lock:
         return real, None
-    claim = Claim.take(real)
+    claim = Claim.take(real, _option(kind))
     sweep_leftovers(real.parent)
     if kind == "plots" and real.is_dir():  # charts are drawn under hidden names inside it
         sweep_leftovers(real)

@@ -51,7 +51,7 @@ def _guard_json(target: Path, force: bool, scripts: list[str]) -> None:
     try:
         _, claim = guard(target, force=force, kind="drill", inputs=scripts)
     except UnsafePath as e:
-        _fail(str(e).replace("--out", "--json"))
+        _fail(str(e))
     _claims.append(claim)
 
 
