@@ -6,17 +6,19 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 from rich.table import Table
 from rich.text import Text
 
-from ..drill.result import RESULTS, Result
-from ..drill.runner import DEFAULT_TIMEOUT_S, TARGETS, RunnerError, check_targets, expand, run
+from ..drill.targets import DEFAULT_TIMEOUT_S, TARGETS
 from ..outdir import guard
 from ..paths import UnsafePath
 from .common import _claims, _fail, err_console, out_console
+
+if TYPE_CHECKING:
+    from ..drill.result import Result
 
 
 def drill(
@@ -29,6 +31,9 @@ def drill(
 ) -> None:
     """Run packetdrill scripts (the stacks' own TCP test suites) on this kernel or a stack model:
     pass / fail (first mismatch: line and what differed) / unsupported (what is missing)."""
+    # Loaded on use: the reader and the targets (~0.1 s) stay out of every other command's start-up.
+    from ..drill.runner import RunnerError, check_targets, expand, run
+
     try:
         targets = check_targets(target or ["kernel"])
         expand(scripts)
@@ -69,6 +74,8 @@ def _progress_line(r: Result) -> None:
 
 
 def _print_table(results: list[Result]) -> None:
+    from ..drill.result import RESULTS  # loaded with the runner
+
     table = Table(show_edge=False, pad_edge=False)
     for col in ("script", "target", "result", "line", "reason"):
         table.add_column(col, overflow="fold")

@@ -12,10 +12,7 @@ from .model import run_script as run_model
 from .parse import parse_file
 from .result import Result
 from .syntax import Script, ScriptError
-
-TARGETS = ("kernel", "linux", "freebsd", "freebsd-rack", "rfc")
-MODEL_TARGETS = ("linux", "freebsd", "freebsd-rack", "rfc")
-DEFAULT_TIMEOUT_S = 120.0
+from .targets import DEFAULT_TIMEOUT_S, MODEL_TARGETS, TARGETS
 
 
 class RunnerError(ValueError):
