@@ -101,7 +101,8 @@ def _generated(count: int, seed: int, categories: list[str], targets: list[str],
     if json_out is not None:
         _write_json(json_out, [r.as_dict() for r in results])
     if page is not None:
-        _write_report(page, results)
+        _write_report(page, results, f"differential testing: {count} scenarios (seed {seed}) recorded on the kernel",
+                      {c.script: c.scenario.category for c in cases})
     raise typer.Exit(1 if any(r.result == "fail" for r in results) else 0)
 
 
@@ -117,10 +118,11 @@ def _report_dir(report: Path | None, force: bool, scripts: list[str]):  # noqa: 
         _fail(str(e))
 
 
-def _write_report(page, results: list[Result]) -> None:  # noqa: ANN001 - a store.RunDir
+def _write_report(page, results: list[Result], title: str = "packetdrill conformance",  # noqa: ANN001 - a store.RunDir
+                  groups: dict[str, str] | None = None) -> None:
     from ..report.conformance import write
 
-    write(page.tmp, [r.as_dict() for r in results])
+    write(page.tmp, [r.as_dict() for r in results], title, groups)
     out_console.print(f"conformance page: {page.commit() / 'index.html'}", markup=False)
 
 

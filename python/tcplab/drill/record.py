@@ -52,6 +52,7 @@ class Recorder:
         self.offset = 0  # the kernel's ISN (script seq 0)
         self.start_us = 0
         self.conn: socket.socket | None = None
+        self.late_us = 0  # how late the latest inbound packet or write came (a busy machine)
 
     def now_us(self) -> int:
         return time.time_ns() // 1000 - self.start_us
@@ -73,13 +74,13 @@ class Recorder:
         self.start_us = _jiffy_aligned_start_us()
         self._wait(0)
         opts = "mss {},sackOK,nop,nop,nop,wscale {}" if self.sc.sack else "mss {},nop,wscale {}"
-        self._inject(0, "S", 0, 0, 65535, packets.encode_options(_syn_options(self.sc)))
-        self._line(0, f"< S 0:0(0) win 65535 <{opts.format(self.sc.mss, PEER_WSCALE)}>")
+        t_syn = self._inject(0, "S", 0, 0, 65535, packets.encode_options(_syn_options(self.sc)))
+        self._line(t_syn, f"< S 0:0(0) win 65535 <{opts.format(self.sc.mss, PEER_WSCALE)}>")
         synack = self._expect_synack()
         t_ack = synack + self.peer.rtt_at(synack)
         self._wait(t_ack)
         win = self.peer.window_at(t_ack)
-        self._inject(t_ack, ".", 1, 1 + self.offset, win, b"")
+        t_ack = self._inject(t_ack, ".", 1, 1 + self.offset, win, b"")
         self._line(t_ack, f"< . 1:1(0) ack 1 win {win}")
         self.conn, _ = lsock.accept()
         self.conn.setblocking(False)
@@ -118,7 +119,7 @@ class Recorder:
     def _due(self, t: int, kind: str, payload: object) -> None:
         if kind == "write":
             n = int(payload)  # type: ignore[call-overload]
-            self._line(t, f"write(4, ..., {n}) = {n}")
+            self._line(self._late(t), f"write(4, ..., {n}) = {n}")
             sent = self.conn.send(bytes(n))  # type: ignore[union-attr]
             if sent != n:
                 raise RuntimeError(f"write of {n} bytes took {sent}: the send buffer is too small")
@@ -141,13 +142,22 @@ class Recorder:
             opts = packets.encode_options((TcpOption("nop"), TcpOption("nop"),
                                            TcpOption("sack", tuple(v + self.offset for v in flat))))
             text += " <nop,nop,sack " + " ".join(f"{s}:{e}" for s, e in a.sacks) + ">"
-        self._inject(t, ".", 1, a.ack + self.offset, a.win, opts)
-        self._line(t, text)
+        self._line(self._inject(t, ".", 1, a.ack + self.offset, a.win, opts), text)
 
-    def _inject(self, t: int, flags: str, seq: int, ack: int, win: int, opts: bytes) -> None:
+    def _late(self, due_us: int) -> int:
+        """Now, the time an event due at `due_us` happens (what the script records); the
+        latest it came is noted in the script's header."""
+        now = self.now_us()
+        self.late_us = max(self.late_us, now - due_us)
+        return now
+
+    def _inject(self, due_us: int, flags: str, seq: int, ack: int, win: int, opts: bytes) -> int:
+        """Inject a packet due at `due_us`; the script time it went in."""
         tcp = packets.tcp_segment(_ip4(netdev.REMOTE_IP), _ip4(netdev.LOCAL_IP), FIRST_REMOTE_PORT, BIND_PORT, seq,
                                   ack, packets.tcp_flags(flags), win, opts, 0)
+        t = self._late(due_us)
         self.tun.send(packets.ipv4(_ip4(netdev.REMOTE_IP), _ip4(netdev.LOCAL_IP), 6, tcp))
+        return t
 
     def _wait(self, t_us: int) -> None:
         while self.now_us() < t_us:
@@ -188,7 +198,8 @@ class Recorder:
     def script(self) -> str:
         sc = self.sc
         head = [f"// tcplab drill --generate: scenario {sc.name} (category {sc.category}, seed {sc.seed}),",
-                f"// recorded on Linux {os.uname().release}: inbound packets as injected, outbound as the kernel sent them.",
+                f"// recorded on Linux {os.uname().release}: inbound packets as injected, outbound as the kernel sent them",
+                f"// (events came up to {self.late_us} us after the peer's rules had them due).",
                 "`" + SYSCTLS.rstrip("\n") + "`", "",
                 "0.000000 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3",
                 "0.000000 setsockopt(3, SOL_SOCKET, SO_REUSEADDR, [1], 4) = 0",
