@@ -37,6 +37,7 @@ class Scenario:
     reorder: tuple[int, ...] = ()
     reorder_us: int = 0
     delack_us: int = 40_000  # the peer's delayed-ACK timer when it thins ACKs (Linux's TCP_DELACK_MIN)
+    nodelay: bool = True  # TCP_NODELAY on the connection (the model sends a write's tail at once: no Nagle)
 
     def total_bytes(self) -> int:
         return sum(n for _, n in self.writes)
@@ -75,12 +76,13 @@ def _one(seed: int, index: int, category: str) -> Scenario:
 
 
 def _writes(rng: random.Random, segs: int, mss: int) -> dict:
-    """Random write sizes at random times: partial segments, PSH placement, app-limited phases."""
+    """Random write sizes at random times: partial segments, PSH placement, app-limited phases;
+    half with Nagle's algorithm on (RFC 896, tcp_nagle_test()), which the model does not follow."""
     t, out = 0, []
     for _ in range(rng.randint(2, 8)):
         out.append((t, rng.choice((rng.randint(1, mss), rng.randint(1, 8 * mss), rng.randint(mss, 20 * mss)))))
         t += rng.choice((0, rng.randint(1, 20) * 1000, rng.randint(20, 300) * 1000))
-    return {"writes": tuple(out)}
+    return {"writes": tuple(out), "nodelay": rng.random() < 0.5}
 
 
 def _data_loss(rng: random.Random, segs: int, mss: int) -> dict:

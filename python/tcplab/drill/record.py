@@ -85,6 +85,9 @@ class Recorder:
         self.conn, _ = lsock.accept()
         self.conn.setblocking(False)
         self._line(t_ack, "accept(3, ..., ...) = 4")
+        if self.sc.nodelay:
+            self.conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            self._line(t_ack, "setsockopt(4, SOL_TCP, TCP_NODELAY, [1], 4) = 0")
         self.peer.t0_us = t_ack
         for t, n in self.sc.writes:
             self._at(t_ack + t, "write", n)
