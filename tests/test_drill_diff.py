@@ -129,3 +129,29 @@ def test_generated_scenarios_on_the_kernel_and_the_linux_model(tmp_path):
         assert kind(c["minimised_result"]["reason"]) == kind(fail[0]["reason"])
     assert json.loads(rows_file.read_text()) == [r for c in cases for r in c["results"]]
     assert (tmp_path / "page" / "index.html").is_file()
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--generate", "3", "-t", "linux", "--out", "x"],
+     "--generate records on the kernel and replays on models: give --target kernel and a model target "
+     "(e.g. --target kernel --target linux)"),
+    (["--generate", "3", "-t", "kernel", "-t", "linux"],
+     "--generate needs --out DIR (the folder its scenarios, recordings and minimised scripts go to)"),
+    (["--generate", "3", "-t", "kernel", "-t", "linux", "--out", "x", "--category", "bogus"],
+     "unknown --category 'bogus': use writes, data-loss, ack-loss, reorder, sack, rtt, rwnd"),
+    ([], "give scripts or folders to run, or --generate N"),
+])
+def test_generate_refuses_what_it_cannot_run_in_one_line(tmp_path, args, message):
+    p = tcplab("drill", *args, cwd=tmp_path)
+    assert (p.returncode, p.stderr.strip()) == (2, f"error: {message}")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_generate_out_goes_through_the_output_guard(tmp_path):
+    """An existing folder that is not a --generate folder is refused before any scenario runs."""
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("keep")
+    p = tcplab("drill", "--generate", "3", "-t", "kernel", "-t", "linux", "--out", str(tmp_path / "mine"), "--force")
+    assert (p.returncode, p.stderr.strip()) == (2, f"error: {tmp_path / 'mine'} is not a tcplab drill --generate "
+                                                   "folder; --force replaces only those: choose another --out")
+    assert [q.name for q in (tmp_path / "mine").iterdir()] == ["notes.txt"]
