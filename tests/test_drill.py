@@ -1,6 +1,7 @@
 """`tcplab drill`: the packetdrill script reader and the kernel target. Reads the upstream suites
 in ../shared/packetdrill (test data outside the repository, never copied in): every script parses,
-and the kernel target gives packetdrill's verdicts on this kernel (issue 32's acceptance)."""
+the kernel target gives packetdrill's verdicts on this kernel (issue 32's acceptance), and the
+whole table of both Linux suites on the kernel and the linux model is tests/drill/table.tsv's."""
 
 from __future__ import annotations
 

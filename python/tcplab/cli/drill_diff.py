@@ -45,15 +45,15 @@ def run_generated(count: int, seed: int, categories: list[str], models: list[str
             task = bar.add_task("", total=count)
 
             def show(i: int, n: int, case) -> None:  # noqa: ANN001 - a diff.Case
-                bar.update(task, completed=i, description=_agree_text(diff, case, models[0], i))
+                bar.update(task, completed=i, description=_agree_text(case, models[0], i))
             cases = diff.run(count, seed, cats, models, folder, check_kernel, shrink, progress=show)
     else:
         step = max(1, count // 20)
 
         def line(i: int, n: int, case) -> None:  # noqa: ANN001 - a diff.Case
+            text = _agree_text(case, models[0], i)  # counts every case, shown every 5 %
             if i % step == 0 or i == n:
-                err_console.print(f"[{i}/{n}] {time.monotonic() - start:.0f} s: {_agree_text(diff, case, models[0], i)}",
-                                  markup=False, highlight=False)
+                err_console.print(f"[{i}/{n}] {time.monotonic() - start:.0f} s: {text}", markup=False, highlight=False)
         cases = diff.run(count, seed, cats, models, folder, check_kernel, shrink, progress=line)
     for c in cases:  # paths as they will be once the folder is in place
         c.script = str(final / Path(c.script).relative_to(folder))
@@ -67,7 +67,7 @@ def run_generated(count: int, seed: int, categories: list[str], models: list[str
 _agreed: dict[str, int] = {}
 
 
-def _agree_text(diff, case, model: str, done: int) -> str:  # noqa: ANN001 - the diff module and a Case
+def _agree_text(case, model: str, done: int) -> str:  # noqa: ANN001 - a diff.Case
     _agreed[model] = _agreed.get(model, 0) + any(r.target == model and r.result == "pass" for r in case.results)
     return f"{model} agrees on {_agreed[model]}/{done}"
 
