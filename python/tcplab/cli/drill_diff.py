@@ -4,6 +4,7 @@ progress bar, the agreement rate per category and the first divergence of each d
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
@@ -57,7 +58,7 @@ def run_generated(count: int, seed: int, categories: list[str], models: list[str
         cases = diff.run(count, seed, cats, models, folder, check_kernel, shrink, progress=line)
     for c in cases:  # paths as they will be once the folder is in place
         c.script = str(final / Path(c.script).relative_to(folder))
-        c.results = [type(r)(c.script, *list(r.as_dict().values())[1:]) for r in c.results]
+        c.results = [replace(r, script=c.script) for r in c.results]
         if c.minimised:
             c.minimised = str(final / Path(c.minimised).relative_to(folder))
     diff.write_summary(folder, cases, models, seed)
