@@ -26,7 +26,7 @@ def drill(
     target: Annotated[Optional[list[str]], typer.Option(
         "--target", "-t", help=f"Where to run them, repeatable: {', '.join(TARGETS)}.")] = None,
     json_out: Annotated[Optional[Path], typer.Option("--json", help="Also write the results to this JSON file.")] = None,
-    force: Annotated[bool, typer.Option(help="Replace an existing --json file of tcplab drill.")] = False,
+    force: Annotated[bool, typer.Option(help="Replace an existing --json file, --report or --out folder of tcplab drill.")] = False,
     timeout_s: Annotated[float, typer.Option("--timeout-s", help="Give up on one script after this long.")] = DEFAULT_TIMEOUT_S,
     generate: Annotated[int, typer.Option(help="Differential testing: generate this many scenarios, record each on "
                                                 "the kernel, replay the recordings on the model targets.")] = 0,
