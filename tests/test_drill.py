@@ -1,6 +1,7 @@
 """`tcplab drill`: the packetdrill script reader and the kernel target. Reads the upstream suites
 in ../shared/packetdrill (test data outside the repository, never copied in): every script parses,
-and the kernel target gives packetdrill's verdicts on this kernel (issue 32's acceptance)."""
+the kernel target gives packetdrill's verdicts on this kernel (issue 32's acceptance), and the
+whole table of both Linux suites on the kernel and the linux model is tests/drill/table.tsv's."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -257,16 +259,58 @@ def _check_suite(v: dict[str, dict], known_fails: dict[str, str], passes: int) -
 
 
 @pytest.fixture(scope="module")
-def kernel_verdicts(tmp_path_factory) -> list[dict]:
-    """Reads ../shared/packetdrill: both Linux suites on this kernel, once (about two minutes)."""
-    out = tmp_path_factory.mktemp("drill") / "kernel.json"
-    p = tcplab("drill", str(LINUX), str(GOOGLE), "--target", "kernel", "--json", str(out))
+def table_verdicts(tmp_path_factory) -> list[dict]:
+    """Reads ../shared/packetdrill: both Linux suites on this kernel and the linux model, once
+    (about two minutes, the kernel's; the model's take a second), shared by the asserts below."""
+    out = tmp_path_factory.mktemp("drill") / "table.json"
+    p = tcplab("drill", str(LINUX), str(GOOGLE), "--target", "kernel", "--target", "linux", "--json", str(out))
     assert p.returncode == 1, p.stderr  # some scripts fail on this kernel
     return json.loads(out.read_text())
 
 
+@pytest.fixture(scope="module")
+def kernel_verdicts(table_verdicts) -> list[dict]:
+    return [r for r in table_verdicts if r["target"] == "kernel"]
+
+
 def _verdicts(rows: list[dict], folder: Path) -> dict[str, dict]:
     return {Path(r["script"]).name: r for r in rows if Path(r["script"]).is_relative_to(folder)}
+
+
+#: The expected table: one row per script, a column per target (tests/drill/table.tsv says how to read it).
+TABLE = REPO / "tests" / "drill" / "table.tsv"
+
+
+def _expected_table() -> dict[str, dict[str, str]]:
+    lines = [ln for ln in TABLE.read_text().splitlines() if ln and not ln.startswith("#")]
+    head = lines[0].split("\t")
+    return {cells[0]: dict(zip(head[1:], cells[1:])) for cells in (ln.split("\t") for ln in lines[1:])}
+
+
+def _cell(r: dict) -> str:
+    """A verdict as the table writes it: the kernel's result; a model's result@line."""
+    return r["result"] if r["target"] == "kernel" or r["line"] is None else f"{r['result']}@{r['line']}"
+
+
+@pytest.mark.slow
+def test_drill_table_kernel_and_linux_model(table_verdicts):
+    """Reads ../shared/packetdrill/linux-selftests and google: every script's verdict on the kernel
+    and the linux model is the table's (tests/drill/table.tsv), and so are the counts per suite and
+    target (a kernel HZ race, `pass|fail`, may go either way)."""
+    want = _expected_table()
+    got: dict[str, dict[str, str]] = {}
+    for r in table_verdicts:
+        got.setdefault(str(Path(r["script"]).relative_to(SHARED)), {})[r["target"]] = _cell(r)
+    assert sorted(got) == sorted(want)
+    wrong = {s: (want[s], got[s]) for s in want
+             if any(got[s][t] not in want[s][t].split("|") for t in want[s])}
+    assert not wrong, wrong
+    for suite in ("linux-selftests", "google"):  # the summary line of each suite and target, as docs/drill.md gives it
+        for target in ("kernel", "linux"):
+            mine = [s for s in want if s.startswith(suite + "/")]
+            counts = Counter(got[s][target].split("@")[0] for s in mine)
+            expected = Counter(want[s][target].split("@")[0] if "|" not in want[s][target] else got[s][target] for s in mine)
+            assert counts == expected, (suite, target)
 
 
 @pytest.mark.slow

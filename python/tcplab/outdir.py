@@ -27,7 +27,7 @@ CHART_SUFFIXES = (".png", ".svg", ".pdf")
 #: results of `tcplab drill --json`.
 FILE_KINDS = {"chart": CHART_SUFFIXES, "drill": (".json",)}
 #: The option that names a kind's output where it is not --out.
-OPTIONS = {"drill": "--json"}
+OPTIONS = {"drill": "--json", "conformance": "--report"}
 _EXPORT_FILE = re.compile(r"siftr2\.log|tcp_probe\.txt|iperf3-\d+\.json")
 #: A killed writer's folder (or chart: .STEM.partial-PID.png, which keeps the suffix matplotlib reads).
 _LEFTOVER = re.compile(r"\.(?P<name>.+)\.(?P<what>partial|old)-(?P<pid>\d+)(?P<suffix>\.png|\.svg|\.pdf|\.json)?")
@@ -67,7 +67,8 @@ def _is_drill_json(path: Path) -> bool:
 
 
 _WHAT = {"run": "results folder", "sweep": "sweep folder", "compare": "compare folder", "export": "export folder",
-         "plots": "folder of charts", "chart": "chart (.png, .svg, .pdf)", "drill": "drill --json file"}
+         "plots": "folder of charts", "chart": "chart (.png, .svg, .pdf)", "drill": "drill --json file",
+         "conformance": "conformance page folder", "drill-diff": "drill --generate folder"}
 
 
 def _what(kind: str) -> str:

@@ -22,32 +22,108 @@ if TYPE_CHECKING:
 
 
 def drill(
-    scripts: Annotated[list[str], typer.Argument(help="Scripts (.pkt) or folders of scripts.")],
+    scripts: Annotated[Optional[list[str]], typer.Argument(help="Scripts (.pkt) or folders of scripts.")] = None,
     target: Annotated[Optional[list[str]], typer.Option(
         "--target", "-t", help=f"Where to run them, repeatable: {', '.join(TARGETS)}.")] = None,
     json_out: Annotated[Optional[Path], typer.Option("--json", help="Also write the results to this JSON file.")] = None,
-    force: Annotated[bool, typer.Option(help="Replace an existing --json file of tcplab drill.")] = False,
+    force: Annotated[bool, typer.Option(help="Replace an existing --json file, --report or --out folder of tcplab drill.")] = False,
     timeout_s: Annotated[float, typer.Option("--timeout-s", help="Give up on one script after this long.")] = DEFAULT_TIMEOUT_S,
+    generate: Annotated[int, typer.Option(help="Differential testing: generate this many scenarios, record each on "
+                                                "the kernel, replay the recordings on the model targets.")] = 0,
+    seed: Annotated[int, typer.Option(help="With --generate: the seed (same seed, same scenarios).")] = 1,
+    category: Annotated[Optional[list[str]], typer.Option(
+        help="With --generate, repeatable: writes, data-loss, ack-loss, reorder, sack, rtt, rwnd (default: all).")] = None,
+    out: Annotated[Optional[Path], typer.Option(help="With --generate: the folder for scenarios, recordings and "
+                                                      "minimised scripts.")] = None,
+    check_kernel: Annotated[bool, typer.Option(help="With --generate: also replay each recording on the kernel "
+                                                    "target (the runner checked against the kernel itself).")] = False,
+    minimise: Annotated[bool, typer.Option(help="With --generate: minimise each disagreeing recording.")] = True,
+    report: Annotated[Optional[Path], typer.Option(help="Also write a conformance page (HTML) into this folder.")] = None,
 ) -> None:
     """Run packetdrill scripts (the stacks' own TCP test suites) on this kernel or a stack model:
-    pass / fail (first mismatch: line and what differed) / unsupported (what is missing)."""
+    pass / fail (first mismatch: line and what differed) / unsupported (what is missing).
+    With --generate N: differential testing of the models against this kernel."""
     # Loaded on use: the reader and the targets (~0.1 s) stay out of every other command's start-up.
     from ..drill.runner import RunnerError, check_targets, expand, run
 
     try:
         targets = check_targets(target or ["kernel"])
-        expand(scripts)
+        if not generate or scripts:
+            expand(scripts or [])
     except RunnerError as e:
         _fail(str(e))
+    if generate:
+        _generated(generate, seed, category or [], targets, out, check_kernel, minimise, json_out, report, force)
+        return
+    if not scripts:
+        _fail("give scripts or folders to run, or --generate N")
+    if out is not None:
+        _fail("--out is for --generate; the results of scripts go to --json FILE and --report DIR")
     if json_out is not None:
         _guard_json(json_out, force, scripts)
+    page = _report_dir(report, force, scripts)
     results, bad = run(scripts, targets, timeout_s, progress=_progress_line)
     _print_table(results)
     if json_out is not None:
         _write_json(json_out, [r.as_dict() for r in results])
+    if page is not None:
+        _write_report(page, results)
     for e in bad:
         err_console.print(f"error: {e}", markup=False, soft_wrap=True)
     raise typer.Exit(2 if bad else 1 if any(r.result == "fail" for r in results) else 0)
+
+
+def _generated(count: int, seed: int, categories: list[str], targets: list[str], out: Path | None,
+               check_kernel: bool, minimise: bool, json_out: Path | None, report: Path | None, force: bool) -> None:
+    """--generate: the folder through the output guard, the run, the summary; exit 1 if a model disagreed."""
+    import time
+
+    from ..store import RunDir
+    from .drill_diff import check_options, print_summary, run_generated
+
+    models = check_options(targets, out, categories)
+    if json_out is not None:
+        _guard_json(json_out, force, [])
+    page = _report_dir(report, force, [])
+    try:
+        rd = RunDir(out, force=force, kind="drill-diff")  # type: ignore[arg-type]
+    except UnsafePath as e:
+        _fail(str(e))
+    start = time.monotonic()
+    try:
+        cases = run_generated(count, seed, categories, models, rd.tmp, rd.final, check_kernel, minimise)
+    except BaseException:
+        rd.abort()
+        raise
+    rd.commit()
+    results = [r for c in cases for r in c.results]
+    print_summary(cases, models, time.monotonic() - start)
+    if json_out is not None:
+        _write_json(json_out, [r.as_dict() for r in results])
+    if page is not None:
+        _write_report(page, results, f"differential testing: {count} scenarios (seed {seed}) recorded on the kernel",
+                      {c.script: c.scenario.category for c in cases})
+    raise typer.Exit(1 if any(r.result == "fail" for r in results) else 0)
+
+
+def _report_dir(report: Path | None, force: bool, scripts: list[str]):  # noqa: ANN202 - a store.RunDir or None
+    """The --report folder through the output guard, before any work."""
+    if report is None:
+        return None
+    from ..store import RunDir
+
+    try:
+        return RunDir(report, force=force, kind="conformance", inputs=tuple(scripts))
+    except UnsafePath as e:
+        _fail(str(e))
+
+
+def _write_report(page, results: list[Result], title: str = "packetdrill conformance",  # noqa: ANN001 - a store.RunDir
+                  groups: dict[str, str] | None = None) -> None:
+    from ..report.conformance import write
+
+    write(page.tmp, [r.as_dict() for r in results], title, groups)
+    out_console.print(f"conformance page: {page.commit() / 'index.html'}", markup=False)
 
 
 def _guard_json(target: Path, force: bool, scripts: list[str]) -> None:
