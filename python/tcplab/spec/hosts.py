@@ -46,7 +46,7 @@ def _tso_frags(ctx: Ctx, nic: dict[str, Any], path: str) -> tuple[int, int] | No
         return frags
     lo_count, lo_size = limits.TSO_SEGCOUNT, limits.TSO_SEGSIZE
     count = ctx.integer(nic, path, "tso_max_segcount", frags[0] if frags else 0, lo_count.lo, lo_count.hi)
-    size = ctx.unit(nic, path, "tso_max_segsize", units.parse_size_bytes, frags[1] if frags else None, limit=lo_size)
+    size = ctx.unit(nic, path, "tso_max_segsize", units.parse_size_bytes, f"{frags[1]}B" if frags else None, limit=lo_size)
     return count, size
 
 
