@@ -87,3 +87,29 @@ fn em_limits_of_37_fragments_of_4096_bytes_do_not_cut_page_clusters() {
     assert_eq!(em.last().map(|x| x.0 + x.1), Some(plain[0].1));
     assert_eq!(em.len(), 2); // the first segment, then one uncut pass
 }
+
+/// Once a runt is in flight the existing paths carry it on (docs/research/
+/// freebsd-second-reading.md §2.6): the cut burst's last segment is 17 x 4096 - 48 x 1448 = 128
+/// bytes; drop it and its hole, whose edges are that segment's, is retransmitted as 128 bytes
+/// (tcp_output.c: `len = SEQ_SUB(p->end, p->rxmit)`, a retransmission bypasses silly-window
+/// avoidance: `if (sack_rxmit) goto send;`).
+#[test]
+fn a_lost_runt_is_retransmitted_as_the_runt() {
+    let runt = 17 * 4096 - 48 * MSS;
+    assert_eq!(runt, 128);
+    let mut f = freebsd_flow(10_000_000, true, true);
+    f.iw_segments = 100;
+    f.sndbuf_bytes = 1_000_000;
+    f.tso_max_bytes = Some(128 * 1024);
+    if let Some(k) = f.freebsd.as_mut() {
+        k.sendbuf_inc_bytes = 0;
+    }
+    (f.tso_max_segcount, f.tso_max_segsize) = (Some(BCE.0), Some(BCE.1));
+    let mut cfg = pipe(1000 * MBIT, 10 * MS, 1000, vec![f], SEC);
+    cfg.record_sends = true;
+    // Arrivals at the bottleneck: the first segment, 47 full segments of the cut burst, its runt.
+    cfg.links[1].ab.drop_arrivals = vec![49];
+    let s = sends(&run(&cfg));
+    let retx: Vec<_> = s.iter().filter(|x| x.3 == 1).map(|x| (x.1, x.2)).collect();
+    assert_eq!(retx, vec![(17 * 4096 - runt, runt)]);
+}
