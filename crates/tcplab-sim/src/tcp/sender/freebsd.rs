@@ -524,7 +524,7 @@ impl FreeBsdStack {
         let tso_max = c.profile.tso_max_bytes.max(c.mss);
         let mut sendalot = len > tso_max;
         len = len.min(tso_max);
-        if c.snd_nxt + len < c.written && len % c.mss != 0 {
+        if c.snd_nxt + len < c.written && !len.is_multiple_of(c.mss) {
             len -= len % c.mss;
             sendalot = true;
         }

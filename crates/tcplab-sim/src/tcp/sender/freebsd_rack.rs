@@ -160,7 +160,7 @@ impl RackStack {
         if now >= c.pace_next {
             return false;
         }
-        let sack = p.sack_blocks().len() > 0;
+        let sack = !p.sack_blocks().is_empty();
         let dont_sack_wake =
             matches!(c.state, State::Recovery { .. }) || self.rack.reo_deadline.is_some();
         !sack || dont_sack_wake
@@ -175,7 +175,7 @@ impl RackStack {
         let held = std::mem::take(&mut self.held);
         let mut i = 0;
         while i < held.len() {
-            if held[i].sack_blocks().len() > 0 {
+            if !held[i].sack_blocks().is_empty() {
                 self.ack(c, &held[i], now, out, next_id, 1);
                 i += 1;
                 continue;
@@ -429,7 +429,7 @@ fn compressed_batch(held: &[Packet], snd_una: u64) -> (usize, u64) {
     let mut high = snd_una;
     let mut nsegs = 0;
     let mut n = 0;
-    for p in held.iter().take_while(|p| p.sack_blocks().len() == 0) {
+    for p in held.iter().take_while(|p| p.sack_blocks().is_empty()) {
         if p.ack > high {
             high = p.ack;
             nsegs += 1;
