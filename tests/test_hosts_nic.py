@@ -133,3 +133,26 @@ def test_dynamic_threshold_caps_the_one_congested_port_at_alpha_over_one_plus_al
         bott = ports[("sw", "r1")]
         assert bott["max_queue_packets"] == cap, (policy, alpha)
         assert bott["drops"] > 0
+
+
+def test_freebsd_nic_tso_fragment_limits_and_sender_lro_lower_for_the_freebsd_stacks_only():
+    # driver = "bce": sys/net/if.c's defaults (35 fragments of 2048 bytes, bce_attach() sets
+    # none); "em": iflib's EM_MAX_SCATTER 40 - 3 = 37 fragments of EM_TSO_SEG_SIZE 4096.
+    def sender(stack: str, nic: dict) -> dict:
+        s = spec(hosts={"s1": {"nic": nic}}, senders__s1__stack=stack)
+        return lower(resolve(s, "t.toml"))["flows"][0]
+    f = sender("freebsd", {"driver": "bce"})
+    assert (f["tso_max_segcount"], f["tso_max_segsize"]) == (35, 2048)
+    f = sender("freebsd", {"driver": "em", "tso_max_segcount": 20})
+    assert (f["tso_max_segcount"], f["tso_max_segsize"]) == (20, 4096)
+    f = sender("freebsd-rack", {"tso_max_segcount": 8, "tso_max_segsize": "1KiB", "lro": True, "rx_usecs": 125})
+    assert (f["tso_max_segcount"], f["tso_max_segsize"], f["sender_lro"]) == (8, 1024, True)
+    # The default stack takes no compressed ACKs; Linux reads neither knob: its config is as before.
+    assert "sender_lro" not in sender("freebsd", {"lro": True, "rx_usecs": 125})
+    assert lower(resolve(spec(), "t.toml"))["flows"][0] == sender("linux", {"driver": "bce"})
+    assert err(spec(hosts={"s1": {"nic": {"tso_max_segcount": 35}}})).startswith(
+        "t.toml: hosts.s1.nic.tso_max_segsize: is required with tso_max_segcount")
+    assert err(spec(hosts={"s1": {"nic": {"driver": "ixl"}}})).startswith(
+        "t.toml: hosts.s1.nic.driver: 'ixl' is not one of the choices (allowed: bce, em)")
+    assert err(spec(hosts={"s1": {"nic": {"tso_max_segcount": 1, "tso_max_segsize": 2048}}})).startswith(
+        "t.toml: hosts.s1.nic.tso_max_segcount: must be an integer from 2 to 1024")

@@ -143,6 +143,8 @@ class Flow:
     ecn_request: bool = False    # the sender asks for ECN in its SYN (the handshake negotiates it)
     ect1: bool = False           # send ECT(1), not ECT(0) (L4STeam/linux dctcp's dctcp_ect = 1)
     tso_max_bytes: int | None = None   # the sending host's NIC; None: the stack's (64 KB)
+    tso_frags: tuple[int, int] | None = None  # the sending host's NIC TSO fragment count, size (FreeBSD)
+    sender_lro: bool = False           # the sending host's NIC does LRO (FreeBSD RACK: compressed ACKs)
     receiver_os: str | None = None     # the receiving host's OS; None: the sender's stack's ACK rules
     connect: str = "handshake"   # "handshake" (SYN, SYN-ACK, ACK) or "established" at the start time
     window_scaling: bool = True  # offered by the sender (RFC 7323)

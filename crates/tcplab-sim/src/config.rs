@@ -206,6 +206,18 @@ pub struct FlowConfig {
     /// if_hw_tsomax); None: the stack's default (64 KB).
     #[serde(default)]
     pub tso_max_bytes: Option<u64>,
+    /// The sending host's NIC: most DMA fragments of one TSO burst (FreeBSD
+    /// if_hw_tsomaxsegcount, which tcp_m_copym() cuts a burst at); None: no limit.
+    #[serde(default)]
+    pub tso_max_segcount: Option<u32>,
+    /// The sending host's NIC: largest DMA fragment of a TSO burst, bytes (FreeBSD
+    /// if_hw_tsomaxsegsize); None: no limit.
+    #[serde(default)]
+    pub tso_max_segsize: Option<u32>,
+    /// The sending host's NIC does LRO on the ACKs it receives (FreeBSD RACK then takes them
+    /// compressed, rack_use_cmp_acks).
+    #[serde(default)]
+    pub sender_lro: bool,
     /// The receiving host's OS, whose delayed-ACK rules the receiver follows ("linux" or
     /// "freebsd"); None: the sender's stack's rules.
     #[serde(default)]

@@ -169,3 +169,35 @@ fn rack_2025_rto_keeps_cwnd_and_ssthresh_unless_the_knob_says_one_mss() {
     assert_eq!(cwnd_one, MSS);
     assert_eq!(ssthresh_one, (cwnd / 2 / MSS).max(2) * MSS);
 }
+
+/// The 15.0-2025 one-loss flow on 1 Gbit/s x 10 ms, where the burst slots are long enough for
+/// ACKs to arrive during them, with or without LRO on the sender's NIC.
+fn one_loss_lro(lro: bool) -> Simulation {
+    let mut f = flow("f", 0, 2, "cubic", AppConfig::Bytes { bytes: 30_000_000 });
+    f.stack = "freebsd-rack".into();
+    f.freebsd = Some(tcplab_sim::config::FreeBsdKnobs {
+        version: tcplab_sim::config::FreeBsdVersion::V15_2025,
+        ..freebsd_knobs()
+    });
+    f.sender_lro = lro;
+    let mut cfg = pipe(1000 * MBIT, 10 * MS, 1000, vec![f], 5 * SEC);
+    cfg.links[1].ab.drop_arrivals = vec![600];
+    run(&cfg)
+}
+
+#[test]
+fn rack_with_lro_takes_the_acks_of_a_burst_slot_as_one_batch() {
+    // rack_start_hpts_timer() queues ACKs while a slot runs (TF2_MBUF_QUEUE_READY) and
+    // rack_do_compressed_ack_processing() takes them at the slot's end: cwnd moves only then,
+    // so the per-millisecond cwnd differs from the run that takes each ACK on arrival, while
+    // the loss is still repaired by one retransmission in one recovery.
+    let (with, without) = (one_loss_lro(true), one_loss_lro(false));
+    for sim in [&with, &without] {
+        let st = sim.flow_stats();
+        assert_eq!(
+            (st[0].recoveries, st[0].rtos, st[0].retrans_segs),
+            (1, 0, 1)
+        );
+    }
+    assert_ne!(samples(&with, 0), samples(&without, 0));
+}

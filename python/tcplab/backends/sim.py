@@ -40,6 +40,15 @@ def _rx_nic(f: Flow) -> dict[str, Any]:
     return {"coalesce": n.coalesce, "rx_usecs_ns": n.rx_usecs_ns, "rx_frames": n.rx_frames}
 
 
+def _sender_nic(f: Flow) -> dict[str, Any]:
+    """The sending host's NIC beyond tso_max, for the stacks that read it and only when set (other
+    flows' configs are unchanged): FreeBSD's TSO fragment limits, and LRO for RACK's compressed ACKs."""
+    out: dict[str, Any] = {}
+    if f.tso_frags is not None and f.stack.startswith("freebsd"):
+        out |= {"tso_max_segcount": f.tso_frags[0], "tso_max_segsize": f.tso_frags[1]}
+    return out | ({"sender_lro": True} if f.sender_lro and f.stack == "freebsd-rack" else {})
+
+
 def lower(exp: Experiment) -> dict[str, Any]:
     """The simulator's config (tcplab-sim config.rs `SimConfig`) for `exp`: nodes and links by
     index, each flow's stack configuration, the ports to monitor (the bottleneck, then every other
@@ -55,7 +64,7 @@ def lower(exp: Experiment) -> dict[str, Any]:
         "sndbuf_initial_bytes": f.sndbuf_initial_bytes, "freebsd": dict(f.freebsd) if f.freebsd is not None else None,
         "connect": f.connect, "window_scaling": f.window_scaling, "peer": dict(f.peer),
         "syn_retries": f.syn_retries, "syn_linear_timeouts": f.syn_linear_timeouts,
-    } | ({"ecn": True} if f.ecn_request else {}) | ({"ect1": True} if f.ect1 else {}) for f in exp.flows]
+    } | ({"ecn": True} if f.ecn_request else {}) | ({"ect1": True} if f.ect1 else {}) | _sender_nic(f) for f in exp.flows]
     udp = [{"name": u.name, "src": index[u.frm], "dst": index[u.to], "rate_bps": u.rate_bps, "size_bytes": u.size_bytes,
             "start_ns": u.start_ns, "stop_ns": u.stop_ns} for u in exp.background]
     probes = [{"name": p.name, "src": index[p.frm], "dst": index[p.to], "interval_ns": p.interval_ns,

@@ -11,7 +11,14 @@ from . import limits, units
 from .ctx import Ctx, join
 
 HOST_KEYS = ("sysctl", "nic", "netem", "os")
-NIC_KEYS = ("gro", "lro", "rx_usecs", "rx_frames", "tso_max")
+NIC_KEYS = ("gro", "lro", "rx_usecs", "rx_frames", "tso_max", "driver", "tso_max_segcount", "tso_max_segsize")
+#: FreeBSD drivers' TSO fragment limits (if_hw_tsomaxsegcount, if_hw_tsomaxsegsize), as `driver`
+#: sets them (docs/models.md, issue 33). bce(4) sets none in bce_attach(), so if_attach_internal()
+#: applies sys/net/if.c's defaults, `ifp->if_hw_tsomaxsegcount = 35; ifp->if_hw_tsomaxsegsize = 2048;`
+#: (fel1x-developer/freebsd-src @ 2d614aa2); em(4): if_em.h `EM_MAX_SCATTER 40`, `EM_TSO_SEG_SIZE
+#: 4096`, and iflib_device_register()'s `if_sethwtsomaxsegcount(ifp, scctx->isc_tx_tso_segments_max
+#: - 3);` (same commit).
+DRIVERS = {"bce": (35, 2048), "em": (37, 4096)}
 NETEM_KEYS = ("limit",)
 OSES = ("linux", "freebsd")
 
@@ -24,6 +31,23 @@ class Host:
     rx_nic: RxNic = RxNic()          # as receiver
     tso_max_bytes: int | None = None  # as sender; None: the stack's 64 KB
     netem_limit: int | None = None   # packets netem holds on this host's egress (delay included)
+    tso_frags: tuple[int, int] | None = None  # as FreeBSD sender: TSO fragment count and size limits
+
+
+def _tso_frags(ctx: Ctx, nic: dict[str, Any], path: str) -> tuple[int, int] | None:
+    """driver (bce | em) and/or tso_max_segcount, tso_max_segsize: the FreeBSD NIC's TSO
+    fragment limits, both or neither (tcp_m_copym() divides by the size)."""
+    frags = DRIVERS[ctx.choice(nic, path, "driver", "", DRIVERS)] if "driver" in nic else None
+    given = [k for k in ("tso_max_segcount", "tso_max_segsize") if k in nic]
+    if len(given) == 1 and frags is None:
+        other = "tso_max_segsize" if given[0] == "tso_max_segcount" else "tso_max_segcount"
+        raise ctx.err(join(path, other), f"is required with {given[0]} (or give driver = \"bce\" | \"em\")")
+    if not given:
+        return frags
+    lo_count, lo_size = limits.TSO_SEGCOUNT, limits.TSO_SEGSIZE
+    count = ctx.integer(nic, path, "tso_max_segcount", frags[0] if frags else 0, lo_count.lo, lo_count.hi)
+    size = ctx.unit(nic, path, "tso_max_segsize", units.parse_size_bytes, f"{frags[1]}B" if frags else None, limit=lo_size)
+    return count, size
 
 
 def _nic(ctx: Ctx, t: dict[str, Any], path: str, os: str | None) -> tuple[RxNic, int | None]:
@@ -63,13 +87,14 @@ def hosts(ctx: Ctx, spec: dict[str, Any], names: set[str]) -> dict[str, Host]:
         ctx.keys(t, path, HOST_KEYS)
         os = ctx.choice(t, path, "os", None, OSES) if "os" in t else None
         rx_nic, tso = _nic(ctx, t["nic"], join(path, "nic"), os) if "nic" in t else (RxNic(), None)
+        frags = _tso_frags(ctx, ctx.table(t["nic"], join(path, "nic")), join(path, "nic")) if "nic" in t else None
         limit = None
         if "netem" in t:
             netem = ctx.table(t["netem"], join(path, "netem"))
             ctx.keys(netem, join(path, "netem"), NETEM_KEYS)
             lim = limits.NETEM_LIMIT
             limit = ctx.integer(netem, join(path, "netem"), "limit", 1000, lim.lo, lim.hi)
-        out[name] = Host(os, rx_nic, tso, limit)
+        out[name] = Host(os, rx_nic, tso, limit, frags)
     return out
 
 

@@ -57,6 +57,10 @@ RX_FRAMES = Limit(0, 65_535, "0 .. 65535")
 #: The largest TSO burst a sending NIC takes (Linux gso_max_size: up to GSO_MAX_SIZE 512 KiB with
 #: BIG TCP; 64 KiB by default).
 TSO_MAX = Limit(1, 512 * 1024, "1B .. 512KiB")
+#: A TSO burst's DMA fragments (FreeBSD if_hw_tsomaxsegcount): tcp_m_copym() sends nothing below 2.
+TSO_SEGCOUNT = Limit(2, 1024, "2 .. 1024")
+#: One DMA fragment's size (if_hw_tsomaxsegsize).
+TSO_SEGSIZE = Limit(512, 65536, "512B .. 64KiB")
 #: netem's `limit` (packets it holds, its delay included; default 1000).
 NETEM_LIMIT = Limit(1, 10**7, "1 .. 10000000 (packets)")
 #: A shared-buffer switch's dynamic-threshold multiplier (Choudhury & Hahne; switch ASICs offer
@@ -87,6 +91,7 @@ BY_KEY: dict[str, Limit] = {
     "trace.sample": SAMPLE, "trace.interval": INTERVAL, "topology.pairs, topology.senders": FLOWS,
     "hosts.*.nic.rx_usecs": RX_USECS,
     "hosts.*.nic.rx_frames": RX_FRAMES, "hosts.*.nic.tso_max": TSO_MAX, "hosts.*.netem.limit": NETEM_LIMIT,
+    "hosts.*.nic.tso_max_segcount": TSO_SEGCOUNT, "hosts.*.nic.tso_max_segsize": TSO_SEGSIZE,
     "topology.shared_buffer_ports": SHARED_BUFFER_PORTS,
     "probes.interval": PROBE_INTERVAL, "probes.size": PROBE_SIZE,
 }

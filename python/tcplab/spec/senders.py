@@ -256,7 +256,8 @@ def _sender(ctx: Ctx, name: str, t: dict[str, Any], hosts: set[str], sysctls: _S
                 sack=sack, iw_segments=iw, sndbuf_bytes=sndbuf, rcvbuf_bytes=rcvbuf, rcv_scaling_ratio=ratio,
                 rx_nic=receiver.rx_nic, write_bytes=write, prr=prr,
                 sndbuf_initial_bytes=by_sysctl.get("sndbuf_initial_bytes"), freebsd=freebsd,
-                tso_max_bytes=sender_host.tso_max_bytes, receiver_os=receiver.os, ecn=ecn, ecn_request=ecn_request, ect1=ect1,
+                tso_max_bytes=sender_host.tso_max_bytes, tso_frags=sender_host.tso_frags,
+                sender_lro=sender_host.rx_nic.coalesce == "lro", receiver_os=receiver.os, ecn=ecn, ecn_request=ecn_request, ect1=ect1,
                 connect=connect,
                 window_scaling=by_sysctl.get("window_scaling", True), peer=peer,
                 syn_retries=by_sysctl.get("syn_retries"), syn_linear_timeouts=by_sysctl.get("syn_linear_timeouts"))

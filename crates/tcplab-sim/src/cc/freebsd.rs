@@ -51,7 +51,7 @@ pub struct AbcCounter {
 impl AbcCounter {
     pub(crate) fn account(&mut self, v: &CcView, win: &Window) {
         if win.cwnd > win.ssthresh {
-            self.bytes_acked += v.bytes_this_ack.min(ABC_L_VAR * v.mss);
+            self.bytes_acked += v.bytes_this_ack.min(v.nsegs.max(1) * ABC_L_VAR * v.mss);
             if self.bytes_acked >= win.cwnd {
                 self.bytes_acked -= win.cwnd;
                 self.sent_a_wnd = true;
@@ -68,12 +68,14 @@ impl AbcCounter {
 }
 
 /// Slow-start increase of newreno_cc_ack_received() and cubic_does_slow_start(): at most
-/// abc_l_var segments per ACK, only one while retransmitting after an RTO (snd_nxt != snd_max).
+/// abc_l_var segments per ACK (`min(ccv->bytes_this_ack, ccv->nsegs * abc_val * mss)`, nsegs
+/// the ACKs a compressed batch stands for), only one while retransmitting after an RTO
+/// (snd_nxt != snd_max).
 fn abc_slow_start_incr(v: &CcView) -> u64 {
     if v.after_rto {
         v.bytes_this_ack.min(v.mss)
     } else {
-        v.bytes_this_ack.min(ABC_L_VAR * v.mss)
+        v.bytes_this_ack.min(v.nsegs.max(1) * ABC_L_VAR * v.mss)
     }
 }
 
@@ -543,6 +545,21 @@ mod tests {
         v.flight = 100 * MSS;
         cc.post_recovery(&v.view, &mut v.win);
         assert_eq!(v.win.cwnd, (fc * 179) >> 8);
+    }
+
+    /// cc_cubic.c / cc.c slow start: `incr = min(ccv->bytes_this_ack, ccv->nsegs * abc_val *
+    /// maxseg)`: a compressed batch of 3 ACKs covering 6 segments grows cwnd by 6 segments, one
+    /// ACK for the same 6 segments by 2 (docs/research/freebsd-second-reading.md §3.1).
+    #[test]
+    fn abc_caps_slow_start_at_nsegs_times_abc_l_var_segments() {
+        for nsegs in [1, 3] {
+            let mut cc = FreeBsdNewReno::default();
+            let mut v = vars(20);
+            v.bytes_this_ack = 6 * MSS;
+            v.nsegs = nsegs;
+            cc.ack_received(&v.view, &mut v.win, AckKind::Ack);
+            assert_eq!(v.win.cwnd, 20 * MSS + (6 * MSS).min(nsegs * 2 * MSS));
+        }
     }
 
     #[test]

@@ -99,6 +99,10 @@ pub struct CcView {
     pub ece: bool,
     /// Bytes the ACK being processed newly acknowledged or SACKed (set before `in_ack_event`).
     pub delivered_bytes_this_ack: u64,
+    /// ACKs the call stands for (FreeBSD `ccv->nsegs`): 1, or a compressed batch's entries
+    /// (rack.c rack_do_compressed_ack_processing()); FreeBSD's ABC caps growth at nsegs x
+    /// abc_l_var segments.
+    pub nsegs: u64,
 }
 
 /// A stored view and window, for calling hooks without a connection (the modules' tests, the CPU
@@ -197,6 +201,7 @@ impl CcVars {
                 random: 0,
                 ece: false,
                 delivered_bytes_this_ack: 0,
+                nsegs: 1,
             },
         }
     }

@@ -123,6 +123,14 @@ pub struct StackProfile {
     /// Largest burst handed to the NIC at once (TSO), bytes. Packets of a burst leave back to back
     /// at the sender's link rate.
     pub tso_max_bytes: u64,
+    /// FreeBSD: the NIC's most TSO fragments (if_hw_tsomaxsegcount) that tcp_m_copym() cuts a
+    /// burst at; 0: no limit (the idealised NIC).
+    pub tso_max_segcount: u32,
+    /// FreeBSD: the NIC's largest TSO fragment, bytes (if_hw_tsomaxsegsize); 0: no limit.
+    pub tso_max_segsize: u32,
+    /// FreeBSD RACK: the sending host's NIC does LRO, so RACK takes ACKs compressed
+    /// (rack_use_cmp_acks): queued while a burst slot runs, then processed as one batch.
+    pub ack_cmp: bool,
     /// Whether TSO chunks are sized to ~1 ms at the pacing rate (Linux tcp_tso_autosize).
     pub tso_autosize: bool,
     /// Whether the stack paces at the CC's pacing rate when the CC supplies one.
@@ -181,6 +189,9 @@ fn rfc() -> StackProfile {
         quickack_segments: 0,
         partial_sends: false,
         tso_max_bytes: 65_536,
+        tso_max_segcount: 0,
+        tso_max_segsize: 0,
+        ack_cmp: false,
         tso_autosize: false,
         pacing: false,
         recovery: Recovery::Rfc6675,
@@ -286,6 +297,11 @@ pub fn resolve(f: &crate::config::FlowConfig) -> Option<StackProfile> {
         // The sending NIC's limit (Linux dev->gso_max_size, read by tcp_tso_autosize(); FreeBSD
         // if_hw_tsomax, the `max_len` of tcp_output.c): at least one segment.
         profile.tso_max_bytes = tso.max(f.mss as u64);
+    }
+    if let Recovery::FreeBsd(_) | Recovery::FreeBsdRack(_) = profile.recovery {
+        profile.tso_max_segcount = f.tso_max_segcount.unwrap_or(0);
+        profile.tso_max_segsize = f.tso_max_segsize.unwrap_or(0);
+        profile.ack_cmp = matches!(profile.recovery, Recovery::FreeBsdRack(_)) && f.sender_lro;
     }
     if let (Some(v), Recovery::LinuxPrr(_)) = (f.prr, profile.recovery) {
         profile.recovery = Recovery::LinuxPrr(v);

@@ -4,7 +4,8 @@
 
 use super::core::Conn;
 use crate::config::AppConfig;
-use crate::stack::SndbufPolicy;
+use crate::config::FreeBsdVersion;
+use crate::stack::{Recovery, SndbufPolicy};
 use crate::time::Ns;
 
 impl Conn {
@@ -78,7 +79,8 @@ impl Conn {
         // 15.0-2025 (tcp_output.c @ 0714807e tcp_sndbuf_autoscale()): `sbused(&so->so_snd) <
         // V_tcp_autosndbuf_max` where the 2023 copy tests `so->so_snd.sb_hiwat <
         // V_tcp_autosndbuf_max`; the new size is min(hiwat + inc, max) in both.
-        let below_max = if self.fb_version().autosndbuf_tests_sbused() {
+        let rack_2025 = self.profile.recovery == Recovery::FreeBsdRack(FreeBsdVersion::V15_2025);
+        let below_max = if self.fb_version().autosndbuf_tests_sbused() || rack_2025 {
             sbused < self.sndbuf
         } else {
             hiwat < self.sndbuf
@@ -88,7 +90,12 @@ impl Conn {
             && self.snd_wnd / 4 * 5 >= hiwat
             && sendwin >= sbused - (self.snd_nxt - self.snd_una)
         {
-            self.sndbuf_now = (hiwat + inc).min(self.sndbuf);
+            let step = if rack_2025 {
+                rack_autosndbuf_step(hiwat, inc)
+            } else {
+                inc
+            };
+            self.sndbuf_now = (hiwat + step).min(self.sndbuf);
         }
     }
 
@@ -123,6 +130,16 @@ impl Conn {
     }
 }
 
+/// RACK's send-buffer step, rack.c @ 0c19274c (nibanks/freebsd-src) rack_sndbuf_autoscale():
+/// `if (rack_autosndbuf_inc) scaleup = (rack_autosndbuf_inc * so->so_snd.sb_hiwat) / 100; else
+/// scaleup = V_tcp_autosndbuf_inc; if (scaleup < V_tcp_autosndbuf_inc) scaleup =
+/// V_tcp_autosndbuf_inc;` with `static int32_t rack_autosndbuf_inc = 20; /* In percentage form */`,
+/// under the default stack's four conditions with the 2025 `sbused < V_tcp_autosndbuf_max`.
+pub(super) fn rack_autosndbuf_step(hiwat: u64, sendbuf_inc: u64) -> u64 {
+    const RACK_AUTOSNDBUF_INC_PCT: u64 = 20;
+    (RACK_AUTOSNDBUF_INC_PCT * hiwat / 100).max(sendbuf_inc)
+}
+
 impl Conn {
     /// A write(2) of `bytes` by a script's application (the drill endpoint): the application's
     /// total grows by `bytes`. A `Time` application writes without end and takes no writes.
@@ -138,5 +155,17 @@ impl Conn {
             AppConfig::Bytes { bytes } => bytes,
             AppConfig::Time { .. } => self.written,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// docs/research/freebsd-second-reading.md §3.6: from 33 580, 20 % is 6716 < 8192, so the
+    /// first step is sendbuf_inc (41 772); then 20 % of 41 772 is 8354 (50 126).
+    #[test]
+    fn rack_grows_the_send_buffer_by_a_fifth_or_sendbuf_inc() {
+        let first = 33_580 + super::rack_autosndbuf_step(33_580, 8192);
+        assert_eq!(first, 41_772);
+        assert_eq!(first + super::rack_autosndbuf_step(first, 8192), 50_126);
     }
 }

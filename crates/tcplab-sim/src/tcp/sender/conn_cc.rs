@@ -41,6 +41,7 @@ pub struct CcInputs {
     pub random: u64,
     pub ece: bool,
     pub delivered_bytes_this_ack: u64,
+    pub nsegs: u64,
 }
 
 impl ConnCc {
@@ -70,6 +71,7 @@ impl ConnCc {
                 random: 0,
                 ece: false,
                 delivered_bytes_this_ack: 0,
+                nsegs: 1,
             },
         }
     }

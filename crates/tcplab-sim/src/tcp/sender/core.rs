@@ -54,6 +54,9 @@ pub struct Conn {
     pub rto_count: u64,
     /// Fast recoveries entered.
     pub recoveries: u64,
+    /// The next send starts a TSO burst of its own in the records even when contiguous with the
+    /// last one (FreeBSD with the NIC's fragment limits: a cut burst ends one tcp_output() pass).
+    pub(super) burst_break: bool,
     // ---- Hot: read or written on every ACK or every segment sent. ----
     /// RTT estimator and RTO.
     pub rtt: RttEstimator,
@@ -194,6 +197,7 @@ impl Conn {
             recovery_out_bytes: 0,
             rto_count: 0,
             recoveries: 0,
+            burst_break: false,
             completed_at: None,
             events: Vec::new(),
             record_sends: false,
@@ -266,7 +270,8 @@ impl Conn {
         if let Some(last) = self.sends.last_mut() {
             // Data contiguous with the previous chunk of the same output call joins it (new data
             // always, retransmissions where the stack retransmits with TSO).
-            let joins = retx == last.retx && (!retx || self.profile.retx_tso);
+            let joins = retx == last.retx && (!retx || self.profile.retx_tso) && !self.burst_break;
+            self.burst_break = false;
             if joins
                 && last.t == now
                 && last.seq + last.bytes == seq
@@ -383,6 +388,7 @@ impl Conn {
             random: i.random,
             ece: i.ece,
             delivered_bytes_this_ack: i.delivered_bytes_this_ack,
+            nsegs: i.nsegs,
         }
     }
 

@@ -23,6 +23,7 @@ use super::core::Conn;
 use super::detection::is_lost::mark_losses;
 use super::detection::lrd::lost_retransmission;
 use super::reduction::freebsd_prr::{sack_partialack, FreeBsdPrr};
+use super::sockbuf::SockBuf;
 use super::{SenderEvent, State};
 // The enum-dispatch build calls the hooks on a concrete type, which needs the trait in scope.
 #[cfg_attr(not(feature = "static-cc"), allow(unused_imports))]
@@ -41,6 +42,8 @@ pub(super) struct FreeBsdStack {
     prr: FreeBsdPrr,
     /// Segments sent by limited transmit (tcp_input.c `snd_limited`).
     snd_limited: u64,
+    /// The send buffer's mbufs, kept only when the NIC limits TSO fragments.
+    sockbuf: SockBuf,
 }
 
 impl FreeBsdStack {
@@ -49,6 +52,7 @@ impl FreeBsdStack {
             k,
             prr: FreeBsdPrr::default(),
             snd_limited: 0,
+            sockbuf: SockBuf::default(),
         }
     }
 
@@ -441,6 +445,11 @@ impl FreeBsdStack {
     /// tcp_output.c: holes first (in fast recovery, and the go-back-N resend after an RTO), then
     /// new data, each sized by a byte difference of the window.
     fn send(&mut self, c: &mut Conn, now: Ns, out: &mut Vec<Packet>, next_id: &mut u64) {
+        if c.profile.tso_max_segcount > 0 {
+            // Every copy the application makes is followed by this call (`app_write`), so what
+            // was written since the last one is one write's mbufs.
+            self.sockbuf.sync(c.written, c.snd_una);
+        }
         c.fb_sndbuf_autosize();
         c.restart_after_idle(now);
         c.tsq_throttled = false;
@@ -491,17 +500,42 @@ impl FreeBsdStack {
                     c.v.cwnd_limited = true;
                     break;
                 }
-            } else if len > c.mss {
-                // TSO: up to the burst limit, whole segments unless the buffer empties.
-                len = len.min(c.profile.tso_max_bytes.max(c.mss));
-                if c.snd_nxt + len < c.written {
-                    len -= len % c.mss;
-                }
             }
-            if !send_segments(c, len, tsq_limit, now, out, next_id) {
+            let mut stop = false;
+            if len > c.mss {
+                (len, stop) = self.tso_len(c, len);
+            }
+            if !send_segments(c, len, tsq_limit, now, out, next_id) || stop {
                 break;
             }
         }
+    }
+
+    /// tcp_output.c's TSO length: up to the burst limit (`if_hw_tsomax`), whole segments unless
+    /// the buffer empties, then tcp_m_copym()'s cut at the NIC's fragment limits with no re-trim
+    /// (fel1x-developer tcp_output.c @ b252a43e and nibanks @ 0714807e, tcp_default_output():
+    /// `m->m_next = tcp_m_copym(mb, moff, &len, if_hw_tsomaxsegcount, if_hw_tsomaxsegsize, msb,
+    /// hw_tls);` after `moff = len % max_len; if (moff != 0) { len -= moff; sendalot = 1; }`; no
+    /// segment-count check before the trim in either copy). Returns the length and whether
+    /// tcp_output() stops after this send: a cut burst whose length neither the burst limit nor
+    /// the trim shortened leaves `sendalot` 0 (the cut does not set it), so the rest of the window
+    /// waits for the next call.
+    fn tso_len(&mut self, c: &mut Conn, mut len: u64) -> (u64, bool) {
+        let tso_max = c.profile.tso_max_bytes.max(c.mss);
+        let mut sendalot = len > tso_max;
+        len = len.min(tso_max);
+        if c.snd_nxt + len < c.written && !len.is_multiple_of(c.mss) {
+            len -= len % c.mss;
+            sendalot = true;
+        }
+        let (count, size) = (c.profile.tso_max_segcount, c.profile.tso_max_segsize);
+        if count == 0 || len <= c.mss {
+            return (len, false);
+        }
+        let copied = self.sockbuf.m_copym_len(c.snd_nxt, len, count, size);
+        // Each pass is its own TSO packet: the records keep the cut visible.
+        c.burst_break = true;
+        (copied, copied < len && !sendalot)
     }
 
     /// The window for retransmitting a hole. After D43470 the window is compared with pipe;

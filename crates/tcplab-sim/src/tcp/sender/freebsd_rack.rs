@@ -44,6 +44,8 @@ pub(super) struct RackStack {
     rr_next: Ns,
     /// Which rack.c is followed.
     version: FreeBsdVersion,
+    /// ACKs queued while a burst slot runs (compressed ACKs, `ack_cmp`), in arrival order.
+    held: Vec<Packet>,
 }
 
 impl RackStack {
@@ -64,6 +66,7 @@ impl RackStack {
             self.rack.reo_deadline,
             self.tlp.deadline,
             rapid,
+            (!self.held.is_empty()).then_some(c.pace_next),
         ])
     }
 
@@ -129,7 +132,8 @@ impl RackStack {
         }
     }
 
-    /// Process an ACK (rack_do_segment() -> rack_log_ack(), rack_ack_received()).
+    /// An ACK arrives: queued while a burst slot runs if the NIC does LRO (`ack_cmp`), else
+    /// processed, after any queued before it.
     pub(super) fn on_ack(
         &mut self,
         c: &mut Conn,
@@ -137,6 +141,61 @@ impl RackStack {
         now: Ns,
         out: &mut Vec<Packet>,
         next_id: &mut u64,
+    ) {
+        if c.profile.ack_cmp && self.queues(c, p, now) {
+            self.held.push(*p);
+            return;
+        }
+        self.process_held(c, now, out, next_id);
+        self.ack(c, p, now, out, next_id, 1);
+    }
+
+    /// Whether an arriving ACK waits for the burst slot's end. rack.c @ 0c19274c
+    /// rack_start_hpts_timer() with a slot (`usecs`): `tp->t_flags2 |= TF2_MBUF_QUEUE_READY;`
+    /// (LRO queues the connection's ACKs instead of waking it) and, in recovery or with the
+    /// RACK timer pending, `tp->t_flags2 |= TF2_DONT_SACK_QUEUE;` ("don't even wake me if a
+    /// SACK arrives"); otherwise an ACK carrying SACK blocks, which is not compressed, wakes it.
+    /// `rc_ack_can_sendout_data`, which backs both flags out, is off by default.
+    fn queues(&self, c: &Conn, p: &Packet, now: Ns) -> bool {
+        if now >= c.pace_next {
+            return false;
+        }
+        let sack = !p.sack_blocks().is_empty();
+        let dont_sack_wake =
+            matches!(c.state, State::Recovery { .. }) || self.rack.reo_deadline.is_some();
+        !sack || dont_sack_wake
+    }
+
+    /// The queued ACKs in arrival order, as rack_do_compressed_ack_processing() takes them:
+    /// each run of ACKs without SACK blocks is one compressed batch (one rack_update_prr() with
+    /// the batch's bytes, one rack_ack_received(..., nsegs, ...) with nsegs the entries that
+    /// advanced the cumulative ACK, one output call); an ACK with SACK blocks goes through
+    /// rack_do_segment() on its own.
+    fn process_held(&mut self, c: &mut Conn, now: Ns, out: &mut Vec<Packet>, next_id: &mut u64) {
+        let held = std::mem::take(&mut self.held);
+        let mut i = 0;
+        while i < held.len() {
+            if !held[i].sack_blocks().is_empty() {
+                self.ack(c, &held[i], now, out, next_id, 1);
+                i += 1;
+                continue;
+            }
+            let (batch, nsegs) = compressed_batch(&held[i..], c.snd_una);
+            self.ack(c, &held[i + batch - 1], now, out, next_id, nsegs);
+            i += batch;
+        }
+    }
+
+    /// Process an ACK (rack_do_segment() -> rack_log_ack(), rack_ack_received()), or a
+    /// compressed batch as its last entry (`nsegs` entries).
+    fn ack(
+        &mut self,
+        c: &mut Conn,
+        p: &Packet,
+        now: Ns,
+        out: &mut Vec<Packet>,
+        next_id: &mut u64,
+        nsegs: u64,
     ) {
         c.v.now = now;
         let a = c.intake_ack(p, now, true, false);
@@ -165,7 +224,9 @@ impl RackStack {
         c.v.cwnd_limited = c.v.win.cwnd <= c.snd_wnd;
         c.v.after_rto = matches!(c.state, State::Loss { .. }) && c.sb.lost_bytes > 0;
         c.sync_ca_state();
+        c.v.nsegs = nsegs;
         c.cc_ack(&a);
+        c.v.nsegs = 1;
         if let Some(cap) = exit_cap {
             // "Must be non-newreno (cubic) getting too ahead of itself".
             c.v.win.cwnd = exit_clamp(c.v.win.cwnd, cap);
@@ -326,6 +387,10 @@ impl RackStack {
         next_id: &mut u64,
     ) {
         c.timer_begins(now);
+        if now >= c.pace_next {
+            // The slot's end: the hpts run processes the connection's queued ACKs first.
+            self.process_held(c, now, out, next_id);
+        }
         self.tlp.on_timer(c, now, out, next_id);
         if self.rack.reo_timer_expired(now) {
             // The RACK timer: waited long enough for reordering; mark and recover.
@@ -355,6 +420,23 @@ impl RackStack {
         }
         self.output(c, now, out, next_id);
     }
+}
+
+/// The leading run of `held` without SACK blocks: its length, and how many of its entries
+/// advanced the cumulative ACK past `snd_una` and the entries before them (`nsegs++` in
+/// rack_do_compressed_ack_processing() for each entry that is a new cumulative ACK).
+fn compressed_batch(held: &[Packet], snd_una: u64) -> (usize, u64) {
+    let mut high = snd_una;
+    let mut nsegs = 0;
+    let mut n = 0;
+    for p in held.iter().take_while(|p| p.sack_blocks().is_empty()) {
+        if p.ack > high {
+            high = p.ack;
+            nsegs += 1;
+        }
+        n += 1;
+    }
+    (n, nsegs.max(1))
 }
 
 /// 15.0-2025 `p_cwnd = min(ctf_fixed_maxseg(tp), rc_pace_min_segs) << 1; p_cwnd += snd_cwnd;`
@@ -417,6 +499,32 @@ mod tests {
         assert_eq!(p_cwnd, 70 * mss + 2 * mss);
         assert_eq!(super::exit_clamp(80 * mss, p_cwnd), 72 * mss);
         assert_eq!(super::exit_clamp(70 * mss + 100, p_cwnd), 70 * mss + 100);
+    }
+
+    /// rack_do_compressed_ack_processing(): a run of queued ACKs without SACK blocks is one
+    /// batch; `nsegs` counts the entries that moved the cumulative ACK (a duplicate does not).
+    #[test]
+    fn a_compressed_batch_counts_the_entries_that_advance() {
+        use crate::net::packet::{Kind, Packet};
+        let ack = |a: u64, sack: bool| {
+            let mut p = Packet::new(0, Kind::Ack, 0, 0);
+            p.ack = a;
+            if sack {
+                p.set_sack_blocks(&[(a + 1448, a + 2896)]);
+            }
+            p
+        };
+        let held = [
+            ack(2896, false),
+            ack(2896, false),
+            ack(5792, false),
+            ack(8688, false),
+            ack(8688, true),
+            ack(11584, false),
+        ];
+        assert_eq!(super::compressed_batch(&held, 0), (4, 3));
+        assert_eq!(super::compressed_batch(&held[4..], 8688), (0, 1));
+        assert_eq!(super::compressed_batch(&held[5..], 8688), (1, 1));
     }
 
     #[test]

@@ -27,6 +27,7 @@ mod freebsd_rack;
 mod linux;
 pub mod reduction;
 mod rfc;
+mod sockbuf;
 mod transitions;
 
 pub use self::core::Conn;
