@@ -95,6 +95,11 @@ impl DrillEndpoint {
         self.inner.written()
     }
 
+    /// The sender's windows and timers in their own units (bytes, ns).
+    fn raw_state(&self) -> Vec<(&'static str, i64)> {
+        self.inner.raw_state()
+    }
+
     /// tcp_info fields the model holds, as tcp_get_info() fills them.
     fn tcp_info(&self) -> Vec<(&'static str, i64)> {
         self.inner.tcp_info()

@@ -239,6 +239,26 @@ impl Endpoint {
         ]
     }
 
+    /// The sender's windows and timers in their own units, for stacks whose tcp_info reports
+    /// them unconverted (FreeBSD tcp_fill_info(): snd_cwnd and snd_ssthresh in bytes): cwnd,
+    /// ssthresh, snd_wnd and snd_una in bytes; srtt, rttvar and the RTO in ns; the RTO's shift;
+    /// segments retransmitted.
+    pub fn raw_state(&self) -> Vec<(&'static str, i64)> {
+        let s = &self.sender;
+        vec![
+            ("cwnd_bytes", s.v.win.cwnd.min(i64::MAX as u64) as i64),
+            ("ssthresh_bytes", s.v.win.ssthresh.min(i64::MAX as u64) as i64),
+            ("snd_wnd_bytes", s.snd_wnd as i64),
+            ("snd_una", s.snd_una as i64),
+            ("snd_nxt", s.snd_nxt as i64),
+            ("srtt_ns", s.rtt.srtt_ns as i64),
+            ("rttvar_ns", s.rtt.rttvar_ns as i64),
+            ("rto_ns", s.rtt.rto_ns as i64),
+            ("rxtshift", s.rtt.rxtshift as i64),
+            ("retrans_segs", s.retrans_segs as i64),
+        ]
+    }
+
     /// Whether the connection is in fast recovery or after an RTO (for tests).
     pub fn in_recovery(&self) -> bool {
         self.sender.state != State::Open

@@ -18,9 +18,10 @@ from .result import Result
 from .syntax import RELATIVE, RELATIVE_RANGE, Code, Event, Packet, Script, Shell, Syscall, Text
 
 #: The model each target runs (stack profile names of crates/tcplab-sim/src/stack).
-STACKS = {"linux": "linux"}
+STACKS = {"linux": "linux", "freebsd": "freebsd", "freebsd-rack": "freebsd-rack"}
 #: Why a target is not built on the endpoint yet.
-NOT_WIRED = "the endpoint seam is wired for the linux stack only (FreeBSD SYN-ACK options and tcp_fill_info() not written yet)"
+NOT_WIRED = "the endpoint seam is wired for the linux and FreeBSD stacks only"
+FREEBSD = ("freebsd", "freebsd-rack")
 OWN_MSS = 1460  # MTU 1500 less 40: what Linux advertises on packetdrill's tun0 (--mtu default)
 OWN_WSCALE = 8  # Linux's shift for tcp_rmem[2] 15 MB (defaults.sh), as the suites' SYN-ACKs show
 NS_PER_US = 1000
@@ -29,6 +30,9 @@ _INFO = re.compile(r"\btcpi_\w+")
 
 class ModelEngine:
     """One run of a script on a stack model; `run()` raises Failed or Unsupported."""
+
+    #: Whether the engine models its receive window (outbound `win` values checked).
+    MODELS_RCV_WINDOW = False
 
     def __init__(self, script: Script, stack: str) -> None:
         self.script, self.stack = script, stack
@@ -182,7 +186,7 @@ class ModelEngine:
             self._emit(flags, seq + 1, length, self._ts_opts(t_us), t_us, tos=ecn)
 
     def _outbound(self, ev: Event, p: Packet, start: int, end: int | None) -> None:
-        if p.win is not None and "S" not in p.flags:
+        if p.win is not None and "S" not in p.flags and not self.MODELS_RCV_WINDOW:
             raise Unsupported(ev.line, "outbound window value: the endpoint's receive window is not modelled")
         # As late as verify_time() would accept it (a `*` packet: within a minute).
         tol = max(self.tolerance_us, int(self.tolerance_pct / 100.0 * (start - (self.last or (0, False))[0])))
@@ -315,9 +319,13 @@ def run_script(path: str, script: Script, target: str) -> Result:
     if target not in STACKS:
         return Result(path, target, "unsupported", None, NOT_WIRED)
     problem = static_problems(script)
-    if problem:
+    if problem and not (target in FREEBSD and problem[1].startswith("--mtu")):  # FreeBSD: MSS from the MTU
         return Result(path, target, "unsupported", problem[0], problem[1])
-    eng = ModelEngine(script, target)
+    if target in FREEBSD:
+        from .model_freebsd import FreeBSDEngine
+        eng: ModelEngine = FreeBSDEngine(script, target)
+    else:
+        eng = ModelEngine(script, target)
     try:
         if script.init is not None:  # the cleanup command runs after the endpoint is done: nothing to model
             eng.shell(script.init_line, script.init.command)
