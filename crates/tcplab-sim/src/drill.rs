@@ -108,7 +108,7 @@ impl Endpoint {
     pub fn write(&mut self, now: Ns, bytes: u64) {
         self.advance(now);
         self.sender.app_write(bytes);
-        self.call(now, |s, now, out, id| s.output(now, out, id));
+        self.call(now, |s, now, out, id| s.app_wrote(now, out, id));
     }
 
     /// A segment arrives at `now`.

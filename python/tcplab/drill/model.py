@@ -33,6 +33,8 @@ class ModelEngine:
 
     #: Whether the engine models its receive window (outbound `win` values checked).
     MODELS_RCV_WINDOW = False
+    #: How long a `*` (any time) outbound packet is waited for.
+    ANY_WAIT_US = 60_000_000
 
     def __init__(self, script: Script, stack: str) -> None:
         self.script, self.stack = script, stack
@@ -190,7 +192,7 @@ class ModelEngine:
             raise Unsupported(ev.line, "outbound window value: the endpoint's receive window is not modelled")
         # As late as verify_time() would accept it (a `*` packet: within a minute).
         tol = max(self.tolerance_us, int(self.tolerance_pct / 100.0 * (start - (self.last or (0, False))[0])))
-        limit = (end or start) + max(tol, 60_000_000 if ev.time.kind == ANY else 0)
+        limit = (end or start) + max(tol, self.ANY_WAIT_US if ev.time.kind == ANY else 0)
         parts: list[packets.Seen] = []
         while not parts or sum(x.payload_len for x in parts) < p.length and "strict_segments" not in self.script.options:
             seen = self._next_packet(limit)

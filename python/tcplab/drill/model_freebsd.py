@@ -23,6 +23,8 @@ class FreeBSDEngine(ModelEngine):
     """One run of a script on the FreeBSD default or RACK stack model."""
 
     MODELS_RCV_WINDOW = True
+    #: Two TCPTV_REXMTMAX (64 s) backoffs: a `*` SYN retransmission comes within that.
+    ANY_WAIT_US = 130_000_000
 
     def __init__(self, script, stack: str) -> None:  # noqa: ANN001 - syntax.Script
         super().__init__(script, stack)
