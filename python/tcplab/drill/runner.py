@@ -1,6 +1,6 @@
 """Runs scripts on targets: folders expanded to their scripts, each script parsed once, each
 target asked in turn. Targets: `kernel` (this machine's Linux, kernel.py); the stack models
-`linux`, `freebsd`, `freebsd-rack` and `rfc` (model.py; only linux is wired to the endpoint yet)."""
+`linux`, `freebsd`, `freebsd-rack` and `rfc` (model.py; model_freebsd.py for the FreeBSD stacks; rfc not wired yet)."""
 
 from __future__ import annotations
 
