@@ -82,7 +82,14 @@ pub struct DrillOpen {
 impl DrillOpen {
     #[new]
     #[pyo3(signature = (now_ns, initial_ns, slop_ns, min_ns, retries, keepinit_ns))]
-    fn new(now_ns: u64, initial_ns: u64, slop_ns: u64, min_ns: u64, retries: u32, keepinit_ns: u64) -> Self {
+    fn new(
+        now_ns: u64,
+        initial_ns: u64,
+        slop_ns: u64,
+        min_ns: u64,
+        retries: u32,
+        keepinit_ns: u64,
+    ) -> Self {
         let timer = OpenTimer::FreeBsd {
             initial_ns,
             slop_ns,

@@ -247,7 +247,10 @@ impl Endpoint {
         let s = &self.sender;
         vec![
             ("cwnd_bytes", s.v.win.cwnd.min(i64::MAX as u64) as i64),
-            ("ssthresh_bytes", s.v.win.ssthresh.min(i64::MAX as u64) as i64),
+            (
+                "ssthresh_bytes",
+                s.v.win.ssthresh.min(i64::MAX as u64) as i64,
+            ),
             ("snd_wnd_bytes", s.snd_wnd as i64),
             ("snd_una", s.snd_una as i64),
             ("snd_nxt", s.snd_nxt as i64),

@@ -136,8 +136,18 @@ mod tests {
     #[test]
     fn freebsd_syns_until_keepinit() {
         let timer = match OpenTimer::freebsd() {
-            OpenTimer::FreeBsd { initial_ns, slop_ns, min_ns, retries, .. } => OpenTimer::FreeBsd {
-                initial_ns, slop_ns, min_ns, retries, keepinit_ns: 363 * SEC,
+            OpenTimer::FreeBsd {
+                initial_ns,
+                slop_ns,
+                min_ns,
+                retries,
+                ..
+            } => OpenTimer::FreeBsd {
+                initial_ns,
+                slop_ns,
+                min_ns,
+                retries,
+                keepinit_ns: 363 * SEC,
             },
             t => t,
         };
@@ -153,6 +163,9 @@ mod tests {
             }
         }
         let ms: Vec<u64> = sent.iter().map(|t| t / MS).collect();
-        assert_eq!(ms, [1000, 2000, 4200, 8400, 16_600, 32_800, 65_000, 129_000, 193_000, 257_000, 321_000]);
+        assert_eq!(
+            ms,
+            [1000, 2000, 4200, 8400, 16_600, 32_800, 65_000, 129_000, 193_000, 257_000, 321_000]
+        );
     }
 }

@@ -127,8 +127,13 @@ impl Receiver {
         let (mut seq, mut tlen, mut fin) = (seq, len, fin);
         // Header prediction: in-order data, nothing queued, room in so_rcv: the SACK report is
         // cleaned (tcp_clean_sackreport()) and the data appended.
-        if seq == self.rcv_nxt && !fin && tlen > 0 && self.queue.is_empty() && self.queued_fin.is_none()
-            && tlen <= self.sbspace() && !self.fin_rcvd
+        if seq == self.rcv_nxt
+            && !fin
+            && tlen > 0
+            && self.queue.is_empty()
+            && self.queued_fin.is_none()
+            && tlen <= self.sbspace()
+            && !self.fin_rcvd
         {
             self.numsacks = 0;
             self.sackblks = [(0, 0); MAX_SACK_BLKS];
@@ -154,7 +159,9 @@ impl Receiver {
         }
         // Beyond the window (rcv_wnd = max(sbspace, rcv_adv - rcv_nxt)): trimmed; nothing
         // left, dropafterack.
-        let rcv_wnd = self.sbspace().max(self.rcv_adv.saturating_sub(self.rcv_nxt));
+        let rcv_wnd = self
+            .sbspace()
+            .max(self.rcv_adv.saturating_sub(self.rcv_nxt));
         let right = self.rcv_nxt + rcv_wnd;
         if seq + tlen > right {
             let todrop = seq + tlen - right;
@@ -176,7 +183,11 @@ impl Receiver {
     /// DELAY_ACK(tp, tlen): no delayed-ACK timer running, no zero window advertised, at most
     /// t_maxseg, delayed ACKs on.
     fn ack_or_delay(&mut self, tlen: u64) {
-        if self.delack_at.is_none() && !self.rxwin0sent && tlen <= self.cfg.maxseg && self.cfg.delack_ns.is_some() {
+        if self.delack_at.is_none()
+            && !self.rxwin0sent
+            && tlen <= self.cfg.maxseg
+            && self.cfg.delack_ns.is_some()
+        {
             self.delack = true;
         } else {
             self.acknow = true;
@@ -195,16 +206,17 @@ impl Receiver {
     /// list; then the FIN.
     fn dodata(&mut self, seq: u64, tlen: u64, fin: bool) {
         let (save_start, save_rnxt, save_tlen) = (seq, self.rcv_nxt, tlen);
-        let (thfin, tlen) = if seq == self.rcv_nxt && self.queue.is_empty() && self.queued_fin.is_none() {
-            self.ack_or_delay(tlen);
-            self.rcv_nxt += tlen;
-            self.unread += tlen;
-            (fin, tlen)
-        } else {
-            let r = self.reass(seq, tlen, fin);
-            self.acknow = true;
-            r
-        };
+        let (thfin, tlen) =
+            if seq == self.rcv_nxt && self.queue.is_empty() && self.queued_fin.is_none() {
+                self.ack_or_delay(tlen);
+                self.rcv_nxt += tlen;
+                self.unread += tlen;
+                (fin, tlen)
+            } else {
+                let r = self.reass(seq, tlen, fin);
+                self.acknow = true;
+                r
+            };
         if self.cfg.sack && save_tlen > 0 {
             if tlen == 0 && save_start < save_rnxt {
                 self.update_sack_list(save_start, save_start + save_tlen);
@@ -250,7 +262,11 @@ impl Receiver {
         if fin {
             self.queued_fin = Some(seq + tlen);
         }
-        let entry = if tlen > 0 { self.queue.containing(seq).map_or(tlen, |(s, e)| e - s) } else { tlen };
+        let entry = if tlen > 0 {
+            self.queue.containing(seq).map_or(tlen, |(s, e)| e - s)
+        } else {
+            tlen
+        };
         // present: deliver every entry that starts at rcv_nxt.
         let mut fin_delivered = false;
         while let Some((s, e)) = self.queue.first() {
@@ -270,18 +286,21 @@ impl Receiver {
 
     /// tcp_update_sack_list(), line for line (sequence comparisons without wraparound).
     fn update_sack_list(&mut self, rcv_start: u64, rcv_end: u64) {
-        let mut head = if rcv_start == rcv_end && self.numsacks >= 1 && rcv_end == self.sackblks[0].1 {
-            self.sackblks[0] // retaining DSACK block below rcv_nxt (todrop)
-        } else {
-            (rcv_start, rcv_end)
-        };
+        let mut head =
+            if rcv_start == rcv_end && self.numsacks >= 1 && rcv_end == self.sackblks[0].1 {
+                self.sackblks[0] // retaining DSACK block below rcv_nxt (todrop)
+            } else {
+                (rcv_start, rcv_end)
+            };
         let mut saved: Vec<(u64, u64)> = Vec::with_capacity(MAX_SACK_BLKS);
         for i in 0..self.numsacks {
             let (mut start, mut end) = self.sackblks[i];
             if start >= end || start <= self.rcv_nxt {
                 continue; // discard
             }
-            let covers = |s: &Vec<(u64, u64)>, start: u64, end: u64| s.last().is_some_and(|l| l.0 >= start && l.1 <= end);
+            let covers = |s: &Vec<(u64, u64)>, start: u64, end: u64| {
+                s.last().is_some_and(|l| l.0 >= start && l.1 <= end)
+            };
             if head.0 <= end && head.1 >= start {
                 if head.0 == end {
                     head.0 = start;
@@ -421,7 +440,11 @@ impl Receiver {
         self.rxwin0sent = win == 0;
         // tcp_addoptions(): NOP NOP, then as many 8-byte blocks as the 40 option bytes leave.
         let room = if self.cfg.timestamps { 3 } else { 4 };
-        let n = if self.cfg.sack { self.numsacks.min(room) } else { 0 };
+        let n = if self.cfg.sack {
+            self.numsacks.min(room)
+        } else {
+            0
+        };
         let f = AckFields {
             ack: self.rcv_nxt,
             win,
@@ -459,7 +482,10 @@ impl Receiver {
         }
         let (hiwat, mss) = (self.cfg.hiwat, self.cfg.maxseg);
         let update = (adv >= 2 * mss
-            && (adv >= hiwat / 4 || recwin <= hiwat / 8 || hiwat <= 8 * mss || adv >= TCP_MAXWIN << s))
+            && (adv >= hiwat / 4
+                || recwin <= hiwat / 8
+                || hiwat <= 8 * mss
+                || adv >= TCP_MAXWIN << s))
             || 2 * adv >= hiwat;
         (got, update)
     }
