@@ -83,7 +83,21 @@ impl Endpoint {
         handshake_rtt_ns: Option<Ns>,
         win_bytes: u64,
     ) -> Result<Self, String> {
-        let f = flow_config(stack, cc, &peer, win_bytes)?;
+        Self::with_flow(stack, cc, peer, now, handshake_rtt_ns, win_bytes, None)
+    }
+
+    /// As [`Endpoint::new`], with flow-config fields (a JSON object, e.g. `{"iw_segments": 40,
+    /// "freebsd": {...}}`) over the endpoint's own: what a script's sysctls set.
+    pub fn with_flow(
+        stack: &str,
+        cc: &str,
+        peer: Peer,
+        now: Ns,
+        handshake_rtt_ns: Option<Ns>,
+        win_bytes: u64,
+        extra_json: Option<&str>,
+    ) -> Result<Self, String> {
+        let f = flow_config(stack, cc, &peer, win_bytes, extra_json)?;
         let profile =
             crate::stack::resolve(&f).ok_or_else(|| format!("unknown stack {stack:?}"))?;
         let algo = crate::cc::build(cc, profile.cc_family)
@@ -296,8 +310,14 @@ fn mark_push(sent: &mut [Outbound], chunk_bytes: u64) {
 
 /// The flow a drill endpoint runs: established (the script's handshake already happened),
 /// options as negotiated, an application that writes what the script writes.
-fn flow_config(stack: &str, cc: &str, peer: &Peer, win_bytes: u64) -> Result<FlowConfig, String> {
-    let v = serde_json::json!({
+fn flow_config(
+    stack: &str,
+    cc: &str,
+    peer: &Peer,
+    win_bytes: u64,
+    extra_json: Option<&str>,
+) -> Result<FlowConfig, String> {
+    let mut v = serde_json::json!({
         "name": "drill", "src": 0, "dst": 1, "start_ns": 0, "stack": stack, "cc": cc,
         "mss": peer.mss, "timestamps": peer.timestamps, "sack": peer.sack, "iw_segments": 10,
         // Linux tcp_wmem[2] (4 MB): an autotuned buffer that does not bind a script's writes.
@@ -310,6 +330,16 @@ fn flow_config(stack: &str, cc: &str, peer: &Peer, win_bytes: u64) -> Result<Flo
         "peer": {"sack": peer.sack, "timestamps": peer.timestamps,
                  "window_scaling": peer.wscale > 0, "ecn": peer.ecn},
     });
+    if let Some(extra) = extra_json {
+        let extra: serde_json::Value =
+            serde_json::from_str(extra).map_err(|e| format!("drill endpoint config: {e}"))?;
+        let (Some(fields), Some(obj)) = (extra.as_object(), v.as_object_mut()) else {
+            return Err("drill endpoint config: the extra fields are not an object".into());
+        };
+        for (k, x) in fields {
+            obj.insert(k.clone(), x.clone());
+        }
+    }
     serde_json::from_value(v).map_err(|e| format!("drill endpoint config: {e}"))
 }
 

@@ -37,6 +37,13 @@ class Knobs:
     initcwnd_segments: int = 10
     stack: str = "freebsd"  # net.inet.tcp.functions_default
     cc: str = "newreno"  # net.inet.tcp.cc.algorithm
+    do_prr: bool = True  # net.inet.tcp.do_prr
+    sack_lrd: bool | None = None  # net.inet.tcp.sack.lrd; None: the version's default
+    sack_tso: bool = False  # net.inet.tcp.sack.tso
+    tso: bool = True  # net.inet.tcp.tso
+    sendbuf_inc: int = 8192  # net.inet.tcp.sendbuf_inc
+    sendbuf_auto: bool = True  # net.inet.tcp.sendbuf_auto
+    sendspace_set: bool = False  # whether the script set net.inet.tcp.sendspace
     notes: list[str] = field(default_factory=list)
 
 
@@ -59,9 +66,15 @@ _SETTERS = {
     "net.inet.tcp.delayed_ack": (lambda k, v: setattr(k, "delack_ns", None if v == "0" else k.delack_ns or 40 * MS_NS),
                                  ("0", "1")),
     "net.inet.tcp.recvspace": (lambda k, v: setattr(k, "recvspace", int(v)), None),
-    "net.inet.tcp.sendspace": (lambda k, v: setattr(k, "sendspace", int(v)), ("32768",)),
+    "net.inet.tcp.sendspace": (lambda k, v: (setattr(k, "sendspace", int(v)), setattr(k, "sendspace_set", True)), None),
+    "net.inet.tcp.sendbuf_auto": (lambda k, v: setattr(k, "sendbuf_auto", v != "0"), ("0", "1")),
+    "net.inet.tcp.sendbuf_inc": (lambda k, v: setattr(k, "sendbuf_inc", int(v)), None),
     "kern.ipc.maxsockbuf": (lambda k, v: setattr(k, "sb_max", int(v)), None),
-    "net.inet.tcp.initcwnd_segments": (lambda k, v: setattr(k, "initcwnd_segments", int(v)), ("10",)),
+    "net.inet.tcp.initcwnd_segments": (lambda k, v: setattr(k, "initcwnd_segments", int(v)), None),
+    "net.inet.tcp.do_prr": (lambda k, v: setattr(k, "do_prr", v != "0"), ("0", "1")),
+    "net.inet.tcp.sack.lrd": (lambda k, v: setattr(k, "sack_lrd", v != "0"), ("0", "1")),
+    "net.inet.tcp.sack.tso": (lambda k, v: setattr(k, "sack_tso", v != "0"), ("0", "1")),
+    "net.inet.tcp.tso": (lambda k, v: setattr(k, "tso", v != "0"), ("0", "1")),
     "net.inet.tcp.functions_default": (lambda k, v: setattr(k, "stack", "freebsd-rack" if v == "rack" else "freebsd"),
                                        ("freebsd", "rack")),
     "net.inet.tcp.cc.algorithm": (lambda k, v: setattr(k, "cc", v), ("newreno", "cubic")),
@@ -76,12 +89,34 @@ _SETTERS = {
 
 #: Why a value is not followed.
 _WHY = {
-    "net.inet.tcp.sendspace": "the model's send buffer is 4 MB (the suites' writes fit)",
-    "net.inet.tcp.initcwnd_segments": "the model's initial window is 10 segments",
     "net.inet.tcp.functions_default": "only the default and RACK stacks are modelled",
     "net.inet.tcp.cc.algorithm": "only newreno and cubic are modelled for FreeBSD",
     "net.inet.tcp.blackhole": "closed ports are not modelled",
 }
+
+
+def flow_fields(k: Knobs, stack: str, version: str, maxseg: int) -> dict:
+    """The drill endpoint's flow-config fields for these settings (config.rs FlowConfig and
+    FreeBsdKnobs; defaults by version as the spec's, tcplab.spec.senders): the initial window,
+    the send buffer (sendspace; without autosizing the buffer stays at what tcp_mss() rounds it
+    to, roundup(sendspace, t_maxseg)), and the default stack's knobs. D43470: the 15.0-2024-10
+    tree predates it, 15.0-2025 includes it, the "2023" model takes the spec's default (after)."""
+    from tcplab.spec.senders import STACK_OPTIONS
+
+    opts = STACK_OPTIONS[stack]
+    by_version = opts["version"]["defaults"].get(version, {})
+    fb = {"d43470": stack == "freebsd" and version != "15.0-2024-10", "do_prr": k.do_prr,
+          "sack_tso": k.sack_tso, "tso": k.tso, "sendbuf_inc_bytes": k.sendbuf_inc if k.sendbuf_auto else 0,
+          "version": version, "sack_lrd": k.sack_lrd if k.sack_lrd is not None else by_version.get("sack_lrd", False)}
+    if "rack_rto_cwnd" in opts:
+        fb["rack_rto_cwnd"] = by_version.get("rack_rto_cwnd", opts["rack_rto_cwnd"]["default"])
+    out: dict = {"iw_segments": k.initcwnd_segments, "freebsd": fb}
+    if k.sendspace_set:
+        out["sndbuf_initial_bytes"] = k.sendspace
+        if not k.sendbuf_auto:
+            fb["sendbuf_inc_bytes"] = 8192  # autosizing's rounding at setup, capped at it:
+            out["sndbuf_bytes"] = -(-k.sendspace // maxseg) * maxseg  # tcp_mss() roundup only
+    return out
 
 
 def apply(knobs: Knobs, command: str) -> None:

@@ -318,12 +318,13 @@ def static_problems(script: Script) -> tuple[int | None, str] | None:
 
 def run_script(path: str, script: Script, target: str) -> Result:
     """The verdict of one script on model `target`."""
-    if target not in STACKS:
+    if target.split("@")[0] not in STACKS:
         return Result(path, target, "unsupported", None, NOT_WIRED)
     problem = static_problems(script)
-    if problem and not (target in FREEBSD and problem[1].startswith("--mtu")):  # FreeBSD: MSS from the MTU
+    freebsd = target.split("@")[0] in FREEBSD
+    if problem and not (freebsd and problem[1].startswith("--mtu")):  # FreeBSD: MSS from the MTU
         return Result(path, target, "unsupported", problem[0], problem[1])
-    if target in FREEBSD:
+    if freebsd:
         from .model_freebsd import FreeBSDEngine
         eng: ModelEngine = FreeBSDEngine(script, target)
     else:

@@ -7,6 +7,8 @@ SACK list, delayed ACKs, the window), its sysctls (env_freebsd.py) and tcp_fill_
 
 from __future__ import annotations
 
+import json
+
 from . import env_freebsd, packets, tcpinfo_freebsd, wire_freebsd as wire
 from .calls import SYMBOLS, Unhandled, value
 from .engine import Failed, Unsupported
@@ -26,8 +28,10 @@ class FreeBSDEngine(ModelEngine):
     #: Two TCPTV_REXMTMAX (64 s) backoffs: a `*` SYN retransmission comes within that.
     ANY_WAIT_US = 130_000_000
 
-    def __init__(self, script, stack: str) -> None:  # noqa: ANN001 - syntax.Script
+    def __init__(self, script, target: str) -> None:  # noqa: ANN001 - syntax.Script
+        stack, _, version = target.partition("@")
         super().__init__(script, stack)
+        self.version = version or "2023"
         self.k = env_freebsd.Knobs(stack=stack)
         self.cc = self.k.cc
         self.mtu = int(script.options.get("mtu", "1500"))
@@ -213,10 +217,12 @@ class FreeBSDEngine(ModelEngine):
         n = self.neg
         payload = n["maxseg"] - (12 if n["ts"] else 0)
         rtt_us = self.now_us - getattr(self, "_syn_t", self.now_us)
+        flow = env_freebsd.flow_fields(self.k, self.stack, self.version, n["maxseg"])
+        self.snd_hiwat = flow.get("sndbuf_bytes", 4 << 20)
         try:
             self.ep = DrillEndpoint(self.stack, self.cc, payload, n["sack"], n["ts"], n["snd_scale"], n["ecn"],
                                     self.now_us * NS_PER_US, rtt_us * NS_PER_US if rtt_us else None,
-                                    (p.win or 0) << (n["snd_scale"] if "S" not in p.flags else 0))
+                                    (p.win or 0) << (n["snd_scale"] if "S" not in p.flags else 0), json.dumps(flow))
         except ValueError as e:
             raise Unsupported(ev.line, str(e)) from None
         delack = self.k.delack_ns
@@ -256,6 +262,16 @@ class FreeBSDEngine(ModelEngine):
             return self._getsockopt(ev, a, call)
         if name == "connect":
             return self._connect(call)
+        if name in ("write", "send") and self.nonblock and self.ep is not None:
+            # sosend_generic() on a non-blocking socket copies what fits in so_snd.
+            raw = dict(self.ep.raw_state())
+            room = self.snd_hiwat - (self.ep.written() - raw["snd_una"])
+            n = min(value(a[2]), max(room, 0))
+            if n == 0 or (name == "send" and value(a[3]) != 0):
+                raise Unhandled(f"{name}() on a full buffer (EAGAIN) or with flags: not modelled")
+            self.ep.write(self.now_us * NS_PER_US, n)
+            self._collect()
+            return n
         if name in ("recv", "read"):
             return self._recv(a, name)
         if name == "close":
@@ -376,3 +392,17 @@ class FreeBSDEngine(ModelEngine):
         info.update(tcpinfo_freebsd.STATES)
         info.update(tcpinfo_freebsd.OPTIONS)
         self.snapshots.append((ev.line, info))
+
+
+def version_problem(target: str) -> str | None:
+    """Why `target` is not a FreeBSD target with a version (`freebsd@15.0-2025`), or None: the
+    versions are the spec's (`stack = "freebsd@15.0-2025"`, docs/models.md)."""
+    from tcplab.spec.senders import STACK_OPTIONS
+
+    stack, at, version = target.partition("@")
+    if not at or stack not in ("freebsd", "freebsd-rack"):
+        return "a version applies to the freebsd and freebsd-rack targets only"
+    allowed = STACK_OPTIONS[stack]["version"]["allowed"]
+    if version not in allowed:
+        return f"{stack} versions are {', '.join(allowed)}"
+    return None

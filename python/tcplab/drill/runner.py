@@ -38,14 +38,17 @@ def expand(paths: list[str]) -> list[str]:
 
 
 def check_targets(targets: list[str]) -> list[str]:
-    bad = [t for t in targets if t not in TARGETS]
+    from .model_freebsd import version_problem
+
+    bad = [t for t in targets if t not in TARGETS and version_problem(t) is not None]
     if bad:
-        raise RunnerError(f"unknown target {bad[0]!r}: use {', '.join(TARGETS)}")
+        why = version_problem(bad[0]) if "@" in bad[0] else f"use {', '.join(TARGETS)}"
+        raise RunnerError(f"unknown target {bad[0]!r}: {why}")
     return list(dict.fromkeys(targets))
 
 
 def run_one(path: str, script: Script, target: str, timeout_s: float) -> Result:
-    if target in MODEL_TARGETS:
+    if target.split("@")[0] in MODEL_TARGETS:
         return run_model(path, script, target)
     return run_script(path, script, timeout_s)
 
