@@ -18,9 +18,9 @@ from .result import Result
 from .syntax import RELATIVE, RELATIVE_RANGE, Code, Event, Packet, Script, Shell, Syscall, Text
 
 #: The model each target runs (stack profile names of crates/tcplab-sim/src/stack).
-STACKS = {"linux": "linux", "freebsd": "freebsd", "freebsd-rack": "freebsd-rack"}
+STACKS = {"linux": "linux", "freebsd": "freebsd", "freebsd-rack": "freebsd-rack", "rfc": "rfc"}
 #: Why a target is not built on the endpoint yet.
-NOT_WIRED = "the endpoint seam is wired for the linux and FreeBSD stacks only"
+NOT_WIRED = "not a model target"
 FREEBSD = ("freebsd", "freebsd-rack")
 OWN_MSS = 1460  # MTU 1500 less 40: what Linux advertises on packetdrill's tun0 (--mtu default)
 OWN_WSCALE = 8  # Linux's shift for tcp_rmem[2] 15 MB (defaults.sh), as the suites' SYN-ACKs show
@@ -322,11 +322,14 @@ def run_script(path: str, script: Script, target: str) -> Result:
         return Result(path, target, "unsupported", None, NOT_WIRED)
     problem = static_problems(script)
     freebsd = target.split("@")[0] in FREEBSD
-    if problem and not (freebsd and problem[1].startswith("--mtu")):  # FreeBSD: MSS from the MTU
-        return Result(path, target, "unsupported", problem[0], problem[1])
-    if freebsd:
+    if problem and not (target.split("@")[0] in FREEBSD + ("rfc",) and problem[1].startswith("--mtu")):
+        return Result(path, target, "unsupported", problem[0], problem[1])  # FreeBSD, rfc: MSS from the MTU
+    if target == "rfc":
+        from .model_rfc import RfcEngine
+        eng: ModelEngine = RfcEngine(script, target)
+    elif freebsd:
         from .model_freebsd import FreeBSDEngine
-        eng: ModelEngine = FreeBSDEngine(script, target)
+        eng = FreeBSDEngine(script, target)
     else:
         eng = ModelEngine(script, target)
     try:

@@ -217,7 +217,7 @@ class FreeBSDEngine(ModelEngine):
         n = self.neg
         payload = n["maxseg"] - (12 if n["ts"] else 0)
         rtt_us = self.now_us - getattr(self, "_syn_t", self.now_us)
-        flow = env_freebsd.flow_fields(self.k, self.stack, self.version, n["maxseg"])
+        flow = self._flow_fields(n["maxseg"])
         self.snd_hiwat = flow.get("sndbuf_bytes", 4 << 20)
         try:
             self.ep = DrillEndpoint(self.stack, self.cc, payload, n["sack"], n["ts"], n["snd_scale"], n["ecn"],
@@ -228,6 +228,16 @@ class FreeBSDEngine(ModelEngine):
         delack = self.k.delack_ns
         self.rx = DrillReceiver(n["hiwat"], n["rcv_scale"], n["maxseg"], n["sack"], n["ts"], delack, 1, n["syn_win"])
         self.state = "TCPI_ESTABLISHED"
+
+    def _flow_fields(self, maxseg: int) -> dict:
+        """The endpoint's flow-config fields from the script's sysctls and the target's version."""
+        return env_freebsd.flow_fields(self.k, self.stack, self.version, maxseg)
+
+    def _open_timer(self) -> tuple[int, int, int, int]:
+        """(initial, slop, minimum, retries) of the SYN timer: rexmit_initial, rexmit_slop,
+        rexmit_min, TCP_MAXRXTSHIFT."""
+        k = self.k
+        return k.rexmit_initial_ns, k.rexmit_slop_ns, k.rexmit_min_ns, 12
 
     def _segment(self, ev: Event, p: Packet, ecr: int | None) -> None:
         now_ns = self.now_us * NS_PER_US
@@ -325,8 +335,7 @@ class FreeBSDEngine(ModelEngine):
         self.state, self.conn_fd = "TCPI_SYN_SENT", value(call.args[0])
         k = self.k
         keepinit = self.keepinit_ns if self.keepinit_ns is not None else k.keepinit_ns
-        self.opening = DrillOpen(self.now_us * NS_PER_US, k.rexmit_initial_ns, k.rexmit_slop_ns, k.rexmit_min_ns,
-                                 12, keepinit)
+        self.opening = DrillOpen(self.now_us * NS_PER_US, *self._open_timer(), keepinit)
         self._syn_t = self.now_us
         self._send_syn(0)
         return -1
