@@ -301,17 +301,18 @@ def _text(s: packets.Seen) -> str:
         (f" <{opts}>" if opts else "")
 
 
-def static_problems(script: Script) -> tuple[int | None, str] | None:
-    """What stops a model run before it starts (line, what)."""
-    if script.ip_version() != "ipv4":
-        return None, f"--ip_version={script.ip_version()}: the model target runs IPv4 scripts"
+def static_problems(script: Script, mtu_and_ipv6: bool = False) -> tuple[int | None, str] | None:
+    """What stops a model run before it starts (line, what). `mtu_and_ipv6`: the target takes the
+    MSS from --mtu and the IP version (the FreeBSD and rfc targets)."""
+    if script.ip_version() not in (("ipv4", "ipv6") if mtu_and_ipv6 else ("ipv4",)):
+        return None, f"--ip_version={script.ip_version()}: the model target runs {'IPv4 and IPv6' if mtu_and_ipv6 else 'IPv4'} scripts"
     for line, why in script.unsupported:
         return line, why
     known = {"ip_version", "tolerance_usecs", "tolerance_percent", "mtu", "mss", "strict_segments", "debug", "verbose"}
     for k in script.options:
         if k not in known:
             return None, f"--{k}: not supported by the model target"
-    if script.options.get("mtu", "1500") != "1500":
+    if script.options.get("mtu", "1500") != "1500" and not mtu_and_ipv6:
         return None, "--mtu other than 1500: not modelled"
     return None
 
@@ -320,10 +321,10 @@ def run_script(path: str, script: Script, target: str) -> Result:
     """The verdict of one script on model `target`."""
     if target.split("@")[0] not in STACKS:
         return Result(path, target, "unsupported", None, NOT_WIRED)
-    problem = static_problems(script)
     freebsd = target.split("@")[0] in FREEBSD
-    if problem and not (target.split("@")[0] in FREEBSD + ("rfc",) and problem[1].startswith("--mtu")):
-        return Result(path, target, "unsupported", problem[0], problem[1])  # FreeBSD, rfc: MSS from the MTU
+    problem = static_problems(script, mtu_and_ipv6=freebsd or target == "rfc")
+    if problem:
+        return Result(path, target, "unsupported", problem[0], problem[1])
     if target == "rfc":
         from .model_rfc import RfcEngine
         eng: ModelEngine = RfcEngine(script, target)

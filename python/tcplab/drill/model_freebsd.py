@@ -14,7 +14,7 @@ from .calls import SYMBOLS, Unhandled, value
 from .engine import Failed, Unsupported
 from .model import NS_PER_US, ModelEngine
 from .model_env import NotModelled
-from .syntax import Event, Packet
+from .syntax import ABSOLUTE, Event, Packet, Syscall
 
 #: FreeBSD socket options the suites set (netinet/tcp.h): TCP_NOOPT, TCP_KEEPINIT.
 TCP_NOOPT, TCP_KEEPINIT = 8, 128
@@ -35,6 +35,9 @@ class FreeBSDEngine(ModelEngine):
         self.k = env_freebsd.Knobs(stack=stack)
         self.cc = self.k.cc
         self.mtu = int(script.options.get("mtu", "1500"))
+        # IPv6 changes only the header the MSS leaves room for: the model's segments are compared
+        # by their TCP fields and lengths, as for IPv4.
+        self.v6 = script.ip_version() == "ipv6"
         self.state = "TCPI_CLOSED"
         self.rx = None  # DrillReceiver once established
         self.opening = None  # DrillOpen in SYN_SENT
@@ -56,6 +59,36 @@ class FreeBSDEngine(ModelEngine):
                                     f"run this script with --target {self.k.stack}")
         self.cc = self.k.cc
 
+    # A blocking connect() -------------------------------------------------------------------------
+    def _event(self, ev: Event, start: int, end: int | None) -> None:
+        t = ev.time
+        if isinstance(ev.body, Syscall) and t.blocking_end_us is not None:
+            # packetdrill runs a blocking call on its own thread: the script goes on from the
+            # call's start; its result and return time are checked when it returns.
+            if ev.body.name != "connect" or t.kind != ABSOLUTE or self.nonblock:
+                raise Unsupported(ev.line, "blocking system calls other than a blocking connect() not modelled")
+            self._advance(start)
+            self.blocked = (ev.line, start, t.blocking_end_us, ev.body)
+            self._start_connect(value(ev.body.args[0]))
+            return
+        super()._event(ev, start, end)
+
+    def _unblock(self, t_us: int, result: int, errno: str | None) -> None:
+        """The blocking connect() returns at `t_us`: time (verify_time) and outcome checked."""
+        if self.blocked is None:
+            return
+        line, start, end, call = self.blocked
+        self.blocked = None
+        self.check_time(line, ABSOLUTE, end, None, t_us, "system call return")
+        if (result, errno) != (call.result, call.errno):
+            raise Failed(line, f"Expected result {call.result} {call.errno or ''} but got {result} {errno or ''}".strip())
+
+    def run(self) -> None:
+        self.blocked = None
+        super().run()
+        if self.blocked is not None:
+            raise Failed(self.blocked[0], "the blocking connect() had not returned by the end of the script")
+
     # Timers -------------------------------------------------------------------------------------
     def _deadline(self) -> int | None:
         ds = [o.deadline() for o in (self.ep, self.rx, self.opening) if o is not None]
@@ -74,8 +107,8 @@ class FreeBSDEngine(ModelEngine):
                 self._collect()
 
     def _advance(self, t_us: int) -> None:
+        self._fire(max(self.now_us, t_us) * NS_PER_US)  # each timer at its own time
         self.now_us = max(self.now_us, t_us)
-        self._fire(self.now_us * NS_PER_US)
         if self.ep is not None:
             self.ep.advance(self.now_us * NS_PER_US)
             self._collect()
@@ -138,7 +171,7 @@ class FreeBSDEngine(ModelEngine):
             # tcp_timer_rexmt(): `if (tcp_rexmit_drop_options && (tp->t_state == TCPS_SYN_SENT)
             # && (tp->t_rxtshift == 3)) tp->t_flags &= ~(TF_REQ_SCALE|TF_REQ_TSTMP|TF_SACK_PERMIT)`.
             ws = ts = sack = False
-        return wire.addoptions(mss=wire.mss_option(self.mtu), wscale=wire.wscale_for(self.k.sb_max) if ws else None,
+        return wire.addoptions(mss=wire.mss_option(self.mtu, self.v6), wscale=wire.wscale_for(self.k.sb_max) if ws else None,
                                sackperm=sack, ts=(self._ts(), self.peer_ts if self.state != "TCPI_SYN_SENT" else 0)
                                if ts else None)
 
@@ -153,6 +186,7 @@ class FreeBSDEngine(ModelEngine):
         shift = self.opening.fire(t_ns)
         if shift is None:  # tcp_drop(tp, ETIMEDOUT)
             self.opening, self.state, self.so_error = None, "TCPI_CLOSED", ERRNO["ETIMEDOUT"]
+            self._unblock(self.now_us, -1, "ETIMEDOUT")
         else:
             self._send_syn(shift)
 
@@ -180,6 +214,7 @@ class FreeBSDEngine(ModelEngine):
             self._negotiate(p, opts)
             self._establish(ev, p)
             self._ack(self.now_us)
+            self._unblock(self.now_us, 0, None)
             return
         if self.state not in ("TCPI_LISTEN", "TCPI_SYN_SENT") or self.neg:
             raise Unsupported(ev.line, "a second SYN: not modelled")
@@ -192,7 +227,7 @@ class FreeBSDEngine(ModelEngine):
         # SYN asked for ECN (tcp_ecn_syncache_respond()).
         space = n["hiwat"] if simultaneous else self.k.recvspace
         n["syn_win"] = wire.syn_window(space)
-        o = wire.addoptions(mss=wire.mss_option(self.mtu), wscale=n["rcv_scale"] if n["ws"] else None,
+        o = wire.addoptions(mss=wire.mss_option(self.mtu, self.v6), wscale=n["rcv_scale"] if n["ws"] else None,
                             sackperm=n["sack"], ts=(self._ts(), self.peer_ts) if n["ts"] else None)
         if self.noopt:
             o = []
@@ -204,7 +239,7 @@ class FreeBSDEngine(ModelEngine):
         """What both sides agreed to (tcp_do_segment() in SYN_SENT; syncache_add())."""
         ws, ts, sack = self._want()
         ws, ts, sack = ws and "wscale" in opts, ts and "TS" in opts, sack and "sackOK" in opts
-        maxseg = wire.maxseg(opts.get("mss", (None,))[0], self.mtu)
+        maxseg = wire.maxseg(opts.get("mss", (None,))[0], self.mtu, self.v6)
         ecn = "E" in p.flags and ("W" in p.flags or "." in p.flags) and self.k.ecn in (1, 2)
         self.neg = {"ws": ws, "ts": ts, "sack": sack, "maxseg": maxseg, "ecn": ecn,
                     "snd_scale": min(opts["wscale"][0], 14) if ws else 0,
@@ -328,17 +363,21 @@ class FreeBSDEngine(ModelEngine):
         return 0
 
     def _connect(self, call) -> int:  # noqa: ANN001
-        from tcplab._native import DrillOpen
-
         if not self.nonblock or call.errno != "EINPROGRESS":
             raise Unhandled("connect() other than non-blocking with EINPROGRESS: not modelled")
-        self.state, self.conn_fd = "TCPI_SYN_SENT", value(call.args[0])
+        self._start_connect(value(call.args[0]))
+        return -1
+
+    def _start_connect(self, fd: int) -> None:
+        """tcp_connect() and the first SYN; TT_KEEP armed with TP_KEEPINIT."""
+        from tcplab._native import DrillOpen
+
+        self.state, self.conn_fd = "TCPI_SYN_SENT", fd
         k = self.k
         keepinit = self.keepinit_ns if self.keepinit_ns is not None else k.keepinit_ns
         self.opening = DrillOpen(self.now_us * NS_PER_US, *self._open_timer(), keepinit)
         self._syn_t = self.now_us
         self._send_syn(0)
-        return -1
 
     def _syscall(self, ev: Event, call) -> None:  # noqa: ANN001
         if call.name == "connect" and call.errno == "EINPROGRESS" and call.result == -1:
@@ -391,7 +430,7 @@ class FreeBSDEngine(ModelEngine):
                                                  "TCPI_OPT_SACK": n.get("sack", False),
                                                  "TCPI_OPT_WSCALE": n.get("ws", False),
                                                  "TCPI_OPT_ECN": n.get("ecn", False)},
-                                    n.get("maxseg", wire.mss_option(self.mtu)), raw, rcv,
+                                    n.get("maxseg", wire.mss_option(self.mtu, self.v6)), raw, rcv,
                                     (n.get("snd_scale", 0), n.get("rcv_scale", 0)))
         from .model import _INFO
 

@@ -13,7 +13,9 @@ TCP_MAXWIN = 65_535
 TCP_MAX_WINSHIFT = 14
 TCP_MAXOLEN = 40
 TCP_MSSDFLT = 536  # net.inet.tcp.mssdflt: the MSS when the peer's SYN has none (tcp_mss_update())
+TCP_V6MSSDFLT = 1220  # net.inet.tcp.v6mssdflt
 IP4_TCP_HDR = 40  # sizeof(struct tcpiphdr): tcp_mssopt() = link MTU - 40
+IP6_TCP_HDR = 60  # sizeof(struct ip6_hdr) + sizeof(struct tcphdr)
 
 
 def addoptions(mss: int | None = None, wscale: int | None = None, sackperm: bool = False,
@@ -68,14 +70,16 @@ def wscale_for(sb_max: int) -> int:
     return w
 
 
-def mss_option(mtu: int) -> int:
-    """tcp_mssopt(): the interface MTU less the IPv4 and TCP headers."""
-    return mtu - IP4_TCP_HDR
+def mss_option(mtu: int, v6: bool = False) -> int:
+    """tcp_mssopt(): the interface MTU less the IP (v4 or v6) and TCP headers (`min_protoh`)."""
+    return mtu - (IP6_TCP_HDR if v6 else IP4_TCP_HDR)
 
 
-def maxseg(peer_mss: int | None, mtu: int) -> int:
-    """tcp_mss_update(): min(link MTU - 40, the peer's MSS or tcp_mssdflt), at least 64."""
-    return max(min(mtu - IP4_TCP_HDR, peer_mss if peer_mss else TCP_MSSDFLT), 64)
+def maxseg(peer_mss: int | None, mtu: int, v6: bool = False) -> int:
+    """tcp_mss_update(): min(link MTU - min_protoh, the peer's MSS or tcp_mssdflt / tcp_v6mssdflt),
+    at least 64."""
+    dflt = TCP_V6MSSDFLT if v6 else TCP_MSSDFLT
+    return max(min(mss_option(mtu, v6), peer_mss if peer_mss else dflt), 64)
 
 
 def rcv_hiwat(k: Knobs, maxseg_bytes: int) -> int:
