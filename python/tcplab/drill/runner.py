@@ -1,6 +1,6 @@
 """Runs scripts on targets: folders expanded to their scripts, each script parsed once, each
 target asked in turn. Targets: `kernel` (this machine's Linux, kernel.py); the stack models
-`linux`, `freebsd`, `freebsd-rack` and `rfc` (model.py; model_freebsd.py for the FreeBSD stacks; rfc not wired yet)."""
+`linux`, `freebsd`, `freebsd-rack` and `rfc` (model.py; model_freebsd.py for the FreeBSD stacks, model_rfc.py for rfc)."""
 
 from __future__ import annotations
 
