@@ -305,7 +305,8 @@ def static_problems(script: Script, mtu_and_ipv6: bool = False) -> tuple[int | N
     """What stops a model run before it starts (line, what). `mtu_and_ipv6`: the target takes the
     MSS from --mtu and the IP version (the FreeBSD and rfc targets)."""
     if script.ip_version() not in (("ipv4", "ipv6") if mtu_and_ipv6 else ("ipv4",)):
-        return None, f"--ip_version={script.ip_version()}: the model target runs {'IPv4 and IPv6' if mtu_and_ipv6 else 'IPv4'} scripts"
+        runs = "IPv4 and IPv6" if mtu_and_ipv6 else "IPv4"
+        return None, f"--ip_version={script.ip_version()}: the model target runs {runs} scripts"
     for line, why in script.unsupported:
         return line, why
     known = {"ip_version", "tolerance_usecs", "tolerance_percent", "mtu", "mss", "strict_segments", "debug", "verbose"}

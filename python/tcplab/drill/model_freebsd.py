@@ -81,7 +81,8 @@ class FreeBSDEngine(ModelEngine):
         self.blocked = None
         self.check_time(line, ABSOLUTE, end, None, t_us, "system call return")
         if (result, errno) != (call.result, call.errno):
-            raise Failed(line, f"Expected result {call.result} {call.errno or ''} but got {result} {errno or ''}".strip())
+            want, got = f"{call.result} {call.errno or ''}".strip(), f"{result} {errno or ''}".strip()
+            raise Failed(line, f"Expected result {want} but got {got}")
 
     def run(self) -> None:
         self.blocked = None
@@ -171,7 +172,8 @@ class FreeBSDEngine(ModelEngine):
             # tcp_timer_rexmt(): `if (tcp_rexmit_drop_options && (tp->t_state == TCPS_SYN_SENT)
             # && (tp->t_rxtshift == 3)) tp->t_flags &= ~(TF_REQ_SCALE|TF_REQ_TSTMP|TF_SACK_PERMIT)`.
             ws = ts = sack = False
-        return wire.addoptions(mss=wire.mss_option(self.mtu, self.v6), wscale=wire.wscale_for(self.k.sb_max) if ws else None,
+        return wire.addoptions(mss=wire.mss_option(self.mtu, self.v6),
+                               wscale=wire.wscale_for(self.k.sb_max) if ws else None,
                                sackperm=sack, ts=(self._ts(), self.peer_ts if self.state != "TCPI_SYN_SENT" else 0)
                                if ts else None)
 
@@ -414,7 +416,8 @@ class FreeBSDEngine(ModelEngine):
         if self.ep.written() + 1 > self._snd_max() - int(self.fin_sent) or \
                 dict(self.ep.tcp_info())["tcpi_notsent_bytes"]:
             raise Unhandled("close() with unsent data: FIN on a data segment not modelled")
-        self.state = {"TCPI_ESTABLISHED": "TCPI_FIN_WAIT_1", "TCPI_CLOSE_WAIT": "TCPI_LAST_ACK"}.get(self.state, self.state)
+        closing = {"TCPI_ESTABLISHED": "TCPI_FIN_WAIT_1", "TCPI_CLOSE_WAIT": "TCPI_LAST_ACK"}
+        self.state = closing.get(self.state, self.state)
         self.fin_sent = True
         self._ack(self.now_us, flags=0x11)
         return 0

@@ -33,7 +33,8 @@ class RfcEngine(FreeBSDEngine):
     def shell(self, line: int, command: str) -> None:
         for name in SENDER_ONLY:
             if name in command:
-                raise Unsupported(line, f"sysctl {name}: a FreeBSD sender knob; the rfc target's sender is the textbook one")
+                raise Unsupported(line, f"sysctl {name}: a FreeBSD sender knob; the rfc target's sender is the "
+                                        "textbook one")
         try:
             env_freebsd.apply(self.k, command)
         except NotModelled as e:

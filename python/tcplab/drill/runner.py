@@ -1,6 +1,7 @@
 """Runs scripts on targets: folders expanded to their scripts, each script parsed once, each
 target asked in turn. Targets: `kernel` (this machine's Linux, kernel.py); the stack models
-`linux`, `freebsd`, `freebsd-rack` and `rfc` (model.py; model_freebsd.py for the FreeBSD stacks, model_rfc.py for rfc)."""
+`linux`, `freebsd`, `freebsd-rack` and `rfc` (model.py; model_freebsd.py for the FreeBSD stacks,
+model_rfc.py for rfc), a FreeBSD target optionally with a source version (`freebsd@15.0-2025`)."""
 
 from __future__ import annotations
 
