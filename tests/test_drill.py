@@ -131,17 +131,17 @@ def test_json_goes_through_the_output_guard(tmp_path):
 
 def test_model_targets_verdicts_and_json_is_not_overwritten(tmp_path):
     """Reads ../shared/packetdrill/google/slow_start/slow-start-ack-per-2pkt-send-6pkt.pkt: the
-    linux model passes it (noting the suite's defaults it does not follow); the other models are
-    not wired to the endpoint yet and say so."""
+    linux model passes it (noting the suite's defaults it does not follow); the FreeBSD and rfc
+    targets cannot run the Linux suite's defaults.sh and say so, with the line."""
     out = tmp_path / "r.json"
     script = str(GOOGLE / "slow_start" / "slow-start-ack-per-2pkt-send-6pkt.pkt")
     p = tcplab("drill", script, "-t", "linux", "-t", "freebsd", "-t", "freebsd-rack", "-t", "rfc", "--json", str(out))
     assert p.returncode == 0, p.stderr
     rows = json.loads(out.read_text())
     assert [(r["target"], r["result"], r["line"]) for r in rows] == [
-        ("linux", "pass", None), *((t, "unsupported", None) for t in ("freebsd", "freebsd-rack", "rfc"))]
+        ("linux", "pass", None), *((t, "unsupported", 9) for t in ("freebsd", "freebsd-rack", "rfc"))]
     assert rows[0]["reason"].startswith("defaults not followed: tcp_frto=2 not followed (F-RTO (RFC 5682) not modelled)")
-    assert rows[1]["reason"].startswith("the endpoint seam is wired for the linux stack only")
+    assert rows[1]["reason"] == "command '../common/defaults.sh': not modelled"
     assert all(r["script"] == script for r in rows)
     again = tcplab("drill", script, "-t", "linux", "--json", str(out))
     assert again.returncode == 2

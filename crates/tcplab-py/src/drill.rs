@@ -16,7 +16,7 @@ pub struct DrillEndpoint {
 impl DrillEndpoint {
     #[new]
     #[allow(clippy::too_many_arguments)] // the handshake's outcome, field by field
-    #[pyo3(signature = (stack, cc, mss, sack, timestamps, wscale, ecn, now_ns, handshake_rtt_ns, win_bytes))]
+    #[pyo3(signature = (stack, cc, mss, sack, timestamps, wscale, ecn, now_ns, handshake_rtt_ns, win_bytes, flow_json=None))]
     fn new(
         stack: &str,
         cc: &str,
@@ -28,6 +28,7 @@ impl DrillEndpoint {
         now_ns: u64,
         handshake_rtt_ns: Option<u64>,
         win_bytes: u64,
+        flow_json: Option<&str>,
     ) -> PyResult<Self> {
         let peer = Peer {
             mss,
@@ -36,9 +37,17 @@ impl DrillEndpoint {
             wscale,
             ecn,
         };
-        Endpoint::new(stack, cc, peer, now_ns, handshake_rtt_ns, win_bytes)
-            .map(|inner| DrillEndpoint { inner })
-            .map_err(PyValueError::new_err)
+        Endpoint::with_flow(
+            stack,
+            cc,
+            peer,
+            now_ns,
+            handshake_rtt_ns,
+            win_bytes,
+            flow_json,
+        )
+        .map(|inner| DrillEndpoint { inner })
+        .map_err(PyValueError::new_err)
     }
 
     /// The application writes `bytes` at `now_ns`.
@@ -93,6 +102,11 @@ impl DrillEndpoint {
     /// Bytes the application has written.
     fn written(&self) -> u64 {
         self.inner.written()
+    }
+
+    /// The sender's windows and timers in their own units (bytes, ns).
+    fn raw_state(&self) -> Vec<(&'static str, i64)> {
+        self.inner.raw_state()
     }
 
     /// tcp_info fields the model holds, as tcp_get_info() fills them.

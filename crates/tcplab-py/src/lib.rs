@@ -5,6 +5,7 @@
 //! (`drill`).
 
 mod drill;
+mod drill_rx;
 mod export;
 mod import;
 mod options;
@@ -29,6 +30,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<import::Importer>()?;
     m.add_class::<pycc::CcState>()?;
     m.add_class::<drill::DrillEndpoint>()?;
+    m.add_class::<drill_rx::DrillReceiver>()?;
+    m.add_class::<drill_rx::DrillOpen>()?;
     m.add_function(wrap_pyfunction!(import::detect_format, m)?)?;
     m.add_function(wrap_pyfunction!(linkem_main, m)?)?;
     m.add_function(wrap_pyfunction!(import::origin_ns, m)?)?;

@@ -564,6 +564,15 @@ impl FreeBsdVersion {
         self == FreeBsdVersion::V15_2025
     }
 
+    /// tcp_sack_partialack()'s RFC 6675 rescue retransmission for any partial ACK below
+    /// snd_recover, its hole the last maxseg below `highdata = SEQ_MIN(snd_max, snd_recover)`
+    /// (fel1x-developer/freebsd-src tcp_sack.c @ 2d614aa2fe3e037bd11d351b0b5cfda776e65814, the
+    /// copy the later versions follow), rather than only while `(tp->snd_recover == tp->snd_max)`
+    /// with the hole below snd_max (the earlier copy the "2023" model follows).
+    pub fn rescue_below_recovery_point(self) -> bool {
+        self != FreeBsdVersion::V2023
+    }
+
     /// Lost-retransmission detection's default: `VNET_DEFINE(int, tcp_do_lrd) = 0;`
     /// (net.inet.tcp.do_lrd) at freebsd/freebsd-src tcp_input.c @ 2bae602e; `VNET_DEFINE(int,
     /// tcp_do_lrd) = 1;` as net.inet.tcp.sack.lrd in fel1x-developer tcp_sack.c @ 2d614aa2

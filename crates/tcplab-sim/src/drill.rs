@@ -83,7 +83,21 @@ impl Endpoint {
         handshake_rtt_ns: Option<Ns>,
         win_bytes: u64,
     ) -> Result<Self, String> {
-        let f = flow_config(stack, cc, &peer, win_bytes)?;
+        Self::with_flow(stack, cc, peer, now, handshake_rtt_ns, win_bytes, None)
+    }
+
+    /// As [`Endpoint::new`], with flow-config fields (a JSON object, e.g. `{"iw_segments": 40,
+    /// "freebsd": {...}}`) over the endpoint's own: what a script's sysctls set.
+    pub fn with_flow(
+        stack: &str,
+        cc: &str,
+        peer: Peer,
+        now: Ns,
+        handshake_rtt_ns: Option<Ns>,
+        win_bytes: u64,
+        extra_json: Option<&str>,
+    ) -> Result<Self, String> {
+        let f = flow_config(stack, cc, &peer, win_bytes, extra_json)?;
         let profile =
             crate::stack::resolve(&f).ok_or_else(|| format!("unknown stack {stack:?}"))?;
         let algo = crate::cc::build(cc, profile.cc_family)
@@ -108,7 +122,7 @@ impl Endpoint {
     pub fn write(&mut self, now: Ns, bytes: u64) {
         self.advance(now);
         self.sender.app_write(bytes);
-        self.call(now, |s, now, out, id| s.output(now, out, id));
+        self.call(now, |s, now, out, id| s.app_wrote(now, out, id));
     }
 
     /// A segment arrives at `now`.
@@ -239,6 +253,29 @@ impl Endpoint {
         ]
     }
 
+    /// The sender's windows and timers in their own units, for stacks whose tcp_info reports
+    /// them unconverted (FreeBSD tcp_fill_info(): snd_cwnd and snd_ssthresh in bytes): cwnd,
+    /// ssthresh, snd_wnd and snd_una in bytes; srtt, rttvar and the RTO in ns; the RTO's shift;
+    /// segments retransmitted.
+    pub fn raw_state(&self) -> Vec<(&'static str, i64)> {
+        let s = &self.sender;
+        vec![
+            ("cwnd_bytes", s.v.win.cwnd.min(i64::MAX as u64) as i64),
+            (
+                "ssthresh_bytes",
+                s.v.win.ssthresh.min(i64::MAX as u64) as i64,
+            ),
+            ("snd_wnd_bytes", s.snd_wnd as i64),
+            ("snd_una", s.snd_una as i64),
+            ("snd_nxt", s.snd_nxt as i64),
+            ("srtt_ns", s.rtt.srtt_ns as i64),
+            ("rttvar_ns", s.rtt.rttvar_ns as i64),
+            ("rto_ns", s.rtt.rto_ns as i64),
+            ("rxtshift", s.rtt.rxtshift as i64),
+            ("retrans_segs", s.retrans_segs as i64),
+        ]
+    }
+
     /// Whether the connection is in fast recovery or after an RTO (for tests).
     pub fn in_recovery(&self) -> bool {
         self.sender.state != State::Open
@@ -273,8 +310,14 @@ fn mark_push(sent: &mut [Outbound], chunk_bytes: u64) {
 
 /// The flow a drill endpoint runs: established (the script's handshake already happened),
 /// options as negotiated, an application that writes what the script writes.
-fn flow_config(stack: &str, cc: &str, peer: &Peer, win_bytes: u64) -> Result<FlowConfig, String> {
-    let v = serde_json::json!({
+fn flow_config(
+    stack: &str,
+    cc: &str,
+    peer: &Peer,
+    win_bytes: u64,
+    extra_json: Option<&str>,
+) -> Result<FlowConfig, String> {
+    let mut v = serde_json::json!({
         "name": "drill", "src": 0, "dst": 1, "start_ns": 0, "stack": stack, "cc": cc,
         "mss": peer.mss, "timestamps": peer.timestamps, "sack": peer.sack, "iw_segments": 10,
         // Linux tcp_wmem[2] (4 MB): an autotuned buffer that does not bind a script's writes.
@@ -287,6 +330,16 @@ fn flow_config(stack: &str, cc: &str, peer: &Peer, win_bytes: u64) -> Result<Flo
         "peer": {"sack": peer.sack, "timestamps": peer.timestamps,
                  "window_scaling": peer.wscale > 0, "ecn": peer.ecn},
     });
+    if let Some(extra) = extra_json {
+        let extra: serde_json::Value =
+            serde_json::from_str(extra).map_err(|e| format!("drill endpoint config: {e}"))?;
+        let (Some(fields), Some(obj)) = (extra.as_object(), v.as_object_mut()) else {
+            return Err("drill endpoint config: the extra fields are not an object".into());
+        };
+        for (k, x) in fields {
+            obj.insert(k.clone(), x.clone());
+        }
+    }
     serde_json::from_value(v).map_err(|e| format!("drill endpoint config: {e}"))
 }
 

@@ -7,6 +7,8 @@ pub mod cc;
 pub mod config;
 pub mod cpu;
 pub mod drill;
+pub mod drill_open;
+pub mod drill_rx;
 pub mod net;
 pub mod rng;
 pub mod sim;

@@ -18,9 +18,10 @@ from .result import Result
 from .syntax import RELATIVE, RELATIVE_RANGE, Code, Event, Packet, Script, Shell, Syscall, Text
 
 #: The model each target runs (stack profile names of crates/tcplab-sim/src/stack).
-STACKS = {"linux": "linux"}
+STACKS = {"linux": "linux", "freebsd": "freebsd", "freebsd-rack": "freebsd-rack", "rfc": "rfc"}
 #: Why a target is not built on the endpoint yet.
-NOT_WIRED = "the endpoint seam is wired for the linux stack only (FreeBSD SYN-ACK options and tcp_fill_info() not written yet)"
+NOT_WIRED = "not a model target"
+FREEBSD = ("freebsd", "freebsd-rack")
 OWN_MSS = 1460  # MTU 1500 less 40: what Linux advertises on packetdrill's tun0 (--mtu default)
 OWN_WSCALE = 8  # Linux's shift for tcp_rmem[2] 15 MB (defaults.sh), as the suites' SYN-ACKs show
 NS_PER_US = 1000
@@ -29,6 +30,11 @@ _INFO = re.compile(r"\btcpi_\w+")
 
 class ModelEngine:
     """One run of a script on a stack model; `run()` raises Failed or Unsupported."""
+
+    #: Whether the engine models its receive window (outbound `win` values checked).
+    MODELS_RCV_WINDOW = False
+    #: How long a `*` (any time) outbound packet is waited for.
+    ANY_WAIT_US = 60_000_000
 
     def __init__(self, script: Script, stack: str) -> None:
         self.script, self.stack = script, stack
@@ -182,11 +188,11 @@ class ModelEngine:
             self._emit(flags, seq + 1, length, self._ts_opts(t_us), t_us, tos=ecn)
 
     def _outbound(self, ev: Event, p: Packet, start: int, end: int | None) -> None:
-        if p.win is not None and "S" not in p.flags:
+        if p.win is not None and "S" not in p.flags and not self.MODELS_RCV_WINDOW:
             raise Unsupported(ev.line, "outbound window value: the endpoint's receive window is not modelled")
         # As late as verify_time() would accept it (a `*` packet: within a minute).
         tol = max(self.tolerance_us, int(self.tolerance_pct / 100.0 * (start - (self.last or (0, False))[0])))
-        limit = (end or start) + max(tol, 60_000_000 if ev.time.kind == ANY else 0)
+        limit = (end or start) + max(tol, self.ANY_WAIT_US if ev.time.kind == ANY else 0)
         parts: list[packets.Seen] = []
         while not parts or sum(x.payload_len for x in parts) < p.length and "strict_segments" not in self.script.options:
             seen = self._next_packet(limit)
@@ -295,29 +301,39 @@ def _text(s: packets.Seen) -> str:
         (f" <{opts}>" if opts else "")
 
 
-def static_problems(script: Script) -> tuple[int | None, str] | None:
-    """What stops a model run before it starts (line, what)."""
-    if script.ip_version() != "ipv4":
-        return None, f"--ip_version={script.ip_version()}: the model target runs IPv4 scripts"
+def static_problems(script: Script, mtu_and_ipv6: bool = False) -> tuple[int | None, str] | None:
+    """What stops a model run before it starts (line, what). `mtu_and_ipv6`: the target takes the
+    MSS from --mtu and the IP version (the FreeBSD and rfc targets)."""
+    if script.ip_version() not in (("ipv4", "ipv6") if mtu_and_ipv6 else ("ipv4",)):
+        runs = "IPv4 and IPv6" if mtu_and_ipv6 else "IPv4"
+        return None, f"--ip_version={script.ip_version()}: the model target runs {runs} scripts"
     for line, why in script.unsupported:
         return line, why
     known = {"ip_version", "tolerance_usecs", "tolerance_percent", "mtu", "mss", "strict_segments", "debug", "verbose"}
     for k in script.options:
         if k not in known:
             return None, f"--{k}: not supported by the model target"
-    if script.options.get("mtu", "1500") != "1500":
+    if script.options.get("mtu", "1500") != "1500" and not mtu_and_ipv6:
         return None, "--mtu other than 1500: not modelled"
     return None
 
 
 def run_script(path: str, script: Script, target: str) -> Result:
     """The verdict of one script on model `target`."""
-    if target not in STACKS:
+    if target.split("@")[0] not in STACKS:
         return Result(path, target, "unsupported", None, NOT_WIRED)
-    problem = static_problems(script)
+    freebsd = target.split("@")[0] in FREEBSD
+    problem = static_problems(script, mtu_and_ipv6=freebsd or target == "rfc")
     if problem:
         return Result(path, target, "unsupported", problem[0], problem[1])
-    eng = ModelEngine(script, target)
+    if target == "rfc":
+        from .model_rfc import RfcEngine
+        eng: ModelEngine = RfcEngine(script, target)
+    elif freebsd:
+        from .model_freebsd import FreeBSDEngine
+        eng = FreeBSDEngine(script, target)
+    else:
+        eng = ModelEngine(script, target)
     try:
         if script.init is not None:  # the cleanup command runs after the endpoint is done: nothing to model
             eng.shell(script.init_line, script.init.command)

@@ -1,6 +1,7 @@
 """Runs scripts on targets: folders expanded to their scripts, each script parsed once, each
 target asked in turn. Targets: `kernel` (this machine's Linux, kernel.py); the stack models
-`linux`, `freebsd`, `freebsd-rack` and `rfc` (model.py; only linux is wired to the endpoint yet)."""
+`linux`, `freebsd`, `freebsd-rack` and `rfc` (model.py; model_freebsd.py for the FreeBSD stacks,
+model_rfc.py for rfc), a FreeBSD target optionally with a source version (`freebsd@15.0-2025`)."""
 
 from __future__ import annotations
 
@@ -38,14 +39,17 @@ def expand(paths: list[str]) -> list[str]:
 
 
 def check_targets(targets: list[str]) -> list[str]:
-    bad = [t for t in targets if t not in TARGETS]
+    from .model_freebsd import version_problem
+
+    bad = [t for t in targets if t not in TARGETS and version_problem(t) is not None]
     if bad:
-        raise RunnerError(f"unknown target {bad[0]!r}: use {', '.join(TARGETS)}")
+        why = version_problem(bad[0]) if "@" in bad[0] else f"use {', '.join(TARGETS)}"
+        raise RunnerError(f"unknown target {bad[0]!r}: {why}")
     return list(dict.fromkeys(targets))
 
 
 def run_one(path: str, script: Script, target: str, timeout_s: float) -> Result:
-    if target in MODEL_TARGETS:
+    if target.split("@")[0] in MODEL_TARGETS:
         return run_model(path, script, target)
     return run_script(path, script, timeout_s)
 

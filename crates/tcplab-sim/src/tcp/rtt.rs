@@ -67,8 +67,13 @@ impl RttEstimator {
         self.hist.add(r);
         self.rxtshift = 0;
         self.samples += 1;
-        let rto = self.srtt_ns + (4 * self.rttvar_ns).max(self.granularity_ns) + self.slop_ns;
-        self.rto_ns = rto.clamp(self.min_rto_ns, self.max_rto_ns);
+        // FreeBSD: TCP_REXMTVAL(tp) is `max(tp->t_rttmin, srtt + 4 rttvar)` (tcp_var.h;
+        // rack.c RACK_REXMTVAL(tp): `max(rack_rto_min, srtt + (rttvar << 2))`) before
+        // TCPT_RANGESET / RACK_TCPT_RANGESET add the slop: the minimum is 30 + 200 ms, not 200
+        // ms. Without a slop this is the plain clamp.
+        let value =
+            (self.srtt_ns + (4 * self.rttvar_ns).max(self.granularity_ns)).max(self.min_rto_ns);
+        self.rto_ns = (value + self.slop_ns).clamp(self.min_rto_ns, self.max_rto_ns);
     }
 
     /// Lower min_rtt with a sample that excludes ACK delay (Linux feeds tcp_update_rtt_min() with
@@ -118,6 +123,15 @@ mod tests {
         e.slop_ns = 200 * MS;
         e.sample(40 * MS);
         assert_eq!(e.rto_ns, 40 * MS + 80 * MS + 200 * MS);
+    }
+
+    #[test]
+    fn freebsd_minimum_is_taken_before_the_slop() {
+        // A 1 ms path: max(t_rttmin 30 ms, 1 + 4 x 0.5 ms) + 200 ms slop = 230 ms, not 203 ms.
+        let mut e = RttEstimator::new(1000 * MS, 30 * MS, 64_000 * MS, MS);
+        e.slop_ns = 200 * MS;
+        e.sample(MS);
+        assert_eq!(e.rto_ns, 230 * MS);
     }
 
     #[test]

@@ -286,6 +286,17 @@ impl TcpSender {
         }
     }
 
+    /// The application wrote (tcp_usr_send() -> tcp_output(); the drill endpoint's write()): the
+    /// FreeBSD default stack copies what fits into its send buffer, then sends (its
+    /// start/app_write path, as after an ACK frees room); the other stacks send.
+    pub fn app_wrote(&mut self, now: Ns, out: &mut Vec<Packet>, next_id: &mut u64) {
+        if let Stack::FreeBsd(s) = &mut self.stack {
+            s.start(&mut self.core, now, out, next_id);
+            return;
+        }
+        self.output(now, out, next_id);
+    }
+
     /// Send whatever the windows allow.
     pub fn output(&mut self, now: Ns, out: &mut Vec<Packet>, next_id: &mut u64) {
         let c = &mut self.core;

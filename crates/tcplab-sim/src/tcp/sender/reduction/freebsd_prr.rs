@@ -111,8 +111,9 @@ impl FreeBsdPrr {
 /// tcp_sack.c tcp_sack_partialack() (a partial ACK without SACK blocks, or any partial ACK
 /// without PRR): room for one more segment, two if the ACK covered at least two, never above
 /// ssthresh; then the RFC 6675 rescue retransmission as FreeBSD does it: when this ACK
-/// delivered data, left no hole in the scoreboard and nothing was sent beyond the recovery
-/// point, the last maxseg bytes below snd_max become a hole (whatever segments they cut).
+/// delivered data and left no hole in the scoreboard, the last maxseg bytes below the recovery
+/// point become a hole (whatever segments they cut); in the "2023" copy only when nothing was
+/// sent beyond the recovery point (`FreeBsdVersion::rescue_below_recovery_point`).
 pub(in crate::tcp::sender) fn sack_partialack(c: &mut Conn, ack: u64, acked: u64, delivered: u64) {
     let State::Recovery { recover } = c.state else {
         return;
@@ -122,7 +123,15 @@ pub(in crate::tcp::sender) fn sack_partialack(c: &mut Conn, ack: u64, acked: u64
     let cwnd = c.sb.retrans_bytes + (c.snd_nxt - recover) + num_segs * c.mss;
     c.v.win.cwnd = cwnd.min(c.v.win.ssthresh);
     let no_holes = c.sb.sacked_bytes == 0 && c.sb.lost_bytes == 0;
-    if recover == c.snd_nxt && no_holes && delivered > 0 {
+    if c.fb_version().rescue_below_recovery_point() {
+        // tcp_sack.c @ 2d614aa2: `SEQ_LT(th->th_ack, tp->snd_recover) && TAILQ_EMPTY(&tp->snd_holes)
+        // && (tp->sackhint.delivered_data > 0)`, hole [max(th_ack, highdata - maxseg), highdata)
+        // with highdata = SEQ_MIN(snd_max, snd_recover).
+        let high = c.snd_nxt.min(recover);
+        if ack < high && no_holes && delivered > 0 {
+            c.sb.mark_range_lost(ack.max(high.saturating_sub(c.mss)), high);
+        }
+    } else if recover == c.snd_nxt && no_holes && delivered > 0 {
         let start = ack.max(c.snd_nxt.saturating_sub(c.mss));
         c.sb.mark_range_lost(start, c.snd_nxt);
     }
