@@ -17,7 +17,7 @@ from typing import Any
 from .. import paths
 from .._native import algorithms, algorithms_for, stack_options, stacks
 from ..model import Experiment, Trace
-from . import keys, limits, numbers, shape, units
+from . import keys, limits, numbers, shape, units, unknowns
 from .ctx import Ctx, SpecError
 from .hosts import hosts as _hosts, with_netem
 from .probes import PROBE_KEYS, probes as _probes
@@ -277,6 +277,8 @@ def resolve(spec: dict[str, Any], source: str, *, seed: int | None = None, durat
     time-limited sender's `time` (the CLI's --duration)."""
     ctx = Ctx(source)
     check_shape(spec, source)  # before the copy: a spec nested 100 000 deep would overflow it
+    if found := unknowns.find(spec, source):
+        raise unknowns.needs_calibration(found, source)
     spec = copy.deepcopy(spec)
     ctx.keys(spec, "", TOP_KEYS)
     for key, what in NOT_YET.items():
