@@ -1,0 +1,77 @@
+"""The calibrate command: a spec's unknowns found from a measured run (tcplab.calibrate)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+from .. import api
+from ..spec import SpecError
+from .common import INTERRUPTED, _check_target, _fail, err_console, out_console
+
+
+def calibrate(
+    measured: Annotated[Path, typer.Argument(help="The measured run: a results folder of any backend or of `tcplab import`.")],
+    spec: Annotated[str, typer.Argument(help="Spec file (TOML) with unknowns: { between = [MIN, MAX] } or { one_of = [...] }.")],
+    out: Annotated[Path, typer.Option(help="Calibration folder; the same command with the same --out goes on after an interruption.")],
+    set_: Annotated[Optional[list[str]], typer.Option("--set", help="Override a key of the spec (repeatable).")] = None,
+    observe: Annotated[Optional[list[str]], typer.Option(help="An observable to match (repeatable): throughput, loss_episodes, cwnd_at_loss, rtt, retransmits, utilisation (default: every one the measured run has data for).")] = None,
+    budget: Annotated[int, typer.Option(min=1, max=100_000, help="Candidates to score in all.")] = 60,
+    seeds: Annotated[int, typer.Option(min=1, max=100, help="Seeds per candidate, averaged (for a stochastic path: random loss, jitter).")] = 1,
+    jobs: Annotated[Optional[int], typer.Option("--jobs", "-j", min=1, help="Runs at a time (default: one per core).")] = None,
+    executor: Annotated[str, typer.Option(help="local (processes on this machine) or ray (a Ray cluster).")] = "local",
+    address: Annotated[Optional[str], typer.Option(help="Ray cluster address (host:port); default: start a local Ray instance.")] = None,
+    report: Annotated[bool, typer.Option(help="Write calibration.html and the twin's report.")] = True,
+) -> None:
+    """Find the values of a spec's unknowns for which the simulator reproduces a measured run; write
+    calibrated.toml (runs as it is), calibration.json and calibration.html into --out."""
+    from .. import calibrate as cal  # loaded on use: optuna, numpy, the executors
+    from ..sweeps import EXECUTORS
+
+    if executor not in EXECUTORS:
+        _fail(f"--executor: {executor!r} is not an executor; allowed: {', '.join(EXECUTORS)}")
+    if not (measured / "summary.json").is_file():
+        _fail(f"{measured}: not a results folder (no summary.json): give a run of any backend or of `tcplab import`")
+    try:
+        data, source = api.spec_data(spec, set_)
+        found = cal.find(data, source)
+        if found:
+            cal.check_ends(data, source, found)
+    except SpecError as e:
+        _fail(str(e))
+    _check_target(out, False, "calibrate", inputs=(measured,), resume=True, lock=False)
+    prog = Progress(TextColumn("{task.description}", style="bold", markup=False), BarColumn(),
+                    TextColumn("{task.completed}/{task.total}"), TextColumn("{task.fields[best]}", markup=False),
+                    TimeElapsedColumn(), TimeRemainingColumn(), console=err_console, transient=True)
+    try:
+        with prog:
+            task = prog.add_task("calibrate", total=budget, best="")
+
+            def step(done: int, total: int, best: float | None) -> None:
+                prog.update(task, completed=done, best="" if best is None else f"best score {best:.4f}")
+
+            done = cal.calibrate(measured, data, source, out, observe=observe, budget=budget, jobs=jobs or os.cpu_count() or 1,
+                                 seeds=seeds, executor=executor, address=address, report=report, progress=step)
+    except SpecError as e:
+        _fail(str(e))
+    except KeyboardInterrupt:
+        _fail(f"interrupted: the scored candidates are kept in {out}; run the same command again to go on", INTERRUPTED)
+    _print(done)
+
+
+def _print(done) -> None:
+    r = done.result
+    out_console.print(f"{r['evaluations']} candidates scored ({r['runs']} runs), best score {r['best_score']}")
+    for u in r["unknowns"]:
+        spread = f", spread {u['spread']:.2f} of its range" if "spread" in u else ""
+        out_console.print(f"  {u['key']} = {u['value']}  ({u['verdict']}{spread})")
+    for o in r["observables"]:
+        out_console.print(f"  {o['observable']}: measured {o['measured']}, twin {o['twin']}, error {o['error']:.3f}")
+    out_console.print(f"calibrated: {done.calibrated}")
+    out_console.print(f"results: {done.path}")
+    if (done.path / "calibration.html").is_file():
+        out_console.print(f"report:  {done.path / 'calibration.html'}")
