@@ -38,6 +38,12 @@ class Calibration:
         return self.path / "calibrated.toml"
 
 
+def default_budget(unknowns: int) -> int:
+    """Candidates scored by default: 20, and 20 per unknown (bench/calibrate_recovery.py: one or two
+    unknowns are found within their tolerance in 30 to 60)."""
+    return 20 + 20 * unknowns
+
+
 def check_ends(spec: dict[str, Any], source: str, found: list[Unknown]) -> None:
     """Every end of every range (each choice of every set) must be a value the key takes: the spec is
     resolved with each in turn (the others at their first end), so a bad one fails naming its key."""
@@ -85,17 +91,18 @@ def _request(out: Path, request: dict[str, Any]) -> None:
 
 
 def calibrate(measured: str | Path, spec: dict[str, Any], source: str, out: str | Path, *,
-              observe: list[str] | None = None, weights: dict[str, float] | None = None, budget: int = 60,
+              observe: list[str] | None = None, weights: dict[str, float] | None = None, budget: int | None = None,
               jobs: int = 1, seeds: int = 1, executor: str = "local", address: str | None = None,
               report: bool = True, progress: Callable[[int, int, float | None], None] | None = None) -> Calibration:
     """Search the unknowns of `spec` until `budget` candidates are scored (those of an interrupted
-    invocation into the same `out` count), then write the outputs."""
+    invocation into the same `out` count; default: default_budget), then write the outputs."""
     measured = Path(measured)
     found = find(spec, source)
     if not found:
         raise SpecError(source, "", "has no unknowns to calibrate: give a value as { between = [MIN, MAX] } "
                         "or { one_of = [...] } (docs/calibrate.md)")
     check_ends(spec, source, found)
+    budget = budget or default_budget(len(found))
     tgt = target(measured, spec, source, found, observe, weights)
     real, claim = guard(out, force=False, kind="calibrate", inputs=[measured], resume=True)
     try:

@@ -17,6 +17,7 @@ OBSERVABLES = ("throughput", "loss_episodes", "cwnd_at_loss", "rtt", "retransmit
 EPISODE_SLICES = 10
 #: The recovery_start and rto event codes (record contract: _native.record_contract()["events"]).
 EPISODE_EVENTS = (1, 3)
+RTT_PERCENTILES = (5, 50, 95)
 
 
 def _per_flow(df, flow: str):
@@ -60,7 +61,8 @@ def _episodes(run: Path, flows: list[str], info: dict[str, Any]) -> tuple[np.nda
 
 
 def _rtt(run: Path, flows: list[str], info: dict[str, Any]) -> np.ndarray | None:
-    """Per flow, the p50 and p95 of the sampled smoothed RTT (ms)."""
+    """Per flow, the p5, p50 and p95 of the sampled smoothed RTT (ms): p5 near the path's base RTT,
+    the others with its queueing (a buffer and a delay trade against each other in p50 alone)."""
     fl = read_table(run, "flows", ["flow", "srtt_us"])
     if not len(fl):
         return None
@@ -68,7 +70,7 @@ def _rtt(run: Path, flows: list[str], info: dict[str, Any]) -> np.ndarray | None
     for f in flows:
         s = _per_flow(fl, f)["srtt_us"].to_numpy(dtype=float)
         s = s[s > 0] / 1e3
-        out += [float(np.percentile(s, 50)), float(np.percentile(s, 95))] if len(s) else [np.nan, np.nan]
+        out += [float(p) for p in np.percentile(s, RTT_PERCENTILES)] if len(s) else [np.nan] * len(RTT_PERCENTILES)
     return np.array(out)
 
 
@@ -82,9 +84,12 @@ def features(run: Path, flows: list[str]) -> dict[str, np.ndarray]:
         out["loss_episodes"] = eps[0]
         if not np.all(np.isnan(eps[1])):
             out["cwnd_at_loss"] = eps[1]
-    if (rtt := _rtt(run, flows, info)) is not None and not np.all(np.isnan(rtt)):
-        out["rtt"] = rtt
     by_name = {f["flow"]: f for f in info["flows"]}
+    if (rtt := _rtt(run, flows, info)) is not None and not np.all(np.isnan(rtt)):
+        # The smallest RTT measured (iperf3's min_rtt, the model's): the base RTT, which a queue
+        # that never drains hides from every percentile of the samples.
+        low = [by_name.get(f, {}).get("min_rtt_ms") for f in flows]
+        out["rtt"] = np.concatenate([rtt, [float(x) for x in low]]) if all(x for x in low) else rtt
     if all(by_name.get(f, {}).get("retransmits") is not None for f in flows):
         out["retransmits"] = np.array([float(by_name[f]["retransmits"]) for f in flows])
     util = (info.get("bottleneck") or {}).get("utilisation")

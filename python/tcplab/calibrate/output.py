@@ -48,8 +48,9 @@ def unknown_row(u: Unknown, best: Any, near: list[Any], values: list[dict[str, A
         row |= {"one_of": list(u.choices), "best_candidates": sorted({repr(p) for p in picked}),
                 "identifiable": bool(len(near) >= NEAR_MIN and len({repr(p) for p in picked}) == 1)}
     row["verdict"] = ("identified" if row["identifiable"] else
-                      "NOT identifiable from these observables: candidates across "
-                      f"{'its range' if u.is_range else 'its set'} score about as well")
+                      "NOT identified: the best candidates spread across "
+                      f"{'its range' if u.is_range else 'its set'} and score about as well (the observables do "
+                      "not tell them apart, or too few candidates: raise --budget)")
     return row
 
 

@@ -20,7 +20,7 @@ def calibrate(
     out: Annotated[Path, typer.Option(help="Calibration folder; the same command with the same --out goes on after an interruption.")],
     set_: Annotated[Optional[list[str]], typer.Option("--set", help="Override a key of the spec (repeatable).")] = None,
     observe: Annotated[Optional[list[str]], typer.Option(help="An observable to match (repeatable): throughput, loss_episodes, cwnd_at_loss, rtt, retransmits, utilisation (default: every one the measured run has data for).")] = None,
-    budget: Annotated[int, typer.Option(min=1, max=100_000, help="Candidates to score in all.")] = 60,
+    budget: Annotated[Optional[int], typer.Option(min=1, max=100_000, help="Candidates to score in all (default: 20 + 20 per unknown).")] = None,
     seeds: Annotated[int, typer.Option(min=1, max=100, help="Seeds per candidate, averaged (for a stochastic path: random loss, jitter).")] = 1,
     jobs: Annotated[Optional[int], typer.Option("--jobs", "-j", min=1, help="Runs at a time (default: one per core).")] = None,
     executor: Annotated[str, typer.Option(help="local (processes on this machine) or ray (a Ray cluster).")] = "local",
@@ -49,10 +49,10 @@ def calibrate(
                     TimeElapsedColumn(), TimeRemainingColumn(), console=err_console, transient=True)
     try:
         with prog:
-            task = prog.add_task("calibrate", total=budget, best="")
+            task = prog.add_task("calibrate", total=budget or cal.default_budget(len(found)), best="")
 
             def step(done: int, total: int, best: float | None) -> None:
-                prog.update(task, completed=done, best="" if best is None else f"best score {best:.4f}")
+                prog.update(task, completed=done, total=total, best="" if best is None else f"best score {best:.4f}")
 
             done = cal.calibrate(measured, data, source, out, observe=observe, budget=budget, jobs=jobs or os.cpu_count() or 1,
                                  seeds=seeds, executor=executor, address=address, report=report, progress=step)
