@@ -38,6 +38,13 @@ class Calibration:
         return self.path / "calibrated.toml"
 
 
+def batch_size(jobs: int) -> int:
+    """Candidates asked for at a time: four per job, at least 8. Each batch starts the executor's
+    workers anew (about 1 s each here, importing tcplab), and a candidate of a small spec runs in
+    0.1 s: fewer, larger batches; the sampler's constant liar keeps a batch's candidates apart."""
+    return max(8, 4 * jobs)
+
+
 def default_budget(unknowns: int) -> int:
     """Candidates scored by default: 20, and 20 per unknown (bench/calibrate_recovery.py: one or two
     unknowns are found within their tolerance in 30 to 60)."""
@@ -130,7 +137,7 @@ def _search(ev: Evaluator, budget: int, jobs: int, progress) -> Any:
 
     show()
     while (left := budget - done_count(st)) > 0:
-        trials = [st.ask() for _ in range(min(left, max(2 * jobs, 4)))]
+        trials = [st.ask() for _ in range(min(left, batch_size(jobs)))]
         batch = []
         for t in trials:
             values = suggest(t, ev.found)

@@ -54,9 +54,12 @@ def study(out: Path, seed: int):
     # TPE (Bergstra et al. 2011) with a joint model of the unknowns (multivariate): a loss pulls
     # buffer and loss rate the same way, and a product of one-dimensional models misses that.
     # constant_liar: candidates asked together in a batch spread out instead of repeating.
-    sampler = optuna.samplers.TPESampler(seed=seed, multivariate=True, constant_liar=True, n_startup_trials=10)
-    return optuna.create_study(study_name=STUDY, storage=storage, sampler=sampler, direction="minimize",
-                               load_if_exists=True)
+    st = optuna.create_study(study_name=STUDY, storage=storage, direction="minimize", load_if_exists=True)
+    # The sampler's seed goes on with the trials so far: a resumed calibration whose sampler started
+    # from `seed` again would draw its first random candidates again.
+    st.sampler = optuna.samplers.TPESampler(seed=seed + len(st.trials), multivariate=True, constant_liar=True,
+                                            n_startup_trials=10)
+    return st
 
 
 def suggest(trial: Any, found: list[Unknown]) -> dict[str, Any]:
