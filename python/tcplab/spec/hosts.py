@@ -1,17 +1,17 @@
 """The spec's [hosts.NAME] tables beside `sysctl`: the host's OS, its NIC (receive coalescing,
-interrupt moderation, TSO burst size) and netem's packet limit on its egress (docs/spec.md)."""
+interrupt moderation, TSO burst size, egress queue) and netem's packet limit on its egress (docs/spec.md)."""
 
 from __future__ import annotations
 
 import dataclasses
 from typing import Any
 
-from ..model import Link, RxNic
+from ..model import Direction, Link, RxNic
 from . import limits, units
 from .ctx import Ctx, join
 
 HOST_KEYS = ("sysctl", "nic", "netem", "os")
-NIC_KEYS = ("gro", "lro", "rx_usecs", "rx_frames", "tso_max")
+NIC_KEYS = ("gro", "lro", "rx_usecs", "rx_frames", "tso_max", "tx_queue")
 NETEM_KEYS = ("limit",)
 OSES = ("linux", "freebsd")
 
@@ -24,6 +24,7 @@ class Host:
     rx_nic: RxNic = RxNic()          # as receiver
     tso_max_bytes: int | None = None  # as sender; None: the stack's 64 KB
     netem_limit: int | None = None   # packets netem holds on this host's egress (delay included)
+    tx_queue: tuple[str, int] | None = None  # ("packets" | "bytes", n): the egress queue's limit; None: unlimited
 
 
 def _nic(ctx: Ctx, t: dict[str, Any], path: str, os: str | None) -> tuple[RxNic, int | None]:
@@ -52,6 +53,19 @@ def _nic(ctx: Ctx, t: dict[str, Any], path: str, os: str | None) -> tuple[RxNic,
     return RxNic(coalesce, usecs * 1000, frames), tso  # type: ignore[arg-type]
 
 
+def _tx_queue(ctx: Ctx, nic: Any, path: str) -> tuple[str, int] | None:
+    """nic.tx_queue: what the host's egress holds between its stack and the wire (the driver's TX
+    ring plus the interface queue: Linux txqueuelen, DEFAULT_TX_QUEUE_LEN = 1000 packets in
+    include/linux/netdevice.h, plus e.g. e1000e's 256 TX descriptors; FreeBSD net.link.ifqmaxlen,
+    IFQ_MAXLEN = 50 in sys/net/if.h, plus the driver's ring). Unset: unlimited, today's model (a
+    stack's own queue, which TSQ keeps short). Full, it drops what the stack sends, as a network loss."""
+    if not isinstance(nic, dict) or "tx_queue" not in nic:
+        return None
+    kind, n = ctx.unit(nic, path, "tx_queue", units.parse_buffer)
+    ctx.within(n, limits.BUFFER_PACKETS if kind == "packets" else limits.BUFFER_BYTES, join(path, "tx_queue"), nic["tx_queue"])
+    return kind, n
+
+
 def hosts(ctx: Ctx, spec: dict[str, Any], names: set[str]) -> dict[str, Host]:
     """Every [hosts.NAME] table's os, nic and netem, by host (hosts not named: the defaults)."""
     out = {}
@@ -69,7 +83,7 @@ def hosts(ctx: Ctx, spec: dict[str, Any], names: set[str]) -> dict[str, Host]:
             ctx.keys(netem, join(path, "netem"), NETEM_KEYS)
             lim = limits.NETEM_LIMIT
             limit = ctx.integer(netem, join(path, "netem"), "limit", 1000, lim.lo, lim.hi)
-        out[name] = Host(os, rx_nic, tso, limit)
+        out[name] = Host(os, rx_nic, tso, limit, _tx_queue(ctx, t.get("nic", {}), join(path, "nic")))
     return out
 
 
@@ -80,5 +94,13 @@ def with_netem(links: tuple[Link, ...], host_cfg: dict[str, Host]) -> tuple[Link
         a, b = host_cfg.get(link.a), host_cfg.get(link.b)
         ab = dataclasses.replace(link.ab, held_limit_packets=a.netem_limit) if a and a.netem_limit else link.ab
         ba = dataclasses.replace(link.ba, held_limit_packets=b.netem_limit) if b and b.netem_limit else link.ba
-        return dataclasses.replace(link, ab=ab, ba=ba)
+        return dataclasses.replace(link, ab=_queued(ab, a), ba=_queued(ba, b))
     return tuple(limited(link) for link in links)
+
+
+def _queued(d: Direction, host: Host | None) -> Direction:
+    """A host's egress direction with its nic.tx_queue limit (unchanged without one)."""
+    if host is None or host.tx_queue is None:
+        return d
+    kind, n = host.tx_queue
+    return dataclasses.replace(d, buffer_packets=n if kind == "packets" else None, buffer_bytes=n if kind == "bytes" else None)

@@ -32,7 +32,8 @@ LINK_KINDS = {"rate": "rate", "delay": "duration", "rtt": "duration", "reverse_d
               "buffer": "buffer", "reverse_buffer": "buffer", "loss": "probability", "reverse_loss": "probability"}
 TOPOLOGY_KINDS = {"shared_buffer": "buffer", "shared_buffer_alpha": "real", "shared_buffer_ports": "integer",
                   "shared_buffer_policy": "choice"}
-NIC_KINDS = {"rx_usecs": "integer", "rx_frames": "integer", "tso_max": "size", "gro": "choice", "lro": "choice"}
+NIC_KINDS = {"rx_usecs": "integer", "rx_frames": "integer", "tso_max": "size", "gro": "choice", "lro": "choice",
+             "tx_queue": "buffer"}
 
 
 @dataclasses.dataclass(frozen=True)

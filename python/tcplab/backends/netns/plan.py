@@ -109,6 +109,12 @@ def _refuse(exp: Experiment) -> None:
                             "Linux TCP only (use the simulator for FreeBSD stacks)")
     if len(exp.links) > 250:
         raise PlanError("more than 250 links")
+    hosts = {n.name for n in exp.nodes if n.kind == "host"}
+    for link in exp.links:
+        for node, d in ((link.a, link.ab), (link.b, link.ba)):
+            if node in hosts and (d.buffer_packets or d.buffer_bytes):
+                raise PlanError(f"hosts.{node}.nic.tx_queue: this machine's veths are the netns hosts' NICs and "
+                                "their queue is not modelled here; run it on the simulator")
 
 
 def _in_linkem(d: Any, qdiscs: set[str]) -> dict[str, Any] | None:
