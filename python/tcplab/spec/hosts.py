@@ -6,12 +6,12 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from ..model import Direction, Link, RxNic
+from ..model import Direction, Link, Node, RxNic
 from . import limits, units
 from .ctx import Ctx, join
 
 HOST_KEYS = ("sysctl", "nic", "netem", "os")
-NIC_KEYS = ("gro", "lro", "rx_usecs", "rx_frames", "tso_max", "tx_queue")
+NIC_KEYS = ("gro", "lro", "rx_usecs", "rx_frames", "tso_max", "tx_queue", "vnic_rate")
 NETEM_KEYS = ("limit",)
 OSES = ("linux", "freebsd")
 
@@ -25,6 +25,7 @@ class Host:
     tso_max_bytes: int | None = None  # as sender; None: the stack's 64 KB
     netem_limit: int | None = None   # packets netem holds on this host's egress (delay included)
     tx_queue: tuple[str, int] | None = None  # ("packets" | "bytes", n): the egress queue's limit; None: unlimited
+    vnic_rate_bps: int | None = None  # a VM: its virtual NIC's rate into its host's bridge; None: not a VM
 
 
 def _nic(ctx: Ctx, t: dict[str, Any], path: str, os: str | None) -> tuple[RxNic, int | None]:
@@ -83,7 +84,10 @@ def hosts(ctx: Ctx, spec: dict[str, Any], names: set[str]) -> dict[str, Host]:
             ctx.keys(netem, join(path, "netem"), NETEM_KEYS)
             lim = limits.NETEM_LIMIT
             limit = ctx.integer(netem, join(path, "netem"), "limit", 1000, lim.lo, lim.hi)
-        out[name] = Host(os, rx_nic, tso, limit, _tx_queue(ctx, t.get("nic", {}), join(path, "nic")))
+        nic = t.get("nic", {})
+        vnic = ctx.unit(nic, join(path, "nic"), "vnic_rate", units.parse_rate_bps, limit=limits.RATE) \
+            if isinstance(nic, dict) and "vnic_rate" in nic else None
+        out[name] = Host(os, rx_nic, tso, limit, _tx_queue(ctx, nic, join(path, "nic")), vnic)
     return out
 
 
@@ -96,6 +100,32 @@ def with_netem(links: tuple[Link, ...], host_cfg: dict[str, Host]) -> tuple[Link
         ba = dataclasses.replace(link.ba, held_limit_packets=b.netem_limit) if b and b.netem_limit else link.ba
         return dataclasses.replace(link, ab=_queued(ab, a), ba=_queued(ba, b))
     return tuple(limited(link) for link in links)
+
+
+#: The node a VM's virtual NIC delivers into (its host's bridge), named after the VM.
+BRIDGE_SUFFIX = "-bridge"
+
+
+def with_vnics(nodes: tuple[Node, ...], links: tuple[Link, ...],
+               host_cfg: dict[str, Host]) -> tuple[tuple[Node, ...], tuple[Link, ...]]:
+    """Each VM (nic.vnic_rate) behind its host's bridge: the VM's link now starts at a bridge node
+    ("s1-bridge"), whose egress is the host's physical NIC (the link's rate, delay and the VM's
+    tx_queue: bhyve's tap and KVM's vhost-net hand frames to a bridge whose NIC queue is the
+    host's), and a new link joins the VM to it at the virtual NIC's rate (virtio-net has no line
+    rate: the hypervisor's copy sets it), without delay or limit. Appended, so the indexes of the
+    topology's links (and its bottleneck's port) stay."""
+    vms = {h: c.vnic_rate_bps for h, c in host_cfg.items() if c.vnic_rate_bps}
+    if not vms:
+        return nodes, links
+    out = list(links)
+    for i, link in enumerate(links):
+        for vm in (link.a, link.b):
+            if vm in vms:
+                bridge = vm + BRIDGE_SUFFIX
+                out[i] = dataclasses.replace(link, a=bridge) if link.a == vm else dataclasses.replace(link, b=bridge)
+                d = Direction(vms[vm], 0, None, None, 0.0, 0)
+                out.append(Link(vm, bridge, d, d))
+    return nodes + tuple(Node(vm + BRIDGE_SUFFIX, "router") for vm in vms), tuple(out)
 
 
 def _queued(d: Direction, host: Host | None) -> Direction:
