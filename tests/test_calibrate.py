@@ -146,7 +146,11 @@ def test_a_folder_of_another_kind_or_another_calibration_is_refused(measured: Pa
     spec = tmp_path / "twin.toml"
     spec.write_text(BASE.replace('buffer = "100p"', 'buffer = { between = ["16p", "1000p"] }'))
     proc = tcplab("calibrate", str(measured), str(spec), "--out", str(measured.parent))
-    assert proc.returncode == 2 and "is not a calibration folder" in proc.stderr or "an input of this command" in proc.stderr
+    assert proc.returncode == 2 and "an input of this command" in proc.stderr
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "x").write_text("")
+    proc = tcplab("calibrate", str(measured), str(spec), "--out", str(tmp_path / "other"))
+    assert proc.returncode == 2 and "exists and is not a calibrate folder" in proc.stderr
     out = tmp_path / "cal"
     assert tcplab("calibrate", str(measured), str(spec), "--out", str(out), "--budget", "2").returncode == 0
     other = tcplab("calibrate", str(measured), str(spec), "--out", str(out), "--budget", "2", "--seeds", "2")

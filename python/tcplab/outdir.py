@@ -39,8 +39,7 @@ class OutDirError(UnsafePath):
 
 #: Files that mark a folder as a kind's own: a run (run, peers, import: a run, its iterations, a
 #: peer compare) and a sweep (whose lock is inside its folder, taken before sweep.json is written).
-MARKERS = {"run": {"meta.json", "summary.json", "iterations.json", "peers.json"}, "sweep": {"sweep.json", ".lock"},
-           "calibrate": {"request.json", "calibration.json", "optuna.journal"}}
+MARKERS = {"run": {"meta.json", "summary.json", "iterations.json", "peers.json"}, "sweep": {"sweep.json", ".lock"}}
 
 
 def _is_kind(path: Path, kind: str) -> bool:
@@ -68,8 +67,7 @@ def _is_drill_json(path: Path) -> bool:
 
 
 _WHAT = {"run": "results folder", "sweep": "sweep folder", "compare": "compare folder", "export": "export folder",
-         "plots": "folder of charts", "chart": "chart (.png, .svg, .pdf)", "drill": "drill --json file",
-         "calibrate": "calibration folder"}
+         "plots": "folder of charts", "chart": "chart (.png, .svg, .pdf)", "drill": "drill --json file"}
 
 
 def _what(kind: str) -> str:

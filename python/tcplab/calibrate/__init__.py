@@ -22,7 +22,7 @@ from .search import Evaluator, Target, done_count, requeue_unscored, study, sugg
 
 __all__ = ["Calibration", "calibrate", "check_ends", "find", "target"]
 
-#: What a calibration folder's request.json holds; a second invocation must ask the same to go on.
+#: What a calibration folder's calibrate.json holds; a second invocation must ask the same to go on.
 REQUEST_KEYS = ("measured", "spec", "observables", "weights", "seeds")
 
 
@@ -87,7 +87,7 @@ def target(measured: Path, spec: dict[str, Any], source: str, found: list[Unknow
 
 def _request(out: Path, request: dict[str, Any]) -> None:
     """Write the request, or check that a calibration being continued asked the same."""
-    path = out / "request.json"
+    path = out / "calibrate.json"
     if path.is_file():
         old = json.loads(path.read_text())
         if {k: old.get(k) for k in REQUEST_KEYS} != {k: request[k] for k in REQUEST_KEYS}:
