@@ -88,3 +88,19 @@ def test_a_vms_bursts_overflow_its_hosts_nic_queue(tmp_path):
 def test_netns_refuses_a_vm():
     with pytest.raises(PlanError, match=r"hosts.s1.nic.vnic_rate: s1 is a VM behind its host's bridge"):
         _refuse(resolve(_vm(vnic_rate="10Gbit"), "t.toml"))
+
+
+def test_a_receiver_that_cannot_keep_up_drops_at_its_ring(tmp_path):
+    """1000 full-size packets a second (12 Mbit/s) behind a 50-packet ring on a 20 Mbit/s path:
+    the receiver's CPU is the bottleneck and its ring drops; unset, the path's rate as before."""
+    r1 = lambda nic: {**SPEC, "hosts": {"r1": {"nic": nic}}}  # noqa: E731
+    exp = resolve(r1({"rx_pps": 1000, "rx_ring": 50}), "t.toml")
+    ring = exp.links[-1]
+    assert (ring.a, ring.b, ring.ba.rate_bps, ring.ba.buffer_packets) == ("r1", "r1-rxring", 12_000_000, 50)
+    assert resolve(r1({"rx_pps": 1000}), "t.toml").links[-1].ba.buffer_packets == 256  # e1000e's ring
+    slow = tcplab.run(r1({"rx_pps": 1000, "rx_ring": 50}), out=tmp_path / "slow", report=False).info["flows"][0]
+    assert slow["retransmits"] > 0 and 9 < slow["throughput_mbps"] <= 12
+    with pytest.raises(SpecError, match="hosts.r1.nic.rx_ring: applies with rx_pps only"):
+        resolve(r1({"rx_ring": 50}), "t.toml")
+    with pytest.raises(PlanError, match=r"hosts.r1.nic.rx_pps: r1 is a receiver with a processing budget"):
+        _refuse(exp)

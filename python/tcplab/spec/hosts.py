@@ -6,12 +6,12 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from ..model import Direction, Link, Node, RxNic
+from ..model import Direction, Link, RxNic
 from . import limits, units
 from .ctx import Ctx, join
 
 HOST_KEYS = ("sysctl", "nic", "netem", "os")
-NIC_KEYS = ("gro", "lro", "rx_usecs", "rx_frames", "tso_max", "tx_queue", "vnic_rate")
+NIC_KEYS = ("gro", "lro", "rx_usecs", "rx_frames", "tso_max", "tx_queue", "vnic_rate", "rx_pps", "rx_ring")
 NETEM_KEYS = ("limit",)
 OSES = ("linux", "freebsd")
 
@@ -26,6 +26,7 @@ class Host:
     netem_limit: int | None = None   # packets netem holds on this host's egress (delay included)
     tx_queue: tuple[str, int] | None = None  # ("packets" | "bytes", n): the egress queue's limit; None: unlimited
     vnic_rate_bps: int | None = None  # a VM: its virtual NIC's rate into its host's bridge; None: not a VM
+    rx_budget: tuple[int, int] | None = None  # (packets/s it processes, rx ring packets); None: unlimited
 
 
 def _nic(ctx: Ctx, t: dict[str, Any], path: str, os: str | None) -> tuple[RxNic, int | None]:
@@ -67,6 +68,25 @@ def _tx_queue(ctx: Ctx, nic: Any, path: str) -> tuple[str, int] | None:
     return kind, n
 
 
+#: e1000e's default receive ring (E1000_DEFAULT_RXD, drivers/net/ethernet/intel/e1000e/e1000.h);
+#: ixgbe's is 512 (IXGBE_DEFAULT_RXD), virtio-net's queue 256.
+RX_RING_DEFAULT = 256
+
+
+def _rx_budget(ctx: Ctx, nic: Any, path: str) -> tuple[int, int] | None:
+    """nic.rx_pps (and rx_ring): the packets per second the receiving host's CPU processes (its
+    per-packet cost: NAPI polls of net.core.dev_weight 64 packets within netdev_budget 300 per
+    softirq, the stack's work per packet) and the packets its NIC's receive ring holds meanwhile;
+    what arrives to a full ring is dropped (ethtool -S rx_missed / rx_no_buffer). Unset: unlimited."""
+    if not isinstance(nic, dict) or "rx_pps" not in nic:
+        if isinstance(nic, dict) and "rx_ring" in nic:
+            raise ctx.err(join(path, "rx_ring"), "applies with rx_pps only (the ring fills when the host cannot keep up)")
+        return None
+    pps = ctx.integer(nic, path, "rx_pps", 0, limits.RX_PPS.lo, limits.RX_PPS.hi)
+    ring = ctx.integer(nic, path, "rx_ring", RX_RING_DEFAULT, limits.RX_RING.lo, limits.RX_RING.hi)
+    return pps, ring
+
+
 def hosts(ctx: Ctx, spec: dict[str, Any], names: set[str]) -> dict[str, Host]:
     """Every [hosts.NAME] table's os, nic and netem, by host (hosts not named: the defaults)."""
     out = {}
@@ -87,7 +107,8 @@ def hosts(ctx: Ctx, spec: dict[str, Any], names: set[str]) -> dict[str, Host]:
         nic = t.get("nic", {})
         vnic = ctx.unit(nic, join(path, "nic"), "vnic_rate", units.parse_rate_bps, limit=limits.RATE) \
             if isinstance(nic, dict) and "vnic_rate" in nic else None
-        out[name] = Host(os, rx_nic, tso, limit, _tx_queue(ctx, nic, join(path, "nic")), vnic)
+        out[name] = Host(os, rx_nic, tso, limit, _tx_queue(ctx, nic, join(path, "nic")), vnic,
+                         _rx_budget(ctx, nic, join(path, "nic")))
     return out
 
 
@@ -100,32 +121,6 @@ def with_netem(links: tuple[Link, ...], host_cfg: dict[str, Host]) -> tuple[Link
         ba = dataclasses.replace(link.ba, held_limit_packets=b.netem_limit) if b and b.netem_limit else link.ba
         return dataclasses.replace(link, ab=_queued(ab, a), ba=_queued(ba, b))
     return tuple(limited(link) for link in links)
-
-
-#: The node a VM's virtual NIC delivers into (its host's bridge), named after the VM.
-BRIDGE_SUFFIX = "-bridge"
-
-
-def with_vnics(nodes: tuple[Node, ...], links: tuple[Link, ...],
-               host_cfg: dict[str, Host]) -> tuple[tuple[Node, ...], tuple[Link, ...]]:
-    """Each VM (nic.vnic_rate) behind its host's bridge: the VM's link now starts at a bridge node
-    ("s1-bridge"), whose egress is the host's physical NIC (the link's rate, delay and the VM's
-    tx_queue: bhyve's tap and KVM's vhost-net hand frames to a bridge whose NIC queue is the
-    host's), and a new link joins the VM to it at the virtual NIC's rate (virtio-net has no line
-    rate: the hypervisor's copy sets it), without delay or limit. Appended, so the indexes of the
-    topology's links (and its bottleneck's port) stay."""
-    vms = {h: c.vnic_rate_bps for h, c in host_cfg.items() if c.vnic_rate_bps}
-    if not vms:
-        return nodes, links
-    out = list(links)
-    for i, link in enumerate(links):
-        for vm in (link.a, link.b):
-            if vm in vms:
-                bridge = vm + BRIDGE_SUFFIX
-                out[i] = dataclasses.replace(link, a=bridge) if link.a == vm else dataclasses.replace(link, b=bridge)
-                d = Direction(vms[vm], 0, None, None, 0.0, 0)
-                out.append(Link(vm, bridge, d, d))
-    return nodes + tuple(Node(vm + BRIDGE_SUFFIX, "router") for vm in vms), tuple(out)
 
 
 def _queued(d: Direction, host: Host | None) -> Direction:

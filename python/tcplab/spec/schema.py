@@ -19,7 +19,8 @@ from .._native import algorithms, algorithms_for, stack_options, stacks
 from ..model import Experiment, Trace
 from . import keys, limits, numbers, shape, units, unknowns
 from .ctx import Ctx, SpecError
-from .hosts import hosts as _hosts, with_netem, with_vnics
+from .host_paths import with_host_paths
+from .hosts import hosts as _hosts, with_netem
 from .probes import PROBE_KEYS, probes as _probes
 from .senders import BACKGROUND_KEYS, SENDER_KEYS, background as _background, senders as _senders
 from .topology import LINK_KEYS, KINDS as TOPOLOGY_KINDS, topology as _topology
@@ -292,7 +293,7 @@ def resolve(spec: dict[str, Any], source: str, *, seed: int | None = None, durat
     topo = _topology(ctx, spec)
     hosts = {n.name for n in topo.nodes if n.kind == "host"}
     host_cfg = _hosts(ctx, spec, hosts)
-    nodes, links = with_vnics(topo.nodes, with_netem(topo.links, host_cfg), host_cfg)
+    nodes, links = with_host_paths(topo.nodes, with_netem(topo.links, host_cfg), host_cfg)
     flows, senders_norm = _senders(ctx, spec, hosts, host_cfg)
     stop, app_end = _stop_ns(ctx, spec, flows)
     udp, bg_norm = _background(ctx, spec, {n.name for n in topo.nodes}, app_end)

@@ -33,7 +33,7 @@ LINK_KINDS = {"rate": "rate", "delay": "duration", "rtt": "duration", "reverse_d
 TOPOLOGY_KINDS = {"shared_buffer": "buffer", "shared_buffer_alpha": "real", "shared_buffer_ports": "integer",
                   "shared_buffer_policy": "choice"}
 NIC_KINDS = {"rx_usecs": "integer", "rx_frames": "integer", "tso_max": "size", "gro": "choice", "lro": "choice",
-             "tx_queue": "buffer", "vnic_rate": "rate"}
+             "tx_queue": "buffer", "vnic_rate": "rate", "rx_pps": "integer", "rx_ring": "integer"}
 
 
 @dataclasses.dataclass(frozen=True)

@@ -21,7 +21,7 @@ from typing import Any
 
 from ...model import Experiment, Link, port_label
 from ...spec.aqm import tc_red_eval_ewma
-from ...spec.hosts import BRIDGE_SUFFIX
+from ...spec.host_paths import BRIDGE_SUFFIX, RING_SUFFIX
 from ..shared import Shaper
 
 #: Link delays below this are left to the veths (~10 us) rather than emulated; they are listed.
@@ -111,10 +111,12 @@ def _refuse(exp: Experiment) -> None:
     if len(exp.links) > 250:
         raise PlanError("more than 250 links")
     for n in exp.nodes:
-        if n.name.endswith(BRIDGE_SUFFIX):
-            vm = n.name[: -len(BRIDGE_SUFFIX)]
-            raise PlanError(f"hosts.{vm}.nic.vnic_rate: {vm} is a VM behind its host's bridge, which the netns "
-                            "backend does not build; run it on the simulator")
+        for suffix, key, what in ((BRIDGE_SUFFIX, "vnic_rate", "a VM behind its host's bridge"),
+                                  (RING_SUFFIX, "rx_pps", "a receiver with a processing budget")):
+            if n.name.endswith(suffix):
+                host = n.name[: -len(suffix)]
+                raise PlanError(f"hosts.{host}.nic.{key}: {host} is {what}, which the netns backend does not "
+                                "build; run it on the simulator")
     hosts = {n.name for n in exp.nodes if n.kind == "host"}
     for link in exp.links:
         for node, d in ((link.a, link.ab), (link.b, link.ba)):
