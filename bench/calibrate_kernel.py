@@ -86,7 +86,7 @@ def main() -> int:
     rows = []
     for label, measured in (("results folder", kernel["cubic"]), ("imported logs", imported)):
         t0 = time.monotonic()
-        cal = calibrate(measured, spec(UNKNOWN, a.duration), "bench", out / f"calibration-{label.split()[0]}",
+        cal = calibrate(measured, spec(UNKNOWN, a.duration), out / f"calibration-{label.split()[0]}", source="bench",
                         budget=a.budget, jobs=2, seeds=a.seeds, report=True)
         wall = time.monotonic() - t0
         print(f"calibrated on the cubic {label}: {cal.result['evaluations']} candidates, {cal.result['runs']} runs, "

@@ -3,7 +3,7 @@ hidden values, then calibrated from a spec where those values are unknowns; each
 checked against the hidden one within the case's tolerance (a share of the range, or for an
 unknown on a log scale the relative error), and calibrate's own verdict (identifiable or not) is shown.
 
-Usage: .venv/bin/python bench/calibrate_recovery.py [--budget 40] [--jobs 2] [--only NAME] [--out DIR]
+Usage: .venv/bin/python bench/calibrate_recovery.py [--budget N] [--jobs 2] [--only NAME] [--out DIR]
 Prints one line per unknown and the wall time of each calibration; exit 1 if a recovery misses.
 """
 
@@ -55,6 +55,10 @@ CASES = {
     "host queue": ({"topology.access.delay": "5ms", "topology.access.rate": "20Mbit", "topology.bottleneck.rate": "40Mbit",
                     "hosts.s1.netem.limit": 30},
                    {"hosts.s1.netem.limit": {"between": [5, 300]}}, 1, 0.1),
+    "tx queue": ({"topology.access.rate": "20Mbit", "topology.bottleneck.rate": "40Mbit", "hosts.s1.nic.tx_queue": "30p"},
+                 {"hosts.s1.nic.tx_queue": {"between": ["5p", "300p"]}}, 1, 0.1),
+    "rx budget": ({"hosts.r1.nic.rx_pps": 1200, "hosts.r1.nic.rx_ring": 64},
+                  {"hosts.r1.nic.rx_pps": {"between": [200, 5000], "scale": "log"}}, 1, 0.1),
     "delay+buffer": ({"topology.bottleneck.delay": "25ms", "topology.bottleneck.buffer": "200p"},
                      {"topology.bottleneck.delay": {"between": ["1ms", "50ms"]},
                       "topology.bottleneck.buffer": {"between": ["16p", "1000p"]}}, 1, 0.1),
@@ -92,7 +96,7 @@ def run_case(name: str, out: Path, budget: int, jobs: int) -> bool:
     hidden, unknown, seeds, tol = CASES[name]
     measured = tcplab.run(_spec(hidden), out=out / f"{name}-measured", report=False)
     t0 = time.monotonic()
-    cal = calibrate(measured.path, _spec(hidden | unknown), "bench", out / f"{name}-calibration",
+    cal = calibrate(measured.path, _spec(hidden | unknown), out / f"{name}-calibration", source="bench",
                     budget=budget, jobs=jobs, seeds=seeds, report=False)
     wall = time.monotonic() - t0
     ok = True
@@ -110,7 +114,7 @@ def run_case(name: str, out: Path, budget: int, jobs: int) -> bool:
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--budget", type=int, default=40)
+    ap.add_argument("--budget", type=int, help="candidates per case (default: calibrate's, 20 + 20 per unknown)")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--only", action="append")
     ap.add_argument("--out", type=Path)

@@ -45,7 +45,7 @@ def main() -> int:
     measured = tcplab.run(t1(HIDDEN, a.duration), out=out / "measured", report=False).path
     print(f"measured run (T1, {a.duration}): {time.monotonic() - t0:.1f} s", flush=True)
     t0 = time.monotonic()
-    cal = calibrate(measured, t1(UNKNOWN, a.duration), "T1", out / "calibration", budget=a.budget, jobs=a.jobs)
+    cal = calibrate(measured, t1(UNKNOWN, a.duration), out / "calibration", source="T1", budget=a.budget, jobs=a.jobs)
     wall = time.monotonic() - t0
     r = cal.result
     print(f"calibration: {r['evaluations']} candidates, {r['runs']} runs, {wall:.0f} s wall ({wall / 60:.1f} min), "

@@ -55,7 +55,7 @@ def _row(result: dict, key: str) -> dict:
 def test_buffer_and_rate_recovered_within_tolerance(measured: Path, tmp_path: Path):
     spec = _spec(topology__bottleneck__buffer={"between": ["16p", "1000p"]},
                  topology__bottleneck__rate={"between": ["5Mbit", "80Mbit"], "scale": "log"})
-    cal = calibrate(measured, spec, "t.toml", tmp_path / "cal", budget=60, jobs=2, report=False)
+    cal = calibrate(measured, spec, tmp_path / "cal", source="t.toml", budget=60, jobs=2, report=False)
     buf, rate = _row(cal.result, "topology.bottleneck.buffer"), _row(cal.result, "topology.bottleneck.rate")
     assert abs(int(buf["value"][:-1]) - 100) <= 0.1 * (1000 - 16), buf      # 10% of the range
     assert abs(int(rate["value"][:-3]) / 20e6 - 1) <= 0.1, rate            # 10% of the value
@@ -72,7 +72,7 @@ def test_host_queue_recovered(tmp_path: Path):
     hidden = dict(topology__access__delay="5ms", topology__access__rate="20Mbit", topology__bottleneck__rate="40Mbit")
     measured = api.run(_spec(**hidden, hosts__s1__netem__limit=30), out=tmp_path / "m", report=False).path
     spec = _spec(**hidden, hosts__s1__netem__limit={"between": [5, 300]})
-    cal = calibrate(measured, spec, "t.toml", tmp_path / "cal", budget=30, jobs=2, report=False)
+    cal = calibrate(measured, spec, tmp_path / "cal", source="t.toml", budget=30, jobs=2, report=False)
     row = _row(cal.result, "hosts.s1.netem.limit")
     assert abs(row["value"] - 30) <= 0.1 * 295 and row["identifiable"], row
 
@@ -80,7 +80,7 @@ def test_host_queue_recovered(tmp_path: Path):
 def test_an_unknown_the_observables_cannot_see_is_not_identifiable(measured: Path, tmp_path: Path):
     """The reverse buffer holds only ACKs, which never queue on this path: every value scores the same."""
     spec = _spec(topology__bottleneck__reverse_buffer={"between": ["50p", "5000p"]})
-    cal = calibrate(measured, spec, "t.toml", tmp_path / "cal", budget=12, jobs=2, report=False)
+    cal = calibrate(measured, spec, tmp_path / "cal", source="t.toml", budget=12, jobs=2, report=False)
     row = _row(cal.result, "topology.bottleneck.reverse_buffer")
     assert not row["identifiable"] and row["spread"] > 0.2 and row["verdict"].startswith("NOT identified")
 
@@ -115,11 +115,11 @@ def test_an_interrupted_candidate_is_asked_again(measured: Path, tmp_path: Path)
 
     out = tmp_path / "cal"
     spec = _spec(topology__bottleneck__buffer={"between": ["16p", "1000p"]})
-    calibrate(measured, spec, "t.toml", out, budget=4, jobs=2, report=False)
+    calibrate(measured, spec, out, source="t.toml", budget=4, jobs=2, report=False)
     st = study(out, seed=1)
     killed = st.ask()
     killed.suggest_int("topology.bottleneck.buffer", 16, 1000)
-    cal = calibrate(measured, spec, "t.toml", out, budget=5, jobs=1, report=False)
+    cal = calibrate(measured, spec, out, source="t.toml", budget=5, jobs=1, report=False)
     trials = study(out, seed=1).trials
     assert trials[killed.number].state.name == "FAIL"
     assert trials[-1].params == killed.params and trials[-1].state.name == "COMPLETE"

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..analysis import flowmap
+from ..api import spec_data
 from ..outdir import OutDirError, guard
 from ..runs import Run
 from ..spec import SpecError, resolve
@@ -97,13 +98,17 @@ def _request(out: Path, request: dict[str, Any]) -> None:
     atomic(path, lambda tmp: tmp.write_text(json.dumps(request, indent=2, sort_keys=True) + "\n"))
 
 
-def calibrate(measured: str | Path, spec: dict[str, Any], source: str, out: str | Path, *,
+def calibrate(measured: str | Path, spec: str | Path | dict[str, Any], out: str | Path, *, source: str | None = None,
               observe: list[str] | None = None, weights: dict[str, float] | None = None, budget: int | None = None,
               jobs: int = 1, seeds: int = 1, executor: str = "local", address: str | None = None,
               report: bool = True, progress: Callable[[int, int, float | None], None] | None = None) -> Calibration:
     """Search the unknowns of `spec` until `budget` candidates are scored (those of an interrupted
-    invocation into the same `out` count; default: default_budget), then write the outputs."""
+    invocation into the same `out` count; default: default_budget), then write the outputs. `spec`:
+    a file, a preset or a dict (named `source` in messages)."""
     measured = Path(measured)
+    if not isinstance(spec, dict):
+        spec, source = spec_data(spec)
+    source = source or "<dict>"
     found = find(spec, source)
     if not found:
         raise SpecError(source, "", "has no unknowns to calibrate: give a value as { between = [MIN, MAX] } "

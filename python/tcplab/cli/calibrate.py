@@ -54,7 +54,7 @@ def calibrate(
             def step(done: int, total: int, best: float | None) -> None:
                 prog.update(task, completed=done, total=total, best="" if best is None else f"best score {best:.4f}")
 
-            done = cal.calibrate(measured, data, source, out, observe=observe, budget=budget, jobs=jobs or os.cpu_count() or 1,
+            done = cal.calibrate(measured, data, out, source=source, observe=observe, budget=budget, jobs=jobs or os.cpu_count() or 1,
                                  seeds=seeds, executor=executor, address=address, report=report, progress=step)
     except SpecError as e:
         _fail(str(e))

@@ -5,6 +5,7 @@ charts (the compare page's model)."""
 from __future__ import annotations
 
 import html
+import os
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +54,7 @@ def write(out: Path, measured: Path, twin: Path, result: dict[str, Any]) -> Path
 </body></html>
 """
     path = out / "calibration.html"
-    tmp = out / f".calibration.html.tmp"
+    tmp = out / f".calibration.html.tmp-{os.getpid()}"  # renamed when written: never half a page
     tmp.write_text(page)
     tmp.rename(path)
     return path
