@@ -155,3 +155,16 @@ def test_a_folder_of_another_kind_or_another_calibration_is_refused(measured: Pa
     assert tcplab("calibrate", str(measured), str(spec), "--out", str(out), "--budget", "2").returncode == 0
     other = tcplab("calibrate", str(measured), str(spec), "--out", str(out), "--budget", "2", "--seeds", "2")
     assert other.returncode == 2 and "holds a calibration of another" in other.stderr
+
+
+def test_calibrates_from_imported_logs(measured: Path, tmp_path: Path):
+    """The measured run as a testbed gives it, its tcp_probe trace and iperf3 JSON (flows named by
+    address), imported: paired with the spec's sender by server port, every observable the logs
+    carry used (no utilisation: logs do not see the bottleneck)."""
+    logs = api.export(measured, ["tcp_probe", "iperf3-json"], out=tmp_path / "logs")
+    imported = api.import_logs(logs, out=tmp_path / "imported", report=False).path
+    spec = _spec(topology__bottleneck__buffer={"between": ["16p", "1000p"]})
+    cal = calibrate(imported, spec, tmp_path / "cal", source="t.toml", budget=8, jobs=2, report=False)
+    assert list(cal.result["flows"].values()) == ["s1"]
+    assert [o["observable"] for o in cal.result["observables"]] == ["throughput", "loss_episodes", "cwnd_at_loss",
+                                                                     "rtt", "retransmits"]
