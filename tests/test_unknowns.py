@@ -80,3 +80,13 @@ def test_run_refuses_a_spec_with_unknowns_in_one_line(tmp_path: Path):
     assert len(lines) == 1 and lines[0].startswith(f"error: {spec}: topology.bottleneck.buffer: is unknown")
     assert "tcplab calibrate MEASURED SPEC" in lines[0]
     assert not (tmp_path / "out").exists()
+
+
+def test_the_t2_twin_example_has_three_checked_unknowns():
+    from tcplab.api import spec_data
+    from tcplab.calibrate import check_ends
+
+    data, source = spec_data(str(Path(__file__).parent.parent / "examples" / "t2-twin.toml"))
+    found = unknowns.find(data, source)
+    assert [u.key for u in found] == ["topology.shared_buffer_policy", "hosts.s1.nic.vnic_rate", "hosts.s1.nic.tx_queue"]
+    check_ends(data, source, found)  # every end runs as a value of its key
