@@ -168,3 +168,30 @@ def test_calibrates_from_imported_logs(measured: Path, tmp_path: Path):
     assert list(cal.result["flows"].values()) == ["s1"]
     assert [o["observable"] for o in cal.result["observables"]] == ["throughput", "loss_episodes", "cwnd_at_loss",
                                                                      "rtt", "retransmits"]
+
+
+def test_killed_midway_then_the_same_command_finishes(measured: Path, tmp_path: Path):
+    """SIGTERM while a batch runs: exit 130 in one line, the scored candidates kept; the same command
+    again ends with the whole budget scored and the killed batch's candidates asked again."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    spec = tmp_path / "twin.toml"
+    spec.write_text(BASE.replace('buffer = "100p"', 'buffer = { between = ["16p", "1000p"] }'))
+    out = tmp_path / "cal"
+    cmd = [sys.executable, "-m", "tcplab.cli", "calibrate", str(measured), str(spec), "--out", str(out),
+           "--budget", "24", "-j", "2"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not any((out / "evals" / "runs").glob("*")):
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert "interrupted: the scored candidates are kept" in err and not (out / "calibration.json").exists()
+    again = tcplab("calibrate", str(measured), str(spec), "--out", str(out), "--budget", "24", "-j", "2")
+    assert again.returncode == 0, again.stderr
+    result = json.loads((out / "calibration.json").read_text())
+    assert result["evaluations"] == 24 and result["failed_candidates"] >= 1  # the killed batch, asked again
