@@ -18,7 +18,7 @@ from ..runs import Run
 from ..spec import SpecError, resolve
 from ..spec.unknowns import Unknown, ends, find, fix
 from . import observables as obs
-from .output import atomic, best_trials, observable_rows, unknown_row, write_calibrated
+from .output import SPREAD_MAX, atomic, best_trials, observable_rows, unknown_row, write_calibrated
 from .search import Evaluator, Target, done_count, requeue_unscored, study, suggest
 
 __all__ = ["Calibration", "calibrate", "check_ends", "find", "target"]
@@ -189,7 +189,7 @@ def _finish(ev: Evaluator, st: Any, measured: Path, report: bool) -> Calibration
         "unknowns": [unknown_row(u, best, near, [t.user_attrs["values"] for t in near]) for u in ev.found],
         "observables": observable_rows(ev.target, twin, errs),
         "flows": ev.target.pairs, "twin": "twin", "calibrated": "calibrated.toml",
-        "identifiability": {"best_candidates": len(near), "spread_max": 0.2,
+        "identifiability": {"best_candidates": len(near), "spread_max": SPREAD_MAX,
                             "rule": "spread = share of the range the best candidates cover; identifiable if <= spread_max"},
     }
     atomic(ev.out / "calibration.json", lambda tmp: tmp.write_text(json.dumps(result, indent=2, sort_keys=True) + "\n"))

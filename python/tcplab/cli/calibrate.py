@@ -31,6 +31,7 @@ def calibrate(
     calibrated.toml (runs as it is), calibration.json and calibration.html into --out."""
     from .. import calibrate as cal  # loaded on use: optuna, numpy, the executors
     from ..sweeps import EXECUTORS
+    from ..sweeps.ray_executor import RayUnavailable
 
     if executor not in EXECUTORS:
         _fail(f"--executor: {executor!r} is not an executor; allowed: {', '.join(EXECUTORS)}")
@@ -58,6 +59,8 @@ def calibrate(
                                  seeds=seeds, executor=executor, address=address, report=report, progress=step)
     except SpecError as e:
         _fail(str(e))
+    except (RuntimeError, RayUnavailable) as e:  # no candidate could run; workers kept dying; no Ray cluster
+        _fail(f"calibrate: {e}")
     except KeyboardInterrupt:
         _fail(f"interrupted: the scored candidates are kept in {out}; run the same command again to go on", INTERRUPTED)
     _print(done)
