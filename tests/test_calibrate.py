@@ -195,3 +195,16 @@ def test_killed_midway_then_the_same_command_finishes(measured: Path, tmp_path: 
     assert again.returncode == 0, again.stderr
     result = json.loads((out / "calibration.json").read_text())
     assert result["evaluations"] == 24 and result["failed_candidates"] >= 1  # the killed batch, asked again
+
+
+def test_calibration_page_overlays_measured_and_twin(browser, measured: Path, tmp_path: Path):
+    from conftest import open_page
+
+    spec = _spec(topology__bottleneck__buffer={"between": ["16p", "1000p"]})
+    cal = calibrate(measured, spec, tmp_path / "cal", source="t.toml", budget=4, jobs=2)
+    page = open_page(browser, cal.path / "calibration.html")
+    assert page.locator("#unknowns-table tbody tr").count() == 1
+    assert page.locator("#observables-table tbody tr").count() == 6
+    names = page.evaluate("tcplab.chart('cwnd').series.map(s => s.name)")
+    assert "measured s1 cwnd" in names and "twin s1 cwnd" in names, names
+    assert page.errors == []
