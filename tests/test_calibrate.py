@@ -52,6 +52,7 @@ def _row(result: dict, key: str) -> dict:
     return next(u for u in result["unknowns"] if u["key"] == key)
 
 
+@pytest.mark.slow
 def test_buffer_and_rate_recovered_within_tolerance(measured: Path, tmp_path: Path):
     spec = _spec(topology__bottleneck__buffer={"between": ["16p", "1000p"]},
                  topology__bottleneck__rate={"between": ["5Mbit", "80Mbit"], "scale": "log"})
@@ -66,6 +67,7 @@ def test_buffer_and_rate_recovered_within_tolerance(measured: Path, tmp_path: Pa
     assert obs["throughput"]["error"] < 0.1
 
 
+@pytest.mark.slow
 def test_host_queue_recovered(tmp_path: Path):
     """A sender host's netem queue (its packets held in a 5 ms delay on a 20 Mbit/s NIC) as the
     bottleneck: its limit found from the run."""
@@ -85,6 +87,7 @@ def test_an_unknown_the_observables_cannot_see_is_not_identifiable(measured: Pat
     assert not row["identifiable"] and row["spread"] > 0.2 and row["verdict"].startswith("NOT identified")
 
 
+@pytest.mark.slow
 def test_cli_writes_the_twin_resumes_and_the_twin_runs_and_compares(measured: Path, tmp_path: Path):
     spec = tmp_path / "twin.toml"
     spec.write_text(BASE.replace('buffer = "100p"', 'buffer = { between = ["16p", "1000p"] }'))
@@ -170,6 +173,7 @@ def test_calibrates_from_imported_logs(measured: Path, tmp_path: Path):
                                                                      "rtt", "retransmits"]
 
 
+@pytest.mark.slow
 def test_killed_midway_then_the_same_command_finishes(measured: Path, tmp_path: Path):
     """SIGTERM while a batch runs: exit 130 in one line, the scored candidates kept; the same command
     again ends with the whole budget scored and the killed batch's candidates asked again."""
@@ -197,6 +201,7 @@ def test_killed_midway_then_the_same_command_finishes(measured: Path, tmp_path: 
     assert result["evaluations"] == 24 and result["failed_candidates"] >= 1  # the killed batch, asked again
 
 
+@pytest.mark.slow
 def test_calibration_page_overlays_measured_and_twin(browser, measured: Path, tmp_path: Path):
     from conftest import open_page
 
