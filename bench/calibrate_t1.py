@@ -3,7 +3,7 @@ simulated with hidden bottleneck buffer, random loss and rate, calibrated with t
 unknowns (the default budget: 20 + 20 per unknown = 80 candidates, one seed each). Prints the wall
 time, the candidates and runs, and each value found against the hidden one.
 
-Usage: .venv/bin/python bench/calibrate_t1.py [--duration 60s] [--budget N] [--jobs 2] [--out DIR]
+Usage: .venv/bin/python bench/calibrate_t1.py [--duration 60s] [--budget N] [--jobs 2] [--seeds 1] [--out DIR]
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ def main() -> int:
     ap.add_argument("--duration", default="60s")
     ap.add_argument("--budget", type=int)
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--seeds", type=int, default=1, help="seeds per candidate (calibrate's default here would be 2: loss)")
     ap.add_argument("--out", type=Path)
     a = ap.parse_args()
     out = a.out or Path(tempfile.mkdtemp(prefix="tcplab-t1-calibration-"))
@@ -45,7 +46,8 @@ def main() -> int:
     measured = tcplab.run(t1(HIDDEN, a.duration), out=out / "measured", report=False).path
     print(f"measured run (T1, {a.duration}): {time.monotonic() - t0:.1f} s", flush=True)
     t0 = time.monotonic()
-    cal = calibrate(measured, t1(UNKNOWN, a.duration), out / "calibration", source="T1", budget=a.budget, jobs=a.jobs)
+    cal = calibrate(measured, t1(UNKNOWN, a.duration), out / "calibration", source="T1", budget=a.budget, jobs=a.jobs,
+                    seeds=a.seeds)
     wall = time.monotonic() - t0
     r = cal.result
     print(f"calibration: {r['evaluations']} candidates, {r['runs']} runs, {wall:.0f} s wall ({wall / 60:.1f} min), "

@@ -213,3 +213,20 @@ def test_calibration_page_overlays_measured_and_twin(browser, measured: Path, tm
     names = page.evaluate("tcplab.chart('cwnd').series.map(s => s.name)")
     assert "measured s1 cwnd" in names and "twin s1 cwnd" in names, names
     assert page.errors == []
+
+
+def test_two_seeds_by_default_where_the_path_drops_at_random():
+    from tcplab.calibrate import default_seeds
+    from tcplab.spec import resolve
+    from tcplab.spec.unknowns import find
+
+    def seeds(**values) -> int:
+        spec = _spec(topology__bottleneck__buffer={"between": ["16p", "1000p"]}, **values)
+        found = find(spec, "t.toml")
+        lowest = {u.key: u.value(u.lo) if u.is_range else u.choices[0] for u in found}
+        from tcplab.spec.unknowns import fix
+        return default_seeds(resolve(fix(spec, lowest, found), "t.toml").links, found)
+
+    assert seeds() == 1
+    assert seeds(topology__bottleneck__loss=0.001) == 2
+    assert seeds(topology__bottleneck__loss={"between": [0, 0.01]}) == 2

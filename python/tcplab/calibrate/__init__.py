@@ -52,6 +52,15 @@ def default_budget(unknowns: int) -> int:
     return 20 + 20 * unknowns
 
 
+def default_seeds(exp_links: tuple, found: list[Unknown]) -> int:
+    """Seeds per candidate by default: 2 where the path drops at random (a loss that is unknown, or
+    set above zero), whose runs differ by seed far more than the access links' 1 us jitter makes
+    them; else 1."""
+    lossy = any(u.parts[-1] in ("loss", "reverse_loss") for u in found) or \
+        any(d.loss > 0 for link in exp_links for d in (link.ab, link.ba))
+    return 2 if lossy else 1
+
+
 def check_ends(spec: dict[str, Any], source: str, found: list[Unknown]) -> None:
     """Every end of every range (each choice of every set) must be a value the key takes: the spec is
     resolved with each in turn (the others at their first end), so a bad one fails naming its key."""
@@ -100,7 +109,7 @@ def _request(out: Path, request: dict[str, Any]) -> None:
 
 def calibrate(measured: str | Path, spec: str | Path | dict[str, Any], out: str | Path, *, source: str | None = None,
               observe: list[str] | None = None, weights: dict[str, float] | None = None, budget: int | None = None,
-              jobs: int = 1, seeds: int = 1, executor: str = "local", address: str | None = None,
+              jobs: int = 1, seeds: int | None = None, executor: str = "local", address: str | None = None,
               report: bool = True, progress: Callable[[int, int, float | None], None] | None = None) -> Calibration:
     """Search the unknowns of `spec` until `budget` candidates are scored (those of an interrupted
     invocation into the same `out` count; default: default_budget), then write the outputs. `spec`:
@@ -115,6 +124,7 @@ def calibrate(measured: str | Path, spec: str | Path | dict[str, Any], out: str 
                         "or { one_of = [...] } (docs/calibrate.md)")
     check_ends(spec, source, found)
     budget = budget or default_budget(len(found))
+    seeds = seeds or default_seeds(resolve(fix(spec, {u.key: ends(u)[0] for u in found}, found), source).links, found)
     tgt = target(measured, spec, source, found, observe, weights)
     real, claim = guard(out, force=False, kind="calibrate", inputs=[measured], resume=True)
     try:

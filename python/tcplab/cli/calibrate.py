@@ -21,7 +21,7 @@ def calibrate(
     set_: Annotated[Optional[list[str]], typer.Option("--set", help="Override a key of the spec (repeatable).")] = None,
     observe: Annotated[Optional[list[str]], typer.Option(help="An observable to match (repeatable): throughput, loss_episodes, cwnd_at_loss, rtt, retransmits, utilisation (default: every one the measured run has data for).")] = None,
     budget: Annotated[Optional[int], typer.Option(min=1, max=100_000, help="Candidates to score in all (default: 20 + 20 per unknown).")] = None,
-    seeds: Annotated[int, typer.Option(min=1, max=100, help="Seeds per candidate, averaged (for a stochastic path: random loss, jitter).")] = 1,
+    seeds: Annotated[Optional[int], typer.Option(min=1, max=100, help="Seeds per candidate, averaged (default: 2 where the path has random loss, known or unknown; else 1).")] = None,
     jobs: Annotated[Optional[int], typer.Option("--jobs", "-j", min=1, help="Runs at a time (default: one per core).")] = None,
     executor: Annotated[str, typer.Option(help="local (processes on this machine) or ray (a Ray cluster).")] = "local",
     address: Annotated[Optional[str], typer.Option(help="Ray cluster address (host:port); default: start a local Ray instance.")] = None,
