@@ -218,13 +218,12 @@ def test_calibration_page_overlays_measured_and_twin(browser, measured: Path, tm
 def test_two_seeds_by_default_where_the_path_drops_at_random():
     from tcplab.calibrate import default_seeds
     from tcplab.spec import resolve
-    from tcplab.spec.unknowns import find
+    from tcplab.spec.unknowns import find, fix
 
     def seeds(**values) -> int:
         spec = _spec(topology__bottleneck__buffer={"between": ["16p", "1000p"]}, **values)
         found = find(spec, "t.toml")
         lowest = {u.key: u.value(u.lo) if u.is_range else u.choices[0] for u in found}
-        from tcplab.spec.unknowns import fix
         return default_seeds(resolve(fix(spec, lowest, found), "t.toml").links, found)
 
     assert seeds() == 1
