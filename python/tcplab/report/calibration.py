@@ -32,7 +32,7 @@ def _observables(result: dict[str, Any]) -> str:
     return ('<section id="observables"><h2>Observables</h2>'
             + _table("observables-table", ["observable", "measured", "twin", "error", "weight"], rows, left=1)
             + "<p class=\"sub\">Measured and twin: total episodes and retransmissions, else the mean over flows "
-              "(throughput Mbit/s per interval, RTT p50/p95 ms, cwnd at loss bytes); errors as docs/calibrate.md "
+              "(throughput Mbit/s per interval, RTT p5, p50, p95 and min in ms, cwnd at loss bytes); errors as docs/calibrate.md "
               "defines them.</p></section>")
 
 
