@@ -4,7 +4,7 @@ the twin is calibrated on the cubic run only (its results folder, then an import
 the tcp_probe trace and iperf3's JSON), and reno and bbr are predicted on the twin and compared
 with their own kernel runs: throughput, retransmissions, RTT p50 and p95 errors.
 
-Usage: .venv/bin/python bench/calibrate_kernel.py [--duration 30s] [--budget 80] [--seeds 2] [--out DIR]
+Usage: .venv/bin/python bench/calibrate_kernel.py [--duration 30s] [--budget 80] [--seeds 2] [--loss 0.0005] [--out DIR]
 Prints the hidden and found values, then one markdown row per prediction (docs/fidelity.md).
 """
 
@@ -76,8 +76,10 @@ def main() -> int:
     ap.add_argument("--duration", default="30s")
     ap.add_argument("--budget", type=int, default=80)
     ap.add_argument("--seeds", type=int, default=2)
+    ap.add_argument("--loss", type=float, default=HIDDEN["topology.bottleneck.loss"], help="the hidden random loss")
     ap.add_argument("--out", type=Path)
     a = ap.parse_args()
+    HIDDEN["topology.bottleneck.loss"] = a.loss
     out = a.out or Path(tempfile.mkdtemp(prefix="tcplab-kernel-twin-"))
     kernel = {cc: tcplab.run(spec(HIDDEN, a.duration, cc), out=out / f"kernel-{cc}", backend="netns", report=False).path
               for cc in CCS}
