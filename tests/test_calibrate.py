@@ -131,6 +131,8 @@ def test_an_interrupted_candidate_is_asked_again(measured: Path, tmp_path: Path)
 
 @pytest.mark.parametrize("args, expected", [
     (["--observe", "goodput"], "--observe: 'goodput' is not an observable (allowed: throughput,"),
+    (["--weight", "goodput=2"], "--weight goodput=2: give NAME=W with NAME one of throughput,"),
+    (["--weight", "rtt=-1"], "--weight rtt: must be from 0 to 1000, got -1"),
     (["--set", "topology.bottleneck.buffer=100p"], "has no unknowns to calibrate"),
     (["--set", 'senders.s1.cc={one_of=["reno","cubic"]}'], "senders.s1.cc: a stack's parameter cannot be unknown"),
     (["--set", 'topology.bottleneck.rate={between=["1bit","100Tbit"]}'], "topology.bottleneck.rate: must be in 1bit .. 10Tbit"),

@@ -20,6 +20,7 @@ def calibrate(
     out: Annotated[Path, typer.Option(help="Calibration folder; the same command with the same --out goes on after an interruption.")],
     set_: Annotated[Optional[list[str]], typer.Option("--set", help="Override a key of the spec (repeatable).")] = None,
     observe: Annotated[Optional[list[str]], typer.Option(help="An observable to match (repeatable): throughput, loss_episodes, cwnd_at_loss, rtt, retransmits, utilisation (default: every one the measured run has data for).")] = None,
+    weight: Annotated[Optional[list[str]], typer.Option(help="NAME=W: an observable's weight in the score (repeatable; default 1 each), e.g. throughput=3.")] = None,
     budget: Annotated[Optional[int], typer.Option(min=1, max=100_000, help="Candidates to score in all (default: 20 + 20 per unknown).")] = None,
     seeds: Annotated[Optional[int], typer.Option(min=1, max=100, help="Seeds per candidate, averaged (default: 2 where the path has random loss, known or unknown; else 1).")] = None,
     jobs: Annotated[Optional[int], typer.Option("--jobs", "-j", min=1, help="Runs at a time (default: one per core).")] = None,
@@ -37,6 +38,7 @@ def calibrate(
         _fail(f"--executor: {executor!r} is not an executor; allowed: {', '.join(EXECUTORS)}")
     if not (measured / "summary.json").is_file():
         _fail(f"{measured}: not a results folder (no summary.json): give a run of any backend or of `tcplab import`")
+    weights = _weights(weight or [])
     try:
         data, source = api.spec_data(spec, set_)
         found = cal.find(data, source)
@@ -55,7 +57,7 @@ def calibrate(
             def step(done: int, total: int, best: float | None) -> None:
                 prog.update(task, completed=done, total=total, best="" if best is None else f"best score {best:.4f}")
 
-            done = cal.calibrate(measured, data, out, source=source, observe=observe, budget=budget, jobs=jobs or os.cpu_count() or 1,
+            done = cal.calibrate(measured, data, out, source=source, observe=observe, weights=weights, budget=budget, jobs=jobs or os.cpu_count() or 1,
                                  seeds=seeds, executor=executor, address=address, report=report, progress=step)
     except SpecError as e:
         _fail(str(e))
@@ -64,6 +66,23 @@ def calibrate(
     except KeyboardInterrupt:
         _fail(f"interrupted: the scored candidates are kept in {out}; run the same command again to go on", INTERRUPTED)
     _print(done)
+
+
+def _weights(given: list[str]) -> dict[str, float]:
+    """--weight NAME=W, each W a number from 0 to 1000 (read by numbers.py), NAME an observable."""
+    from ..calibrate.observables import OBSERVABLES
+    from ..spec.numbers import NumberError, real
+
+    out = {}
+    for g in given:
+        name, eq, w = g.partition("=")
+        if not eq or name not in OBSERVABLES:
+            _fail(f"--weight {g}: give NAME=W with NAME one of {', '.join(OBSERVABLES)}, e.g. throughput=3")
+        try:
+            out[name] = real(w, f"--weight {name}", 0.0, 1000.0)
+        except NumberError as e:
+            _fail(str(e))
+    return out
 
 
 def _print(done) -> None:
