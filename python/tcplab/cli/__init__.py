@@ -7,7 +7,7 @@ arguments, shows progress and prints: the work is done by tcplab's API. Register
 from __future__ import annotations
 
 from ..interrupts import raise_on_sigterm
-from . import drill, logs, machines, results, runs
+from . import calibrate, drill, logs, machines, results, runs
 from .common import _literal_errors, app
 
 __all__ = ["app", "main"]
@@ -22,6 +22,7 @@ app.command()(results.plot)
 app.command('import')(logs.import_)
 app.command()(logs.export)
 app.command()(runs.sweep)
+app.command()(calibrate.calibrate)
 app.command('ls')(results.ls_)
 app.command()(results.query)
 app.command()(results.stats)

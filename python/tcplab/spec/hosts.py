@@ -1,17 +1,18 @@
 """The spec's [hosts.NAME] tables beside `sysctl`: the host's OS, its NIC (receive coalescing,
-interrupt moderation, TSO burst size) and netem's packet limit on its egress (docs/spec.md)."""
+interrupt moderation, TSO burst size, egress queue) and netem's packet limit on its egress (docs/spec.md)."""
 
 from __future__ import annotations
 
 import dataclasses
 from typing import Any
 
-from ..model import Link, RxNic
+from ..model import Direction, Link, RxNic
 from . import limits, units
 from .ctx import Ctx, join
 
 HOST_KEYS = ("sysctl", "nic", "netem", "os")
-NIC_KEYS = ("gro", "lro", "rx_usecs", "rx_frames", "tso_max", "driver", "tso_max_segcount", "tso_max_segsize")
+NIC_KEYS = ("gro", "lro", "rx_usecs", "rx_frames", "tso_max", "driver", "tso_max_segcount", "tso_max_segsize",
+            "tx_queue", "vnic_rate", "rx_pps", "rx_ring")
 #: FreeBSD drivers' TSO fragment limits (if_hw_tsomaxsegcount, if_hw_tsomaxsegsize), as `driver`
 #: sets them (docs/models.md, issue 33). bce(4) sets none in bce_attach(), so if_attach_internal()
 #: applies sys/net/if.c's defaults, `ifp->if_hw_tsomaxsegcount = 35; ifp->if_hw_tsomaxsegsize = 2048;`
@@ -32,6 +33,9 @@ class Host:
     tso_max_bytes: int | None = None  # as sender; None: the stack's 64 KB
     netem_limit: int | None = None   # packets netem holds on this host's egress (delay included)
     tso_frags: tuple[int, int] | None = None  # as FreeBSD sender: TSO fragment count and size limits
+    tx_queue: tuple[str, int] | None = None  # ("packets" | "bytes", n): the egress queue's limit; None: unlimited
+    vnic_rate_bps: int | None = None  # a VM: its virtual NIC's rate into its host's bridge; None: not a VM
+    rx_budget: tuple[int, int] | None = None  # (packets/s it processes, rx ring packets); None: unlimited
 
 
 def _tso_frags(ctx: Ctx, nic: dict[str, Any], path: str) -> tuple[int, int] | None:
@@ -76,6 +80,38 @@ def _nic(ctx: Ctx, t: dict[str, Any], path: str, os: str | None) -> tuple[RxNic,
     return RxNic(coalesce, usecs * 1000, frames), tso  # type: ignore[arg-type]
 
 
+def _tx_queue(ctx: Ctx, nic: Any, path: str) -> tuple[str, int] | None:
+    """nic.tx_queue: what the host's egress holds between its stack and the wire (the driver's TX
+    ring plus the interface queue: Linux txqueuelen, DEFAULT_TX_QUEUE_LEN = 1000 packets in
+    include/linux/netdevice.h, plus e.g. e1000e's 256 TX descriptors; FreeBSD net.link.ifqmaxlen,
+    IFQ_MAXLEN = 50 in sys/net/if.h, plus the driver's ring). Unset: unlimited, today's model (a
+    stack's own queue, which TSQ keeps short). Full, it drops what the stack sends, as a network loss."""
+    if not isinstance(nic, dict) or "tx_queue" not in nic:
+        return None
+    kind, n = ctx.unit(nic, path, "tx_queue", units.parse_buffer)
+    ctx.within(n, limits.BUFFER_PACKETS if kind == "packets" else limits.BUFFER_BYTES, join(path, "tx_queue"), nic["tx_queue"])
+    return kind, n
+
+
+#: e1000e's default receive ring (E1000_DEFAULT_RXD, drivers/net/ethernet/intel/e1000e/e1000.h);
+#: ixgbe's is 512 (IXGBE_DEFAULT_RXD), virtio-net's queue 256.
+RX_RING_DEFAULT = 256
+
+
+def _rx_budget(ctx: Ctx, nic: Any, path: str) -> tuple[int, int] | None:
+    """nic.rx_pps (and rx_ring): the packets per second the receiving host's CPU processes (its
+    per-packet cost: NAPI polls of net.core.dev_weight 64 packets within netdev_budget 300 per
+    softirq, the stack's work per packet) and the packets its NIC's receive ring holds meanwhile;
+    what arrives to a full ring is dropped (ethtool -S rx_missed / rx_no_buffer). Unset: unlimited."""
+    if not isinstance(nic, dict) or "rx_pps" not in nic:
+        if isinstance(nic, dict) and "rx_ring" in nic:
+            raise ctx.err(join(path, "rx_ring"), "applies with rx_pps only (the ring fills when the host cannot keep up)")
+        return None
+    pps = ctx.integer(nic, path, "rx_pps", 0, limits.RX_PPS.lo, limits.RX_PPS.hi)
+    ring = ctx.integer(nic, path, "rx_ring", RX_RING_DEFAULT, limits.RX_RING.lo, limits.RX_RING.hi)
+    return pps, ring
+
+
 def hosts(ctx: Ctx, spec: dict[str, Any], names: set[str]) -> dict[str, Host]:
     """Every [hosts.NAME] table's os, nic and netem, by host (hosts not named: the defaults)."""
     out = {}
@@ -94,7 +130,11 @@ def hosts(ctx: Ctx, spec: dict[str, Any], names: set[str]) -> dict[str, Host]:
             ctx.keys(netem, join(path, "netem"), NETEM_KEYS)
             lim = limits.NETEM_LIMIT
             limit = ctx.integer(netem, join(path, "netem"), "limit", 1000, lim.lo, lim.hi)
-        out[name] = Host(os, rx_nic, tso, limit, frags)
+        nic = t.get("nic", {})
+        vnic = ctx.unit(nic, join(path, "nic"), "vnic_rate", units.parse_rate_bps, limit=limits.RATE) \
+            if isinstance(nic, dict) and "vnic_rate" in nic else None
+        out[name] = Host(os, rx_nic, tso, limit, frags, _tx_queue(ctx, nic, join(path, "nic")), vnic,
+                         _rx_budget(ctx, nic, join(path, "nic")))
     return out
 
 
@@ -105,5 +145,13 @@ def with_netem(links: tuple[Link, ...], host_cfg: dict[str, Host]) -> tuple[Link
         a, b = host_cfg.get(link.a), host_cfg.get(link.b)
         ab = dataclasses.replace(link.ab, held_limit_packets=a.netem_limit) if a and a.netem_limit else link.ab
         ba = dataclasses.replace(link.ba, held_limit_packets=b.netem_limit) if b and b.netem_limit else link.ba
-        return dataclasses.replace(link, ab=ab, ba=ba)
+        return dataclasses.replace(link, ab=_queued(ab, a), ba=_queued(ba, b))
     return tuple(limited(link) for link in links)
+
+
+def _queued(d: Direction, host: Host | None) -> Direction:
+    """A host's egress direction with its nic.tx_queue limit (unchanged without one)."""
+    if host is None or host.tx_queue is None:
+        return d
+    kind, n = host.tx_queue
+    return dataclasses.replace(d, buffer_packets=n if kind == "packets" else None, buffer_bytes=n if kind == "bytes" else None)

@@ -54,6 +54,10 @@ BUFFER_PACKETS = Limit(1, 10**7, "1p .. 10000000p")
 #: e.g. bnx2 0x3ff, ixgbe IXGBE_MAX_EITR >> 2 ~ 1022) and frame trigger (rx-frames).
 RX_USECS = Limit(0, 100_000, "0 .. 100000 (us)")
 RX_FRAMES = Limit(0, 65_535, "0 .. 65535")
+#: A receiving host's processing rate (packets/s; a core handles ~1-3 Mpps of TCP) and its NIC's
+#: receive ring (ethtool -g: 4096 descriptors at most on e1000e and ixgbe, 32768 on mlx5).
+RX_PPS = Limit(1, 10**9, "1 .. 1000000000 (packets/s)")
+RX_RING = Limit(1, 65_536, "1 .. 65536 (packets)")
 #: The largest TSO burst a sending NIC takes (Linux gso_max_size: up to GSO_MAX_SIZE 512 KiB with
 #: BIG TCP; 64 KiB by default).
 TSO_MAX = Limit(1, 512 * 1024, "1B .. 512KiB")
@@ -92,6 +96,7 @@ BY_KEY: dict[str, Limit] = {
     "hosts.*.nic.rx_usecs": RX_USECS,
     "hosts.*.nic.rx_frames": RX_FRAMES, "hosts.*.nic.tso_max": TSO_MAX, "hosts.*.netem.limit": NETEM_LIMIT,
     "hosts.*.nic.tso_max_segcount": TSO_SEGCOUNT, "hosts.*.nic.tso_max_segsize": TSO_SEGSIZE,
+    "hosts.*.nic.rx_pps": RX_PPS, "hosts.*.nic.rx_ring": RX_RING,
     "topology.shared_buffer_ports": SHARED_BUFFER_PORTS,
     "probes.interval": PROBE_INTERVAL, "probes.size": PROBE_SIZE,
 }

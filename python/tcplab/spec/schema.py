@@ -17,8 +17,9 @@ from typing import Any
 from .. import paths
 from .._native import algorithms, algorithms_for, stack_options, stacks
 from ..model import Experiment, Trace
-from . import keys, limits, numbers, shape, units
+from . import keys, limits, numbers, shape, units, unknowns
 from .ctx import Ctx, SpecError
+from .host_paths import with_host_paths
 from .hosts import hosts as _hosts, with_netem
 from .probes import PROBE_KEYS, probes as _probes
 from .senders import BACKGROUND_KEYS, SENDER_KEYS, background as _background, senders as _senders
@@ -277,6 +278,8 @@ def resolve(spec: dict[str, Any], source: str, *, seed: int | None = None, durat
     time-limited sender's `time` (the CLI's --duration)."""
     ctx = Ctx(source)
     check_shape(spec, source)  # before the copy: a spec nested 100 000 deep would overflow it
+    if found := unknowns.find(spec, source):
+        raise unknowns.needs_calibration(found, source)
     spec = copy.deepcopy(spec)
     ctx.keys(spec, "", TOP_KEYS)
     for key, what in NOT_YET.items():
@@ -290,7 +293,7 @@ def resolve(spec: dict[str, Any], source: str, *, seed: int | None = None, durat
     topo = _topology(ctx, spec)
     hosts = {n.name for n in topo.nodes if n.kind == "host"}
     host_cfg = _hosts(ctx, spec, hosts)
-    links = with_netem(topo.links, host_cfg)
+    nodes, links = with_host_paths(topo.nodes, with_netem(topo.links, host_cfg), host_cfg)
     flows, senders_norm = _senders(ctx, spec, hosts, host_cfg)
     stop, app_end = _stop_ns(ctx, spec, flows)
     udp, bg_norm = _background(ctx, spec, {n.name for n in topo.nodes}, app_end)
@@ -305,7 +308,7 @@ def resolve(spec: dict[str, Any], source: str, *, seed: int | None = None, durat
     if probes_norm:
         normalized["probes"] = probes_norm
     host_sysctls = {h: dict(t.get("sysctl", {})) for h, t in spec.get("hosts", {}).items()}
-    exp = Experiment(source=source, name=name, seed=run_seed, stop_ns=stop, nodes=topo.nodes, links=links,
+    exp = Experiment(source=source, name=name, seed=run_seed, stop_ns=stop, nodes=nodes, links=links,
                      flows=flows, background=udp, trace=trace, measure_cpu=cpu, bottleneck_port=topo.bottleneck_port,
                      host_sysctls=host_sysctls, spec=normalized, probes=probes)
     found = tuple(f"{source}: {w}" for w in _warnings(exp, topo.tables))

@@ -21,6 +21,7 @@ from typing import Any
 
 from ...model import Experiment, Link, port_label
 from ...spec.aqm import tc_red_eval_ewma
+from ...spec.host_paths import BRIDGE_SUFFIX, RING_SUFFIX
 from ..shared import Shaper
 
 #: Link delays below this are left to the veths (~10 us) rather than emulated; they are listed.
@@ -109,6 +110,19 @@ def _refuse(exp: Experiment) -> None:
                             "Linux TCP only (use the simulator for FreeBSD stacks)")
     if len(exp.links) > 250:
         raise PlanError("more than 250 links")
+    for n in exp.nodes:
+        for suffix, key, what in ((BRIDGE_SUFFIX, "vnic_rate", "a VM behind its host's bridge"),
+                                  (RING_SUFFIX, "rx_pps", "a receiver with a processing budget")):
+            if n.name.endswith(suffix):
+                host = n.name[: -len(suffix)]
+                raise PlanError(f"hosts.{host}.nic.{key}: {host} is {what}, which the netns backend does not "
+                                "build; run it on the simulator")
+    hosts = {n.name for n in exp.nodes if n.kind == "host"}
+    for link in exp.links:
+        for node, d in ((link.a, link.ab), (link.b, link.ba)):
+            if node in hosts and (d.buffer_packets or d.buffer_bytes):
+                raise PlanError(f"hosts.{node}.nic.tx_queue: this machine's veths are the netns hosts' NICs and "
+                                "their queue is not modelled here; run it on the simulator")
 
 
 def _in_linkem(d: Any, qdiscs: set[str]) -> dict[str, Any] | None:
