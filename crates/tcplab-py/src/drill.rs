@@ -3,10 +3,11 @@
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use tcplab_sim::drill::{Endpoint, Inbound, Peer};
+use tcplab_sim::drill::{Endpoint, Host, Inbound, Peer};
 
 /// One endpoint: `DrillEndpoint(stack, cc, mss, sack, timestamps, wscale, ecn, now_ns,
-/// handshake_rtt_ns, win_bytes)`.
+/// handshake_rtt_ns, win_bytes, hz=None)` (`hz`: the host kernel's CONFIG_HZ; None: the
+/// simulator's).
 #[pyclass(unsendable)]
 pub struct DrillEndpoint {
     inner: Endpoint,
@@ -16,7 +17,7 @@ pub struct DrillEndpoint {
 impl DrillEndpoint {
     #[new]
     #[allow(clippy::too_many_arguments)] // the handshake's outcome, field by field
-    #[pyo3(signature = (stack, cc, mss, sack, timestamps, wscale, ecn, now_ns, handshake_rtt_ns, win_bytes))]
+    #[pyo3(signature = (stack, cc, mss, sack, timestamps, wscale, ecn, now_ns, handshake_rtt_ns, win_bytes, hz=None))]
     fn new(
         stack: &str,
         cc: &str,
@@ -28,6 +29,7 @@ impl DrillEndpoint {
         now_ns: u64,
         handshake_rtt_ns: Option<u64>,
         win_bytes: u64,
+        hz: Option<u64>,
     ) -> PyResult<Self> {
         let peer = Peer {
             mss,
@@ -36,7 +38,8 @@ impl DrillEndpoint {
             wscale,
             ecn,
         };
-        Endpoint::new(stack, cc, peer, now_ns, handshake_rtt_ns, win_bytes)
+        let host = hz.map_or_else(Host::default, Host::with_hz);
+        Endpoint::on_host(&host, stack, cc, peer, now_ns, handshake_rtt_ns, win_bytes)
             .map(|inner| DrillEndpoint { inner })
             .map_err(PyValueError::new_err)
     }

@@ -24,6 +24,33 @@ pub struct Peer {
     pub ecn: bool,
 }
 
+/// The host the endpoint runs on: what a script's commands set outside the connection.
+#[derive(Clone, Copy, Debug)]
+pub struct Host {
+    /// The kernel's tick rate (CONFIG_HZ): Linux's RACK and loss-probe timers run in jiffies.
+    pub hz: u64,
+    /// How long after a kernel tick the script's time 0 is.
+    pub jiffy_phase_ns: Ns,
+}
+
+impl Default for Host {
+    /// The simulator's kernel clock (`time::LINUX_HZ`), time 0 half a jiffy after a tick: a
+    /// script's clock is not tied to the tick, and half a jiffy is the mean of a uniform phase.
+    fn default() -> Self {
+        Host::with_hz(crate::time::LINUX_HZ)
+    }
+}
+
+impl Host {
+    /// A host whose kernel ticks `hz` times a second, time 0 half a jiffy after a tick.
+    pub fn with_hz(hz: u64) -> Self {
+        Host {
+            hz,
+            jiffy_phase_ns: crate::time::SEC / hz / 2,
+        }
+    }
+}
+
 /// One inbound segment's fields the sender reads (an ACK; data to the endpoint is not modelled).
 #[derive(Clone, Debug, Default)]
 pub struct Inbound {
@@ -83,9 +110,27 @@ impl Endpoint {
         handshake_rtt_ns: Option<Ns>,
         win_bytes: u64,
     ) -> Result<Self, String> {
+        Self::on_host(&Host::default(), stack, cc, peer, now, handshake_rtt_ns, win_bytes)
+    }
+
+    /// [`Endpoint::new`] on `host`.
+    pub fn on_host(
+        host: &Host,
+        stack: &str,
+        cc: &str,
+        peer: Peer,
+        now: Ns,
+        handshake_rtt_ns: Option<Ns>,
+        win_bytes: u64,
+    ) -> Result<Self, String> {
         let f = flow_config(stack, cc, &peer, win_bytes)?;
-        let profile =
+        let mut profile =
             crate::stack::resolve(&f).ok_or_else(|| format!("unknown stack {stack:?}"))?;
+        if host.hz == 0 || crate::time::SEC % host.hz != 0 {
+            return Err(format!("kernel HZ {} does not divide a second in ns", host.hz));
+        }
+        profile.hz = host.hz;
+        profile.jiffy_phase_ns = host.jiffy_phase_ns;
         let algo = crate::cc::build(cc, profile.cc_family)
             .ok_or_else(|| format!("congestion control {cc:?} not modelled for stack {stack:?}"))?;
         let mut sender = TcpSender::new(0, &f, Rc::new(profile), algo);
@@ -379,6 +424,58 @@ mod tests {
             rtx.first().map(|o| (o.seq, o.retx, o.t_ns)),
             Some((0, true, t))
         );
+    }
+
+    fn cwnd(e: &Endpoint) -> i64 {
+        e.tcp_info()
+            .into_iter()
+            .find(|(k, _)| *k == "tcpi_snd_cwnd")
+            .unwrap()
+            .1
+    }
+
+    fn ack(e: &mut Endpoint, t: Ns, ack: u64, sacks: Vec<(u64, u64)>) {
+        let seg = Inbound {
+            ack,
+            win: 257,
+            sacks,
+            ..Default::default()
+        };
+        e.on_segment(t, &seg);
+    }
+
+    /// tcp_is_cwnd_limited(): an application-limited slow start (9 of IW10 sent, never cwnd-
+    /// limited) grows cwnd to twice max_packets_out, 18, and no further; a full IW10 send is
+    /// cwnd-limited for its whole window: 10 + 10 acked = 20.
+    #[test]
+    fn app_limited_slow_start_grows_to_twice_packets_out() {
+        for (segs, want) in [(9u64, [12, 14, 16, 18, 18]), (10, [12, 14, 16, 18, 20])] {
+            let mut e = Endpoint::new("linux", "cubic", peer(), 0, Some(100 * MS), 257 << 7).unwrap();
+            e.write(0, segs * 1000);
+            let mut got = Vec::new();
+            for (i, una) in [2000, 4000, 6000, 8000, segs * 1000].into_iter().enumerate() {
+                ack(&mut e, (105 + 5 * i as u64) * MS, una, vec![]);
+                got.push(cwnd(&e));
+            }
+            assert_eq!(got, want, "{segs} segments");
+        }
+    }
+
+    /// Limited transmit, then the hole filled: the ACK that acknowledges 3 segments, two of them
+    /// SACKed before, delivers one packet, so slow start adds one (10 -> 11), not three.
+    #[test]
+    fn growth_counts_sacked_segments_once() {
+        let mut e = Endpoint::new("linux", "cubic", peer(), 0, Some(100 * MS), 257 << 7).unwrap();
+        e.write(0, 15_000);
+        assert_eq!(e.take_sent().len(), 10);
+        ack(&mut e, 110 * MS, 0, vec![(1000, 2000)]);
+        ack(&mut e, 120 * MS, 0, vec![(1000, 3000)]);
+        assert_eq!(cwnd(&e), 10);
+        assert_eq!(e.take_sent().len(), 2); // one new segment per dupack
+        ack(&mut e, 130 * MS, 3000, vec![]);
+        assert_eq!(cwnd(&e), 11);
+        // 12 sent, 3 acked: 9 in flight, room for 2.
+        assert_eq!(e.take_sent().len(), 2);
     }
 
     #[test]

@@ -22,7 +22,6 @@ STACKS = {"linux": "linux"}
 #: Why a target is not built on the endpoint yet.
 NOT_WIRED = "the endpoint seam is wired for the linux stack only (FreeBSD SYN-ACK options and tcp_fill_info() not written yet)"
 OWN_MSS = 1460  # MTU 1500 less 40: what Linux advertises on packetdrill's tun0 (--mtu default)
-OWN_WSCALE = 8  # Linux's shift for tcp_rmem[2] 15 MB (defaults.sh), as the suites' SYN-ACKs show
 NS_PER_US = 1000
 _INFO = re.compile(r"\btcpi_\w+")
 
@@ -130,7 +129,10 @@ class ModelEngine:
         elif sack:
             o += [(1, b""), (1, b""), (4, b"")]
         if self.syn["wscale"] is not None:
-            o += [(1, b""), (3, bytes([OWN_WSCALE]))]
+            try:
+                o += [(1, b""), (3, bytes([model_env.rcv_wscale(self.env)]))]
+            except model_env.NotModelled as e:
+                raise Unsupported(ev.line, str(e)) from None
         self._emit(0x12 | (0x40 if ecn else 0), 0, 0, o, self.now_us, win=65535)
 
     def _handshake_ack(self, ev: Event, p: Packet) -> None:
@@ -142,7 +144,7 @@ class ModelEngine:
             from tcplab._native import DrillEndpoint
             self.ep = DrillEndpoint(stack, self.cc, s["mss"], s["sack"], s["ts"], s["wscale"] or 0, s["ecn"],
                                     self.now_us * NS_PER_US, (self.now_us - s["t"]) * NS_PER_US,
-                                    (p.win or 0) << (s["wscale"] or 0))
+                                    (p.win or 0) << (s["wscale"] or 0), hz=model_env.kernel_hz())
         except ValueError as e:
             raise Unsupported(ev.line, str(e)) from None
 

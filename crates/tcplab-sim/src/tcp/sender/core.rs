@@ -102,8 +102,6 @@ pub struct Conn {
     pub(super) sndbuf_now: u64,
     pub(super) sndbuf: u64,
     pub(super) write_bytes: u64,
-    /// Most bytes outstanding since the round began (Linux tp->max_packets_out).
-    pub(super) max_out: u64,
     pub(super) round_end: u64,
     pub(super) pace_next: Ns,
     /// Bytes this host has queued below TCP (its NIC FIFO), set by the simulation before each
@@ -182,7 +180,6 @@ impl Conn {
             state: State::Open,
             recover_guard: None,
             dupacks: 0,
-            max_out: 0,
             rtt,
             rto_deadline: None,
             pace_next: 0,
@@ -496,7 +493,6 @@ impl Conn {
             self.pace_next = self.pace_next.max(now) + tx_time_ns(p.size_bytes as u64, rate);
         }
         self.last_send = Some(now);
-        self.max_out = self.max_out.max(self.snd_nxt - self.snd_una);
         self.nic_backlog += p.size_bytes as u64;
         if self.record_sends {
             let limit = self.tso_chunk_limit();

@@ -165,7 +165,7 @@ impl RackStack {
         c.v.cwnd_limited = c.v.win.cwnd <= c.snd_wnd;
         c.v.after_rto = matches!(c.state, State::Loss { .. }) && c.sb.lost_bytes > 0;
         c.sync_ca_state();
-        c.cc_ack(&a);
+        c.cc_ack(&a, a.acked);
         if let Some(cap) = exit_cap {
             // "Must be non-newreno (cubic) getting too ahead of itself".
             c.v.win.cwnd = exit_clamp(c.v.win.cwnd, cap);
