@@ -26,6 +26,12 @@ PASSING = [
     ("linux-selftests/tcp_limited_transmit_limited-transmit-no-sack.pkt", "tcp_remove_reno_sacks"),
     ("google/fast_recovery/prr-ss-10pkt-lost-1.pkt", "delivered"),
     ("linux-selftests/tcp_fast_recovery_prr-ss-10pkt-lost-1.pkt", "delivered"),
+    # The RACK reordering timer: usecs_to_jiffies(min(min_rtt/4, srtt) + 2 ms) on the timer
+    # wheel's tick (30 ms after the SACK at HZ 250; the script allows 23-31 ms), then
+    # tp->reordering from tcp_check_sack_reordering() (tcpi_reordering 3, then 5).
+    ("google/sack/sack-shift-sacked-7-3-4-8-9-fack.pkt", "RACK timer in jiffies, reordering"),
+    ("linux-selftests/tcp_sack_sack-shift-sacked-7-3-4-8-9-fack.pkt", "RACK timer in jiffies, reordering"),
+    ("google/sack/sack-shift-sacked-2-6-8-3-9-nofack.pkt", "reordering"),
 ]
 
 
@@ -38,10 +44,6 @@ def test_linux_model_passes(script, why):
     assert (r.result, r.line) == ("pass", None), f"{why}: {r.reason}"
 
 
-# The RACK reordering timer: usecs_to_jiffies(min_rtt/4 + 2 ms) on this kernel's HZ and the timer
-# wheel's tick (the retransmission 30 ms after the SACK at HZ 250; the script allows 23-31 ms).
-RACK_TIMER = ["google/sack/sack-shift-sacked-7-3-4-8-9-fack.pkt",
-              "linux-selftests/tcp_sack_sack-shift-sacked-7-3-4-8-9-fack.pkt"]
 
 
 def test_rack_reordering_timer_in_jiffies():

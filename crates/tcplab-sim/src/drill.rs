@@ -273,6 +273,10 @@ impl Endpoint {
             ("tcpi_snd_ssthresh", ssthresh as i64),
             ("tcpi_snd_cwnd", (s.v.win.cwnd / mss) as i64),
             ("tcpi_total_retrans", s.retrans_segs as i64),
+            (
+                "tcpi_reordering",
+                s.linux_reordering().unwrap_or(3) as i64,
+            ),
             ("tcpi_min_rtt", (s.rtt.min_rtt_ns / 1000) as i64),
             ("tcpi_bytes_acked", s.snd_una as i64),
             ("tcpi_bytes_sent", s.bytes_sent as i64),
@@ -476,6 +480,22 @@ mod tests {
         assert_eq!(cwnd(&e), 11);
         // 12 sent, 3 acked: 9 in flight, room for 2.
         assert_eq!(e.take_sent().len(), 2);
+    }
+
+    /// tcp_check_sack_reordering(): a SACK of bytes 3000-4000 below the highest SACKed end 8000
+    /// is reordering of 8000 - 3000 = 5000 bytes, 5 packets (more than the initial 3).
+    #[test]
+    fn reordering_is_the_distance_below_the_highest_sack() {
+        let mut e = Endpoint::new("linux", "cubic", peer(), 0, Some(100 * MS), 257 << 7).unwrap();
+        e.write(0, 10_000);
+        let reordering = |e: &Endpoint| {
+            let info: std::collections::HashMap<_, _> = e.tcp_info().into_iter().collect();
+            info["tcpi_reordering"]
+        };
+        ack(&mut e, 100 * MS, 0, vec![(7000, 8000)]);
+        assert_eq!(reordering(&e), 3);
+        ack(&mut e, 102 * MS, 0, vec![(3000, 4000), (7000, 8000)]);
+        assert_eq!(reordering(&e), 5);
     }
 
     #[test]

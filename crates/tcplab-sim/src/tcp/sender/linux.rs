@@ -28,6 +28,84 @@ pub(super) struct LinuxStack {
     rfc6675: Rfc6675,
     prr: LinuxPrr,
     usage: CwndUsage,
+    reorder: Reordering,
+}
+
+/// The reordering a SACK or cumulative ACK shows (tcp_sock's reordering, reord_seen and the end
+/// of the highest SACKed segment), as tcp_input.c v6.18 measures it: tcp_sacktag_one() and
+/// tcp_clean_rtx_queue() take the lowest never-retransmitted segment newly delivered below the
+/// highest SACKed one, tcp_check_sack_reordering() raises `reordering` to the distance in
+/// packets from there to the highest SACKed end when that exceeds it, and counts the event.
+#[derive(Clone, Debug)]
+struct Reordering {
+    reordering: u32,
+    reord_seen: u32,
+    high_sack: u64,
+}
+
+/// net.ipv4.tcp_reordering and tcp_max_reordering's defaults.
+const TCP_REORDERING: u32 = 3;
+const TCP_MAX_REORDERING: u64 = 300;
+
+impl Default for Reordering {
+    fn default() -> Self {
+        Reordering {
+            reordering: TCP_REORDERING,
+            reord_seen: 0,
+            high_sack: 0,
+        }
+    }
+}
+
+impl Reordering {
+    /// tcp_highest_sack_seq(): the end of the highest SACKed segment, snd_una when none is.
+    fn fack(&self, c: &Conn) -> u64 {
+        if c.sb.sacked_bytes == 0 {
+            c.snd_una
+        } else {
+            self.high_sack
+        }
+    }
+
+    /// After an ACK's intake (its delivered segments still listed), with tcp_highest_sack_seq()
+    /// from before it.
+    fn on_ack(&mut self, c: &Conn, prior_fack: u64) {
+        let (mut high, mut reord_sack, mut reord_cum) = (prior_fack, u64::MAX, u64::MAX);
+        let mut sacked: Vec<(u64, u64, bool)> = Vec::new();
+        for d in c.sb.delivered() {
+            let start = d.end - d.len as u64;
+            if d.end > c.snd_una {
+                sacked.push((start, d.end, d.retrans));
+            } else if !d.retrans {
+                reord_cum = reord_cum.min(start);
+            }
+        }
+        sacked.sort_unstable();
+        for (start, end, retrans) in sacked {
+            if !retrans && start < high {
+                reord_sack = reord_sack.min(start);
+            }
+            high = high.max(end);
+        }
+        self.high_sack = high;
+        self.check(c, reord_sack);
+        if reord_cum < prior_fack {
+            self.check(c, reord_cum);
+        }
+    }
+
+    /// tcp_check_sack_reordering().
+    fn check(&mut self, c: &Conn, low_seq: u64) {
+        let fack = self.fack(c);
+        if low_seq >= fack {
+            return;
+        }
+        let metric = fack - low_seq;
+        if metric > self.reordering as u64 * c.mss {
+            self.reordering = metric.div_ceil(c.mss).min(TCP_MAX_REORDERING) as u32;
+        }
+        self.reord_seen += 1;
+    }
 }
 
 /// How fully the window is used (tcp_sock's is_cwnd_limited, max_packets_out, cwnd_usage_seq),
@@ -72,7 +150,13 @@ impl LinuxStack {
             rack: Rack::default(),
             tlp: Tlp::default(),
             usage: CwndUsage::default(),
+            reorder: Reordering::default(),
         }
+    }
+
+    /// tp->reordering.
+    pub(super) fn reordering(&self) -> u32 {
+        self.reorder.reordering
     }
 
     pub(super) fn output(
@@ -118,7 +202,11 @@ impl LinuxStack {
         next_id: &mut u64,
     ) {
         c.v.now = now;
+        let prior_fack = if c.sack { self.reorder.fack(c) } else { c.snd_una };
         let a = c.intake_ack(p, now, true, true);
+        if c.sack {
+            self.reorder.on_ack(c, prior_fack);
+        }
         // RACK's min_rtt (tcp_update_rtt_min()) from the same ca_rtt.
         if let Some(r) = a.ca_rtt {
             c.rtt.observe_min(r);
@@ -185,13 +273,17 @@ impl LinuxStack {
         self.rack_mark_lost(c, now)
     }
 
-    /// tcp_rack_detect_loss() with tcp_rack_reo_wnd(): paths here never reorder, so the window
-    /// is 0 in recovery or once dupthresh packets are SACKed, else min(min_rtt/4, srtt):
+    /// tcp_rack_detect_loss() with tcp_rack_reo_wnd(): the window
+    /// is 0 in recovery or once `reordering` packets are SACKed, unless reordering was seen;
+    /// else min(min_rtt/4, srtt):
     /// `min((tcp_min_rtt(tp) >> 2) * reo_wnd_steps, tp->srtt_us >> 3)`, where srtt_us holds
     /// 8 times the smoothed RTT (tcp_recovery.c tcp_rack_reo_wnd(), v6.18).
     fn rack_mark_lost(&mut self, c: &mut Conn, now: Ns) -> u64 {
         let sacked_pkts = c.sb.sacked_bytes / c.mss;
-        let reo_wnd = if c.state != State::Open || sacked_pkts >= c.profile.dupthresh as u64 {
+        let r = &self.reorder;
+        let reo_wnd = if r.reord_seen == 0
+            && (c.state != State::Open || sacked_pkts >= r.reordering as u64)
+        {
             0
         } else {
             (c.rtt.min_rtt_ns / 4).min(c.rtt.srtt_ns)
