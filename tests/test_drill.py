@@ -185,9 +185,10 @@ MINI = """`sysctl -q net.ipv4.tcp_timestamps=0 net.ipv4.tcp_rmem="4096 540000 15
 @pytest.mark.parametrize(("tail", "verdict"), [
     ("+.1 < . 1:1(0) ack 2001 win 257\n+0 %{ assert tcpi_snd_cwnd == 10 and tcpi_rtt == 100000, tcpi_rtt }%\n",
      ("pass", None, "")),
-    # The RTO: 1 s after the data (no RTT sample yet but the handshake's 100 ms: RTO 300 ms).
-    ("+.5 > . 1:1001(1000) ack 1\n", ("fail", 11, "timing error: expected outbound packet at 0.700000 sec but "
-                                         "happened at 0.500000 sec; tolerance 0.062500 sec")),
+    # The loss probe (the last segment again): 2 srtt + 2 ms after the data (the handshake's
+    # 100 ms sample), 51 jiffies of 4 ms on the timer wheel: 0.406 s.
+    ("+.5 > P. 1001:2001(1000) ack 1\n", ("fail", 11, "timing error: expected outbound packet at 0.700000 sec but "
+                                               "happened at 0.406000 sec; tolerance 0.062500 sec")),
     ("+.1 < . 1:11(10) ack 2001 win 257\n",
      ("unsupported", 11, "inbound data: the model endpoint sends only (its receiver half is not joined to it)")),
     ("+0 `tc qdisc replace dev tun0 root fq`\n", ("unsupported", 11, "command 'tc qdisc replace dev tun0 root fq': not modelled")),

@@ -32,7 +32,20 @@ PASSING = [
     ("google/sack/sack-shift-sacked-7-3-4-8-9-fack.pkt", "RACK timer in jiffies, reordering"),
     ("linux-selftests/tcp_sack_sack-shift-sacked-7-3-4-8-9-fack.pkt", "RACK timer in jiffies, reordering"),
     ("google/sack/sack-shift-sacked-2-6-8-3-9-nofack.pkt", "reordering"),
+    # The loss probe re-armed only by an ACK that acknowledges data (FLAG_SET_XMIT_TIMER): a
+    # SACK of the last byte alone (no whole segment) leaves it at 2 srtt + 2 ms from the send.
+    ("google/fast_retransmit/fr-4pkt-fack-last-byte.pkt", "TLP not re-armed"),
 ]
+
+
+def test_linux_rto_then_probe_timing():
+    """cubic-rto-ss-ca-cwnd-bump: RTO = srtt + max(mdev, 200 ms) = 300 ms after two 100 ms
+    samples (tcp_rtt_estimator()), the probe scheduled when the write sends (tcp_write_xmit()),
+    both on the timer wheel; the script then fails on a PSH flag the model's PSH rule does not
+    give (the kernel's skb sizes at sendmsg time are not modelled)."""
+    results, _ = run([str(SHARED / "google/cubic/cubic-rto-ss-ca-cwnd-bump.pkt")], ["linux"])
+    assert (results[0].result, results[0].line) == ("fail", 51)
+    assert "tcp_psh" in results[0].reason
 
 
 

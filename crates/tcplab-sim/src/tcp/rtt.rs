@@ -24,6 +24,8 @@ pub struct RttEstimator {
     /// Added to every computed RTO before the bounds (FreeBSD tcp_timer.h TCPT_RANGESET adds
     /// tcp_rexmit_slop, TCPTV_CPU_VAR = 200 ms); 0 for RFC 6298 and Linux.
     pub slop_ns: Ns,
+    /// Linux's estimator state when the stack is Linux's (None: RFC 6298).
+    pub linux: Option<LinuxRto>,
     /// Smoothed RTT, 0 before the first sample.
     pub srtt_ns: Ns,
     /// Current RTO including backoff.
@@ -46,13 +48,35 @@ impl RttEstimator {
             granularity_ns,
             slop_ns: 0,
             hist: Default::default(),
+            linux: None,
         }
     }
 
     /// Take an RTT measurement R (RFC 6298 §2.2, §2.3 with alpha = 1/8, beta = 1/4); a fresh
     /// RTO replaces any backed-off one (§5.7 discussion: backoff ends with a new sample).
     pub fn sample(&mut self, r: Ns) {
+        self.sample_at(r, 0, 0);
+    }
+
+    /// [`Self::sample`] when snd_una and snd_nxt are known (Linux's estimator renews its
+    /// variance once per window of data).
+    pub fn sample_at(&mut self, r: Ns, snd_una: u64, snd_nxt: u64) {
         let r = r.max(1);
+        if let Some(mut l) = self.linux.take() {
+            let first = self.srtt_ns == 0;
+            let prior_srtt = self.srtt_ns;
+            self.srtt_ns = if first { r } else { (7 * prior_srtt + r) / 8 };
+            self.min_rtt_ns = if first { r } else { self.min_rtt_ns.min(r) };
+            l.sample(r, prior_srtt, self.min_rto_ns, snd_una, snd_nxt);
+            self.rttvar_ns = l.mdev_ns / 4;
+            self.rto_ns = l.rto_ns(self.srtt_ns).min(self.max_rto_ns);
+            self.linux = Some(l);
+            self.latest_ns = r;
+            self.hist.add(r);
+            self.rxtshift = 0;
+            self.samples += 1;
+            return;
+        }
         if self.srtt_ns == 0 {
             self.srtt_ns = r;
             self.rttvar_ns = r / 2;
@@ -71,6 +95,14 @@ impl RttEstimator {
         self.rto_ns = rto.clamp(self.min_rto_ns, self.max_rto_ns);
     }
 
+    /// The RTO timer armed at `now`: at `now + rto_ns`, or for Linux on its timer wheel's tick.
+    pub fn rto_deadline(&self, now: Ns) -> Ns {
+        match &self.linux {
+            Some(l) => crate::time::linux_timer_fire_ns(now, self.rto_ns, l.hz, l.phase_ns),
+            None => now + self.rto_ns,
+        }
+    }
+
     /// Lower min_rtt with a sample that excludes ACK delay (Linux feeds tcp_update_rtt_min() with
     /// ca_rtt_us, from the newest packet an ACK covers, not with the timestamp echo).
     pub fn observe_min(&mut self, r: Ns) {
@@ -87,10 +119,107 @@ impl RttEstimator {
     }
 }
 
+/// Linux's RTO (torvalds/linux net/ipv4/tcp_input.c tcp_rtt_estimator(), tcp_set_rto(),
+/// __tcp_set_rto(), v6.18): mdev is 4 times the mean deviation, with a gain of 1/4, and only
+/// 1/32 when the sample is below srtt; rttvar is the largest mdev over a window of data, at least
+/// the minimum RTO, decaying by a quarter toward the window's maximum once per window; the RTO is
+/// srtt + rttvar in whole jiffies (usecs_to_jiffies()).
+#[derive(Clone, Debug)]
+pub struct LinuxRto {
+    mdev_ns: Ns,
+    mdev_max_ns: Ns,
+    rttvar_ns: Ns,
+    rtt_seq: u64,
+    /// CONFIG_HZ.
+    pub hz: u64,
+    /// How long after a tick time 0 is.
+    pub phase_ns: Ns,
+}
+
+impl LinuxRto {
+    /// The estimator of a kernel ticking `hz` times a second, time 0 `phase_ns` after a tick.
+    pub fn new(hz: u64, phase_ns: Ns) -> Self {
+        LinuxRto {
+            mdev_ns: 0,
+            mdev_max_ns: 0,
+            rttvar_ns: 0,
+            rtt_seq: 0,
+            hz,
+            phase_ns,
+        }
+    }
+
+    /// tcp_rtt_estimator() for sample `m` with the srtt before it (0: the first sample).
+    fn sample(&mut self, m: Ns, srtt: Ns, rto_min: Ns, snd_una: u64, snd_nxt: u64) {
+        if srtt == 0 {
+            // "make sure rto = 3*rtt"
+            self.mdev_ns = 2 * m;
+            self.rttvar_ns = self.mdev_ns.max(rto_min);
+            self.mdev_max_ns = self.rttvar_ns;
+            self.rtt_seq = snd_nxt;
+            return;
+        }
+        let mdev = self.mdev_ns as i64;
+        let err = m as i64 - srtt as i64;
+        let delta = if err < 0 {
+            let d = -err - mdev / 4;
+            if d > 0 {
+                d >> 3
+            } else {
+                d
+            }
+        } else {
+            err - mdev / 4
+        };
+        self.mdev_ns = (mdev + delta).max(0) as Ns;
+        if self.mdev_ns > self.mdev_max_ns {
+            self.mdev_max_ns = self.mdev_ns;
+            self.rttvar_ns = self.rttvar_ns.max(self.mdev_max_ns);
+        }
+        if snd_una > self.rtt_seq {
+            if self.mdev_max_ns < self.rttvar_ns {
+                self.rttvar_ns -= (self.rttvar_ns - self.mdev_max_ns) / 4;
+            }
+            self.rtt_seq = snd_nxt;
+            self.mdev_max_ns = rto_min;
+        }
+    }
+
+    /// __tcp_set_rto(): usecs_to_jiffies(srtt + rttvar), in ns.
+    fn rto_ns(&self, srtt: Ns) -> Ns {
+        let jiffy = crate::time::SEC / self.hz;
+        let us = (srtt + self.rttvar_ns) / crate::time::US;
+        (us * self.hz).div_ceil(1_000_000) * jiffy
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::time::MS;
+
+    /// tcp_rtt_estimator(): a first sample of 100 ms gives mdev 200 ms, rttvar max(200, 200):
+    /// RTO 300 ms; a second equal sample lowers mdev by a quarter of itself (to 150 ms) but rttvar
+    /// keeps the window's maximum: still 300 ms (RFC 6298 would give 100 + 4 * 37.5 = 250 ms).
+    /// A 10 ms RTT: 10 + max(20, 200) = 210 ms, already whole jiffies.
+    #[test]
+    fn linux_rto_is_srtt_plus_rttvar_of_at_least_the_minimum() {
+        let mut e = RttEstimator::new(1000 * MS, 200 * MS, 120_000 * MS, MS);
+        e.linux = Some(LinuxRto::new(250, 0));
+        e.sample_at(100 * MS, 0, 0);
+        assert_eq!((e.rto_ns, e.rttvar_ns), (300 * MS, 50 * MS));
+        e.sample_at(100 * MS, 1000, 1000);
+        assert_eq!((e.rto_ns, e.rttvar_ns), (300 * MS, 150 * MS / 4));
+        let mut f = RttEstimator::new(1000 * MS, 200 * MS, 120_000 * MS, MS);
+        f.linux = Some(LinuxRto::new(250, 0));
+        f.sample_at(10 * MS, 0, 0);
+        assert_eq!(f.rto_ns, 210 * MS);
+        // 10.1 ms: 210.1 ms rounds up to 53 jiffies, 212 ms.
+        let mut g = RttEstimator::new(1000 * MS, 200 * MS, 120_000 * MS, MS);
+        g.linux = Some(LinuxRto::new(250, 0));
+        g.sample_at(10_100_000, 0, 0);
+        assert_eq!(g.rto_ns, 212 * MS);
+    }
 
     #[test]
     fn first_sample_sets_srtt_and_half_rttvar() {

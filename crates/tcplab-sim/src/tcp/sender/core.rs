@@ -215,6 +215,12 @@ impl Conn {
             profile.clock_granularity_ns,
         );
         rtt.slop_ns = profile.rto_slop_ns;
+        if matches!(profile.recovery, Recovery::LinuxPrr(_)) {
+            rtt.linux = Some(crate::tcp::rtt::LinuxRto::new(
+                profile.hz,
+                profile.jiffy_phase_ns,
+            ));
+        }
         rtt
     }
 
@@ -487,7 +493,7 @@ impl Conn {
         self.bytes_sent += len;
         if self.rto_deadline.is_none() {
             // RFC 6298 §5.1: start the timer when sending data and it is not running.
-            self.rto_deadline = Some(now + self.rtt.rto_ns);
+            self.rto_deadline = Some(self.rtt.rto_deadline(now));
         }
         if let Some(rate) = self.pacing_rate() {
             self.pace_next = self.pace_next.max(now) + tx_time_ns(p.size_bytes as u64, rate);
@@ -557,7 +563,7 @@ impl Conn {
 
     /// Feed one RTT measurement to the estimator (the hooks' view reads it from there).
     pub(super) fn take_rtt_sample(&mut self, r: Ns) {
-        self.rtt.sample(r);
+        self.rtt.sample_at(r, self.snd_una, self.snd_nxt);
     }
 
     /// The RTT sample an ACK carries: the timestamp echo (in FreeBSD's ticks plus one,

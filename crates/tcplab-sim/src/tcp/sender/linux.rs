@@ -179,6 +179,10 @@ impl LinuxStack {
                 self.usage.validate(c, full);
             }
         }
+        if c.snd_nxt > nxt_before {
+            // tcp_write_xmit(): "Send one loss probe per tail loss episode" once new data went.
+            self.schedule_tlp(c, now);
+        }
     }
 
     pub(super) fn timer_deadline(&self, c: &Conn) -> Option<Ns> {
@@ -260,7 +264,12 @@ impl LinuxStack {
         c.cong_control(rs);
         self.output(c, now, out, next_id);
         self.tlp.on_ack(c, now);
-        self.schedule_tlp(c, now);
+        // tcp_ack() re-arms the probe (tcp_set_xmit_timer()) only when the ACK acknowledged data
+        // (FLAG_SET_XMIT_TIMER from tcp_clean_rtx_queue(), tcp_input.c v6.18): a SACK alone,
+        // or one the scoreboard cannot take (a partial segment's), leaves it where it was.
+        if a.acked > 0 || !Tlp::may_schedule(c) {
+            self.schedule_tlp(c, now);
+        }
         c.note_completion(now);
     }
 
