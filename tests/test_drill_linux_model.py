@@ -35,6 +35,12 @@ PASSING = [
     # The loss probe re-armed only by an ACK that acknowledges data (FLAG_SET_XMIT_TIMER): a
     # SACK of the last byte alone (no whole segment) leaves it at 2 srtt + 2 ms from the send.
     ("google/fast_retransmit/fr-4pkt-fack-last-byte.pkt", "TLP not re-armed"),
+    # tcp_cubic's hystart_detect=3 is the model's HyStart (ACK train and delay).
+    ("google/cubic/cubic-hystart-delay-min-rtt-jumps-downward.pkt", "hystart_detect 3"),
+    ("google/cubic/cubic-hystart-delay-rtt-jumps-upward.pkt", "hystart_detect 3"),
+    # TCP_MAXSEG: user_mss clamps the advertised and the sending MSS; getsockopt reports it.
+    ("google/mss/mss-getsockopt-tcp_maxseg-server.pkt", "getsockopt TCP_MAXSEG"),
+    ("google/mss/mss-setsockopt-tcp_maxseg-server.pkt", "setsockopt TCP_MAXSEG"),
 ]
 
 
@@ -81,3 +87,32 @@ def test_syn_ack_window_scale_follows_tcp_rmem(tmp_path):
     results, _ = run([str(SHARED / "linux-selftests/tcp_ooo_rcv_mss.pkt")], ["linux"])
     # Past the SYN-ACK (wscale 10), the script sends data: the receiver half is not modelled.
     assert (results[0].result, results[0].line) == ("unsupported", 19)
+
+
+def test_socket_options_as_linux_keeps_them():
+    """do_tcp_getsockopt(): a listener reports its user_mss, else TCP_MSS_DEFAULT (536); an
+    accepted socket its mss_cache. fcntl: O_RDWR, with O_NONBLOCK once set."""
+    from tcplab.drill import model_calls
+    from tcplab.drill.calls import SYMBOLS, CallFailed, Unhandled
+
+    s = model_calls.Sock()
+    maxseg = (3, "SOL_TCP", "TCP_MAXSEG")
+    assert model_calls.getsockopt(s, (*maxseg, [536]), None) == 0
+    assert model_calls.setsockopt(s, 6, SYMBOLS["TCP_MAXSEG"], 1100, established=False)
+    assert model_calls.getsockopt(s, (*maxseg, [1100]), None) == 0
+    with pytest.raises(CallFailed, match="expected: 1100 actual: 1448"):
+        model_calls.getsockopt(s, (*maxseg, [1100]), 1448)
+    with pytest.raises(Unhandled, match="EINVAL"):
+        model_calls.setsockopt(s, 6, SYMBOLS["TCP_MAXSEG"], 40, established=False)
+    assert model_calls.fcntl(s, (3, "F_GETFL")) == SYMBOLS["O_RDWR"]
+    assert model_calls.fcntl(s, (3, "F_SETFL", ("|", "O_RDWR", "O_NONBLOCK"))) == 0
+    assert model_calls.fcntl(s, (3, "F_GETFL")) == SYMBOLS["O_RDWR"] | SYMBOLS["O_NONBLOCK"]
+
+
+def test_cubic_parameters_other_than_the_models_are_unsupported(tmp_path):
+    from tcplab.drill import model_env
+
+    env = model_env.Env()
+    model_env.apply(env, "echo 3 > /sys/module/tcp_cubic/parameters/hystart_detect", tmp_path)
+    with pytest.raises(model_env.NotModelled, match="hystart_detect=2: the model's cubic has hystart_detect=3"):
+        model_env.apply(env, "echo 2 > /sys/module/tcp_cubic/parameters/hystart_detect", tmp_path)

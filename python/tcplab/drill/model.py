@@ -11,8 +11,8 @@ import re
 import struct
 from pathlib import Path
 
-from . import model_env, packets
-from .calls import SYMBOLS, Unhandled, value
+from . import model_calls, model_env, packets
+from .calls import SYMBOLS, CallFailed, Unhandled, value
 from .engine import ANY, Engine, Failed, Unsupported, _describe
 from .result import Result
 from .syntax import RELATIVE, RELATIVE_RANGE, Code, Event, Packet, Script, Shell, Syscall, Text
@@ -45,6 +45,8 @@ class ModelEngine:
         self.snapshots: list[tuple[int, dict[str, int]]] = []
         self.writes: set[int] = set()  # ends of the application's writes (PSH, see _wire)
         self.peer_ts = 0
+        self.sock = model_calls.Sock()
+        self.accepted_fd: int | None = None
 
     def run(self) -> None:
         for ev in self.script.events:
@@ -119,11 +121,12 @@ class ModelEngine:
         sack = "sackOK" in opts and self.env.sysctls.get("tcp_sack", "1") != "0"
         ecn = "E" in p.flags and "W" in p.flags and self.env.sysctls.get("tcp_ecn", "2") in ("1", "2")
         peer_mss = opts.get("mss", (536,))[0]
+        own_mss = self._advmss()
         self.syn = {"ts": want_ts, "sack": sack, "ecn": ecn, "wscale": opts.get("wscale", (None,))[0],
-                    "mss": min(peer_mss, OWN_MSS) - (12 if want_ts else 0), "t": self.now_us}
+                    "mss": min(peer_mss, own_mss) - (12 if want_ts else 0), "t": self.now_us}
         # tcp_options_write(): MSS; SACK-permitted and TS together, else NOP NOP TS or NOP NOP
         # SACK-permitted; NOP and window scale.
-        o: list[tuple[int, bytes]] = [(2, struct.pack("!H", OWN_MSS))]
+        o: list[tuple[int, bytes]] = [(2, struct.pack("!H", own_mss))]
         if want_ts:
             o += ([(4, b"")] if sack else [(1, b""), (1, b"")]) + [(8, struct.pack("!II", self._ts(), self.peer_ts))]
         elif sack:
@@ -134,6 +137,11 @@ class ModelEngine:
             except model_env.NotModelled as e:
                 raise Unsupported(ev.line, str(e)) from None
         self._emit(0x12 | (0x40 if ecn else 0), 0, 0, o, self.now_us, win=65535)
+
+    def _advmss(self) -> int:
+        """The MSS this end advertises: the route's (MTU less 40) clamped by TCP_MAXSEG
+        (tcp_mss_clamp())."""
+        return min(OWN_MSS, self.sock.user_mss) if self.sock.user_mss else OWN_MSS
 
     def _handshake_ack(self, ev: Event, p: Packet) -> None:
         if self.syn is None or p.ack != 1:
@@ -222,6 +230,8 @@ class ModelEngine:
             result = self._call(ev, call)
         except Unhandled as e:
             raise Unsupported(ev.line, str(e)) from None
+        except CallFailed as e:
+            raise Failed(ev.line, str(e)) from None
         if call.result != "..." and result != call.result:
             raise Failed(ev.line, f"Expected result {call.result} but got {result}")
 
@@ -234,7 +244,13 @@ class ModelEngine:
         if name == "accept":
             if self.ep is None:
                 raise Unhandled("accept() before the handshake completed: not modelled")
+            self.accepted_fd = call.result
             return call.result
+        if name == "getsockopt":
+            mss = dict(self.ep.tcp_info())["tcpi_snd_mss"] if self.ep is not None and value(a[0]) == self.accepted_fd else None
+            return model_calls.getsockopt(self.sock, a, mss)
+        if name == "fcntl":
+            return model_calls.fcntl(self.sock, a)
         if name == "setsockopt":
             return self._setsockopt(a)
         if name in ("write", "send") and (name == "write" or value(a[3]) == 0):
@@ -253,6 +269,9 @@ class ModelEngine:
 
     def _setsockopt(self, a: tuple) -> int:
         level, opt = value(a[1]), value(a[2])
+        raw = a[3][0] if isinstance(a[3], list) and a[3] else a[3]
+        if not isinstance(raw, Text) and model_calls.setsockopt(self.sock, level, opt, value(raw), self.ep is not None):
+            return 0
         if (level, opt) == (SYMBOLS["SOL_SOCKET"], SYMBOLS["SO_REUSEADDR"]):
             return 0
         if (level, opt) == (SYMBOLS["SOL_SOCKET"], SYMBOLS["SO_SNDBUF"]):
@@ -281,6 +300,7 @@ class ModelEngine:
         if self.ep is None:
             raise Unsupported(ev.line, "tcp_info before the connection is established: not modelled")
         info = dict(self.ep.tcp_info())
+        info["tcpi_advmss"] = self._advmss()  # tp->advmss: tcp_mss_clamp() of the route's MSS
         missing = sorted(set(_INFO.findall(body.text)) - set(info))
         if missing:
             raise Unsupported(ev.line, f"tcp_info field {missing[0]} not modelled")

@@ -38,6 +38,18 @@ WHY = {
     "tcp_window_scaling": "the model always scales", "tcp_notsent_lowat": "notsent_lowat not modelled",
 }
 
+#: tcp_cubic's module parameters, and the values the model's cubic has (cc/linux.rs: HyStart with
+#: both the ACK-train and the delay detection, HYSTART_ACK_TRAIN | HYSTART_DELAY).
+CUBIC_PARAMS = "/sys/module/tcp_cubic/parameters/"
+CUBIC_MODEL = {"hystart": "1", "hystart_detect": "3"}
+
+
+def _cubic_param(name: str, val: str) -> None:
+    if CUBIC_MODEL.get(name) != val:
+        raise NotModelled(f"tcp_cubic parameter {name}={val}: the model's cubic has "
+                          + (f"{name}={CUBIC_MODEL[name]}" if name in CUBIC_MODEL else "no such knob"))
+
+
 _ASSIGN = re.compile(r"^(net\.ipv4\.)?([\w.]+)=(.*)$")
 
 
@@ -117,6 +129,8 @@ def apply(env: Env, command: str, folder: Path) -> None:
                 if "/" in name or not val:
                     raise NotModelled(f"{words[0]} {w}: not modelled")
                 _set(env, name, val, explicit=True)
+        elif words[0] == "echo" and len(words) == 4 and words[2] == ">" and words[3].startswith(CUBIC_PARAMS):
+            _cubic_param(words[3].removeprefix(CUBIC_PARAMS), words[1])
         elif words[0] == "sysctl":
             for name, val in _assignments(words[1:]):
                 _set(env, name, val, explicit=True)
