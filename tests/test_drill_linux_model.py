@@ -41,6 +41,9 @@ PASSING = [
     # TCP_MAXSEG: user_mss clamps the advertised and the sending MSS; getsockopt reports it.
     ("google/mss/mss-getsockopt-tcp_maxseg-server.pkt", "getsockopt TCP_MAXSEG"),
     ("google/mss/mss-setsockopt-tcp_maxseg-server.pkt", "setsockopt TCP_MAXSEG"),
+    # MSG_EOR: no segment joins data across a record's end (tcp_skb_can_collapse_to()).
+    *((f"google/eor/no-coalesce-{v}.pkt", "MSG_EOR") for v in ("large", "retrans", "small", "subsequent")),
+    *((f"linux-selftests/tcp_eor_no-coalesce-{v}.pkt", "MSG_EOR") for v in ("large", "small", "subsequent")),
 ]
 
 

@@ -49,6 +49,11 @@ impl DrillEndpoint {
         self.inner.write(now_ns, bytes);
     }
 
+    /// The application sends `bytes` at `now_ns` with MSG_EOR.
+    fn write_eor(&mut self, now_ns: u64, bytes: u64) {
+        self.inner.write_eor(now_ns, bytes);
+    }
+
     /// An ACK arrives: cumulative `ack` (bytes from the first data byte), the raw window field,
     /// SACK blocks, ECE, the TS ecr as the send time it echoes.
     #[pyo3(signature = (now_ns, ack, win, sacks, ece, ts_ecr_ns))]

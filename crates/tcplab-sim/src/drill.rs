@@ -135,7 +135,7 @@ impl Endpoint {
             .ok_or_else(|| format!("congestion control {cc:?} not modelled for stack {stack:?}"))?;
         let mut sender = TcpSender::new(0, &f, Rc::new(profile), algo);
         if let Some(r) = handshake_rtt_ns {
-            sender.rtt.sample(r);
+            sender.take_rtt_sample(r);
         }
         let mut e = Endpoint {
             sender,
@@ -153,6 +153,15 @@ impl Endpoint {
     pub fn write(&mut self, now: Ns, bytes: u64) {
         self.advance(now);
         self.sender.app_write(bytes);
+        self.call(now, |s, now, out, id| s.output(now, out, id));
+    }
+
+    /// The application sends `bytes` at `now` with MSG_EOR: the record's end is an skb's end
+    /// that no later write joins (tcp_sendmsg_locked(), TCP_SKB_CB(skb)->eor).
+    pub fn write_eor(&mut self, now: Ns, bytes: u64) {
+        self.advance(now);
+        self.sender.app_write(bytes);
+        self.sender.app_mark_eor();
         self.call(now, |s, now, out, id| s.output(now, out, id));
     }
 
@@ -496,6 +505,22 @@ mod tests {
         assert_eq!(reordering(&e), 3);
         ack(&mut e, 102 * MS, 0, vec![(3000, 4000), (7000, 8000)]);
         assert_eq!(reordering(&e), 5);
+    }
+
+    /// MSG_EOR: 10 400 bytes written (10 segments of 1000 go, 400 wait), a 400-byte record, then
+    /// 1000 more bytes. Once the window opens, the first write's 400 and the record leave as one
+    /// 800-byte segment (a record joins a tail without eor, as tcp_sendmsg_locked() appends), and
+    /// the data after the record's end starts a new segment: 800 + 1000, not 1000 + 800.
+    #[test]
+    fn no_segment_spans_a_record_end() {
+        let mut e = Endpoint::new("linux", "cubic", peer(), 0, Some(100 * MS), 257 << 7).unwrap();
+        e.write(0, 10_400);
+        e.write_eor(0, 400);
+        e.write(0, 1000);
+        assert_eq!(e.take_sent().len(), 10);
+        ack(&mut e, 100 * MS, 10_000, vec![]);
+        let sent: Vec<(u64, u32)> = e.take_sent().iter().map(|o| (o.seq, o.len)).collect();
+        assert_eq!(sent, [(10_000, 800), (10_800, 1000)]);
     }
 
     #[test]

@@ -253,18 +253,21 @@ class ModelEngine:
             return model_calls.fcntl(self.sock, a)
         if name == "setsockopt":
             return self._setsockopt(a)
-        if name in ("write", "send") and (name == "write" or value(a[3]) == 0):
+        if name in ("write", "send") and (name == "write" or value(a[3]) in (0, SYMBOLS["MSG_EOR"])):
             n = value(a[2])
             if self.ep is None:
                 raise Unhandled(f"{name}() before the connection is established")
-            self.ep.write(self.now_us * NS_PER_US, n)
+            if name == "send" and value(a[3]) == SYMBOLS["MSG_EOR"]:
+                self.ep.write_eor(self.now_us * NS_PER_US, n)
+            else:
+                self.ep.write(self.now_us * NS_PER_US, n)
             self.writes.add(self.ep.written())
             self._collect()
             return n
         if name == "close":
             return self._close()
         if name in ("send", "sendto", "sendmsg") and "MSG_" in repr(a):
-            raise Unhandled(f"{name}() with flags (MSG_EOR, MSG_MORE): not modelled")
+            raise Unhandled(f"{name}() with flags (MSG_MORE: Nagle's cork; sendmsg and sendto flags): not modelled")
         raise Unhandled(f"{name}(): not modelled")
 
     def _setsockopt(self, a: tuple) -> int:

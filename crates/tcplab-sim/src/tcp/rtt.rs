@@ -24,8 +24,6 @@ pub struct RttEstimator {
     /// Added to every computed RTO before the bounds (FreeBSD tcp_timer.h TCPT_RANGESET adds
     /// tcp_rexmit_slop, TCPTV_CPU_VAR = 200 ms); 0 for RFC 6298 and Linux.
     pub slop_ns: Ns,
-    /// Linux's estimator state when the stack is Linux's (None: RFC 6298).
-    pub linux: Option<LinuxRto>,
     /// Smoothed RTT, 0 before the first sample.
     pub srtt_ns: Ns,
     /// Current RTO including backoff.
@@ -48,35 +46,13 @@ impl RttEstimator {
             granularity_ns,
             slop_ns: 0,
             hist: Default::default(),
-            linux: None,
         }
     }
 
     /// Take an RTT measurement R (RFC 6298 §2.2, §2.3 with alpha = 1/8, beta = 1/4); a fresh
     /// RTO replaces any backed-off one (§5.7 discussion: backoff ends with a new sample).
     pub fn sample(&mut self, r: Ns) {
-        self.sample_at(r, 0, 0);
-    }
-
-    /// [`Self::sample`] when snd_una and snd_nxt are known (Linux's estimator renews its
-    /// variance once per window of data).
-    pub fn sample_at(&mut self, r: Ns, snd_una: u64, snd_nxt: u64) {
         let r = r.max(1);
-        if let Some(mut l) = self.linux.take() {
-            let first = self.srtt_ns == 0;
-            let prior_srtt = self.srtt_ns;
-            self.srtt_ns = if first { r } else { (7 * prior_srtt + r) / 8 };
-            self.min_rtt_ns = if first { r } else { self.min_rtt_ns.min(r) };
-            l.sample(r, prior_srtt, self.min_rto_ns, snd_una, snd_nxt);
-            self.rttvar_ns = l.mdev_ns / 4;
-            self.rto_ns = l.rto_ns(self.srtt_ns).min(self.max_rto_ns);
-            self.linux = Some(l);
-            self.latest_ns = r;
-            self.hist.add(r);
-            self.rxtshift = 0;
-            self.samples += 1;
-            return;
-        }
         if self.srtt_ns == 0 {
             self.srtt_ns = r;
             self.rttvar_ns = r / 2;
@@ -95,9 +71,31 @@ impl RttEstimator {
         self.rto_ns = rto.clamp(self.min_rto_ns, self.max_rto_ns);
     }
 
-    /// The RTO timer armed at `now`: at `now + rto_ns`, or for Linux on its timer wheel's tick.
-    pub fn rto_deadline(&self, now: Ns) -> Ns {
-        match &self.linux {
+    /// [`Self::sample`] with Linux's estimator `l` for the variance and the RTO (its window
+    /// of data: snd_una and snd_nxt at the sample).
+    pub fn sample_linux(&mut self, r: Ns, l: &mut LinuxRto, snd_una: u64, snd_nxt: u64) {
+        let r = r.max(1);
+        let prior_srtt = self.srtt_ns;
+        if prior_srtt == 0 {
+            self.srtt_ns = r;
+            self.min_rtt_ns = r;
+        } else {
+            self.srtt_ns = (7 * prior_srtt + r) / 8;
+            self.min_rtt_ns = self.min_rtt_ns.min(r);
+        }
+        l.sample(r, prior_srtt, self.min_rto_ns, snd_una, snd_nxt);
+        self.rttvar_ns = l.mdev_ns / 4;
+        self.rto_ns = l.rto_ns(self.srtt_ns).min(self.max_rto_ns);
+        self.latest_ns = r;
+        self.hist.add(r);
+        self.rxtshift = 0;
+        self.samples += 1;
+    }
+
+    /// The RTO timer armed at `now`: at `now + rto_ns`, or for Linux (`l`) on its timer
+    /// wheel's tick.
+    pub fn rto_deadline(&self, now: Ns, l: Option<&LinuxRto>) -> Ns {
+        match l {
             Some(l) => crate::time::linux_timer_fire_ns(now, self.rto_ns, l.hz, l.phase_ns),
             None => now + self.rto_ns,
         }
@@ -201,24 +199,22 @@ mod tests {
     /// tcp_rtt_estimator(): a first sample of 100 ms gives mdev 200 ms, rttvar max(200, 200):
     /// RTO 300 ms; a second equal sample lowers mdev by a quarter of itself (to 150 ms) but rttvar
     /// keeps the window's maximum: still 300 ms (RFC 6298 would give 100 + 4 * 37.5 = 250 ms).
-    /// A 10 ms RTT: 10 + max(20, 200) = 210 ms, already whole jiffies.
+    /// A 12 ms RTT: 12 + max(24, 200) = 212 ms, 53 whole jiffies of 4 ms; 12.5 ms: 212.5 ms
+    /// rounds up to 54 jiffies, 216 ms.
     #[test]
     fn linux_rto_is_srtt_plus_rttvar_of_at_least_the_minimum() {
-        let mut e = RttEstimator::new(1000 * MS, 200 * MS, 120_000 * MS, MS);
-        e.linux = Some(LinuxRto::new(250, 0));
-        e.sample_at(100 * MS, 0, 0);
+        let est = || RttEstimator::new(1000 * MS, 200 * MS, 120_000 * MS, MS);
+        let (mut e, mut l) = (est(), LinuxRto::new(250, 0));
+        e.sample_linux(100 * MS, &mut l, 0, 0);
         assert_eq!((e.rto_ns, e.rttvar_ns), (300 * MS, 50 * MS));
-        e.sample_at(100 * MS, 1000, 1000);
+        e.sample_linux(100 * MS, &mut l, 1000, 1000);
         assert_eq!((e.rto_ns, e.rttvar_ns), (300 * MS, 150 * MS / 4));
-        let mut f = RttEstimator::new(1000 * MS, 200 * MS, 120_000 * MS, MS);
-        f.linux = Some(LinuxRto::new(250, 0));
-        f.sample_at(10 * MS, 0, 0);
-        assert_eq!(f.rto_ns, 210 * MS);
-        // 10.1 ms: 210.1 ms rounds up to 53 jiffies, 212 ms.
-        let mut g = RttEstimator::new(1000 * MS, 200 * MS, 120_000 * MS, MS);
-        g.linux = Some(LinuxRto::new(250, 0));
-        g.sample_at(10_100_000, 0, 0);
-        assert_eq!(g.rto_ns, 212 * MS);
+        let (mut f, mut l) = (est(), LinuxRto::new(250, 0));
+        f.sample_linux(12 * MS, &mut l, 0, 0);
+        assert_eq!(f.rto_ns, 212 * MS);
+        let (mut g, mut l) = (est(), LinuxRto::new(250, 0));
+        g.sample_linux(12_500_000, &mut l, 0, 0);
+        assert_eq!(g.rto_ns, 216 * MS);
     }
 
     #[test]

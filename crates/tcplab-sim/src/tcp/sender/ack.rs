@@ -142,7 +142,7 @@ impl Conn {
             self.sb.reno_sacked_segs = sacked.saturating_sub(acked_segs - 1);
         }
         // RFC 6298 §5.2, §5.3: stop the timer when all is acked, else restart it.
-        self.rto_deadline = (self.snd_una < self.snd_nxt).then(|| self.rtt.rto_deadline(now));
+        self.rto_deadline = (self.snd_una < self.snd_nxt).then(|| self.rto_at(now));
     }
 
     /// tcp_rate_gen(): the delivery-rate sample for a module that owns cwnd, then the scoreboard

@@ -54,6 +54,12 @@ pub struct Conn {
     pub rto_count: u64,
     /// Fast recoveries entered.
     pub recoveries: u64,
+    /// Ends of the application's MSG_EOR records, bytes (the drill endpoint's sends; empty in a
+    /// simulation): no segment of new data spans one.
+    pub(super) eor_marks: Vec<u64>,
+    /// Linux's RTO estimator state (the linux stack; None: RFC 6298's in `rtt`). Cold: read
+    /// with an RTT sample and when the RTO is armed.
+    pub(super) linux_rto: Option<crate::tcp::rtt::LinuxRto>,
     // ---- Hot: read or written on every ACK or every segment sent. ----
     /// RTT estimator and RTO.
     pub rtt: RttEstimator,
@@ -140,6 +146,8 @@ impl Conn {
             (n.mss as u64, n.timestamps, n.sack, n.ecn)
         };
         let rtt = Self::rtt_estimator(&profile);
+        let linux_rto = matches!(profile.recovery, Recovery::LinuxPrr(_))
+            .then(|| crate::tcp::rtt::LinuxRto::new(profile.hz, profile.jiffy_phase_ns));
         let sndbuf_now = Self::initial_sndbuf(f, &profile);
         Conn {
             hs: super::client::Client::new(
@@ -191,6 +199,8 @@ impl Conn {
             recovery_out_bytes: 0,
             rto_count: 0,
             recoveries: 0,
+            eor_marks: Vec::new(),
+            linux_rto,
             completed_at: None,
             events: Vec::new(),
             record_sends: false,
@@ -215,12 +225,6 @@ impl Conn {
             profile.clock_granularity_ns,
         );
         rtt.slop_ns = profile.rto_slop_ns;
-        if matches!(profile.recovery, Recovery::LinuxPrr(_)) {
-            rtt.linux = Some(crate::tcp::rtt::LinuxRto::new(
-                profile.hz,
-                profile.jiffy_phase_ns,
-            ));
-        }
         rtt
     }
 
@@ -493,7 +497,7 @@ impl Conn {
         self.bytes_sent += len;
         if self.rto_deadline.is_none() {
             // RFC 6298 §5.1: start the timer when sending data and it is not running.
-            self.rto_deadline = Some(self.rtt.rto_deadline(now));
+            self.rto_deadline = Some(self.rto_at(now));
         }
         if let Some(rate) = self.pacing_rate() {
             self.pace_next = self.pace_next.max(now) + tx_time_ns(p.size_bytes as u64, rate);
@@ -562,8 +566,16 @@ impl Conn {
     }
 
     /// Feed one RTT measurement to the estimator (the hooks' view reads it from there).
-    pub(super) fn take_rtt_sample(&mut self, r: Ns) {
-        self.rtt.sample_at(r, self.snd_una, self.snd_nxt);
+    pub fn take_rtt_sample(&mut self, r: Ns) {
+        match &mut self.linux_rto {
+            Some(l) => self.rtt.sample_linux(r, l, self.snd_una, self.snd_nxt),
+            None => self.rtt.sample(r),
+        }
+    }
+
+    /// When the RTO armed at `now` fires (Linux's on its timer wheel).
+    pub(super) fn rto_at(&self, now: Ns) -> Ns {
+        self.rtt.rto_deadline(now, self.linux_rto.as_ref())
     }
 
     /// The RTT sample an ACK carries: the timestamp echo (in FreeBSD's ticks plus one,

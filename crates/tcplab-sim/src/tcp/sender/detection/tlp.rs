@@ -68,6 +68,6 @@ impl Tlp {
             self.high_seq = Some(c.snd_nxt);
             c.event(now, SenderEvent::Tlp);
         }
-        c.rto_deadline = Some(c.rtt.rto_deadline(now));
+        c.rto_deadline = Some(c.rto_at(now));
     }
 }
