@@ -110,7 +110,15 @@ impl Endpoint {
         handshake_rtt_ns: Option<Ns>,
         win_bytes: u64,
     ) -> Result<Self, String> {
-        Self::on_host(&Host::default(), stack, cc, peer, now, handshake_rtt_ns, win_bytes)
+        Self::on_host(
+            &Host::default(),
+            stack,
+            cc,
+            peer,
+            now,
+            handshake_rtt_ns,
+            win_bytes,
+        )
     }
 
     /// [`Endpoint::new`] on `host`.
@@ -127,7 +135,10 @@ impl Endpoint {
         let mut profile =
             crate::stack::resolve(&f).ok_or_else(|| format!("unknown stack {stack:?}"))?;
         if host.hz == 0 || crate::time::SEC % host.hz != 0 {
-            return Err(format!("kernel HZ {} does not divide a second in ns", host.hz));
+            return Err(format!(
+                "kernel HZ {} does not divide a second in ns",
+                host.hz
+            ));
         }
         profile.hz = host.hz;
         profile.jiffy_phase_ns = host.jiffy_phase_ns;
@@ -282,10 +293,7 @@ impl Endpoint {
             ("tcpi_snd_ssthresh", ssthresh as i64),
             ("tcpi_snd_cwnd", (s.v.win.cwnd / mss) as i64),
             ("tcpi_total_retrans", s.retrans_segs as i64),
-            (
-                "tcpi_reordering",
-                s.linux_reordering().unwrap_or(3) as i64,
-            ),
+            ("tcpi_reordering", s.linux_reordering().unwrap_or(3) as i64),
             ("tcpi_min_rtt", (s.rtt.min_rtt_ns / 1000) as i64),
             ("tcpi_bytes_acked", s.snd_una as i64),
             ("tcpi_bytes_sent", s.bytes_sent as i64),
@@ -463,10 +471,14 @@ mod tests {
     #[test]
     fn app_limited_slow_start_grows_to_twice_packets_out() {
         for (segs, want) in [(9u64, [12, 14, 16, 18, 18]), (10, [12, 14, 16, 18, 20])] {
-            let mut e = Endpoint::new("linux", "cubic", peer(), 0, Some(100 * MS), 257 << 7).unwrap();
+            let mut e =
+                Endpoint::new("linux", "cubic", peer(), 0, Some(100 * MS), 257 << 7).unwrap();
             e.write(0, segs * 1000);
             let mut got = Vec::new();
-            for (i, una) in [2000, 4000, 6000, 8000, segs * 1000].into_iter().enumerate() {
+            for (i, una) in [2000, 4000, 6000, 8000, segs * 1000]
+                .into_iter()
+                .enumerate()
+            {
                 ack(&mut e, (105 + 5 * i as u64) * MS, una, vec![]);
                 got.push(cwnd(&e));
             }

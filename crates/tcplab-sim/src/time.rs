@@ -86,10 +86,16 @@ mod tests {
     /// expires at 300, bucket (300 >> 3) + 1 = 38, tick 304: 1214 ms.
     #[test]
     fn linux_timer_fires_on_the_wheel_tick() {
-        assert_eq!(linux_timer_fire_ns(200 * MS, 27 * MS, 250, 2 * MS), 230 * MS);
+        assert_eq!(
+            linux_timer_fire_ns(200 * MS, 27 * MS, 250, 2 * MS),
+            230 * MS
+        );
         assert_eq!(linux_timer_fire_ns(200 * MS, SEC, 250, 2 * MS), 1214 * MS);
         // HZ 1000: 27 ms = 27 jiffies from 202 -> 229, fires at 230 - 2 = 228 ms.
-        assert_eq!(linux_timer_fire_ns(200 * MS, 27 * MS, 1000, 2 * MS), 228 * MS);
+        assert_eq!(
+            linux_timer_fire_ns(200 * MS, 27 * MS, 1000, 2 * MS),
+            228 * MS
+        );
     }
 
     #[test]

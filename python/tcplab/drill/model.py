@@ -247,7 +247,8 @@ class ModelEngine:
             self.accepted_fd = call.result
             return call.result
         if name == "getsockopt":
-            mss = dict(self.ep.tcp_info())["tcpi_snd_mss"] if self.ep is not None and value(a[0]) == self.accepted_fd else None
+            conn = self.ep is not None and value(a[0]) == self.accepted_fd
+            mss = dict(self.ep.tcp_info())["tcpi_snd_mss"] if conn else None
             return model_calls.getsockopt(self.sock, a, mss)
         if name == "fcntl":
             return model_calls.fcntl(self.sock, a)

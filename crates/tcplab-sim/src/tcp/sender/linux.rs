@@ -206,7 +206,11 @@ impl LinuxStack {
         next_id: &mut u64,
     ) {
         c.v.now = now;
-        let prior_fack = if c.sack { self.reorder.fack(c) } else { c.snd_una };
+        let prior_fack = if c.sack {
+            self.reorder.fack(c)
+        } else {
+            c.snd_una
+        };
         let a = c.intake_ack(p, now, true, true);
         if c.sack {
             self.reorder.on_ack(c, prior_fack);
