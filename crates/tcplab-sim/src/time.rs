@@ -21,6 +21,17 @@ pub const LINUX_JIFFY_NS: Ns = SEC / LINUX_HZ;
 /// bucket is `(expires >> LVL_SHIFT(lvl)) + 1` so that a timer never fires early), at the tick
 /// of that bucket. `phase_ns`: how long after a tick time 0 is.
 pub fn linux_timer_fire_ns(now: Ns, delay_ns: Ns, hz: u64, phase_ns: Ns) -> Ns {
+    // With the default HZ the divisions below are by constants (multiplications): this runs
+    // on every ACK (the RTO and the loss probe are re-armed).
+    if hz == LINUX_HZ {
+        wheel_fire_ns(now, delay_ns, LINUX_HZ, phase_ns)
+    } else {
+        wheel_fire_ns(now, delay_ns, hz, phase_ns)
+    }
+}
+
+#[inline(always)]
+fn wheel_fire_ns(now: Ns, delay_ns: Ns, hz: u64, phase_ns: Ns) -> Ns {
     let jiffy = SEC / hz;
     let ticks = (delay_ns / US * hz).div_ceil(1_000_000);
     let expires = (now + phase_ns) / jiffy + ticks;
