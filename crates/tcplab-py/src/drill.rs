@@ -3,10 +3,11 @@
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use tcplab_sim::drill::{Endpoint, Inbound, Peer};
+use tcplab_sim::drill::{Endpoint, Host, Inbound, Peer};
 
 /// One endpoint: `DrillEndpoint(stack, cc, mss, sack, timestamps, wscale, ecn, now_ns,
-/// handshake_rtt_ns, win_bytes)`.
+/// handshake_rtt_ns, win_bytes, hz=None)` (`hz`: the host kernel's CONFIG_HZ; None: the
+/// simulator's).
 #[pyclass(unsendable)]
 pub struct DrillEndpoint {
     inner: Endpoint,
@@ -16,7 +17,7 @@ pub struct DrillEndpoint {
 impl DrillEndpoint {
     #[new]
     #[allow(clippy::too_many_arguments)] // the handshake's outcome, field by field
-    #[pyo3(signature = (stack, cc, mss, sack, timestamps, wscale, ecn, now_ns, handshake_rtt_ns, win_bytes, flow_json=None))]
+    #[pyo3(signature = (stack, cc, mss, sack, timestamps, wscale, ecn, now_ns, handshake_rtt_ns, win_bytes, flow_json=None, hz=None))]
     fn new(
         stack: &str,
         cc: &str,
@@ -29,6 +30,7 @@ impl DrillEndpoint {
         handshake_rtt_ns: Option<u64>,
         win_bytes: u64,
         flow_json: Option<&str>,
+        hz: Option<u64>,
     ) -> PyResult<Self> {
         let peer = Peer {
             mss,
@@ -37,7 +39,9 @@ impl DrillEndpoint {
             wscale,
             ecn,
         };
-        Endpoint::with_flow(
+        let host = hz.map_or_else(Host::default, Host::with_hz);
+        Endpoint::on_host(
+            &host,
             stack,
             cc,
             peer,
@@ -53,6 +57,11 @@ impl DrillEndpoint {
     /// The application writes `bytes` at `now_ns`.
     fn write(&mut self, now_ns: u64, bytes: u64) {
         self.inner.write(now_ns, bytes);
+    }
+
+    /// The application sends `bytes` at `now_ns` with MSG_EOR.
+    fn write_eor(&mut self, now_ns: u64, bytes: u64) {
+        self.inner.write_eor(now_ns, bytes);
     }
 
     /// An ACK arrives: cumulative `ack` (bytes from the first data byte), the raw window field,

@@ -24,6 +24,33 @@ pub struct Peer {
     pub ecn: bool,
 }
 
+/// The host the endpoint runs on: what a script's commands set outside the connection.
+#[derive(Clone, Copy, Debug)]
+pub struct Host {
+    /// The kernel's tick rate (CONFIG_HZ): Linux's RACK and loss-probe timers run in jiffies.
+    pub hz: u64,
+    /// How long after a kernel tick the script's time 0 is.
+    pub jiffy_phase_ns: Ns,
+}
+
+impl Default for Host {
+    /// The simulator's kernel clock (`time::LINUX_HZ`), time 0 half a jiffy after a tick: a
+    /// script's clock is not tied to the tick, and half a jiffy is the mean of a uniform phase.
+    fn default() -> Self {
+        Host::with_hz(crate::time::LINUX_HZ)
+    }
+}
+
+impl Host {
+    /// A host whose kernel ticks `hz` times a second, time 0 half a jiffy after a tick.
+    pub fn with_hz(hz: u64) -> Self {
+        Host {
+            hz,
+            jiffy_phase_ns: crate::time::SEC / hz / 2,
+        }
+    }
+}
+
 /// One inbound segment's fields the sender reads (an ACK; data to the endpoint is not modelled).
 #[derive(Clone, Debug, Default)]
 pub struct Inbound {
@@ -97,14 +124,38 @@ impl Endpoint {
         win_bytes: u64,
         extra_json: Option<&str>,
     ) -> Result<Self, String> {
+        let host = Host::default();
+        Self::on_host(&host, stack, cc, peer, now, handshake_rtt_ns, win_bytes, extra_json)
+    }
+
+    /// [`Endpoint::with_flow`] on `host` (its kernel's clock).
+    #[allow(clippy::too_many_arguments)]
+    pub fn on_host(
+        host: &Host,
+        stack: &str,
+        cc: &str,
+        peer: Peer,
+        now: Ns,
+        handshake_rtt_ns: Option<Ns>,
+        win_bytes: u64,
+        extra_json: Option<&str>,
+    ) -> Result<Self, String> {
         let f = flow_config(stack, cc, &peer, win_bytes, extra_json)?;
-        let profile =
+        let mut profile =
             crate::stack::resolve(&f).ok_or_else(|| format!("unknown stack {stack:?}"))?;
+        if host.hz == 0 || crate::time::SEC % host.hz != 0 {
+            return Err(format!(
+                "kernel HZ {} does not divide a second in ns",
+                host.hz
+            ));
+        }
+        profile.hz = host.hz;
+        profile.jiffy_phase_ns = host.jiffy_phase_ns;
         let algo = crate::cc::build(cc, profile.cc_family)
             .ok_or_else(|| format!("congestion control {cc:?} not modelled for stack {stack:?}"))?;
         let mut sender = TcpSender::new(0, &f, Rc::new(profile), algo);
         if let Some(r) = handshake_rtt_ns {
-            sender.rtt.sample(r);
+            sender.take_rtt_sample(r);
         }
         let mut e = Endpoint {
             sender,
@@ -122,6 +173,15 @@ impl Endpoint {
     pub fn write(&mut self, now: Ns, bytes: u64) {
         self.advance(now);
         self.sender.app_write(bytes);
+        self.call(now, |s, now, out, id| s.app_wrote(now, out, id));
+    }
+
+    /// The application sends `bytes` at `now` with MSG_EOR: the record's end is an skb's end
+    /// that no later write joins (tcp_sendmsg_locked(), TCP_SKB_CB(skb)->eor).
+    pub fn write_eor(&mut self, now: Ns, bytes: u64) {
+        self.advance(now);
+        self.sender.app_write(bytes);
+        self.sender.app_mark_eor();
         self.call(now, |s, now, out, id| s.app_wrote(now, out, id));
     }
 
@@ -242,6 +302,7 @@ impl Endpoint {
             ("tcpi_snd_ssthresh", ssthresh as i64),
             ("tcpi_snd_cwnd", (s.v.win.cwnd / mss) as i64),
             ("tcpi_total_retrans", s.retrans_segs as i64),
+            ("tcpi_reordering", s.linux_reordering().unwrap_or(3) as i64),
             ("tcpi_min_rtt", (s.rtt.min_rtt_ns / 1000) as i64),
             ("tcpi_bytes_acked", s.snd_una as i64),
             ("tcpi_bytes_sent", s.bytes_sent as i64),
@@ -432,6 +493,94 @@ mod tests {
             rtx.first().map(|o| (o.seq, o.retx, o.t_ns)),
             Some((0, true, t))
         );
+    }
+
+    fn cwnd(e: &Endpoint) -> i64 {
+        e.tcp_info()
+            .into_iter()
+            .find(|(k, _)| *k == "tcpi_snd_cwnd")
+            .unwrap()
+            .1
+    }
+
+    fn ack(e: &mut Endpoint, t: Ns, ack: u64, sacks: Vec<(u64, u64)>) {
+        let seg = Inbound {
+            ack,
+            win: 257,
+            sacks,
+            ..Default::default()
+        };
+        e.on_segment(t, &seg);
+    }
+
+    /// tcp_is_cwnd_limited(): an application-limited slow start (9 of IW10 sent, never cwnd-
+    /// limited) grows cwnd to twice max_packets_out, 18, and no further; a full IW10 send is
+    /// cwnd-limited for its whole window: 10 + 10 acked = 20.
+    #[test]
+    fn app_limited_slow_start_grows_to_twice_packets_out() {
+        for (segs, want) in [(9u64, [12, 14, 16, 18, 18]), (10, [12, 14, 16, 18, 20])] {
+            let mut e =
+                Endpoint::new("linux", "cubic", peer(), 0, Some(100 * MS), 257 << 7).unwrap();
+            e.write(0, segs * 1000);
+            let mut got = Vec::new();
+            for (i, una) in [2000, 4000, 6000, 8000, segs * 1000]
+                .into_iter()
+                .enumerate()
+            {
+                ack(&mut e, (105 + 5 * i as u64) * MS, una, vec![]);
+                got.push(cwnd(&e));
+            }
+            assert_eq!(got, want, "{segs} segments");
+        }
+    }
+
+    /// Limited transmit, then the hole filled: the ACK that acknowledges 3 segments, two of them
+    /// SACKed before, delivers one packet, so slow start adds one (10 -> 11), not three.
+    #[test]
+    fn growth_counts_sacked_segments_once() {
+        let mut e = Endpoint::new("linux", "cubic", peer(), 0, Some(100 * MS), 257 << 7).unwrap();
+        e.write(0, 15_000);
+        assert_eq!(e.take_sent().len(), 10);
+        ack(&mut e, 110 * MS, 0, vec![(1000, 2000)]);
+        ack(&mut e, 120 * MS, 0, vec![(1000, 3000)]);
+        assert_eq!(cwnd(&e), 10);
+        assert_eq!(e.take_sent().len(), 2); // one new segment per dupack
+        ack(&mut e, 130 * MS, 3000, vec![]);
+        assert_eq!(cwnd(&e), 11);
+        // 12 sent, 3 acked: 9 in flight, room for 2.
+        assert_eq!(e.take_sent().len(), 2);
+    }
+
+    /// tcp_check_sack_reordering(): a SACK of bytes 3000-4000 below the highest SACKed end 8000
+    /// is reordering of 8000 - 3000 = 5000 bytes, 5 packets (more than the initial 3).
+    #[test]
+    fn reordering_is_the_distance_below_the_highest_sack() {
+        let mut e = Endpoint::new("linux", "cubic", peer(), 0, Some(100 * MS), 257 << 7).unwrap();
+        e.write(0, 10_000);
+        let reordering = |e: &Endpoint| {
+            let info: std::collections::HashMap<_, _> = e.tcp_info().into_iter().collect();
+            info["tcpi_reordering"]
+        };
+        ack(&mut e, 100 * MS, 0, vec![(7000, 8000)]);
+        assert_eq!(reordering(&e), 3);
+        ack(&mut e, 102 * MS, 0, vec![(3000, 4000), (7000, 8000)]);
+        assert_eq!(reordering(&e), 5);
+    }
+
+    /// MSG_EOR: 10 400 bytes written (10 segments of 1000 go, 400 wait), a 400-byte record, then
+    /// 1000 more bytes. Once the window opens, the first write's 400 and the record leave as one
+    /// 800-byte segment (a record joins a tail without eor, as tcp_sendmsg_locked() appends), and
+    /// the data after the record's end starts a new segment: 800 + 1000, not 1000 + 800.
+    #[test]
+    fn no_segment_spans_a_record_end() {
+        let mut e = Endpoint::new("linux", "cubic", peer(), 0, Some(100 * MS), 257 << 7).unwrap();
+        e.write(0, 10_400);
+        e.write_eor(0, 400);
+        e.write(0, 1000);
+        assert_eq!(e.take_sent().len(), 10);
+        ack(&mut e, 100 * MS, 10_000, vec![]);
+        let sent: Vec<(u64, u32)> = e.take_sent().iter().map(|o| (o.seq, o.len)).collect();
+        assert_eq!(sent, [(10_000, 800), (10_800, 1000)]);
     }
 
     #[test]

@@ -14,6 +14,36 @@ pub const SEC: Ns = 1_000_000_000;
 pub const LINUX_HZ: u64 = 250;
 /// One Linux jiffy in ns (LINUX_HZ divides 10^9: no rounding).
 pub const LINUX_JIFFY_NS: Ns = SEC / LINUX_HZ;
+/// When a Linux timer armed at `now` to go off `delay_ns` later fires: the delay in whole µs
+/// (tcp_stamp_us_delta) rounded up to jiffies (usecs_to_jiffies()), added to the jiffies count
+/// at `now`, then the timer wheel's rounding (kernel/time/timer.c calc_wheel_index() and
+/// calc_index(), v6.18: level 0 for up to 62 jiffies, each further level 8 times coarser; the
+/// bucket is `(expires >> LVL_SHIFT(lvl)) + 1` so that a timer never fires early), at the tick
+/// of that bucket. `phase_ns`: how long after a tick time 0 is.
+pub fn linux_timer_fire_ns(now: Ns, delay_ns: Ns, hz: u64, phase_ns: Ns) -> Ns {
+    // With the default HZ the divisions below are by constants (multiplications): this runs
+    // on every ACK (the RTO and the loss probe are re-armed).
+    if hz == LINUX_HZ {
+        wheel_fire_ns(now, delay_ns, LINUX_HZ, phase_ns)
+    } else {
+        wheel_fire_ns(now, delay_ns, hz, phase_ns)
+    }
+}
+
+#[inline(always)]
+fn wheel_fire_ns(now: Ns, delay_ns: Ns, hz: u64, phase_ns: Ns) -> Ns {
+    let jiffy = SEC / hz;
+    let ticks = (delay_ns / US * hz).div_ceil(1_000_000);
+    let expires = (now + phase_ns) / jiffy + ticks;
+    // LVL_START(n) = 63 << 3(n - 1): the level whose range holds the delay.
+    let mut lvl = 0;
+    while lvl < 8 && ticks >= 63 << (3 * lvl) {
+        lvl += 1;
+    }
+    let bucket = ((expires >> (3 * lvl)) + 1) << (3 * lvl);
+    (bucket * jiffy).saturating_sub(phase_ns).max(now)
+}
+
 /// FreeBSD's default kernel clock: hz = 1000, so one tick is 1000 us.
 pub const FREEBSD_HZ: i64 = 1000;
 /// FreeBSD's microseconds per tick (`tick`).
@@ -59,6 +89,24 @@ mod tests {
         assert_eq!(earliest([None, Some(7), Some(3), None]), Some(3));
         assert_eq!(earliest([Some(5)]), Some(5));
         assert_eq!(earliest::<2>([None, None]), None);
+    }
+
+    /// HZ 250 (4 ms jiffies), time 0 two ms after a tick: at 200 ms the jiffies count is 50; a
+    /// 27 ms delay is 7 jiffies (6.75 rounded up), expires 57, level 0 fires at tick 58: 232 ms
+    /// after the tick at time -2 ms, 230 ms. A 1 s delay (250 jiffies, level 1: 8-jiffy buckets)
+    /// expires at 300, bucket (300 >> 3) + 1 = 38, tick 304: 1214 ms.
+    #[test]
+    fn linux_timer_fires_on_the_wheel_tick() {
+        assert_eq!(
+            linux_timer_fire_ns(200 * MS, 27 * MS, 250, 2 * MS),
+            230 * MS
+        );
+        assert_eq!(linux_timer_fire_ns(200 * MS, SEC, 250, 2 * MS), 1214 * MS);
+        // HZ 1000: 27 ms = 27 jiffies from 202 -> 229, fires at 230 - 2 = 228 ms.
+        assert_eq!(
+            linux_timer_fire_ns(200 * MS, 27 * MS, 1000, 2 * MS),
+            228 * MS
+        );
     }
 
     #[test]

@@ -11,8 +11,8 @@ import re
 import struct
 from pathlib import Path
 
-from . import model_env, packets
-from .calls import SYMBOLS, Unhandled, value
+from . import model_calls, model_env, packets
+from .calls import SYMBOLS, CallFailed, Unhandled, value
 from .engine import ANY, Engine, Failed, Unsupported, _describe
 from .result import Result
 from .syntax import RELATIVE, RELATIVE_RANGE, Code, Event, Packet, Script, Shell, Syscall, Text
@@ -23,7 +23,6 @@ STACKS = {"linux": "linux", "freebsd": "freebsd", "freebsd-rack": "freebsd-rack"
 NOT_WIRED = "not a model target"
 FREEBSD = ("freebsd", "freebsd-rack")
 OWN_MSS = 1460  # MTU 1500 less 40: what Linux advertises on packetdrill's tun0 (--mtu default)
-OWN_WSCALE = 8  # Linux's shift for tcp_rmem[2] 15 MB (defaults.sh), as the suites' SYN-ACKs show
 NS_PER_US = 1000
 _INFO = re.compile(r"\btcpi_\w+")
 
@@ -52,6 +51,8 @@ class ModelEngine:
         self.snapshots: list[tuple[int, dict[str, int]]] = []
         self.writes: set[int] = set()  # ends of the application's writes (PSH, see _wire)
         self.peer_ts = 0
+        self.sock = model_calls.Sock()
+        self.accepted_fd: int | None = None
 
     def run(self) -> None:
         for ev in self.script.events:
@@ -126,18 +127,27 @@ class ModelEngine:
         sack = "sackOK" in opts and self.env.sysctls.get("tcp_sack", "1") != "0"
         ecn = "E" in p.flags and "W" in p.flags and self.env.sysctls.get("tcp_ecn", "2") in ("1", "2")
         peer_mss = opts.get("mss", (536,))[0]
+        own_mss = self._advmss()
         self.syn = {"ts": want_ts, "sack": sack, "ecn": ecn, "wscale": opts.get("wscale", (None,))[0],
-                    "mss": min(peer_mss, OWN_MSS) - (12 if want_ts else 0), "t": self.now_us}
+                    "mss": min(peer_mss, own_mss) - (12 if want_ts else 0), "t": self.now_us}
         # tcp_options_write(): MSS; SACK-permitted and TS together, else NOP NOP TS or NOP NOP
         # SACK-permitted; NOP and window scale.
-        o: list[tuple[int, bytes]] = [(2, struct.pack("!H", OWN_MSS))]
+        o: list[tuple[int, bytes]] = [(2, struct.pack("!H", own_mss))]
         if want_ts:
             o += ([(4, b"")] if sack else [(1, b""), (1, b"")]) + [(8, struct.pack("!II", self._ts(), self.peer_ts))]
         elif sack:
             o += [(1, b""), (1, b""), (4, b"")]
         if self.syn["wscale"] is not None:
-            o += [(1, b""), (3, bytes([OWN_WSCALE]))]
+            try:
+                o += [(1, b""), (3, bytes([model_env.rcv_wscale(self.env)]))]
+            except model_env.NotModelled as e:
+                raise Unsupported(ev.line, str(e)) from None
         self._emit(0x12 | (0x40 if ecn else 0), 0, 0, o, self.now_us, win=65535)
+
+    def _advmss(self) -> int:
+        """The MSS this end advertises: the route's (MTU less 40) clamped by TCP_MAXSEG
+        (tcp_mss_clamp())."""
+        return min(OWN_MSS, self.sock.user_mss) if self.sock.user_mss else OWN_MSS
 
     def _handshake_ack(self, ev: Event, p: Packet) -> None:
         if self.syn is None or p.ack != 1:
@@ -148,7 +158,7 @@ class ModelEngine:
             from tcplab._native import DrillEndpoint
             self.ep = DrillEndpoint(stack, self.cc, s["mss"], s["sack"], s["ts"], s["wscale"] or 0, s["ecn"],
                                     self.now_us * NS_PER_US, (self.now_us - s["t"]) * NS_PER_US,
-                                    (p.win or 0) << (s["wscale"] or 0))
+                                    (p.win or 0) << (s["wscale"] or 0), hz=model_env.kernel_hz())
         except ValueError as e:
             raise Unsupported(ev.line, str(e)) from None
 
@@ -226,6 +236,8 @@ class ModelEngine:
             result = self._call(ev, call)
         except Unhandled as e:
             raise Unsupported(ev.line, str(e)) from None
+        except CallFailed as e:
+            raise Failed(ev.line, str(e)) from None
         if call.result != "..." and result != call.result:
             raise Failed(ev.line, f"Expected result {call.result} but got {result}")
 
@@ -238,25 +250,38 @@ class ModelEngine:
         if name == "accept":
             if self.ep is None:
                 raise Unhandled("accept() before the handshake completed: not modelled")
+            self.accepted_fd = call.result
             return call.result
+        if name == "getsockopt":
+            conn = self.ep is not None and value(a[0]) == self.accepted_fd
+            mss = dict(self.ep.tcp_info())["tcpi_snd_mss"] if conn else None
+            return model_calls.getsockopt(self.sock, a, mss)
+        if name == "fcntl":
+            return model_calls.fcntl(self.sock, a)
         if name == "setsockopt":
             return self._setsockopt(a)
-        if name in ("write", "send") and (name == "write" or value(a[3]) == 0):
+        if name in ("write", "send") and (name == "write" or value(a[3]) in (0, SYMBOLS["MSG_EOR"])):
             n = value(a[2])
             if self.ep is None:
                 raise Unhandled(f"{name}() before the connection is established")
-            self.ep.write(self.now_us * NS_PER_US, n)
+            if name == "send" and value(a[3]) == SYMBOLS["MSG_EOR"]:
+                self.ep.write_eor(self.now_us * NS_PER_US, n)
+            else:
+                self.ep.write(self.now_us * NS_PER_US, n)
             self.writes.add(self.ep.written())
             self._collect()
             return n
         if name == "close":
             return self._close()
         if name in ("send", "sendto", "sendmsg") and "MSG_" in repr(a):
-            raise Unhandled(f"{name}() with flags (MSG_EOR, MSG_MORE): not modelled")
+            raise Unhandled(f"{name}() with flags (MSG_MORE: Nagle's cork; sendmsg and sendto flags): not modelled")
         raise Unhandled(f"{name}(): not modelled")
 
     def _setsockopt(self, a: tuple) -> int:
         level, opt = value(a[1]), value(a[2])
+        raw = a[3][0] if isinstance(a[3], list) and a[3] else a[3]
+        if not isinstance(raw, Text) and model_calls.setsockopt(self.sock, level, opt, value(raw), self.ep is not None):
+            return 0
         if (level, opt) == (SYMBOLS["SOL_SOCKET"], SYMBOLS["SO_REUSEADDR"]):
             return 0
         if (level, opt) == (SYMBOLS["SOL_SOCKET"], SYMBOLS["SO_SNDBUF"]):
@@ -285,6 +310,7 @@ class ModelEngine:
         if self.ep is None:
             raise Unsupported(ev.line, "tcp_info before the connection is established: not modelled")
         info = dict(self.ep.tcp_info())
+        info["tcpi_advmss"] = self._advmss()  # tp->advmss: tcp_mss_clamp() of the route's MSS
         missing = sorted(set(_INFO.findall(body.text)) - set(info))
         if missing:
             raise Unsupported(ev.line, f"tcp_info field {missing[0]} not modelled")

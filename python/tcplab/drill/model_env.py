@@ -5,6 +5,7 @@ model does not follow are noted in the result (a script that depends on them fai
 
 from __future__ import annotations
 
+import functools
 import re
 import shlex
 from dataclasses import dataclass, field
@@ -37,6 +38,18 @@ WHY = {
     "tcp_window_scaling": "the model always scales", "tcp_notsent_lowat": "notsent_lowat not modelled",
 }
 
+#: tcp_cubic's module parameters, and the values the model's cubic has (cc/linux.rs: HyStart with
+#: both the ACK-train and the delay detection, HYSTART_ACK_TRAIN | HYSTART_DELAY).
+CUBIC_PARAMS = "/sys/module/tcp_cubic/parameters/"
+CUBIC_MODEL = {"hystart": "1", "hystart_detect": "3"}
+
+
+def _cubic_param(name: str, val: str) -> None:
+    if CUBIC_MODEL.get(name) != val:
+        raise NotModelled(f"tcp_cubic parameter {name}={val}: the model's cubic has "
+                          + (f"{name}={CUBIC_MODEL[name]}" if name in CUBIC_MODEL else "no such knob"))
+
+
 _ASSIGN = re.compile(r"^(net\.ipv4\.)?([\w.]+)=(.*)$")
 
 
@@ -51,6 +64,52 @@ class Env:
 
 class NotModelled(Exception):
     """A command the model cannot honour (the message says what)."""
+
+
+#: Linux's defaults: tcp_rmem[2] (net/ipv4/tcp.c tcp_init(): 6 MB) and net.core.rmem_max
+#: (SK_RMEM_MAX, 212992); TCP_MAX_WSCALE (include/net/tcp.h).
+TCP_RMEM_MAX_DEFAULT, RMEM_MAX_DEFAULT, TCP_MAX_WSCALE = 6 << 20, 212992, 14
+
+
+def rcv_wscale(env: Env) -> int:
+    """The window scale a Linux SYN-ACK offers: tcp_select_initial_window() (net/ipv4/tcp_output.c,
+    v6.18) sizes it for max(tcp_rmem[2], rmem_max), at most the window clamp (65535 << 14):
+    clamp(ilog2(space) - 15, 0, TCP_MAX_WSCALE). tcp_rmem as the script's commands set it."""
+    words = env.sysctls.get("tcp_rmem", "").split()
+    rmem2 = _shell_int(words[2]) if len(words) == 3 else TCP_RMEM_MAX_DEFAULT
+    space = min(max(rmem2, RMEM_MAX_DEFAULT), 65535 << TCP_MAX_WSCALE)
+    return min(max(space.bit_length() - 1 - 15, 0), TCP_MAX_WSCALE)
+
+
+def _shell_int(word: str) -> int:
+    """An integer as the shell expands it: a literal or `$((a*b*...))` of literals."""
+    m = re.fullmatch(r"\$\(\(([\d*\s]+)\)\)|(\d+)", word)
+    if not m:
+        raise NotModelled(f"value {word!r}: not an integer or a product the model evaluates")
+    if m.group(2):
+        return int(m.group(2))
+    out = 1
+    for f in m.group(1).split("*"):
+        out *= int(f)
+    return out
+
+
+@functools.cache
+def kernel_hz() -> int | None:
+    """This machine's kernel tick rate (CONFIG_HZ from /proc/config.gz or /boot/config-RELEASE),
+    which the linux model's jiffies timers follow; None when neither is readable."""
+    import gzip
+    import os
+
+    for path, opener in (("/proc/config.gz", gzip.open), (f"/boot/config-{os.uname().release}", open)):
+        try:
+            with opener(path, "rt") as f:
+                for line in f:
+                    if line.startswith("CONFIG_HZ="):
+                        return int(line.split("=", 1)[1])
+        except (OSError, ValueError):
+            continue
+    return None
 
 
 def apply(env: Env, command: str, folder: Path) -> None:
@@ -70,6 +129,8 @@ def apply(env: Env, command: str, folder: Path) -> None:
                 if "/" in name or not val:
                     raise NotModelled(f"{words[0]} {w}: not modelled")
                 _set(env, name, val, explicit=True)
+        elif words[0] == "echo" and len(words) == 4 and words[2] == ">" and words[3].startswith(CUBIC_PARAMS):
+            _cubic_param(words[3].removeprefix(CUBIC_PARAMS), words[1])
         elif words[0] == "sysctl":
             for name, val in _assignments(words[1:]):
                 _set(env, name, val, explicit=True)
@@ -112,8 +173,8 @@ def _set(env: Env, name: str, val: str, explicit: bool) -> None:
 
 
 def _defaults(env: Env, path: str, folder: Path) -> None:
-    """The suite's defaults.sh: its sysctls (`$((...))` arithmetic taken literally: only the
-    buffer sizes use it, which the model does not read)."""
+    """The suite's defaults.sh: its sysctls (quoted values whole; `$((...))` arithmetic is
+    evaluated where the model reads the value: tcp_rmem, see `rcv_wscale`)."""
     from .engine import helper_paths
 
     p = Path(helper_paths(path, folder, []))
@@ -124,7 +185,7 @@ def _defaults(env: Env, path: str, folder: Path) -> None:
         line = line.split("#", 1)[0].strip()
         if not line.startswith("sysctl"):
             continue
-        for w in line.split()[1:]:
+        for w in shlex.split(line)[1:]:
             m = _ASSIGN.match(w)
             if m and m.group(2) in LINUX_SYSCTLS:
                 _set(env, m.group(2), m.group(3).strip('"'), explicit=False)

@@ -168,6 +168,11 @@ pub struct StackProfile {
     /// Connection setup: SYN timer, window after a lost SYN, SYN-ACK timer
     /// ([`crate::tcp::handshake`]).
     pub syn: crate::tcp::handshake::SynProfile,
+    /// The kernel's tick rate (Linux CONFIG_HZ): the linux stack's RACK reordering and loss-probe
+    /// timers run in its jiffies (`linux_hz`).
+    pub hz: u64,
+    /// How long after a kernel tick time 0 is (the drill endpoint's script clock).
+    pub jiffy_phase_ns: Ns,
 }
 
 /// Profile names the registry knows.
@@ -209,6 +214,8 @@ fn rfc() -> StackProfile {
         cc_family: crate::cc::Family::Rfc,
         rack_rto_keeps_cwnd: false,
         syn: SynProfile::rfc(),
+        hz: crate::time::LINUX_HZ,
+        jiffy_phase_ns: 0,
     }
 }
 

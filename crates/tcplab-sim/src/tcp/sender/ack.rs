@@ -27,6 +27,9 @@ pub(super) struct AckIntake {
     pub ca_rtt: Option<Ns>,
     /// Packets in flight before the ACK, for a module that owns cwnd.
     pub prior_in_flight: u64,
+    /// Bytes newly delivered (Linux tp->delivered's growth, in bytes): newly SACKed bytes plus
+    /// cumulatively acknowledged bytes that were not SACKed before. Linux stack only (0 else).
+    pub delivered: u64,
 }
 
 impl Conn {
@@ -42,6 +45,7 @@ impl Conn {
         linux_cc: bool,
     ) -> AckIntake {
         self.snd_wnd = p.rwnd as u64;
+        let sacked_before = self.sb.sacked_bytes;
         let mut a = AckIntake {
             fresh: p.ack >= self.snd_una,
             ..Default::default()
@@ -57,7 +61,7 @@ impl Conn {
             0
         };
         if p.ack > self.snd_una && p.ack <= self.snd_nxt {
-            self.cumulative_ack(p, now, &mut a);
+            self.cumulative_ack(p, now, &mut a, linux_cc);
         } else if p.ack == self.snd_una
             && self.snd_nxt > self.snd_una
             && (a.newly_sacked > 0 || !self.sack)
@@ -65,8 +69,18 @@ impl Conn {
             a.dup = true;
             self.dupacks += 1;
             if !self.sack {
-                self.sb.reno_sacked_segs = (self.sb.reno_sacked_segs + 1).min(self.sb.len() as u64);
+                let before = self.sb.reno_sacked_segs;
+                self.sb.reno_sacked_segs = (before + 1).min(self.sb.len() as u64);
+                // tcp_add_reno_sack(): tp->delivered grows by the dupacks counted.
+                a.delivered = (self.sb.reno_sacked_segs - before) * self.mss;
             }
+        }
+        if linux_cc && self.sack {
+            // tcp_sacktag_write_queue() counts newly SACKed packets delivered; tcp_clean_rtx_queue()
+            // counts only the acknowledged ones not SACKed before (torvalds/linux
+            // net/ipv4/tcp_input.c, tcp_count_delivered(), v6.18). The SACKed bytes this ACK
+            // acknowledged left `sacked_bytes`, so: acked + sacked_after - sacked_before.
+            a.delivered = (a.acked + self.sb.sacked_bytes).saturating_sub(sacked_before);
         }
         // tcp_clean_rtx_queue() / tcp_sacktag: ca_rtt from the newest never-retransmitted packet
         // this ACK delivered (acked or SACKed), by its send time, not the timestamp echo (which
@@ -107,7 +121,7 @@ impl Conn {
     }
 
     /// An ACK that advances snd_una: scoreboard, RTT sample, NewReno's presumed departures, RTO.
-    fn cumulative_ack(&mut self, p: &Packet, now: Ns, a: &mut AckIntake) {
+    fn cumulative_ack(&mut self, p: &Packet, now: Ns, a: &mut AckIntake, linux: bool) {
         a.acked = p.ack - self.snd_una;
         let karn = self.sb.ack(p.ack);
         let sample = self.ack_rtt(p, karn, now, false);
@@ -118,13 +132,17 @@ impl Conn {
             a.rtt_sample = Some(r);
         }
         self.dupacks = 0;
-        if !self.sack && matches!(self.state, State::Recovery { .. }) {
-            // Linux tcp_remove_reno_sacks: the ACK accounts for acked - 1 presumed departures.
+        if !self.sack && (linux || matches!(self.state, State::Recovery { .. })) {
+            // Linux tcp_remove_reno_sacks() (tcp_input.c, v6.18; tcp_clean_rtx_queue() calls it
+            // on every cumulative ACK, in any state): the ACK accounts for acked - 1 presumed
+            // departures and delivers max(acked - sacked_out, 1) packets.
             let acked_segs = a.acked.div_ceil(self.mss);
-            self.sb.reno_sacked_segs = self.sb.reno_sacked_segs.saturating_sub(acked_segs - 1);
+            let sacked = self.sb.reno_sacked_segs;
+            a.delivered = acked_segs.saturating_sub(sacked).max(1) * self.mss;
+            self.sb.reno_sacked_segs = sacked.saturating_sub(acked_segs - 1);
         }
         // RFC 6298 §5.2, §5.3: stop the timer when all is acked, else restart it.
-        self.rto_deadline = (self.snd_una < self.snd_nxt).then(|| now + self.rtt.rto_ns);
+        self.rto_deadline = (self.snd_una < self.snd_nxt).then(|| self.rto_at(now));
     }
 
     /// tcp_rate_gen(): the delivery-rate sample for a module that owns cwnd, then the scoreboard
@@ -167,16 +185,16 @@ impl Conn {
         }
     }
 
-    /// The CC's per-ACK growth outside recovery (FreeBSD cc_ack_received, Linux cong_avoid),
-    /// then the round bookkeeping.
-    pub(super) fn cc_ack(&mut self, a: &AckIntake) {
+    /// The CC's per-ACK growth outside recovery (FreeBSD cc_ack_received, Linux cong_avoid) by
+    /// `grow_bytes` (the stack's count of what this ACK acknowledged), then the round bookkeeping.
+    pub(super) fn cc_ack(&mut self, a: &AckIntake, grow_bytes: u64) {
         let in_recovery = self.v.in_recovery;
         if !matches!(self.state, State::Recovery { .. })
             && !self.owns_cwnd
             && self.ecn_allows_growth()
         {
             if a.acked > 0 {
-                self.v.bytes_this_ack = a.acked;
+                self.v.bytes_this_ack = grow_bytes;
                 self.cc
                     .ack_received(&self.view(), &mut self.v.win, crate::cc::AckKind::Ack);
             } else if a.dup {
@@ -188,7 +206,6 @@ impl Conn {
         self.v.in_recovery = in_recovery;
         if a.acked > 0 && self.snd_una >= self.round_end {
             self.round_end = self.snd_nxt;
-            self.max_out = self.snd_nxt - self.snd_una;
             self.cc.new_round(&self.view(), &mut self.v.win);
         }
     }

@@ -100,7 +100,14 @@ impl Conn {
     }
 
     pub(super) fn new_data_len(&self) -> Option<u64> {
-        let unsent = self.written - self.snd_nxt;
+        let mut unsent = self.written - self.snd_nxt;
+        if !self.eor_marks.is_empty() {
+            // MSG_EOR ends an skb that later data never joins (tcp_sendmsg_locked(): a tail skb
+            // that is not tcp_skb_can_collapse_to() gets no more data; net/ipv4/tcp.c, v6.18).
+            if let Some(&end) = self.eor_marks.iter().find(|&&m| m > self.snd_nxt) {
+                unsent = unsent.min(end - self.snd_nxt);
+            }
+        }
         let wnd_room = (self.snd_una + self.snd_wnd).saturating_sub(self.snd_nxt);
         let len = self.mss.min(unsent).min(wnd_room);
         if len == 0 {
@@ -146,6 +153,14 @@ impl Conn {
     pub fn app_write(&mut self, bytes: u64) {
         if let AppConfig::Bytes { bytes: total } = &mut self.app {
             *total += bytes;
+        }
+    }
+
+    /// The application's data so far ends a record (send(2) with MSG_EOR).
+    pub fn app_mark_eor(&mut self) {
+        let end = self.app_written();
+        if self.eor_marks.last() != Some(&end) {
+            self.eor_marks.push(end);
         }
     }
 

@@ -57,6 +57,12 @@ pub struct Conn {
     /// The next send starts a TSO burst of its own in the records even when contiguous with the
     /// last one (FreeBSD with the NIC's fragment limits: a cut burst ends one tcp_output() pass).
     pub(super) burst_break: bool,
+    /// Ends of the application's MSG_EOR records, bytes (the drill endpoint's sends; empty in a
+    /// simulation): no segment of new data spans one.
+    pub(super) eor_marks: Vec<u64>,
+    /// Linux's RTO estimator state (the linux stack; None: RFC 6298's in `rtt`). Cold: read
+    /// with an RTT sample and when the RTO is armed.
+    pub(super) linux_rto: Option<crate::tcp::rtt::LinuxRto>,
     // ---- Hot: read or written on every ACK or every segment sent. ----
     /// RTT estimator and RTO.
     pub rtt: RttEstimator,
@@ -105,8 +111,6 @@ pub struct Conn {
     pub(super) sndbuf_now: u64,
     pub(super) sndbuf: u64,
     pub(super) write_bytes: u64,
-    /// Most bytes outstanding since the round began (Linux tp->max_packets_out).
-    pub(super) max_out: u64,
     pub(super) round_end: u64,
     pub(super) pace_next: Ns,
     /// Bytes this host has queued below TCP (its NIC FIFO), set by the simulation before each
@@ -145,6 +149,8 @@ impl Conn {
             (n.mss as u64, n.timestamps, n.sack, n.ecn)
         };
         let rtt = Self::rtt_estimator(&profile);
+        let linux_rto = matches!(profile.recovery, Recovery::LinuxPrr(_))
+            .then(|| crate::tcp::rtt::LinuxRto::new(profile.hz, profile.jiffy_phase_ns));
         let sndbuf_now = Self::initial_sndbuf(f, &profile);
         Conn {
             hs: super::client::Client::new(
@@ -185,7 +191,6 @@ impl Conn {
             state: State::Open,
             recover_guard: None,
             dupacks: 0,
-            max_out: 0,
             rtt,
             rto_deadline: None,
             pace_next: 0,
@@ -198,6 +203,8 @@ impl Conn {
             rto_count: 0,
             recoveries: 0,
             burst_break: false,
+            eor_marks: Vec::new(),
+            linux_rto,
             completed_at: None,
             events: Vec::new(),
             record_sends: false,
@@ -496,13 +503,12 @@ impl Conn {
         self.bytes_sent += len;
         if self.rto_deadline.is_none() {
             // RFC 6298 §5.1: start the timer when sending data and it is not running.
-            self.rto_deadline = Some(now + self.rtt.rto_ns);
+            self.rto_deadline = Some(self.rto_at(now));
         }
         if let Some(rate) = self.pacing_rate() {
             self.pace_next = self.pace_next.max(now) + tx_time_ns(p.size_bytes as u64, rate);
         }
         self.last_send = Some(now);
-        self.max_out = self.max_out.max(self.snd_nxt - self.snd_una);
         self.nic_backlog += p.size_bytes as u64;
         if self.record_sends {
             let limit = self.tso_chunk_limit();
@@ -566,8 +572,16 @@ impl Conn {
     }
 
     /// Feed one RTT measurement to the estimator (the hooks' view reads it from there).
-    pub(super) fn take_rtt_sample(&mut self, r: Ns) {
-        self.rtt.sample(r);
+    pub fn take_rtt_sample(&mut self, r: Ns) {
+        match &mut self.linux_rto {
+            Some(l) => self.rtt.sample_linux(r, l, self.snd_una, self.snd_nxt),
+            None => self.rtt.sample(r),
+        }
+    }
+
+    /// When the RTO armed at `now` fires (Linux's on its timer wheel).
+    pub(super) fn rto_at(&self, now: Ns) -> Ns {
+        self.rtt.rto_deadline(now, self.linux_rto.as_ref())
     }
 
     /// The RTT sample an ACK carries: the timestamp echo (in FreeBSD's ticks plus one,

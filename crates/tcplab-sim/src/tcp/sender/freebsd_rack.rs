@@ -225,7 +225,7 @@ impl RackStack {
         c.v.after_rto = matches!(c.state, State::Loss { .. }) && c.sb.lost_bytes > 0;
         c.sync_ca_state();
         c.v.nsegs = nsegs;
-        c.cc_ack(&a);
+        c.cc_ack(&a, a.acked);
         c.v.nsegs = 1;
         if let Some(cap) = exit_cap {
             // "Must be non-newreno (cubic) getting too ahead of itself".

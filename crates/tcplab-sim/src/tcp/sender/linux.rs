@@ -14,7 +14,10 @@ use super::{SenderEvent, State};
 use crate::cc::CcHooks;
 use crate::cc::CongSignal;
 use crate::net::packet::Packet;
-use crate::time::{earliest, Ns, LINUX_JIFFY_NS};
+use crate::time::{earliest, linux_timer_fire_ns, Ns, MS};
+
+/// TCP_TIMEOUT_MIN_US (include/net/tcp.h): the 2 ms floor of the RACK and TLP timers.
+const TCP_TIMEOUT_MIN_US_NS: Ns = 2 * MS;
 
 /// The linux stack's own state: its recovery components, what every ACK reads or writes (RACK,
 /// TLP) first, then what only recovery does (PRR, the rescue retransmission): see `TcpSender`.
@@ -24,6 +27,119 @@ pub(super) struct LinuxStack {
     tlp: Tlp,
     rfc6675: Rfc6675,
     prr: LinuxPrr,
+    usage: CwndUsage,
+    reorder: Reordering,
+}
+
+/// The reordering a SACK or cumulative ACK shows (tcp_sock's reordering, reord_seen and the end
+/// of the highest SACKed segment), as tcp_input.c v6.18 measures it: tcp_sacktag_one() and
+/// tcp_clean_rtx_queue() take the lowest never-retransmitted segment newly delivered below the
+/// highest SACKed one, tcp_check_sack_reordering() raises `reordering` to the distance in
+/// packets from there to the highest SACKed end when that exceeds it, and counts the event.
+#[derive(Clone, Debug)]
+struct Reordering {
+    reordering: u32,
+    reord_seen: u32,
+    high_sack: u64,
+}
+
+/// net.ipv4.tcp_reordering and tcp_max_reordering's defaults.
+const TCP_REORDERING: u32 = 3;
+const TCP_MAX_REORDERING: u64 = 300;
+
+impl Default for Reordering {
+    fn default() -> Self {
+        Reordering {
+            reordering: TCP_REORDERING,
+            reord_seen: 0,
+            high_sack: 0,
+        }
+    }
+}
+
+impl Reordering {
+    /// tcp_highest_sack_seq(): the end of the highest SACKed segment, snd_una when none is.
+    fn fack(&self, c: &Conn) -> u64 {
+        if c.sb.sacked_bytes == 0 {
+            c.snd_una
+        } else {
+            self.high_sack
+        }
+    }
+
+    /// After an ACK's intake (its delivered segments still listed), with tcp_highest_sack_seq()
+    /// from before it.
+    fn on_ack(&mut self, c: &Conn, prior_fack: u64) {
+        let (mut high, mut reord_sack, mut reord_cum) = (prior_fack, u64::MAX, u64::MAX);
+        let mut sacked: Vec<(u64, u64, bool)> = Vec::new();
+        for d in c.sb.delivered() {
+            let start = d.end - d.len as u64;
+            if d.end > c.snd_una {
+                sacked.push((start, d.end, d.retrans));
+            } else if !d.retrans {
+                reord_cum = reord_cum.min(start);
+            }
+        }
+        sacked.sort_unstable();
+        for (start, end, retrans) in sacked {
+            if !retrans && start < high {
+                reord_sack = reord_sack.min(start);
+            }
+            high = high.max(end);
+        }
+        self.high_sack = high;
+        self.check(c, reord_sack);
+        if reord_cum < prior_fack {
+            self.check(c, reord_cum);
+        }
+    }
+
+    /// tcp_check_sack_reordering().
+    fn check(&mut self, c: &Conn, low_seq: u64) {
+        let fack = self.fack(c);
+        if low_seq >= fack {
+            return;
+        }
+        let metric = fack - low_seq;
+        if metric > self.reordering as u64 * c.mss {
+            self.reordering = metric.div_ceil(c.mss).min(TCP_MAX_REORDERING) as u32;
+        }
+        self.reord_seen += 1;
+    }
+}
+
+/// How fully the window is used (tcp_sock's is_cwnd_limited, max_packets_out, cwnd_usage_seq),
+/// as tcp_cwnd_validate() tracks it at the end of each tcp_write_xmit() and
+/// tcp_is_cwnd_limited() reads it on the next ACK (torvalds/linux net/ipv4/tcp_output.c and
+/// include/net/tcp.h, v6.18).
+#[derive(Clone, Debug, Default)]
+struct CwndUsage {
+    is_cwnd_limited: bool,
+    max_packets_out: u64,
+    cwnd_usage_seq: u64,
+}
+
+impl CwndUsage {
+    /// tcp_cwnd_validate(): while the window in which the state was set is not yet acknowledged,
+    /// a cwnd-limited send or (when not cwnd-limited) more packets out than before renews it.
+    fn validate(&mut self, c: &Conn, is_cwnd_limited: bool) {
+        let packets_out = c.pkts(c.snd_nxt - c.snd_una);
+        if c.snd_una >= self.cwnd_usage_seq
+            || is_cwnd_limited
+            || (!self.is_cwnd_limited && packets_out > self.max_packets_out)
+        {
+            self.is_cwnd_limited = is_cwnd_limited;
+            self.max_packets_out = packets_out;
+            self.cwnd_usage_seq = c.snd_nxt;
+        }
+    }
+
+    /// tcp_is_cwnd_limited(): cwnd-limited in this window, or in slow start while cwnd is
+    /// below twice the most packets out ("ensure cwnd grows to twice what was ACKed").
+    fn is_cwnd_limited(&self, c: &Conn) -> bool {
+        self.is_cwnd_limited
+            || (c.v.in_slow_start() && c.pkts(c.v.win.cwnd) < 2 * self.max_packets_out)
+    }
 }
 
 impl LinuxStack {
@@ -33,7 +149,14 @@ impl LinuxStack {
             prr: LinuxPrr::new(prr),
             rack: Rack::default(),
             tlp: Tlp::default(),
+            usage: CwndUsage::default(),
+            reorder: Reordering::default(),
         }
+    }
+
+    /// tp->reordering.
+    pub(super) fn reordering(&self) -> u32 {
+        self.reorder.reordering
     }
 
     pub(super) fn output(
@@ -46,7 +169,20 @@ impl LinuxStack {
         if !c.output_begins(now) {
             return;
         }
+        let nxt_before = c.snd_nxt;
         self.rfc6675.output(c, now, out, next_id);
+        // tcp_write_xmit() ends with tcp_cwnd_validate() when it had new data to send and sent
+        // some or found the window full (packets in flight >= cwnd).
+        if c.written > nxt_before {
+            let full = c.pkts(c.pipe()) >= c.pkts(c.v.win.cwnd);
+            if c.snd_nxt > nxt_before || full {
+                self.usage.validate(c, full);
+            }
+        }
+        if c.snd_nxt > nxt_before {
+            // tcp_write_xmit(): "Send one loss probe per tail loss episode" once new data went.
+            self.schedule_tlp(c, now);
+        }
     }
 
     pub(super) fn timer_deadline(&self, c: &Conn) -> Option<Ns> {
@@ -70,7 +206,15 @@ impl LinuxStack {
         next_id: &mut u64,
     ) {
         c.v.now = now;
+        let prior_fack = if c.sack {
+            self.reorder.fack(c)
+        } else {
+            c.snd_una
+        };
         let a = c.intake_ack(p, now, true, true);
+        if c.sack {
+            self.reorder.on_ack(c, prior_fack);
+        }
         // RACK's min_rtt (tcp_update_rtt_min()) from the same ca_rtt.
         if let Some(r) = a.ca_rtt {
             c.rtt.observe_min(r);
@@ -85,12 +229,11 @@ impl LinuxStack {
                 c.cc.post_recovery(&c.view(), &mut c.v.win);
             }
         });
-        if c.v.in_slow_start() {
-            // tcp_is_cwnd_limited(): in slow start, grow while cwnd < 2 * max_packets_out.
-            c.v.cwnd_limited = c.v.win.cwnd < 2 * c.max_out;
-        }
+        c.v.cwnd_limited = self.usage.is_cwnd_limited(c);
         c.sync_ca_state();
-        c.cc_ack(&a);
+        // tcp_cong_control(): cong_avoid with the packets newly delivered (acked_sacked), only
+        // when the ACK acknowledged data (tcp_may_raise_cwnd(), FLAG_DATA_ACKED).
+        c.cc_ack(&a, a.delivered);
         let mut entered = false;
         if c.state == State::Open && c.snd_una < c.snd_nxt {
             // Linux tcp_time_to_recover(): recovery starts when a packet is marked lost (RACK
@@ -125,7 +268,12 @@ impl LinuxStack {
         c.cong_control(rs);
         self.output(c, now, out, next_id);
         self.tlp.on_ack(c, now);
-        self.schedule_tlp(c, now);
+        // tcp_ack() re-arms the probe (tcp_set_xmit_timer()) only when the ACK acknowledged data
+        // (FLAG_SET_XMIT_TIMER from tcp_clean_rtx_queue(), tcp_input.c v6.18): a SACK alone,
+        // or one the scoreboard cannot take (a partial segment's), leaves it where it was.
+        if a.acked > 0 || !Tlp::may_schedule(c) {
+            self.schedule_tlp(c, now);
+        }
         c.note_completion(now);
     }
 
@@ -138,30 +286,41 @@ impl LinuxStack {
         self.rack_mark_lost(c, now)
     }
 
-    /// tcp_rack_detect_loss() with tcp_rack_reo_wnd(): paths here never reorder, so the window
-    /// is 0 in recovery or once dupthresh packets are SACKed, else min(min_rtt/4, srtt/8).
+    /// tcp_rack_detect_loss() with tcp_rack_reo_wnd(): the window
+    /// is 0 in recovery or once `reordering` packets are SACKed, unless reordering was seen;
+    /// else min(min_rtt/4, srtt):
+    /// `min((tcp_min_rtt(tp) >> 2) * reo_wnd_steps, tp->srtt_us >> 3)`, where srtt_us holds
+    /// 8 times the smoothed RTT (tcp_recovery.c tcp_rack_reo_wnd(), v6.18).
     fn rack_mark_lost(&mut self, c: &mut Conn, now: Ns) -> u64 {
         let sacked_pkts = c.sb.sacked_bytes / c.mss;
-        let reo_wnd = if c.state != State::Open || sacked_pkts >= c.profile.dupthresh as u64 {
+        let r = &self.reorder;
+        let reo_wnd = if r.reord_seen == 0
+            && (c.state != State::Open || sacked_pkts >= r.reordering as u64)
+        {
             0
         } else {
-            (c.rtt.min_rtt_ns / 4).min(c.rtt.srtt_ns / 8)
+            (c.rtt.min_rtt_ns / 4).min(c.rtt.srtt_ns)
         };
-        // tcp_rack_mark_lost(): reordering timer at the longest wait + TCP_TIMEOUT_MIN (2 jiffies).
-        self.rack
-            .mark_lost(c, now, reo_wnd, |w| w + 2 * LINUX_JIFFY_NS)
+        // tcp_rack_mark_lost(): the reordering timer in jiffies, usecs_to_jiffies(longest wait +
+        // TCP_TIMEOUT_MIN_US), 2 ms (torvalds/linux 1c2709cfff1d "tcp: fix excessive TLP and
+        // RACK timeouts from HZ rounding", v6.6; tcp_recovery.c as in v6.18).
+        let (hz, phase) = (c.profile.hz, c.profile.jiffy_phase_ns);
+        self.rack.mark_lost(c, now, reo_wnd, |w| {
+            linux_timer_fire_ns(now, w + TCP_TIMEOUT_MIN_US_NS, hz, phase) - now
+        })
     }
 
-    /// tcp_schedule_loss_probe(): PTO = 2 srtt, plus TCP_RTO_MIN when one packet is out (the
-    /// receiver may delay its ACK) else TCP_TIMEOUT_MIN (2 jiffies); 1 s before any RTT sample;
-    /// never later than the RTO. Only in the open state, with SACK, with data outstanding.
+    /// tcp_schedule_loss_probe() (tcp_output.c, v6.18, after 1c2709cfff1d): PTO = 2 srtt plus
+    /// TCP_RTO_MIN when one packet is out (the receiver may delay its ACK) else
+    /// TCP_TIMEOUT_MIN_US (2 ms), in jiffies; 1 s before any RTT sample; never later than the
+    /// RTO (the RTO itself is not on jiffies in the model: there the probe goes at its time).
+    /// Only in the open state, with SACK, with data outstanding.
     fn schedule_tlp(&mut self, c: &Conn, now: Ns) {
         if !Tlp::may_schedule(c) {
             self.tlp.deadline = None;
             return;
         }
-        let jiffy = LINUX_JIFFY_NS;
-        let mut pto = if c.rtt.srtt_ns == 0 {
+        let pto = if c.rtt.srtt_ns == 0 {
             c.profile.initial_rto_ns
         } else {
             let one_packet = c.snd_nxt - c.snd_una <= c.mss;
@@ -169,13 +328,14 @@ impl LinuxStack {
                 + if one_packet {
                     c.profile.min_rto_ns
                 } else {
-                    2 * jiffy
+                    TCP_TIMEOUT_MIN_US_NS
                 }
         };
+        let mut at = linux_timer_fire_ns(now, pto, c.profile.hz, c.profile.jiffy_phase_ns);
         if let Some(rto) = c.rto_deadline {
-            pto = pto.min(rto.saturating_sub(now));
+            at = at.min(rto.max(now));
         }
-        self.tlp.deadline = Some(now + pto);
+        self.tlp.deadline = Some(at);
     }
 
     /// tcp_enter_recovery(): the CC sets ssthresh; tcp_init_cwnd_reduction(): cwnd is left as
@@ -284,7 +444,6 @@ mod tests {
                     sndbuf_now,
                     sndbuf,
                     write_bytes,
-                    max_out,
                     round_end,
                     pace_next,
                     nic_backlog,

@@ -243,6 +243,14 @@ impl TcpSender {
         self.core.cc.name()
     }
 
+    /// Linux's tp->reordering, for the linux stack (tcp_info's tcpi_reordering).
+    pub fn linux_reordering(&self) -> Option<u32> {
+        match &self.stack {
+            Stack::Linux(s) => Some(s.reordering()),
+            _ => None,
+        }
+    }
+
     /// The scoreboard (for invariant checks).
     pub fn scoreboard(&self) -> &crate::tcp::scoreboard::Scoreboard {
         &self.core.sb

@@ -57,7 +57,7 @@ impl RfcStack {
         let rs = c.rate_sample(now, &a, newly_lost);
         end_of_recovery(c, &a, now, |c| c.cc.post_recovery(&c.view(), &mut c.v.win));
         c.sync_ca_state();
-        c.cc_ack(&a);
+        c.cc_ack(&a, a.acked);
         if c.state == State::Open && c.snd_una < c.snd_nxt {
             let trigger = c.dupacks >= c.profile.dupthresh || (c.sack && c.sb.head_lost());
             if trigger && c.recovery_allowed() {

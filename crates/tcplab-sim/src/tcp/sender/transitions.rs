@@ -97,7 +97,7 @@ impl Conn {
         self.dupacks = 0;
         self.rto_count += 1;
         self.rtt.backoff();
-        self.rto_deadline = Some(now + self.rtt.rto_ns);
+        self.rto_deadline = Some(self.rto_at(now));
         self.event(now, SenderEvent::Rto);
     }
 }

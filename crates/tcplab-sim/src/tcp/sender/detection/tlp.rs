@@ -68,6 +68,6 @@ impl Tlp {
             self.high_seq = Some(c.snd_nxt);
             c.event(now, SenderEvent::Tlp);
         }
-        c.rto_deadline = Some(now + c.rtt.rto_ns);
+        c.rto_deadline = Some(c.rto_at(now));
     }
 }
