@@ -11,6 +11,7 @@ from tcplab.drill.runner import run
 from conftest import REPO
 
 SHARED = REPO.parent / "shared" / "packetdrill"  # reads ../shared/packetdrill
+READS_SHARED = True  # every test here (conftest.py skips them only where ../shared is absent)
 
 # (script, what in the model makes it pass)
 PASSING = [

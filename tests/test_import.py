@@ -112,6 +112,7 @@ T4_EXCERPT_LINE = re.compile(r"`(o\s+0\.533012[^`]*)`")
 
 
 def test_the_t4_siftr2_excerpt_parses_and_the_recovery_analyser_runs_on_it(tmp_path):
+    """Reads ../shared/testbeds.md: T4's SIFTR2 excerpt parses and the recovery analyser runs on it."""
     text = (REPO.parent / "shared" / "testbeds.md").read_text()
     line = T4_EXCERPT_LINE.search(text).group(1)
     log = tmp_path / "s2-base.plot"
