@@ -78,6 +78,25 @@ pub struct NetemConfig {
     pub loss: Option<LossConfig>,
 }
 
+/// Everything a link direction adds to a plain link, as both backends read it (JSON from the
+/// resolved spec): netem's impairments with their seed, changes over time, a trace to replay.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct LinkImpair {
+    /// netem's impairments, if any.
+    #[serde(default)]
+    pub netem: Option<NetemConfig>,
+    /// netem's `seed`: the same in both backends for the same run and direction.
+    #[serde(default)]
+    pub seed: u64,
+    /// Changes of rate, delay or loss over time.
+    #[serde(default)]
+    pub schedule: Vec<Step>,
+    /// A mahimahi trace's timestamps, ms ([`trace::parse`]), replayed as the link's capacity.
+    #[serde(default)]
+    pub trace_ms: Option<Vec<u64>>,
+}
+
 /// What netem does with one copy of a packet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Fate {
@@ -232,12 +251,13 @@ pub struct DelayLine<T> {
     seq: u64,
     reorders: bool,
     last_ns: Ns,
+    pushed_ns: Ns,
 }
 
 impl<T> DelayLine<T> {
     /// An empty line; `jitter_reorders` as [`NetemConfig::jitter_reorders`].
     pub fn new(jitter_reorders: bool) -> Self {
-        DelayLine { heap: BinaryHeap::new(), seq: 0, reorders: jitter_reorders, last_ns: 0 }
+        DelayLine { heap: BinaryHeap::new(), seq: 0, reorders: jitter_reorders, last_ns: 0, pushed_ns: 0 }
     }
 
     /// Queue `item` to leave at `at_ns` (a reordered packet: `now`, ahead of everything).
@@ -248,8 +268,14 @@ impl<T> DelayLine<T> {
             self.last_ns = self.last_ns.max(t);
         }
         self.seq += 1;
+        self.pushed_ns = t;
         self.heap.push(Reverse(Waiting(t, self.seq, item)));
         t
+    }
+
+    /// The time given to the item pushed last.
+    pub fn last_ns(&self) -> Ns {
+        self.pushed_ns
     }
 
     /// When the next item is due.

@@ -51,10 +51,21 @@ def aqm_args(e: planmod.Linkem) -> list[str]:
     aqm dict is the JSON that crates/tcplab-aqm's AqmConfig reads, as the simulator's does)."""
     out = []
     for d in ("ab", "ba"):
-        aqm = getattr(e, f"aqm_{d}")
+        aqm, imp = getattr(e, f"aqm_{d}"), getattr(e, f"impair_{d}")
         if aqm is not None:
             out += [f"--rate-{d}-bps", str(getattr(e, f"rate_{d}_bps")), f"--aqm-{d}", json.dumps(aqm)]
+        if imp is not None:
+            # An impaired direction's wire and queue are linkem's (plan.py), as in the simulator.
+            out += [f"--rate-{d}-bps", str(getattr(e, f"rate_{d}_bps")), f"--limit-{d}", str(getattr(e, f"limit_{d}")),
+                    f"--impair-{d}", json.dumps(imp)]
     return out
+
+
+def mark_time_zero(items: list[tuple[planmod.Linkem, subprocess.Popen, Path]]) -> None:
+    """The run's traffic starts now: schedules and traces count from here (SIGUSR1)."""
+    for e, proc, _ in items:
+        if (e.impair_ab or e.impair_ba) and proc.poll() is None:
+            proc.send_signal(signal.SIGUSR1)
 
 
 def stop(items: list[tuple[planmod.Linkem, subprocess.Popen, Path]]) -> list[dict[str, Any]]:
@@ -70,14 +81,24 @@ def stop(items: list[tuple[planmod.Linkem, subprocess.Popen, Path]]) -> list[dic
     return res
 
 
-def port_stats(p: planmod.Plan, label: str, linkem_stats: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """linkem's stats of the direction that is port `label`, if linkem runs its discipline."""
+def port_stats(p: planmod.Plan, label: str, linkem_stats: list[dict[str, Any]], what: str = "aqm") -> dict[str, Any] | None:
+    """linkem's stats of the direction that is port `label`, if linkem runs its discipline (or,
+    with `what` = "impair", its impairments)."""
     for e, st in zip(p.linkems, linkem_stats):
         a, b = e.link_label.split("<->")
         for d, port in (("ab", port_label(a, b)), ("ba", port_label(b, a))):
-            if port == label and getattr(e, f"aqm_{d}") is not None:
+            if port == label and getattr(e, f"{what}_{d}") is not None:
                 return st.get(d)
     return None
+
+
+def impair_totals(p: planmod.Plan, label: str, linkem_stats: list[dict[str, Any]]) -> dict[str, Any]:
+    """An impaired port's totals in the simulator's shape: its queue's drops (linkem's FIFO) and
+    what netem did (`impair`: losses, duplicates, reorders, corruptions, the first decisions)."""
+    st = port_stats(p, label, linkem_stats, "impair")
+    if st is None:
+        return {}
+    return {"drops": st.get("queue_drops", 0), "impair": st.get("impair") or {}}
 
 
 def queue_rows(p: planmod.Plan, label: str, linkem_stats: list[dict[str, Any]],

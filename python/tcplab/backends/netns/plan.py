@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...model import Experiment, Link, port_label
+from ...spec import impair as impair_spec
 from ...spec.aqm import tc_red_eval_ewma
 from ..shared import Shaper
 
@@ -56,6 +57,12 @@ class Linkem:
     aqm_ba: dict[str, Any] | None = None
     rate_ab_bps: int = 0
     rate_ba_bps: int = 0
+    #: Per direction: netem's impairments, a schedule, a trace (tcplab-impair's LinkImpair with
+    #: its port's seed); linkem then also serialises at the link's rate with its packet limit.
+    impair_ab: dict[str, Any] | None = None
+    impair_ba: dict[str, Any] | None = None
+    limit_ab: int = 0
+    limit_ba: int = 0
 
 
 @dataclass
@@ -129,14 +136,22 @@ def _link_devices(plan: Plan, exp: Experiment, i: int, link: Link, qdiscs: set[s
     dev_a, dev_b = f"{run_id}l{i}a", f"{run_id}l{i}b"
     ab, ba = link.ab, link.ba
     em_aqm = {"ab": _in_linkem(ab, qdiscs), "ba": _in_linkem(ba, qdiscs)}
-    if max(ab.delay_ns, ba.delay_ns) >= EMULATE_MIN_DELAY_NS or ab.loss > 0 or ba.loss > 0 or any(em_aqm.values()):
+    imp = {d: impair_spec.lowered(dl.impair, exp.seed, 2 * i + k) if dl.impair else None
+           for k, (d, dl) in enumerate((("ab", ab), ("ba", ba)))}
+    for d, dl in (("ab", ab), ("ba", ba)):
+        if imp[d] is not None and dl.buffer_bytes is not None:
+            raise PlanError(f"{label} {d}: an impaired direction's queue is tcplab-linkem's, which counts packets; "
+                            "give its buffer in packets (e.g. '100p')")
+    if max(ab.delay_ns, ba.delay_ns) >= EMULATE_MIN_DELAY_NS or ab.loss > 0 or ba.loss > 0 or any(em_aqm.values()) \
+            or any(imp.values()):
         em_ns = f"{run_id}-em{i}"
         plan.namespaces.append(em_ns)
         plan.veths.append(Veth(plan.node_ns[an], dev_a, em_ns, f"{run_id}l{i}x"))
         plan.veths.append(Veth(em_ns, f"{run_id}l{i}y", plan.node_ns[bn], dev_b))
         plan.linkems.append(Linkem(em_ns, f"{run_id}l{i}x", f"{run_id}l{i}y", ab.delay_ns, ba.delay_ns, ab.loss, ba.loss,
-                                   label, em_aqm["ab"], em_aqm["ba"], ab.rate_bps if em_aqm["ab"] else 0,
-                                   ba.rate_bps if em_aqm["ba"] else 0))
+                                   label, em_aqm["ab"], em_aqm["ba"], ab.rate_bps if em_aqm["ab"] or imp["ab"] else 0,
+                                   ba.rate_bps if em_aqm["ba"] or imp["ba"] else 0, imp["ab"], imp["ba"],
+                                   ab.buffer_packets or 0, ba.buffer_packets or 0))
     else:
         plan.veths.append(Veth(plan.node_ns[an], dev_a, plan.node_ns[bn], dev_b))
         for d, dl in (("ab", ab), ("ba", ba)):
@@ -147,10 +162,11 @@ def _link_devices(plan: Plan, exp: Experiment, i: int, link: Link, qdiscs: set[s
     for frm, to, dev, dl, d in ((an, bn, dev_a, ab, "ab"), (bn, an, dev_b, ba, "ba")):
         port = port_label(frm, to)
         plan.egress[port] = (plan.node_ns[frm], dev)
-        if em_aqm[d] is not None:
+        if em_aqm[d] is not None or imp[d] is not None:
             # The port's wire is linkem's: count what leaves it (its device towards `to`).
             plan.egress[port] = (f"{run_id}-em{i}", f"{run_id}l{i}{'y' if d == 'ab' else 'x'}")
-            plan.aqm_where[port] = f"tcplab-linkem {em_aqm[d]['kind']}"
+            if em_aqm[d] is not None:
+                plan.aqm_where[port] = f"tcplab-linkem {em_aqm[d]['kind']}"
         elif dl.aqm is not None:
             plan.aqm_where[port] = f"kernel qdisc {dict(dl.aqm)['kind']}"
             plan.shapers.append(Shaper(plan.node_ns[frm], dev, dl.rate_bps, dl.buffer_packets, dl.buffer_bytes, port,
