@@ -82,6 +82,8 @@ class Plan:
     unshaped: list[str] = field(default_factory=list)
     #: Port label -> where its queue discipline runs ("kernel qdisc <kind>" / "tcplab-linkem <kind>").
     aqm_where: dict[str, str] = field(default_factory=dict)
+    #: Port label -> where a capture of it listens, where that is not its egress device.
+    capture: dict[str, tuple[str, str]] = field(default_factory=dict)
 
 
 def new_run_id() -> str:
@@ -165,6 +167,9 @@ def _link_devices(plan: Plan, exp: Experiment, i: int, link: Link, qdiscs: set[s
         if em_aqm[d] is not None or imp[d] is not None:
             # The port's wire is linkem's: count what leaves it (its device towards `to`).
             plan.egress[port] = (f"{run_id}-em{i}", f"{run_id}l{i}{'y' if d == 'ab' else 'x'}")
+            # linkem sends with PACKET_QDISC_BYPASS, which packet taps there do not see: a
+            # capture of this port listens where its frames arrive, at `to`.
+            plan.capture[port] = (plan.node_ns[to], dev_b if d == "ab" else dev_a)
             if em_aqm[d] is not None:
                 plan.aqm_where[port] = f"tcplab-linkem {em_aqm[d]['kind']}"
         elif dl.aqm is not None:

@@ -54,7 +54,7 @@ class Traffic:
         self.counters_before = {f.name: netstat(p.node_ns[f.host]) for f in exp.flows}
         if exp.trace.pcap:
             # tcpdump -s 100 on the bottleneck's egress device, as the seeds capture (snaplen 100).
-            ns, dev = p.egress[exp.bottleneck.label]
+            ns, dev = p.capture.get(exp.bottleneck.label, p.egress[exp.bottleneck.label])
             self.pcap = self.procs.start(in_ns(ns, ["tcpdump", "-q", "-n", "-i", dev, "-s", "100", "-w",
                                                     str(self.live.work / "bottleneck.pcap")]))
             time.sleep(0.5)
