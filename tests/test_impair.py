@@ -217,3 +217,29 @@ def test_the_delay_given_twice_is_refused():
     spec["topology"]["bottleneck"]["delay"] = "5ms"
     with pytest.raises(SpecError, match="the delay is given twice"):
         resolve(spec, "bad.toml")
+
+
+def test_t11_replays_its_traces_both_ways_and_t13_steps_its_rate(tmp_path):
+    from tcplab.spec import load_spec
+    data, src = load_spec("T11")
+    data.pop("sweep")
+    exp = resolve(data, src, duration="10s")
+    b = exp.links[exp.bottleneck_port // 2]
+    down, up = (json.loads(d.impair)["trace_ms"] for d in (b.ab, b.ba))
+    # The project's traces: 30 s each, 14.6 and 5.6 Mbit/s of 1500-byte opportunities.
+    assert down[-1] == up[-1] == 30_000 and abs(len(down) * 12_000 / 30 / 1e6 - 14.6) < 0.1
+    assert abs(len(up) * 12_000 / 30 / 1e6 - 5.6) < 0.1
+    (tmp_path / "t11").mkdir()
+    summary = summarize(exp, simb.run(exp, tmp_path / "t11"), tmp_path / "t11")
+    assert 8 < summary["flows"][0]["throughput_mbps"] < 20
+    data, src = load_spec("T13")
+    data.pop("sweep")
+    exp = resolve(data, src)
+    ab = json.loads(exp.links[exp.bottleneck_port // 2].ab.impair)
+    assert ab["schedule"] == [{"at_ns": 20 * 10**9, "rate_bps": 20 * 10**6}, {"at_ns": 40 * 10**9, "rate_bps": 100 * 10**6}]
+    (tmp_path / "t13").mkdir()
+    simb.run(exp, tmp_path / "t13")
+    ports = read_table(tmp_path / "t13", "ports")
+    bott = ports[ports["port"] == "rt1->rt2"]
+    mbps = bott.groupby(bott["t_start_ns"] // 10**9)["tx_bytes"].sum().to_numpy() * 8 / 1e6
+    assert mbps[10:20].min() > 90 and mbps[22:40].max() <= 20.1 and mbps[45:55].min() > 90, mbps

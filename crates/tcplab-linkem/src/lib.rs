@@ -1,8 +1,10 @@
 //! tcplab-linkem: the project's userspace link emulator (for kernels without netem). It bridges
 //! two interfaces at L2 like a Dummynet box, each direction through a [`pipe::Pipe`] (delay,
 //! optional rate and slot limit, Bernoulli loss, or a queue discipline from crates/tcplab-aqm
-//! for kernels without codel/fq_codel/pie/red), and on SIGTERM/SIGINT writes its counters — the
-//! emulation self-check, and the discipline's drops, marks and sojourn times — as JSON.
+//! for kernels without codel/fq_codel/pie/red), with netem's impairments, a schedule and a
+//! mahimahi trace from crates/tcplab-impair (`impair.rs`; SIGUSR1 marks the run's time zero), and
+//! on SIGTERM/SIGINT writes its counters — the emulation self-check, the discipline's drops, marks
+//! and sojourn times, the impairments' counts and first decisions — as JSON.
 //!
 //! Departure time = the kernel's arrival stamp + delay, so pick-up lag does not add to the delay;
 //! one real-time thread per direction; modest sendmmsg batches (shared/netns-notes.md).
