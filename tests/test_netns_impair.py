@@ -91,6 +91,9 @@ def test_the_same_impairments_on_the_kernel_and_the_simulator(tmp_path):
         runs[backend] = out
     assert _ours_left() == [], "the backend left namespaces behind"
     sums = {b: json.loads((runs[b] / "summary.json").read_text()) for b in runs}
+    # ping's minimum before and after is shown but not held against the configured RTT: jitter
+    # and reordering move it.
+    assert all(r["judged"] is False for r in sums["netns"]["emulation"]["rtt_check"])
     # The crate's decisions, packet by packet, in both backends and as the crate alone makes them.
     exp = resolve(tomllib.loads(SPEC), "t.toml")
     for label, text, port in (("rt1->rt2", FWD, exp.bottleneck_port), ("rt2->rt1", REV, exp.bottleneck_port + 1)):

@@ -248,12 +248,23 @@ def describe(plan: Plan) -> dict[str, Any]:
         "linkems": [{"link": e.link_label, "delay_ab_us": e.delay_ab_ns / 1000, "delay_ba_us": e.delay_ba_ns / 1000,
                      "loss_ab": e.loss_ab, "loss_ba": e.loss_ba}
                     | {f"{k}_{d}": v for d in ("ab", "ba") for k, v in (("rate_bps", getattr(e, f"rate_{d}_bps")),
-                                                                         ("aqm", getattr(e, f"aqm_{d}"))) if v}
+                                                                         ("aqm", getattr(e, f"aqm_{d}")),
+                                                                         ("impair", _impair_shown(getattr(e, f"impair_{d}")))) if v}
                     for e in plan.linkems],
         "queue_disciplines": plan.aqm_where,
         "not_emulated": plan.not_emulated,
         "unshaped": plan.unshaped,
     }
+
+
+def _impair_shown(imp: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A direction's impairments for the report: a trace as its length, not its lines."""
+    if imp is None:
+        return None
+    out = {k: v for k, v in imp.items() if k != "trace_ms"}
+    if imp.get("trace_ms"):
+        out["trace_opportunities"] = len(imp["trace_ms"])
+    return out
 
 
 def _us(ns: int) -> str:
