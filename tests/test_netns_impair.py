@@ -50,9 +50,12 @@ def _require_root():
     assert os.geteuid() == 0, "the netns tests need root (CI runs as root); run them with sudo"
 
 
-def _ours_left(prefix: str = "tl") -> list[str]:
+def _left(run: Path) -> list[str]:
+    """Namespaces of this run (its id in summary.json) still there (other runs on the machine may
+    have theirs)."""
+    run_id = json.loads((run / "summary.json").read_text())["emulation"]["plan"]["run_id"]
     names = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split()
-    return [n for n in names if n.startswith(prefix) and "-" in n]
+    return [n for n in names if n.startswith(f"{run_id}-")]
 
 
 def test_impaired_directions_run_in_linkem_with_the_simulators_seeds(tmp_path):
@@ -89,7 +92,7 @@ def test_the_same_impairments_on_the_kernel_and_the_simulator(tmp_path):
                            capture_output=True, text=True, timeout=300, cwd=ROOT)
         assert r.returncode == 0, r.stderr[-3000:]
         runs[backend] = out
-    assert _ours_left() == [], "the backend left namespaces behind"
+    assert _left(runs["netns"]) == [], "the backend left namespaces behind"
     sums = {b: json.loads((runs[b] / "summary.json").read_text()) for b in runs}
     # ping's minimum before and after is shown but not held against the configured RTT: jitter
     # and reordering move it.
@@ -182,9 +185,59 @@ def test_a_trace_gives_its_opportunities_per_second_on_both_backends(tmp_path):
     r = subprocess.run([*TCPLAB, "run", str(spec), "--backend", "netns", "--out", str(out), "--no-report",
                         "--set", "trace.pcap=true"], capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert r.returncode == 0, r.stderr[-3000:]
-    assert _ours_left() == [], "the backend left namespaces behind"
+    assert _left(out) == [], "the backend left namespaces behind"
     t = _pcap_times_s(out / "netns" / "bottleneck.pcap", 1400)
     start = t[0] + 1.5
     got = int(((t >= start) & (t < start + 7.0)).sum())
     print("netns", got / 7, per_s)
     assert abs(got - 7 * per_s) <= 7, (got, 7 * per_s)
+
+
+def test_a_rate_step_on_the_kernel_moves_the_rate_and_cwnd(tmp_path):
+    _require_root()
+    # 50 -> 10 Mbit/s at 4 s under one cubic flow (80 ms RTT, 100 packets of buffer), in linkem.
+    spec = tmp_path / "step.toml"
+    spec.write_text(kernel_dumbbell("netns-step-test", 5, "50Mbit", "40ms", "100p")
+                    + 'schedule = [{ at = "4s", rate = "10Mbit" }]\n[senders.s1]\nto = "r1"\ncc = "cubic"\ntime = "9s"\n'
+                    + '[trace]\nsample = "100ms"\n')
+    out = tmp_path / "netns"
+    r = subprocess.run([*TCPLAB, "run", str(spec), "--backend", "netns", "--out", str(out)],
+                       capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert _left(out) == [], "the backend left namespaces behind"
+    ports, flows = read_table(out, "ports"), read_table(out, "flows")
+    bott = ports[ports["port"] == "rt1->rt2"]
+    sec = 10**9
+
+    def mbps(a: float, b: float) -> float:
+        w = bott[(bott["t_start_ns"] >= a * sec) & (bott["t_end_ns"] <= b * sec)]
+        return w["tx_bytes"].sum() * 8 / ((w["t_end_ns"] - w["t_start_ns"]).sum() / 1e9) / 1e6
+
+    # (L2 bytes at the device linkem sends from: 1514 per 1500-byte packet.)
+    assert 40 < mbps(1.5, 4) < 52 and 8 < mbps(5.5, 9) < 10.6, (mbps(1.5, 4), mbps(5.5, 9))
+    cwnd = lambda a, b: flows[(flows["t_ns"] >= a * sec) & (flows["t_ns"] < b * sec)]["cwnd_bytes"].mean()  # noqa: E731
+    assert cwnd(6, 9) < 0.7 * cwnd(2, 4), (cwnd(2, 4), cwnd(6, 9))
+    assert (out / "report.html").stat().st_size > 10_000
+
+
+def test_t11_replays_its_traces_on_the_kernel(tmp_path):
+    _require_root()
+    from tcplab.spec.schema import presets_dir
+    text = (presets_dir() / "t11-cellular.toml").read_text()
+    text = text[:text.index("[sweep.cc]")].replace('"traces/', f'"{presets_dir()}/traces/')
+    spec = tmp_path / "t11.toml"
+    spec.write_text(text)
+    out = tmp_path / "t11"
+    r = subprocess.run([*TCPLAB, "run", str(spec), "--backend", "netns", "--duration", "8s", "--out", str(out),
+                        "--no-report"], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert _left(out) == [], "the backend left namespaces behind"
+    info = json.loads((out / "summary.json").read_text())
+    (em,) = [e for e in info["emulation"]["plan"]["linkems"] if e["link"] == "rt1<->r1"]
+    assert em["impair_ab"]["trace_opportunities"] == 36_387 and em["impair_ba"]["trace_opportunities"] == 13_995
+    # The receiver gets at most what the downlink's opportunities carry (1448 of each 1500 bytes)
+    # in the flow's 8 s and the half second its queue drains after, and most of it.
+    down = [int(x) for x in (presets_dir() / "traces" / "cellular-down.mm").read_text().split()]
+    carried = lambda ms: sum(1 for m in down if m <= ms) * 1448  # noqa: E731
+    got = info["flows"][0]["bytes_delivered"]
+    assert 0.5 * carried(8000) < got <= carried(8500), (got, carried(8000), carried(8500))

@@ -51,7 +51,8 @@ const USAGE: &str = "usage: tcplab-linkem --a IFACE --b IFACE [--delay-ab-us N] 
   '{\"kind\":\"codel\",\"target_ns\":5000000,\"interval_ns\":100000000,\"limit_packets\":1000,\"ecn\":true}'
   (kinds codel, fq_codel, pie, red, step, dualpi2; needs --rate-ab-bps / --rate-ba-bps)
   --impair-ab/--impair-ba: netem's impairments, a schedule, a trace (tcplab-impair's LinkImpair),
-  e.g. '{\"netem\":{\"jitter_ns\":5000000,\"distribution\":\"normal\"},\"seed\":1}'; SIGUSR1 marks the
+  e.g. '{\"netem\":{\"jitter_ns\":5000000,\"distribution\":\"normal\"},\"seed\":1}', or @FILE holding it;
+  SIGUSR1 marks the
   run's time zero for schedules and traces";
 
 #[derive(Default)]
@@ -130,8 +131,14 @@ fn aqm(flag: &str, v: &str) -> Result<tcplab_aqm::AqmConfig, String> {
     serde_json::from_str(v).map_err(|e| format!("{flag}: {e}"))
 }
 
+/// A direction's impairments: JSON, or `@FILE` holding it (a trace's JSON exceeds the kernel's
+/// limit on one argument, MAX_ARG_STRLEN = 128 KiB).
 fn impair(flag: &str, v: &str) -> Result<tcplab_impair::LinkImpair, String> {
-    serde_json::from_str(v).map_err(|e| format!("{flag}: {e}"))
+    let text = match v.strip_prefix('@') {
+        Some(path) => std::fs::read_to_string(path).map_err(|e| format!("{flag}: {path}: {e}"))?,
+        None => v.to_string(),
+    };
+    serde_json::from_str(&text).map_err(|e| format!("{flag}: {e}"))
 }
 
 /// Counters of one direction.

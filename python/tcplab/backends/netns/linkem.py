@@ -35,7 +35,7 @@ def start(p: planmod.Plan, procs: Procs, seed: int, stats_dir: Path) -> list[tup
         stats = stats_dir / f"linkem-{i}.json"
         args = in_ns(e.ns, [*exe, "--a", e.dev_a, "--b", e.dev_b, "--delay-ab-us", str(e.delay_ab_ns // 1000),
                             "--delay-ba-us", str(e.delay_ba_ns // 1000), "--loss-ab", repr(e.loss_ab),
-                            "--loss-ba", repr(e.loss_ba), *aqm_args(e), "--seed", str(seed + i),
+                            "--loss-ba", repr(e.loss_ba), *aqm_args(e, stats_dir / f"linkem-{i}"), "--seed", str(seed + i),
                             "--stats", str(stats)])
         proc = procs.start(args)
         line = proc.stdout.readline() if proc.stdout else ""
@@ -46,9 +46,12 @@ def start(p: planmod.Plan, procs: Procs, seed: int, stats_dir: Path) -> list[tup
     return out
 
 
-def aqm_args(e: planmod.Linkem) -> list[str]:
+def aqm_args(e: planmod.Linkem, files: Path | None = None) -> list[str]:
     """The rate and discipline of each direction whose queue discipline linkem runs (the resolved
-    aqm dict is the JSON that crates/tcplab-aqm's AqmConfig reads, as the simulator's does)."""
+    aqm dict is the JSON that crates/tcplab-aqm's AqmConfig reads, as the simulator's does), and
+    of each impaired direction its rate, packet limit and impairments (tcplab-impair's LinkImpair
+    JSON; written to `files`-ab.json / -ba.json and passed as @FILE when given: a trace's JSON is
+    longer than one argument may be)."""
     out = []
     for d in ("ab", "ba"):
         aqm, imp = getattr(e, f"aqm_{d}"), getattr(e, f"impair_{d}")
@@ -56,8 +59,13 @@ def aqm_args(e: planmod.Linkem) -> list[str]:
             out += [f"--rate-{d}-bps", str(getattr(e, f"rate_{d}_bps")), f"--aqm-{d}", json.dumps(aqm)]
         if imp is not None:
             # An impaired direction's wire and queue are linkem's (plan.py), as in the simulator.
+            text = json.dumps(imp)
+            if files is not None:
+                path = files.with_name(f"{files.name}-{d}.json")
+                path.write_text(text)
+                text = f"@{path}"
             out += [f"--rate-{d}-bps", str(getattr(e, f"rate_{d}_bps")), f"--limit-{d}", str(getattr(e, f"limit_{d}")),
-                    f"--impair-{d}", json.dumps(imp)]
+                    f"--impair-{d}", text]
     return out
 
 
