@@ -221,6 +221,8 @@ def test_the_delay_given_twice_is_refused():
 
 def test_t11_replays_its_traces_both_ways_and_t13_steps_its_rate(tmp_path):
     from tcplab.spec import load_spec
+    from tcplab.spec.schema import presets_dir
+    assert impair_spec.PRESETS == presets_dir()  # where a preset's traces are found
     data, src = load_spec("T11")
     data.pop("sweep")
     exp = resolve(data, src, duration="10s")

@@ -23,6 +23,8 @@ DISTRIBUTIONS = ("uniform", "normal", "pareto", "paretonormal")
 #: link's rate and buffer and hosts.*.netem.limit say those).
 OPTIONS = ("delay", "distribution", "reorder", "gap", "duplicate", "corrupt", "loss")
 STEP_KEYS = ("at", "rate", "delay", "loss")
+#: The packaged presets' folder (schema.presets_dir(), which imports this module through topology.py).
+PRESETS = Path(__file__).resolve().parent.parent / "presets"
 #: A trace's size limit (lines): a day of 1 Gbit/s opportunities is far more than any trace.
 TRACE_MAX_LINES = 10_000_000
 
@@ -164,8 +166,7 @@ def schedule(ctx: Ctx, raw: Any, key: str) -> list[dict[str, Any]]:
 def _base_dir(source: str) -> Path:
     """Where a spec's relative paths start: its folder (the presets' for a preset)."""
     if source.startswith("presets/"):
-        from .schema import presets_dir  # schema imports this module
-        return presets_dir()
+        return PRESETS
     p = Path(source)
     return p.parent if p.is_file() else Path.cwd()
 
