@@ -245,3 +245,14 @@ def test_t11_replays_its_traces_both_ways_and_t13_steps_its_rate(tmp_path):
     bott = ports[ports["port"] == "rt1->rt2"]
     mbps = bott.groupby(bott["t_start_ns"] // 10**9)["tx_bytes"].sum().to_numpy() * 8 / 1e6
     assert mbps[10:20].min() > 90 and mbps[22:40].max() <= 20.1 and mbps[45:55].min() > 90, mbps
+
+
+def test_an_impaired_run_repeats_exactly_for_its_seed(tmp_path):
+    netem = "delay 10ms 3ms distribution paretonormal reorder 5% duplicate 1% corrupt 1% loss gemodel 1% 30%"
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    _, sa, pa = _run(netem, tmp_path / "a")
+    _, sb, pb = _run(netem, tmp_path / "b")
+    assert sa == sb and pa.equals(pb)
+    for t in ("flows", "intervals", "ports", "queues"):
+        assert (tmp_path / "a" / f"{t}.parquet").read_bytes() == (tmp_path / "b" / f"{t}.parquet").read_bytes()
