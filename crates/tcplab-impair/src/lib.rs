@@ -274,7 +274,7 @@ impl<T> DelayLine<T> {
     }
 
     /// The time given to the item pushed last.
-    pub fn last_ns(&self) -> Ns {
+    pub fn last_pushed_ns(&self) -> Ns {
         self.pushed_ns
     }
 

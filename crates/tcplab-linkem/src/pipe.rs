@@ -189,7 +189,7 @@ impl Pipe {
 
     /// A frame past netem's decision (`fate`, None without netem) onto the delay line when it
     /// has crossed the wire (at once without a rate).
-    fn to_line(&mut self, crossed_ns: u64, mut data: Vec<u8>, fate: Option<Fate>) {
+    fn onto_line(&mut self, crossed_ns: u64, mut data: Vec<u8>, fate: Option<Fate>) {
         let f = fate.unwrap_or(Fate { delay_ns: self.cfg.delay_ns, reordered: false, corrupt_bit: None });
         if let Some(i) = self.impair.as_mut() {
             if !i.apply(&f, &mut data) {
@@ -211,7 +211,7 @@ impl Pipe {
         }
         let traced = self.impair.as_ref().is_some_and(|i| i.has_trace());
         if self.cfg.rate_bps == 0 && !traced {
-            self.to_line(arrival_ns, data, fate);
+            self.onto_line(arrival_ns, data, fate);
             return Verdict::Accepted;
         }
         while self.in_queue.front().is_some_and(|&t| t <= arrival_ns) {
@@ -227,7 +227,7 @@ impl Pipe {
         };
         self.busy_until_ns = done;
         self.in_queue.push_back(done);
-        self.to_line(done, data, fate);
+        self.onto_line(done, data, fate);
         Verdict::Accepted
     }
 
@@ -317,7 +317,7 @@ mod tests {
     /// without a discipline, whose departure is fixed at admission.
     fn depart(p: &mut Pipe, at: u64, len: usize) -> Option<u64> {
         match p.admit(at, vec![0; len]) {
-            Verdict::Accepted => Some(p.line.last_ns()),
+            Verdict::Accepted => Some(p.line.last_pushed_ns()),
             _ => None,
         }
     }

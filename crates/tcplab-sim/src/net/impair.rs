@@ -39,6 +39,14 @@ pub struct ImpairCounts {
 /// backends packet by packet.
 pub const FIRST_DECISIONS: usize = 256;
 
+/// What became of a packet that crossed an impaired port's wire.
+pub enum Crossed {
+    /// Corrupted: its receiver discards it.
+    Corrupted,
+    /// In the delay line; `Some(t)`: arm an event at t (the line's earliest time moved earlier).
+    Held(Option<Ns>),
+}
+
 /// The impaired part of a port.
 pub struct Impaired {
     /// netem's state, if the direction has netem impairments.
@@ -99,17 +107,16 @@ impl Impaired {
     }
 
     /// The packet at the head of the pipe crossed the wire at `now` with its `fate` (None:
-    /// no netem, the link's delay): into the delay line, or `Err` if corrupted. `Ok(Some(t))`:
-    /// the caller arms an event at t (the line's earliest time moved earlier).
-    pub fn crossed(&mut self, now: Ns, h: Held, fate: Option<Fate>) -> Result<Option<Ns>, ()> {
+    /// no netem, the link's delay): into the delay line, or discarded if corrupted.
+    pub fn crossed(&mut self, now: Ns, h: Held, fate: Option<Fate>) -> Crossed {
         let f = fate.unwrap_or(Fate { delay_ns: self.latency_ns, reordered: false, corrupt_bit: None });
         if f.corrupt_bit.is_some() {
             self.counts.corrupted += 1;
-            return Err(());
+            return Crossed::Corrupted;
         }
         self.counts.reordered += f.reordered as u64;
         let at = self.line.push(now + f.delay_ns, f.reordered, h);
-        Ok(self.arm_if_earlier(at))
+        Crossed::Held(self.arm_if_earlier(at))
     }
 
     /// Whether an event must be armed at `at` (nothing armed, or armed later).

@@ -3,7 +3,7 @@
 //! corrupted packets discarded where they arrive, and a schedule's changes (LinkChange events).
 
 use super::Simulation;
-use crate::net::impair::Held;
+use crate::net::impair::{Crossed, Held};
 use crate::net::pipe::InPipe;
 use crate::sim::engine::Action;
 
@@ -42,12 +42,12 @@ impl Simulation {
         let held = Held { packet: head.packet, dst: head.dst, size_bytes: head.size_bytes };
         let fate = imp.netem.is_some().then(|| imp.next_fate());
         match imp.crossed(now, held, fate) {
-            Err(()) => {
+            Crossed::Corrupted => {
                 let p = self.slab.take(head.packet);
                 self.drop_packet(p);
             }
-            Ok(Some(t)) => self.q.push(t, Action::ImpairOut(pi)),
-            Ok(None) => {}
+            Crossed::Held(Some(t)) => self.q.push(t, Action::ImpairOut(pi)),
+            Crossed::Held(None) => {}
         }
     }
 
