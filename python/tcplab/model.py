@@ -39,6 +39,9 @@ class Direction:
     #: tcplab_aqm::AqmConfig (spec/aqm.py); None = drop-tail.
     aqm: tuple[tuple[str, Any], ...] | None = None
     held_limit_packets: int | None = None  # netem's limit: packets held, its delay included
+    #: netem's impairments, a schedule, a trace: tcplab-impair's LinkImpair as JSON without its
+    #: seed (spec/impair.py); None = a plain link.
+    impair: str | None = None
 
 
 @dataclass(frozen=True)

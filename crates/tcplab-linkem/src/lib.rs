@@ -1,8 +1,10 @@
 //! tcplab-linkem: the project's userspace link emulator (for kernels without netem). It bridges
 //! two interfaces at L2 like a Dummynet box, each direction through a [`pipe::Pipe`] (delay,
 //! optional rate and slot limit, Bernoulli loss, or a queue discipline from crates/tcplab-aqm
-//! for kernels without codel/fq_codel/pie/red), and on SIGTERM/SIGINT writes its counters — the
-//! emulation self-check, and the discipline's drops, marks and sojourn times — as JSON.
+//! for kernels without codel/fq_codel/pie/red), with netem's impairments, a schedule and a
+//! mahimahi trace from crates/tcplab-impair (`impair.rs`; SIGUSR1 marks the run's time zero), and
+//! on SIGTERM/SIGINT writes its counters — the emulation self-check, the discipline's drops, marks
+//! and sojourn times, the impairments' counts and first decisions — as JSON.
 //!
 //! Departure time = the kernel's arrival stamp + delay, so pick-up lag does not add to the delay;
 //! one real-time thread per direction; modest sendmmsg batches (shared/netns-notes.md).
@@ -12,18 +14,25 @@
 
 mod frame;
 mod hist;
+mod impair;
 mod pipe;
 mod ring;
 
 use pipe::{Pipe, PipeConfig, Verdict};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 static STOP: AtomicBool = AtomicBool::new(false);
+/// How many times the run's time zero was signalled (SIGUSR1): a schedule and a trace restart.
+static TIME_ZERO: AtomicU64 = AtomicU64::new(0);
 
 extern "C" fn on_signal(_: libc::c_int) {
     STOP.store(true, Ordering::SeqCst);
+}
+
+extern "C" fn on_time_zero(_: libc::c_int) {
+    TIME_ZERO.fetch_add(1, Ordering::SeqCst);
 }
 
 /// Frames sent per sendmmsg call: large batches run the whole downstream stack in this thread
@@ -36,10 +45,15 @@ const QUEUE_SAMPLE_NS: u64 = 100_000_000;
 
 const USAGE: &str = "usage: tcplab-linkem --a IFACE --b IFACE [--delay-ab-us N] [--delay-ba-us N] \
 [--rate-ab-bps N] [--rate-ba-bps N] [--limit-ab N] [--limit-ba N] [--loss-ab P] [--loss-ba P] \
-[--aqm-ab JSON] [--aqm-ba JSON] [--seed N] [--ring-frames N] [--stats FILE] [--no-rt]
+[--aqm-ab JSON] [--aqm-ba JSON] [--impair-ab JSON] [--impair-ba JSON] [--seed N] [--ring-frames N] \
+[--stats FILE] [--no-rt]
   --aqm-ab/--aqm-ba: a queue discipline in the resolved spec's form, e.g.
   '{\"kind\":\"codel\",\"target_ns\":5000000,\"interval_ns\":100000000,\"limit_packets\":1000,\"ecn\":true}'
-  (kinds codel, fq_codel, pie, red, step, dualpi2; needs --rate-ab-bps / --rate-ba-bps)";
+  (kinds codel, fq_codel, pie, red, step, dualpi2; needs --rate-ab-bps / --rate-ba-bps)
+  --impair-ab/--impair-ba: netem's impairments, a schedule, a trace (tcplab-impair's LinkImpair),
+  e.g. '{\"netem\":{\"jitter_ns\":5000000,\"distribution\":\"normal\"},\"seed\":1}', or @FILE holding it;
+  SIGUSR1 marks the
+  run's time zero for schedules and traces";
 
 #[derive(Default)]
 struct Args {
@@ -92,6 +106,8 @@ fn parse_args(args: Vec<String>) -> Result<Args, String> {
             "--loss-ba" => a.ba.loss = prob(&v)?,
             "--aqm-ab" => a.ab.aqm = Some(aqm(&flag, &v)?),
             "--aqm-ba" => a.ba.aqm = Some(aqm(&flag, &v)?),
+            "--impair-ab" => a.ab.impair = Some(impair(&flag, &v)?),
+            "--impair-ba" => a.ba.impair = Some(impair(&flag, &v)?),
             "--seed" => a.seed = num(&v)?,
             "--ring-frames" => a.ring_frames = num(&v)?.clamp(64, 1 << 20) as usize,
             "--stats" => a.stats = Some(v),
@@ -115,6 +131,16 @@ fn aqm(flag: &str, v: &str) -> Result<tcplab_aqm::AqmConfig, String> {
     serde_json::from_str(v).map_err(|e| format!("{flag}: {e}"))
 }
 
+/// A direction's impairments: JSON, or `@FILE` holding it (a trace's JSON exceeds the kernel's
+/// limit on one argument, MAX_ARG_STRLEN = 128 KiB).
+fn impair(flag: &str, v: &str) -> Result<tcplab_impair::LinkImpair, String> {
+    let text = match v.strip_prefix('@') {
+        Some(path) => std::fs::read_to_string(path).map_err(|e| format!("{flag}: {path}: {e}"))?,
+        None => v.to_string(),
+    };
+    serde_json::from_str(&text).map_err(|e| format!("{flag}: {e}"))
+}
+
 /// Counters of one direction.
 #[derive(Default, Debug)]
 struct DirStats {
@@ -132,6 +158,8 @@ struct DirStats {
     queue_samples: Vec<(u64, u64, u64, u64, u64)>,
     /// The discipline's section of the JSON, filled when the thread ends.
     discipline: Option<String>,
+    /// The impairments' section, filled when the thread ends.
+    impair: Option<String>,
 }
 
 impl DirStats {
@@ -181,11 +209,12 @@ impl DirStats {
         format!(
             "{{\"delay_us\": {}, \"rate_bps\": {}, \"limit_frames\": {}, \"loss\": {}, \"frames_in\": {}, \
              \"bytes_in\": {}, \"frames_out\": {}, \"lost\": {}, \"queue_drops\": {}, \"ring_drops\": {}, \
-             \"late_mean_us\": {:.3}, \"late_max_us\": {:.3}, \"late_hist\": {{{}}}, \"discipline\": {}}}",
+             \"late_mean_us\": {:.3}, \"late_max_us\": {:.3}, \"late_hist\": {{{}}}, \"discipline\": {}, \"impair\": {}}}",
             cfg.delay_ns / 1000, cfg.rate_bps, cfg.limit_frames, cfg.loss, self.frames_in, self.bytes_in,
             self.frames_out, self.lost, self.queue_drops, self.ring_drops, mean_late_us,
             self.late_max_ns as f64 / 1000.0, buckets.join(", "),
-            self.discipline.as_deref().unwrap_or("null")
+            self.discipline.as_deref().unwrap_or("null"),
+            self.impair.as_deref().unwrap_or("null")
         )
     }
 }
@@ -209,7 +238,13 @@ fn forward(mut rx: ring::RxRing, tx: ring::Tx, mut pipe: Pipe, realtime: bool) -
     let sampling = pipe.discipline().is_some();
     let mut next_sample_ns = 0;
     let mut batch: Vec<(u64, Vec<u8>)> = Vec::with_capacity(BATCH);
+    let mut time_zero = 0;
     while !STOP.load(Ordering::Relaxed) {
+        let tz = TIME_ZERO.load(Ordering::Relaxed);
+        if tz != time_zero {
+            time_zero = tz;
+            pipe.set_time_zero(ring::realtime_ns());
+        }
         while let Some(f) = rx.try_take() {
             st.frames_in += 1;
             st.bytes_in += f.data.len() as u64;
@@ -252,6 +287,7 @@ fn forward(mut rx: ring::RxRing, tx: ring::Tx, mut pipe: Pipe, realtime: bool) -
     }
     st.ring_drops = rx.stats().1;
     st.discipline = DirStats::discipline_json(&pipe, &st.queue_samples);
+    st.impair = pipe.impair_json();
     st
 }
 
@@ -285,6 +321,7 @@ pub fn run(args: Vec<String>) -> i32 {
     unsafe {
         libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
         libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGUSR1, on_time_zero as *const () as libc::sighandler_t);
     }
     let open = |rx_if: &str, tx_if: &str| -> std::io::Result<(ring::RxRing, ring::Tx)> {
         Ok((

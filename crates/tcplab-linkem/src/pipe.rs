@@ -7,8 +7,10 @@
 
 use crate::frame::Frame;
 use crate::hist::Histogram;
+use crate::impair::DirImpair;
 use std::collections::VecDeque;
 use tcplab_aqm::{tx_time_ns, Aqm, AqmConfig, AqmStats};
+use tcplab_impair::{DelayLine, Fate, LinkImpair};
 
 /// The configuration of one direction.
 #[derive(Clone, Debug, Default)]
@@ -23,6 +25,8 @@ pub(crate) struct PipeConfig {
     pub(crate) loss: f64,
     /// A queue discipline in place of the FIFO (needs a rate; its own limit applies).
     pub(crate) aqm: Option<AqmConfig>,
+    /// netem's impairments, a schedule, a trace (not with a discipline).
+    pub(crate) impair: Option<LinkImpair>,
 }
 
 /// What happened to one arriving frame.
@@ -90,8 +94,10 @@ pub(crate) struct Pipe {
     egress: Option<Egress>,
     /// The discipline's time zero on the arrival clock, ns.
     epoch_ns: u64,
-    /// Frames on the wire or propagating, with the time each leaves the emulator.
-    line: VecDeque<(u64, Vec<u8>)>,
+    /// Frames on the wire or propagating, by the time each leaves the emulator (netem's tfifo).
+    line: DelayLine<Vec<u8>>,
+    /// Impairments, if any.
+    impair: Option<DirImpair>,
 }
 
 impl Pipe {
@@ -114,6 +120,10 @@ impl Pipe {
                 })
             }
         };
+        if cfg.impair.is_some() && egress.is_some() {
+            return Err("impairments with a queue discipline are not supported".into());
+        }
+        let impair = cfg.impair.clone().map(DirImpair::new);
         Ok(Pipe {
             cfg,
             rng: Rng::new(seed),
@@ -121,7 +131,8 @@ impl Pipe {
             in_queue: VecDeque::new(),
             egress,
             epoch_ns: 0,
-            line: VecDeque::new(),
+            line: DelayLine::new(impair.as_ref().is_some_and(|i| i.jitter_reorders())),
+            impair,
         })
     }
 
@@ -129,10 +140,67 @@ impl Pipe {
     /// emulator; the disciplines' timers count from their creation, not from 1970).
     pub(crate) fn start_clock(&mut self, epoch_ns: u64) {
         self.epoch_ns = epoch_ns;
+        self.set_time_zero(epoch_ns);
     }
 
-    /// A frame of `data` arrived at `arrival_ns`. Arrivals must be given in order.
+    /// The run's time zero, for a schedule and a trace (CLOCK_REALTIME ns).
+    pub(crate) fn set_time_zero(&mut self, t0_ns: u64) {
+        if let Some(i) = self.impair.as_mut() {
+            i.set_time_zero(t0_ns);
+        }
+    }
+
+    /// The impairments' counters (tests).
+    #[cfg(test)]
+    pub(crate) fn impair_counts(&self) -> &crate::impair::Counts {
+        &self.impair.as_ref().expect("impaired").counts
+    }
+
+    /// The impairments' counters, if any, as JSON.
+    pub(crate) fn impair_json(&self) -> Option<String> {
+        self.impair.as_ref().map(|i| i.json())
+    }
+
+    /// A frame of `data` arrived at `arrival_ns`. Arrivals must be given in order. With netem,
+    /// its decision first (a duplicate is admitted before the original, as netem enqueues it).
     pub(crate) fn admit(&mut self, arrival_ns: u64, data: Vec<u8>) -> Verdict {
+        let Some(imp) = self.impair.as_mut() else {
+            return self.admit_copy(arrival_ns, data, None);
+        };
+        for s in imp.due_steps(arrival_ns) {
+            self.cfg.rate_bps = s.rate_bps.unwrap_or(self.cfg.rate_bps);
+            self.cfg.delay_ns = s.delay_ns.unwrap_or(self.cfg.delay_ns);
+            self.cfg.loss = s.loss.unwrap_or(self.cfg.loss);
+        }
+        let imp = self.impair.as_mut().expect("impaired");
+        let Some(d) = imp.decide(self.cfg.delay_ns) else {
+            return self.admit_copy(arrival_ns, data, None);
+        };
+        let Some(original) = d.copies[1] else {
+            imp.counts.netem_lost += 1;
+            return Verdict::Lost;
+        };
+        if let Some(f) = d.copies[0] {
+            imp.counts.duplicated += 1;
+            self.admit_copy(arrival_ns, data.clone(), Some(f));
+        }
+        self.admit_copy(arrival_ns, data, Some(original))
+    }
+
+    /// A frame past netem's decision (`fate`, None without netem) onto the delay line when it
+    /// has crossed the wire (at once without a rate).
+    fn onto_line(&mut self, crossed_ns: u64, mut data: Vec<u8>, fate: Option<Fate>) {
+        let f = fate.unwrap_or(Fate { delay_ns: self.cfg.delay_ns, reordered: false, corrupt_bit: None });
+        if let Some(i) = self.impair.as_mut() {
+            if !i.apply(&f, &mut data) {
+                return;
+            }
+        }
+        self.line.push(crossed_ns + f.delay_ns, f.reordered, data);
+    }
+
+    /// One copy of an arriving frame: the link's loss, then the wire.
+    fn admit_copy(&mut self, arrival_ns: u64, data: Vec<u8>, fate: Option<Fate>) -> Verdict {
         // Loss first, as a lossy wire before the router would: a lost frame takes no queue slot.
         if self.cfg.loss > 0.0 && self.rng.next_f64() < self.cfg.loss {
             return Verdict::Lost;
@@ -141,8 +209,9 @@ impl Pipe {
             self.enqueue(arrival_ns, Frame::new(data));
             return Verdict::Accepted;
         }
-        if self.cfg.rate_bps == 0 {
-            self.line.push_back((arrival_ns + self.cfg.delay_ns, data));
+        let traced = self.impair.as_ref().is_some_and(|i| i.has_trace());
+        if self.cfg.rate_bps == 0 && !traced {
+            self.onto_line(arrival_ns, data, fate);
             return Verdict::Accepted;
         }
         while self.in_queue.front().is_some_and(|&t| t <= arrival_ns) {
@@ -151,11 +220,14 @@ impl Pipe {
         if self.cfg.limit_frames > 0 && self.in_queue.len() >= self.cfg.limit_frames {
             return Verdict::QueueFull;
         }
-        let done =
-            self.busy_until_ns.max(arrival_ns) + tx_time_ns(data.len() as u64, self.cfg.rate_bps);
+        let start = self.busy_until_ns.max(arrival_ns);
+        let done = match self.impair.as_mut().filter(|i| i.has_trace()) {
+            Some(i) => i.trace_depart(arrival_ns, data.len()).max(start),
+            None => start + tx_time_ns(data.len() as u64, self.cfg.rate_bps),
+        };
         self.busy_until_ns = done;
         self.in_queue.push_back(done);
-        self.line.push_back((done + self.cfg.delay_ns, data));
+        self.onto_line(done, data, fate);
         Verdict::Accepted
     }
 
@@ -195,18 +267,14 @@ impl Pipe {
             };
             e.sojourn.add(t.saturating_sub(e.aqm.last_enqueue_ns()));
             e.wire_free_ns = t + tx_time_ns(f.data.len() as u64, self.cfg.rate_bps);
-            self.line
-                .push_back((self.epoch_ns + e.wire_free_ns + self.cfg.delay_ns, f.data));
+            let at = self.epoch_ns + e.wire_free_ns + self.cfg.delay_ns;
+            self.line.push(at, false, f.data);
         }
     }
 
     /// The next frame due to leave by `now_ns`, with its due time.
     pub(crate) fn pop_due(&mut self, now_ns: u64) -> Option<(u64, Vec<u8>)> {
-        if self.line.front().is_some_and(|(t, _)| *t <= now_ns) {
-            self.line.pop_front()
-        } else {
-            None
-        }
+        self.line.pop_due(now_ns)
     }
 
     /// When something next happens without a new arrival: a frame leaves, or the wire frees
@@ -217,7 +285,7 @@ impl Pipe {
             .as_ref()
             .filter(|e| e.aqm.len_packets() > 0)
             .map(|e| self.epoch_ns + e.wire_free_ns);
-        match (self.line.front().map(|(t, _)| *t), wire) {
+        match (self.line.next_ns(), wire) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }
@@ -249,7 +317,7 @@ mod tests {
     /// without a discipline, whose departure is fixed at admission.
     fn depart(p: &mut Pipe, at: u64, len: usize) -> Option<u64> {
         match p.admit(at, vec![0; len]) {
-            Verdict::Accepted => Some(p.line.back().expect("on the line").0),
+            Verdict::Accepted => Some(p.line.last_pushed_ns()),
             _ => None,
         }
     }

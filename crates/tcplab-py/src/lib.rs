@@ -1,12 +1,13 @@
 //! PyO3 bindings of tcplab-sim and tcplab-trace. No logic lives here: only conversion to and
 //! from Python, by domain (as polars' binding crate is split): running a simulation (`run`),
 //! importing logs (`import`) and writing them (`export`), what the simulator offers
-//! (`options`), user-written congestion control (`pycc`), a packetdrill script's model endpoint
+//! (`options`), link impairments (`impair`), user-written congestion control (`pycc`), a packetdrill script's model endpoint
 //! (`drill`).
 
 mod drill;
 mod drill_rx;
 mod export;
+mod impair;
 mod import;
 mod options;
 mod pycc;
@@ -34,6 +35,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<drill_rx::DrillOpen>()?;
     m.add_function(wrap_pyfunction!(import::detect_format, m)?)?;
     m.add_function(wrap_pyfunction!(linkem_main, m)?)?;
+    m.add_function(wrap_pyfunction!(impair::parse_mahimahi_trace, m)?)?;
+    m.add_function(wrap_pyfunction!(impair::netem_decisions, m)?)?;
     m.add_function(wrap_pyfunction!(import::origin_ns, m)?)?;
     m.add_function(wrap_pyfunction!(export::write_siftr2, m)?)?;
     m.add_function(wrap_pyfunction!(export::write_tcp_probe, m)?)?;

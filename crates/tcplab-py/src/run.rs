@@ -178,6 +178,16 @@ impl Simulation {
                 d.set_item("aqm_drops", a.stats().drops)?;
                 d.set_item("ecn_marks", a.stats().ecn_marks)?;
             }
+            if let Some(m) = p.impaired() {
+                let c = m.counts;
+                let x = PyDict::new(py);
+                x.set_item("netem_lost", c.netem_lost)?;
+                x.set_item("duplicated", c.duplicated)?;
+                x.set_item("reordered", c.reordered)?;
+                x.set_item("corrupted", c.corrupted)?;
+                x.set_item("first_decisions", m.first.clone())?;
+                d.set_item("impair", x)?;
+            }
             list.append(d)?;
         }
         Ok(list)

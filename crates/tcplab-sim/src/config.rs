@@ -124,6 +124,10 @@ pub struct DirConfig {
     /// delay is netem's; sch_netem.c netem_enqueue() drops when `sch->q.qlen >= sch->limit`).
     #[serde(default)]
     pub held_limit_packets: Option<u64>,
+    /// netem's impairments, changes over time, a trace to replay (crates/tcplab-impair, the
+    /// link emulator's too); None = a plain link.
+    #[serde(default)]
+    pub impair: Option<tcplab_impair::LinkImpair>,
 }
 
 /// A full-duplex link.

@@ -20,6 +20,7 @@ pub fn dir(rate_bps: u64, delay_ns: Ns, buffer_packets: Option<u64>) -> DirConfi
         drop_arrivals: vec![],
         aqm: None,
         held_limit_packets: None,
+        impair: None,
     }
 }
 

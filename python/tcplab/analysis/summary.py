@@ -65,6 +65,9 @@ def summarize(exp: Experiment, totals: dict[str, Any], run_dir: Path) -> dict[st
     if "ecn_marks" in port_tot:  # the bottleneck runs a queue discipline
         out["bottleneck"]["aqm"] = {"kind": exp.bottleneck_aqm_kind, "drops": port_tot["aqm_drops"],
                                     "ecn_marks": port_tot["ecn_marks"]}
+    impaired = [{"port": exp.ports[p["port"]].label, **p["impair"]} for p in totals["ports"] if p.get("impair")]
+    if impaired:  # netem's counts per impaired port and its first decisions (tcplab_impair::digest)
+        out["impairments"] = impaired
     if exp.probes:  # (pandas, only for runs with probes)
         out["probes"] = probe_rows(exp.probes, totals["probes"], read_table(run_dir, "probes"))
     if "events" in totals:

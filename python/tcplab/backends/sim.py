@@ -9,6 +9,7 @@ from typing import Any, Callable
 from .. import user_cc
 from .._native import Simulation
 from ..model import Direction, Experiment, Flow, Node
+from ..spec import impair as impair_spec
 from ..store import TableWriter
 from . import Backend
 
@@ -21,11 +22,12 @@ class UserCcRaised(Exception):
 STEP_NS = 1_000_000_000
 
 
-def _direction(d: Direction) -> dict[str, Any]:
+def _direction(d: Direction, seed: int, port: int) -> dict[str, Any]:
     out = {"rate_bps": d.rate_bps, "delay_ns": d.delay_ns, "buffer_packets": d.buffer_packets,
            "buffer_bytes": d.buffer_bytes, "loss": d.loss, "jitter_ns": d.jitter_ns}
     return out | ({"held_limit_packets": d.held_limit_packets} if d.held_limit_packets is not None else {}) \
-        | ({"aqm": dict(d.aqm)} if d.aqm is not None else {})
+        | ({"aqm": dict(d.aqm)} if d.aqm is not None else {}) \
+        | ({"impair": impair_spec.lowered(d.impair, seed, port)} if d.impair is not None else {})
 
 
 def _node(n: Node) -> dict[str, Any]:
@@ -55,7 +57,8 @@ def lower(exp: Experiment) -> dict[str, Any]:
     port with a queue discipline)."""
     index = {n.name: i for i, n in enumerate(exp.nodes)}
     nodes = [_node(n) for n in exp.nodes]
-    links = [{"a": index[ln.a], "b": index[ln.b], "ab": _direction(ln.ab), "ba": _direction(ln.ba)} for ln in exp.links]
+    links = [{"a": index[ln.a], "b": index[ln.b], "ab": _direction(ln.ab, exp.seed, 2 * i),
+              "ba": _direction(ln.ba, exp.seed, 2 * i + 1)} for i, ln in enumerate(exp.links)]
     flows = [{
         "name": f.name, "src": index[f.host], "dst": index[f.to], "start_ns": f.start_ns, "stack": f.stack,
         "cc": f.cc_model, "mss": f.mss, "timestamps": f.timestamps, "sack": f.sack, "iw_segments": f.iw_segments,

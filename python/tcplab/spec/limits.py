@@ -34,6 +34,8 @@ RATE = Limit(1, 10**13, "1bit .. 10Tbit")
 DELAY = Limit(0, 10 * _S, "0s .. 10s")
 #: Per-packet host timing noise.
 JITTER = Limit(0, 1 * _S, "0s .. 1s")
+#: netem's jitter (sch_netem.c tabledist() takes sigma as an s32 of ns).
+NETEM_JITTER = Limit(0, 2**31 - 1, "0s .. 2147483647ns")
 #: A sender's time (iperf3 -t) and the spec's duration: up to one simulated day.
 TIME = Limit(1, DAY_NS, "1ns .. 86400s (a day)")
 #: A link's round-trip time, when given instead of its one-way delay.
@@ -89,7 +91,7 @@ WARN_RATE_BELOW_BPS = 1000
 
 #: Every limit by the spec keys it applies to, for docs/spec.md and the tests.
 BY_KEY: dict[str, Limit] = {
-    "rate": RATE, "delay / rtt / reverse_delay": DELAY, "jitter": JITTER,
+    "rate": RATE, "delay / rtt / reverse_delay": DELAY, "jitter": JITTER, "netem delay JITTER": NETEM_JITTER,
     "senders.*.time, duration": TIME, "start, stop": START, "bytes": TRANSFER, "write": WRITE,
     "sndbuf, rcvbuf": SOCKBUF, "buffer (size)": BUFFER_BYTES, "buffer (packets)": BUFFER_PACKETS,
     "trace.sample": SAMPLE, "trace.interval": INTERVAL, "topology.pairs, topology.senders": FLOWS,

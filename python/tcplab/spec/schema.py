@@ -45,7 +45,10 @@ def presets_dir() -> Path:
 
 def preset_names() -> list[str]:
     """Preset names (file stems), sorted by their T number."""
-    return sorted(p.stem for p in presets_dir().glob("*.toml"))
+    def number(stem: str) -> tuple[int, str]:  # T2 before T11
+        tid = stem.partition("-")[0][1:]
+        return (int(tid), stem) if tid.isdigit() else (10**6, stem)
+    return sorted((p.stem for p in presets_dir().glob("*.toml")), key=number)
 
 
 def find_preset(name: str) -> Path | None:

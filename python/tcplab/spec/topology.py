@@ -7,6 +7,7 @@ from typing import Any
 
 from ..model import BufferPolicy, Direction, Link, Node
 from . import aqm as aqm_spec
+from . import impair as impair_spec
 from . import limits, units
 from .ctx import Ctx, join
 
@@ -17,7 +18,7 @@ KINDS = ("dumbbell", "pipe", "switch", "tri-point")
 ACCESS_JITTER = "1us"
 
 LINK_KEYS = ("rate", "delay", "rtt", "reverse_delay", "jitter", "buffer", "reverse_buffer", "loss", "reverse_loss", "aqm",
-             "reverse_aqm")
+             "reverse_aqm") + impair_spec.KEYS
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,8 +79,29 @@ def link(ctx: Ctx, t: dict[str, Any], path: str, defaults: dict[str, str], share
         resolved = aqm_spec.aqm(ctx, t[key], join(path, key), buf)
         aqms.append(tuple(resolved.items()) if resolved is not None else None)
         norm[key] = t[key]
-    return (Direction(rate, delay, bufs[0][0], bufs[0][1], loss, jitter, aqms[0]),
-            Direction(rate, rdelay, bufs[1][0], bufs[1][1], rloss, jitter, aqms[1]), norm)
+    imps, delay, rdelay = _impairments(ctx, t, path, (delay, rdelay), aqms, norm)
+    return (Direction(rate, delay, bufs[0][0], bufs[0][1], loss, jitter, aqms[0], impair=imps[0]),
+            Direction(rate, rdelay, bufs[1][0], bufs[1][1], rloss, jitter, aqms[1], impair=imps[1]), norm)
+
+
+def _impairments(ctx: Ctx, t: dict[str, Any], path: str, delays: tuple[int, int], aqms: list[Any],
+                 norm: dict[str, Any]) -> tuple[list[str | None], int, int]:
+    """Each direction's netem, schedule and trace (spec/impair.py); netem's `delay TIME` in place
+    of the link's delay for its direction."""
+    imps, out = [], list(delays)
+    for i, (rev, keys) in enumerate(((False, ("delay", "rtt")), (True, ("reverse_delay",)))):
+        imp, nd, n = impair_spec.direction(ctx, t, path, rev)
+        if imp is not None and aqms[i] is not None:
+            raise ctx.err(join(path, next(iter(n))), "impairments with a queue discipline on the same direction are "
+                                                     "not supported yet")
+        if nd is not None:
+            if any(k in t for k in keys):
+                raise ctx.err(join(path, keys[0]), f"the delay is given twice: here and in {next(iter(n))}'s delay")
+            out[i] = nd
+            norm.pop(keys[0], None)
+        norm.update(n)
+        imps.append(imp)
+    return imps, out[0], out[1]
 
 
 def _shape(ctx: Ctx, topo: dict[str, Any], kind: str) -> tuple[list[str], list[str], list[tuple[str, str]]]:

@@ -4,6 +4,7 @@
 
 pub mod aqm;
 pub mod hist;
+pub mod impair;
 pub mod packet;
 pub mod pipe;
 pub mod pool;

@@ -3,6 +3,7 @@
 use super::pool::Pool;
 use crate::config::DirConfig;
 use crate::net::aqm;
+use crate::net::impair::Impaired;
 use crate::net::pipe::InPipe;
 use crate::net::pipe::Pipe;
 use crate::rng::Rng;
@@ -87,6 +88,8 @@ pub struct Port {
     pool: u32,
     /// Sending node.
     pub from: u32,
+    /// netem's impairments, changes over time, a trace (`FLAG_IMPAIR` says whether there are).
+    imp: Option<Box<Impaired>>,
 }
 
 /// `Port::flags`: a queue discipline in place of the FIFO.
@@ -99,6 +102,9 @@ const FLAG_DROPS_ON_ENTRY: u8 = 4;
 const FLAG_FIFO_HIST: u8 = 8;
 /// `Port::flags`: a packet or byte limit on the FIFO.
 const FLAG_LIMITS: u8 = 16;
+/// `Port::flags`: impairments (netem, a schedule, a trace): the packet's slow path, and a delay
+/// line after the wire.
+const FLAG_IMPAIR: u8 = 32;
 
 impl Port {
     /// A port for one direction of a link.
@@ -110,6 +116,7 @@ impl Port {
             (pool.is_some(), FLAG_POOL),
             (drops_on_entry, FLAG_DROPS_ON_ENTRY),
             (limits, FLAG_LIMITS),
+            (d.impair.is_some(), FLAG_IMPAIR),
         ]
         .iter()
         .filter(|(on, _)| *on)
@@ -127,7 +134,8 @@ impl Port {
             to,
             max_queue_packets: 0,
             flags,
-            delay_ns: d.delay_ns,
+            // An impaired port's delay is its delay line's (net/impair.rs).
+            delay_ns: if d.impair.is_some() { 0 } else { d.delay_ns },
             jitter_ns: d.jitter_ns,
             sched_bytes: 0,
             sched_packets: 0,
@@ -145,6 +153,7 @@ impl Port {
             delay_hist: None,
             pool: pool.unwrap_or(u32::MAX),
             from,
+            imp: d.impair.as_ref().map(|c| Box::new(Impaired::new(c, d.delay_ns))),
         }
     }
 
@@ -175,7 +184,37 @@ impl Port {
     /// slow path), read from the port's first cache line.
     #[inline]
     pub fn shared_or_aqm(&self) -> bool {
-        self.flags & (FLAG_POOL | FLAG_AQM) != 0
+        self.flags & (FLAG_POOL | FLAG_AQM | FLAG_IMPAIR) != 0
+    }
+
+    /// Whether the port has impairments (read from its first cache line).
+    #[inline]
+    pub fn is_impaired(&self) -> bool {
+        self.flags & FLAG_IMPAIR != 0
+    }
+
+    /// The port's impairments, if any.
+    pub fn impaired(&self) -> Option<&Impaired> {
+        self.imp.as_deref()
+    }
+
+    /// The port's impairments, if any, to change.
+    pub fn impaired_mut(&mut self) -> Option<&mut Impaired> {
+        self.imp.as_deref_mut()
+    }
+
+    /// A new rate from now on (a schedule's step): packets already admitted keep their times.
+    pub fn set_rate(&mut self, rate_bps: u64) {
+        self.rate_bps = rate_bps.max(1);
+        self.ns_per_byte = if (8 * SEC).is_multiple_of(self.rate_bps) { 8 * SEC / self.rate_bps } else { 0 };
+    }
+
+    /// A new random loss probability from now on (a schedule's step).
+    pub fn set_loss(&mut self, loss: f64) {
+        self.loss = loss;
+        if loss > 0.0 {
+            self.flags |= FLAG_DROPS_ON_ENTRY;
+        }
     }
 
     /// The port's queue discipline, if any.
@@ -371,8 +410,26 @@ impl Port {
     /// FIFO (0 if it went straight onto the wire).
     #[inline(always)] // one call per packet per hop: its prologue and epilogue were a fifth of it
     pub fn send(&mut self, packet: u32, size_bytes: u32, dst: u32, now: Ns) -> (Option<Ns>, u64) {
-        let size = size_bytes as u64;
         let start = self.busy_until.max(now);
+        let done = start + self.tx_time(size_bytes as u64);
+        self.send_until(packet, size_bytes, dst, now, start, done)
+    }
+
+    /// `send` on an impaired port: a replayed trace, if any, decides when the packet has crossed
+    /// the wire (the opportunities it needs after those of the packets before it).
+    pub fn send_impaired(&mut self, packet: u32, size_bytes: u32, dst: u32, now: Ns) -> (Option<Ns>, u64) {
+        let start = self.busy_until.max(now);
+        let done = match self.imp.as_mut().and_then(|i| i.trace.as_mut()) {
+            Some(t) => t.depart(now, size_bytes as u64).max(start),
+            None => start + self.tx_time(size_bytes as u64),
+        };
+        self.send_until(packet, size_bytes, dst, now, start, done)
+    }
+
+    /// `send` with the packet's transmission from `start` to `done`.
+    #[inline(always)]
+    fn send_until(&mut self, packet: u32, size_bytes: u32, dst: u32, now: Ns, start: Ns, done: Ns) -> (Option<Ns>, u64) {
+        let size = size_bytes as u64;
         if self.flags & FLAG_FIFO_HIST != 0 {
             if let Some(h) = self.delay_hist.as_mut() {
                 h.add(start - now);
@@ -385,7 +442,7 @@ impl Port {
             self.max_queue_packets = self.max_queue_packets.max(self.n_waiting);
             queued = size;
         }
-        self.busy_until = start + self.tx_time(size);
+        self.busy_until = done;
         self.sched_bytes += size;
         self.sched_packets += 1;
         let mut arrival = self.busy_until + self.delay_ns;
@@ -425,7 +482,9 @@ impl Port {
 
     /// Packets held anywhere in this port (FIFO or discipline, wire, pipe).
     pub fn packets_held(&self) -> u64 {
-        self.pipe.len() as u64 + self.aqm.as_ref().map_or(0, |a| a.len_packets())
+        self.pipe.len() as u64
+            + self.aqm.as_ref().map_or(0, |a| a.len_packets())
+            + self.imp.as_ref().map_or(0, |i| i.held())
     }
 }
 
@@ -445,6 +504,7 @@ mod tests {
             drop_arrivals: vec![],
             held_limit_packets,
             aqm: None,
+            impair: None,
         }
     }
 

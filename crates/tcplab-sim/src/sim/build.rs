@@ -61,6 +61,11 @@ pub(super) fn network(cfg: &SimConfig) -> Result<(Vec<Port>, Vec<Pool>), String>
             }
         }
         let pair = link_ports(l, &kinds, &pool_of, &rng, i as u32)?;
+        if pair.iter().any(|p| p.has_aqm() && p.is_impaired()) {
+            return Err(format!(
+                "link {i}: impairments (netem, a schedule, a trace) with a queue discipline are not supported"
+            ));
+        }
         if pair.iter().any(|p| p.has_aqm() && p.pool().is_some()) {
             return Err(format!(
                 "link {i}: a queue discipline on a port of a shared-buffer switch is not supported"
@@ -243,6 +248,7 @@ pub(super) fn first_events(
     cfg: &SimConfig,
     udp: &[UdpSource],
     probes: &[ProbeSource],
+    ports: &[Port],
 ) -> EventQueue {
     let mut q = EventQueue::default();
     for (i, f) in cfg.flows.iter().enumerate() {
@@ -263,6 +269,11 @@ pub(super) fn first_events(
     }
     if cfg.interval_ns > 0 {
         q.push(cfg.interval_ns, Action::PortInterval);
+    }
+    for (i, p) in ports.iter().enumerate() {
+        if let Some(t) = p.impaired().and_then(|m| m.schedule.next_ns()) {
+            q.push(t, Action::LinkChange(i as u32));
+        }
     }
     q
 }

@@ -30,6 +30,10 @@ pub enum Action {
     PortInterval,
     /// A port with a queue discipline finished sending a packet: take out the next one.
     PortDequeue(u32),
+    /// An impaired port's delay line may have packets due.
+    ImpairOut(u32),
+    /// An impaired port's schedule has a change due.
+    LinkChange(u32),
 }
 
 impl Action {
@@ -47,6 +51,8 @@ impl Action {
             Action::FlowInterval(i) => (7, i),
             Action::PortInterval => (8, 0),
             Action::PortDequeue(i) => (9, i),
+            Action::ImpairOut(i) => (10, i),
+            Action::LinkChange(i) => (11, i),
         };
         assert!(
             i <= INDEX_MASK,
@@ -68,7 +74,9 @@ impl Action {
             6 => Action::Sample,
             7 => Action::FlowInterval(i),
             8 => Action::PortInterval,
-            _ => Action::PortDequeue(i),
+            9 => Action::PortDequeue(i),
+            10 => Action::ImpairOut(i),
+            _ => Action::LinkChange(i),
         }
     }
 }
@@ -203,7 +211,7 @@ mod tests {
         let mut reference: Vec<(Ns, u64, Action)> = Vec::new();
         let mut seq = 0u64;
         // Every variant in turn, with index i (the packing itself: every_action_survives_packing).
-        let actions = |i: u32| Action::unpack((i % 10) << 28 | i);
+        let actions = |i: u32| Action::unpack((i % 12) << 28 | i);
         for i in 0..steps {
             let now = reference.first().map_or(0, |e| e.0);
             let r = rng.below(2 + push_weight);
@@ -266,6 +274,8 @@ mod tests {
             Action::FlowInterval(9),
             Action::PortInterval,
             Action::PortDequeue(12),
+            Action::ImpairOut(4),
+            Action::LinkChange(5),
         ] {
             assert_eq!(Action::unpack(a.pack()), a);
         }

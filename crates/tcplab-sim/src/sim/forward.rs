@@ -48,6 +48,16 @@ impl Simulation {
     /// `forward_stored` into a port of a shared-buffer switch or one with a queue discipline.
     #[inline(never)] // kept out of the per-hop code `forward_stored` is inlined into
     pub(super) fn forward_to_shared_or_aqm(&mut self, pi: u32, h: u32, dst: u32, size_bytes: u32) {
+        if self.ports[pi as usize].is_impaired() {
+            self.forward_impaired(pi, h, dst, size_bytes);
+            return;
+        }
+        self.admit_and_send(pi, h, dst, size_bytes, None);
+    }
+
+    /// Admission and sending at a port of a shared-buffer switch, with a queue discipline or
+    /// impairments (then `fate` is netem's for this copy, kept until it has crossed the wire).
+    pub(super) fn admit_and_send(&mut self, pi: u32, h: u32, dst: u32, size_bytes: u32, fate: Option<tcplab_impair::Fate>) {
         let now = self.now;
         let pool = self.ports[pi as usize].pool();
         match pool {
@@ -70,7 +80,15 @@ impl Simulation {
             self.aqm_enqueue(pi, p);
             return;
         }
-        let (arrival, queued) = port.send(h, size_bytes, dst, now);
+        let (arrival, queued) = if port.is_impaired() {
+            let sent = port.send_impaired(h, size_bytes, dst, now);
+            if let (Some(f), Some(imp)) = (fate, port.impaired_mut()) {
+                imp.sent(f);
+            }
+            sent
+        } else {
+            port.send(h, size_bytes, dst, now)
+        };
         if let Some(pl) = pool {
             self.pools[pl as usize].used_bytes += queued;
         }
@@ -123,6 +141,10 @@ impl Simulation {
             }
         }
         let port = &self.ports[pi as usize];
+        if port.is_impaired() {
+            self.impaired_crossed(pi, head);
+            return;
+        }
         if freed > 0 {
             if let Some(pl) = port.pool() {
                 self.pools[pl as usize].used_bytes -= freed;

@@ -8,6 +8,7 @@ mod build;
 mod deliver;
 pub mod engine;
 mod forward;
+mod impair_port;
 mod intervals;
 mod sampler;
 mod stats;
@@ -157,6 +158,8 @@ pub struct Simulation {
     next_id: u64,
     scratch: Vec<Packet>,
     aqm_dropped: Vec<Packet>,
+    /// Scratch for the packets an impaired port's delay line hands on at once.
+    impair_due: Vec<crate::net::impair::Held>,
     flow_iv: Vec<(Ns, u64, u64)>,
     port_iv: Vec<(u64, u64, u64, u64)>,
     port_iv_start: Ns,
@@ -194,7 +197,7 @@ impl Simulation {
         for &m in &monitor {
             ports[m as usize].monitor();
         }
-        let q = build::first_events(cfg, &udp, &probes);
+        let q = build::first_events(cfg, &udp, &probes, &ports);
         let prefetch_arrivals = ports.len() > PREFETCH_MIN_PORTS;
         let nf = senders.len();
         let host_ports = cfg
@@ -231,6 +234,7 @@ impl Simulation {
             next_id: 0,
             scratch: Vec::with_capacity(64),
             aqm_dropped: Vec::new(),
+            impair_due: Vec::new(),
             flow_iv: vec![(0, 0, 0); nf],
             port_iv_start: 0,
             created: 0,
@@ -364,6 +368,8 @@ impl Simulation {
             }
             Action::FlowInterval(f) => self.flow_interval(f as usize),
             Action::PortDequeue(pi) => self.aqm_dequeue(pi),
+            Action::ImpairOut(pi) => self.impair_out(pi),
+            Action::LinkChange(pi) => self.link_change(pi),
             Action::PortInterval => {
                 self.port_interval();
                 let next = self.now + self.interval_ns;

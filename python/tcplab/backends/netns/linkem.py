@@ -35,7 +35,7 @@ def start(p: planmod.Plan, procs: Procs, seed: int, stats_dir: Path) -> list[tup
         stats = stats_dir / f"linkem-{i}.json"
         args = in_ns(e.ns, [*exe, "--a", e.dev_a, "--b", e.dev_b, "--delay-ab-us", str(e.delay_ab_ns // 1000),
                             "--delay-ba-us", str(e.delay_ba_ns // 1000), "--loss-ab", repr(e.loss_ab),
-                            "--loss-ba", repr(e.loss_ba), *aqm_args(e), "--seed", str(seed + i),
+                            "--loss-ba", repr(e.loss_ba), *aqm_args(e, stats_dir / f"linkem-{i}"), "--seed", str(seed + i),
                             "--stats", str(stats)])
         proc = procs.start(args)
         line = proc.stdout.readline() if proc.stdout else ""
@@ -46,15 +46,34 @@ def start(p: planmod.Plan, procs: Procs, seed: int, stats_dir: Path) -> list[tup
     return out
 
 
-def aqm_args(e: planmod.Linkem) -> list[str]:
+def aqm_args(e: planmod.Linkem, files: Path | None = None) -> list[str]:
     """The rate and discipline of each direction whose queue discipline linkem runs (the resolved
-    aqm dict is the JSON that crates/tcplab-aqm's AqmConfig reads, as the simulator's does)."""
+    aqm dict is the JSON that crates/tcplab-aqm's AqmConfig reads, as the simulator's does), and
+    of each impaired direction its rate, packet limit and impairments (tcplab-impair's LinkImpair
+    JSON; written to `files`-ab.json / -ba.json and passed as @FILE when given: a trace's JSON is
+    longer than one argument may be)."""
     out = []
     for d in ("ab", "ba"):
-        aqm = getattr(e, f"aqm_{d}")
+        aqm, imp = getattr(e, f"aqm_{d}"), getattr(e, f"impair_{d}")
         if aqm is not None:
             out += [f"--rate-{d}-bps", str(getattr(e, f"rate_{d}_bps")), f"--aqm-{d}", json.dumps(aqm)]
+        if imp is not None:
+            # An impaired direction's wire and queue are linkem's (plan.py), as in the simulator.
+            text = json.dumps(imp)
+            if files is not None:
+                path = files.with_name(f"{files.name}-{d}.json")
+                path.write_text(text)
+                text = f"@{path}"
+            out += [f"--rate-{d}-bps", str(getattr(e, f"rate_{d}_bps")), f"--limit-{d}", str(getattr(e, f"limit_{d}")),
+                    f"--impair-{d}", text]
     return out
+
+
+def mark_time_zero(items: list[tuple[planmod.Linkem, subprocess.Popen, Path]]) -> None:
+    """The run's traffic starts now: schedules and traces count from here (SIGUSR1)."""
+    for e, proc, _ in items:
+        if (e.impair_ab or e.impair_ba) and proc.poll() is None:
+            proc.send_signal(signal.SIGUSR1)
 
 
 def stop(items: list[tuple[planmod.Linkem, subprocess.Popen, Path]]) -> list[dict[str, Any]]:
@@ -70,14 +89,24 @@ def stop(items: list[tuple[planmod.Linkem, subprocess.Popen, Path]]) -> list[dic
     return res
 
 
-def port_stats(p: planmod.Plan, label: str, linkem_stats: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """linkem's stats of the direction that is port `label`, if linkem runs its discipline."""
+def port_stats(p: planmod.Plan, label: str, linkem_stats: list[dict[str, Any]], what: str = "aqm") -> dict[str, Any] | None:
+    """linkem's stats of the direction that is port `label`, if linkem runs its discipline (or,
+    with `what` = "impair", its impairments)."""
     for e, st in zip(p.linkems, linkem_stats):
         a, b = e.link_label.split("<->")
         for d, port in (("ab", port_label(a, b)), ("ba", port_label(b, a))):
-            if port == label and getattr(e, f"aqm_{d}") is not None:
+            if port == label and getattr(e, f"{what}_{d}") is not None:
                 return st.get(d)
     return None
+
+
+def impair_totals(p: planmod.Plan, label: str, linkem_stats: list[dict[str, Any]]) -> dict[str, Any]:
+    """An impaired port's totals in the simulator's shape: its queue's drops (linkem's FIFO) and
+    what netem did (`impair`: losses, duplicates, reorders, corruptions, the first decisions)."""
+    st = port_stats(p, label, linkem_stats, "impair")
+    if st is None:
+        return {}
+    return {"drops": st.get("queue_drops", 0), "impair": st.get("impair") or {}}
 
 
 def queue_rows(p: planmod.Plan, label: str, linkem_stats: list[dict[str, Any]],

@@ -36,6 +36,10 @@ class Network:
         host.register(p, pids=[x[1].pid for x in linkems], extra={"instance": instance})
         return cls(p, sysctls, linkems)
 
+    def mark_time_zero(self) -> None:
+        """The traffic starts now: the link emulators' schedules and traces begin."""
+        linkem.mark_time_zero(self.linkems)
+
     def stop_linkems(self) -> list[dict[str, Any]]:
         """Stop the link emulators; their statistics."""
         return linkem.stop(self.linkems)

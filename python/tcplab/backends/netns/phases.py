@@ -68,6 +68,7 @@ def _phases(exp: Experiment, directory: Path, progress: Callable[[int, int], Non
     checks = SelfCheck(exp, p)
     checks.before(machine.procs)
     traffic = Traffic(exp, p, machine.procs, live)
+    traffic.on_time_zero = net.mark_time_zero
     traffic.start(root, machine.instance, machine.sessions)
     traffic.run(progress)
     collector = traffic.stop()
@@ -81,7 +82,8 @@ def _phases(exp: Experiment, directory: Path, progress: Callable[[int, int], Non
     probes = traffic.probes(directory)
     final_q = traffic.sampler.final_q if traffic.sampler else {}
     ports = port_totals(exp, live, linkem.losses_by_port(p, linkem_stats),
-                        lambda label: linkem.aqm_totals(p, label, final_q, linkem_stats))
+                        lambda label: linkem.aqm_totals(p, label, final_q, linkem_stats)
+                        | linkem.impair_totals(p, label, linkem_stats))
     udp = udp_totals(exp, traffic.udp_reports())
     trace_error = traffic.session.error if traffic.session else None
     emulation = checks.section(info, net.sysctls, linkem_stats, cpu, ports, collector, trace_error, live.max_queue)

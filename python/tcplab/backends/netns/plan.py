@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...model import Experiment, Link, port_label
+from ...spec import impair as impair_spec
 from ...spec.aqm import tc_red_eval_ewma
 from ...spec.host_paths import BRIDGE_SUFFIX, RING_SUFFIX
 from ..shared import Shaper
@@ -57,6 +58,12 @@ class Linkem:
     aqm_ba: dict[str, Any] | None = None
     rate_ab_bps: int = 0
     rate_ba_bps: int = 0
+    #: Per direction: netem's impairments, a schedule, a trace (tcplab-impair's LinkImpair with
+    #: its port's seed); linkem then also serialises at the link's rate with its packet limit.
+    impair_ab: dict[str, Any] | None = None
+    impair_ba: dict[str, Any] | None = None
+    limit_ab: int = 0
+    limit_ba: int = 0
 
 
 @dataclass
@@ -76,6 +83,8 @@ class Plan:
     unshaped: list[str] = field(default_factory=list)
     #: Port label -> where its queue discipline runs ("kernel qdisc <kind>" / "tcplab-linkem <kind>").
     aqm_where: dict[str, str] = field(default_factory=dict)
+    #: Port label -> where a capture of it listens, where that is not its egress device.
+    capture: dict[str, tuple[str, str]] = field(default_factory=dict)
 
 
 def new_run_id() -> str:
@@ -143,14 +152,22 @@ def _link_devices(plan: Plan, exp: Experiment, i: int, link: Link, qdiscs: set[s
     dev_a, dev_b = f"{run_id}l{i}a", f"{run_id}l{i}b"
     ab, ba = link.ab, link.ba
     em_aqm = {"ab": _in_linkem(ab, qdiscs), "ba": _in_linkem(ba, qdiscs)}
-    if max(ab.delay_ns, ba.delay_ns) >= EMULATE_MIN_DELAY_NS or ab.loss > 0 or ba.loss > 0 or any(em_aqm.values()):
+    imp = {d: impair_spec.lowered(dl.impair, exp.seed, 2 * i + k) if dl.impair else None
+           for k, (d, dl) in enumerate((("ab", ab), ("ba", ba)))}
+    for d, dl in (("ab", ab), ("ba", ba)):
+        if imp[d] is not None and dl.buffer_bytes is not None:
+            raise PlanError(f"{label} {d}: an impaired direction's queue is tcplab-linkem's, which counts packets; "
+                            "give its buffer in packets (e.g. '100p')")
+    if max(ab.delay_ns, ba.delay_ns) >= EMULATE_MIN_DELAY_NS or ab.loss > 0 or ba.loss > 0 or any(em_aqm.values()) \
+            or any(imp.values()):
         em_ns = f"{run_id}-em{i}"
         plan.namespaces.append(em_ns)
         plan.veths.append(Veth(plan.node_ns[an], dev_a, em_ns, f"{run_id}l{i}x"))
         plan.veths.append(Veth(em_ns, f"{run_id}l{i}y", plan.node_ns[bn], dev_b))
         plan.linkems.append(Linkem(em_ns, f"{run_id}l{i}x", f"{run_id}l{i}y", ab.delay_ns, ba.delay_ns, ab.loss, ba.loss,
-                                   label, em_aqm["ab"], em_aqm["ba"], ab.rate_bps if em_aqm["ab"] else 0,
-                                   ba.rate_bps if em_aqm["ba"] else 0))
+                                   label, em_aqm["ab"], em_aqm["ba"], ab.rate_bps if em_aqm["ab"] or imp["ab"] else 0,
+                                   ba.rate_bps if em_aqm["ba"] or imp["ba"] else 0, imp["ab"], imp["ba"],
+                                   ab.buffer_packets or 0, ba.buffer_packets or 0))
     else:
         plan.veths.append(Veth(plan.node_ns[an], dev_a, plan.node_ns[bn], dev_b))
         for d, dl in (("ab", ab), ("ba", ba)):
@@ -161,10 +178,14 @@ def _link_devices(plan: Plan, exp: Experiment, i: int, link: Link, qdiscs: set[s
     for frm, to, dev, dl, d in ((an, bn, dev_a, ab, "ab"), (bn, an, dev_b, ba, "ba")):
         port = port_label(frm, to)
         plan.egress[port] = (plan.node_ns[frm], dev)
-        if em_aqm[d] is not None:
+        if em_aqm[d] is not None or imp[d] is not None:
             # The port's wire is linkem's: count what leaves it (its device towards `to`).
             plan.egress[port] = (f"{run_id}-em{i}", f"{run_id}l{i}{'y' if d == 'ab' else 'x'}")
-            plan.aqm_where[port] = f"tcplab-linkem {em_aqm[d]['kind']}"
+            # linkem sends with PACKET_QDISC_BYPASS, which packet taps there do not see: a
+            # capture of this port listens where its frames arrive, at `to`.
+            plan.capture[port] = (plan.node_ns[to], dev_b if d == "ab" else dev_a)
+            if em_aqm[d] is not None:
+                plan.aqm_where[port] = f"tcplab-linkem {em_aqm[d]['kind']}"
         elif dl.aqm is not None:
             plan.aqm_where[port] = f"kernel qdisc {dict(dl.aqm)['kind']}"
             plan.shapers.append(Shaper(plan.node_ns[frm], dev, dl.rate_bps, dl.buffer_packets, dl.buffer_bytes, port,
@@ -241,12 +262,23 @@ def describe(plan: Plan) -> dict[str, Any]:
         "linkems": [{"link": e.link_label, "delay_ab_us": e.delay_ab_ns / 1000, "delay_ba_us": e.delay_ba_ns / 1000,
                      "loss_ab": e.loss_ab, "loss_ba": e.loss_ba}
                     | {f"{k}_{d}": v for d in ("ab", "ba") for k, v in (("rate_bps", getattr(e, f"rate_{d}_bps")),
-                                                                         ("aqm", getattr(e, f"aqm_{d}"))) if v}
+                                                                         ("aqm", getattr(e, f"aqm_{d}")),
+                                                                         ("impair", _impair_shown(getattr(e, f"impair_{d}")))) if v}
                     for e in plan.linkems],
         "queue_disciplines": plan.aqm_where,
         "not_emulated": plan.not_emulated,
         "unshaped": plan.unshaped,
     }
+
+
+def _impair_shown(imp: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A direction's impairments for the report: a trace as its length, not its lines."""
+    if imp is None:
+        return None
+    out = {k: v for k, v in imp.items() if k != "trace_ms"}
+    if imp.get("trace_ms"):
+        out["trace_opportunities"] = len(imp["trace_ms"])
+    return out
 
 
 def _us(ns: int) -> str:

@@ -40,6 +40,8 @@ class Traffic:
         self.pcap: subprocess.Popen | None = None
         self.session: trace.TraceSession | None = None
         self.sampler: Sampler | None = None
+        #: Called when the traffic's time zero is taken (the link emulators' schedules start).
+        self.on_time_zero: Callable[[], None] | None = None
 
     def start(self, root: Path, instance: str, sessions: list[trace.TraceSession]) -> None:
         """Servers (one per flow and per background stream), the capture, and tracing."""
@@ -52,7 +54,7 @@ class Traffic:
         self.counters_before = {f.name: netstat(p.node_ns[f.host]) for f in exp.flows}
         if exp.trace.pcap:
             # tcpdump -s 100 on the bottleneck's egress device, as the seeds capture (snaplen 100).
-            ns, dev = p.egress[exp.bottleneck.label]
+            ns, dev = p.capture.get(exp.bottleneck.label, p.egress[exp.bottleneck.label])
             self.pcap = self.procs.start(in_ns(ns, ["tcpdump", "-q", "-n", "-i", dev, "-s", "100", "-w",
                                                     str(self.live.work / "bottleneck.pcap")]))
             time.sleep(0.5)
@@ -67,6 +69,8 @@ class Traffic:
         exp, p, live = self.exp, self.p, self.live
         live.t0 = t0 = time.monotonic_ns()
         live.t0_wall = time.time_ns()
+        if self.on_time_zero:
+            self.on_time_zero()
         self.sampler = Sampler(p, exp.bottleneck.label, exp.trace.interval_ns, live)
         self.sampler.start()
         ping_files = {pr.name: i + 1 for i, pr in enumerate(exp.probes)}
