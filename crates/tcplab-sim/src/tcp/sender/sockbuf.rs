@@ -189,19 +189,10 @@ impl SockBuf {
                 len_cp += whole * mlen_whole;
                 whole
             } else {
-                let mut mlen = len.min(m_end - at);
-                // Not M_EXTPG (no KTLS, no sendfile): `fragsize = segsize; frags = 0;`.
-                // "Break if we really can't fit anymore."
-                if 1 >= seglimit {
+                let Some(mlen) = copy_mbuf(len.min(m_end - at), &mut len, &mut seglimit, segsize)
+                else {
                     return len_cp;
-                }
-                // "Reduce size if you can't copy the whole mbuf."
-                if mlen.div_ceil(segsize) >= seglimit {
-                    mlen = (seglimit - 1) * segsize;
-                    len = mlen;
-                }
-                seglimit -= mlen.div_ceil(segsize).max(1);
-                len -= mlen;
+                };
                 len_cp += mlen;
                 1
             };
@@ -213,6 +204,24 @@ impl SockBuf {
         }
         len_cp
     }
+}
+
+/// One mbuf in tcp_m_copym()'s loop, `mlen` bytes of it wanted: the bytes it copies, `len` and
+/// `seglimit` left after it; None where the loop breaks.
+fn copy_mbuf(mut mlen: u64, len: &mut u64, seglimit: &mut u64, segsize: u64) -> Option<u64> {
+    // Not M_EXTPG (no KTLS, no sendfile): `fragsize = segsize; frags = 0;`.
+    // "Break if we really can't fit anymore."
+    if 1 >= *seglimit {
+        return None;
+    }
+    // "Reduce size if you can't copy the whole mbuf."
+    if mlen.div_ceil(segsize) >= *seglimit {
+        mlen = (*seglimit - 1) * segsize;
+        *len = mlen;
+    }
+    *seglimit -= mlen.div_ceil(segsize).max(1);
+    *len -= mlen;
+    Some(mlen)
 }
 
 #[cfg(test)]

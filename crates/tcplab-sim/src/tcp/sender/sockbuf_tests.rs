@@ -4,7 +4,8 @@
 use super::*;
 
 /// The chain mbuf by mbuf, as uipc_mbuf.c / uipc_sockbuf.c / tcp_m_copym() walk it: the
-/// reference the runs must agree with.
+/// reference the runs must agree with (one mbuf's step of tcp_m_copym() is shared: what is
+/// checked is the runs' bookkeeping and the whole mbufs taken together).
 #[derive(Default)]
 struct Mbufs {
     /// (end, m_len, data area size, bytes trimmed from the front) of each mbuf.
@@ -60,16 +61,9 @@ impl Mbufs {
             if len == 0 {
                 break;
             }
-            let mut mlen = len.min(m.0 - at);
-            if 1 >= seglimit {
+            let Some(mlen) = copy_mbuf(len.min(m.0 - at), &mut len, &mut seglimit, segsize) else {
                 return len_cp;
-            }
-            if mlen.div_ceil(segsize) >= seglimit {
-                mlen = (seglimit - 1) * segsize;
-                len = mlen;
-            }
-            seglimit -= mlen.div_ceil(segsize).max(1);
-            len -= mlen;
+            };
             len_cp += mlen;
             at = m.0;
         }
