@@ -4,8 +4,13 @@
 # compare). REV's native module is built in a temporary git worktree and put first on PYTHONPATH;
 # both run with this checkout's .venv. Prints each run's wall and user time, peak RSS, the steal and
 # load seen, the medians per build, then
-# the callgrind instruction count of a 20 s T1 for each build (valgrind; installed if missing and
-# root, as scripts/install does for the test tools).
+# the callgrind instruction count of a 20 s T1 for each build, the whole process and the simulator's
+# part (Simulation::run_until, inclusive) (valgrind; installed if missing and root, as
+# scripts/install does for the test tools). Each build keeps its Python bytecode in a cache of its
+# own (PYTHONPYCACHEPREFIX), filled by an untimed 1 s run before the measurements: with
+# PYTHONDONTWRITEBYTECODE=1 a build whose tree holds no __pycache__ would compile its modules in
+# every run (~0.5 G instructions of a 2.9 G count) while one with stale __pycache__ files would
+# not, and the comparison would measure that.
 # Usage: bench/t1_vs.sh REV [RUNS=3] [--no-report]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,11 +32,22 @@ old_checkout "$rev"
 cp "$work/target/release/lib_native.so" "$old/python/tcplab/_native.abi3.so"
 steal() { awk '/^cpu /{print $9}' /proc/stat; }
 path_of() { [ "$1" = old ] && echo "$old/python" || echo "$PWD/python"; }
+# Runs a command with build $1's tcplab and its own bytecode cache (written even under
+# PYTHONDONTWRITEBYTECODE).
+py_run() {
+    local build=$1
+    shift
+    env -u PYTHONDONTWRITEBYTECODE PYTHONPYCACHEPREFIX="$work/pyc-$build" PYTHONPATH="$(path_of "$build")" "$@"
+}
+for build in old new; do
+    py_run $build "$tcplab_py" -m tcplab.cli run T1 --duration 1s --out "$work/warm-$build" --force \
+        --no-intervals "$@" >/dev/null
+done
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg); each run: tcplab run T1 --no-intervals $*"
 for i in $(seq 1 "$runs"); do
     for build in old new; do
         s0=$(steal)
-        PYTHONPATH=$(path_of $build) /usr/bin/time -f "%e %U %M" -o "$work/t" taskset -c 0 "$tcplab_py" -m tcplab.cli \
+        py_run $build /usr/bin/time -f "%e %U %M" -o "$work/t" taskset -c 0 "$tcplab_py" -m tcplab.cli \
             run T1 --out "$work/run-$build" --force --no-intervals "$@" >/dev/null
         s1=$(steal)
         read -r wall user rss_kb < "$work/t"
@@ -47,9 +63,12 @@ for build in old new; do
         "$(( $(cut -d' ' -f3 "$work/times-$build" | median | cut -d. -f1) / 1024 ))"
 done
 for build in old new; do
-    PYTHONPATH=$(path_of $build) valgrind --tool=callgrind --callgrind-out-file="$work/cg-$build" "$tcplab_py" -m tcplab.cli \
+    py_run $build valgrind --tool=callgrind --callgrind-out-file="$work/cg-$build" "$tcplab_py" -m tcplab.cli \
         run T1 --duration 20s --out "$work/cg-run-$build" --force --no-intervals --no-report >/dev/null 2> "$work/cg-$build.err"
-    printf '%-4s callgrind, 20 s of T1: %s instructions\n' "$build" "$(sed -n 's/.*Collected : //p' "$work/cg-$build.err")"
+    sim_ir=$(callgrind_annotate --inclusive=yes --auto=no --threshold=100 "$work/cg-$build" 2>/dev/null |
+        awk '/tcplab_sim::sim::Simulation::run_until( |$)/ {gsub(",", "", $1); if ($1 + 0 > m) m = $1 + 0} END {print m + 0}')
+    printf '%-4s callgrind, 20 s of T1: %s instructions, %s in the simulator (run_until)\n' "$build" \
+        "$(sed -n 's/.*Collected : //p' "$work/cg-$build.err")" "$sim_ir"
 done
 # As data (bench/records_diff.py): how the tables are cut into row groups may differ.
 "$tcplab_py" bench/records_diff.py "$work/cg-run-old" "$work/cg-run-new" && echo "records of the 20 s runs: identical" \

@@ -9,6 +9,10 @@
 //! sbcompress() then copies a new mbuf into the chain's last one only when `m->m_len <= MCLBYTES /
 //! 4 && m->m_len <= M_TRAILINGSPACE(n)`; sbdrop() trims acknowledged bytes from the front
 //! (`m->m_len -= len; m->m_data += len;`).
+//!
+//! The chain is kept as runs of alike mbufs (a 1 MiB write is 256 full page clusters: one run),
+//! so a write, the trim at an ACK and a burst's fragment count cost a few steps per run, not per
+//! mbuf; `sockbuf_tests.rs` checks it against the chain kept mbuf by mbuf.
 
 use std::collections::VecDeque;
 
@@ -21,49 +25,33 @@ const MLEN: u32 = 224;
 /// MINCLSIZE = MHLEN + 1; MHLEN "is typically 168 bytes" (sys/dev/ixgbe/ixgbe.h's comment).
 const MINCLSIZE: u32 = 169;
 
-/// One mbuf of the send buffer.
+/// `count` consecutive mbufs that each had `len` bytes copied into a data area of `size` bytes
+/// (a cluster's size, or MLEN). Trimming the chain's front mbuf is kept apart (`front_cut`), and
+/// leaves its M_TRAILINGSPACE() as it was: sbdrop() moves m_data and m_len together.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Mbuf {
-    /// Sequence number just past its last byte.
-    end: u64,
-    /// m_len.
+struct Run {
+    count: u32,
     len: u32,
-    /// Its data area: a cluster's size, or MLEN.
     size: u32,
-    /// Bytes sbdrop() moved m_data past (they leave no trailing space).
-    lead: u32,
+    /// Sequence number just past the run's last byte.
+    end: u64,
 }
 
-impl Mbuf {
-    /// M_TRAILINGSPACE().
-    fn trailing(&self) -> u32 {
-        self.size - self.lead - self.len
+impl Run {
+    /// Sequence number of the run's first byte as written (before any trim).
+    fn start(&self) -> u64 {
+        self.end - self.count as u64 * self.len as u64
     }
 }
 
 /// The send buffer's mbufs, from snd_una to the written end.
 #[derive(Debug, Default)]
 pub(super) struct SockBuf {
-    chain: VecDeque<Mbuf>,
+    runs: VecDeque<Run>,
+    /// Bytes sbdrop() moved the front mbuf's m_data past.
+    front_cut: u32,
     /// Sequence number just past the last byte written (the chain's end).
     end: u64,
-}
-
-/// The data area sizes m_getm2() allocates for a write of `len` bytes, in order.
-pub(super) fn m_getm2_sizes(mut len: u32) -> Vec<u32> {
-    let mut sizes = Vec::new();
-    while len > 0 {
-        let size = if len > MCLBYTES {
-            MJUMPAGESIZE
-        } else if len >= MINCLSIZE {
-            MCLBYTES
-        } else {
-            MLEN
-        };
-        sizes.push(size);
-        len = len.saturating_sub(size);
-    }
-    sizes
 }
 
 impl SockBuf {
@@ -78,45 +66,85 @@ impl SockBuf {
     }
 
     /// sosend_generic() copying `bytes` in: m_uiotombuf(), then sbappendstream() -> sbcompress().
+    /// m_getm2() takes page clusters while more than MCLBYTES remain, the last one holding what
+    /// is left if that is at most a page, then a standard cluster or a plain mbuf for the rest.
     pub(super) fn write(&mut self, bytes: u64) {
         // m_uiotombuf's len is an int: a copy is at most the buffer's free space.
-        let mut left = bytes;
-        for size in m_getm2_sizes(bytes.min(u32::MAX as u64) as u32) {
-            let len = left.min(size as u64) as u32;
-            left -= len as u64;
-            self.append(len, size);
-        }
-    }
-
-    fn append(&mut self, len: u32, size: u32) {
-        self.end += len as u64;
-        if let Some(n) = self.chain.back_mut() {
-            if len <= MCLBYTES / 4 && len <= n.trailing() {
-                n.len += len;
-                n.end = self.end;
+        let total = bytes.min(u32::MAX as u64) as u32;
+        let mut left = total;
+        if left > MCLBYTES {
+            // Page clusters taken: while more than MCLBYTES remain (howmany(left - MCLBYTES, page)).
+            let pages = (left - MCLBYTES).div_ceil(MJUMPAGESIZE);
+            let full = pages - u32::from(left - (pages - 1) * MJUMPAGESIZE <= MJUMPAGESIZE);
+            self.append(full, MJUMPAGESIZE, MJUMPAGESIZE);
+            left -= full * MJUMPAGESIZE;
+            if full < pages {
+                // The last page cluster holds the write's remaining 2049..=4096 bytes.
+                self.append(1, left, MJUMPAGESIZE);
                 return;
             }
         }
-        self.chain.push_back(Mbuf {
-            end: self.end,
+        if left >= MINCLSIZE {
+            self.append(1, left, MCLBYTES);
+        } else if left > 0 {
+            self.append(1, left, MLEN);
+        }
+    }
+
+    /// `count` mbufs of `len` bytes in `size`-byte areas join the chain's end; a lone one of at
+    /// most MCLBYTES / 4 bytes is copied into the last mbuf if it fits there (sbcompress()).
+    fn append(&mut self, count: u32, len: u32, size: u32) {
+        if count == 0 {
+            return;
+        }
+        self.end += count as u64 * len as u64;
+        if let Some(last) = self.runs.back_mut() {
+            if count == 1 && len <= MCLBYTES / 4 && len <= last.size - last.len {
+                if last.count == 1 {
+                    last.len += len;
+                    last.end = self.end;
+                    return;
+                }
+                // The run's last mbuf grows apart from the others.
+                let joined = Run {
+                    count: 1,
+                    len: last.len + len,
+                    size: last.size,
+                    end: self.end,
+                };
+                last.count -= 1;
+                last.end -= last.len as u64;
+                self.runs.push_back(joined);
+                return;
+            }
+            if last.len == len && last.size == size {
+                last.count += count;
+                last.end = self.end;
+                return;
+            }
+        }
+        self.runs.push_back(Run {
+            count,
             len,
             size,
-            lead: 0,
+            end: self.end,
         });
     }
 
-    /// sbdrop(): everything below `snd_una` leaves the front.
+    /// sbdrop(): everything below `snd_una` leaves the front: whole mbufs freed, the first one
+    /// left trimmed.
     pub(super) fn drop_to(&mut self, snd_una: u64) {
-        while let Some(m) = self.chain.front_mut() {
-            if m.end <= snd_una {
-                self.chain.pop_front();
+        while let Some(r) = self.runs.front_mut() {
+            if r.end <= snd_una {
+                self.runs.pop_front();
+                self.front_cut = 0;
                 continue;
             }
-            let start = m.end - m.len as u64;
-            if start < snd_una {
-                let cut = (snd_una - start) as u32;
-                m.len -= cut;
-                m.lead += cut;
+            let start = r.start();
+            if snd_una > start + self.front_cut as u64 {
+                let freed = ((snd_una - start) / r.len as u64) as u32;
+                r.count -= freed;
+                self.front_cut = (snd_una - r.start()) as u32;
             }
             return;
         }
@@ -124,96 +152,78 @@ impl SockBuf {
 
     /// How many bytes of `len` from sequence `seq` tcp_m_copym() copies with `seglimit` =
     /// if_hw_tsomaxsegcount and `segsize` = if_hw_tsomaxsegsize (`*plen` afterwards); 0 for
-    /// either limit: no cut.
+    /// either limit: no cut. Whole mbufs of a run that the loop would copy uncut one by one are
+    /// taken together (each costs the same howmany(m_len, segsize) fragments).
     pub(super) fn m_copym_len(&self, seq: u64, len: u64, seglimit: u32, segsize: u32) -> u64 {
         if seglimit == 0 || segsize == 0 {
             return len;
         }
-        let first = self.chain.partition_point(|m| m.end <= seq);
         let segsize = segsize as u64;
         let mut seglimit = seglimit as u64;
+        let mut ri = self.runs.partition_point(|r| r.end <= seq);
+        let Some(first) = self.runs.get(ri) else {
+            return 0;
+        };
+        // The mbuf holding `seq` (or the first one, for a `seq` below the chain).
+        let mut i = (seq.saturating_sub(first.start()) / first.len as u64) as u32;
         let (mut len, mut len_cp, mut at) = (len, 0u64, seq);
-        for m in self.chain.range(first..) {
-            if len == 0 {
+        while len > 0 {
+            let Some(r) = self.runs.get(ri) else {
                 break;
+            };
+            let mlen_whole = r.len as u64;
+            let m_end = r.start() + (i as u64 + 1) * mlen_whole;
+            let frags_whole = mlen_whole.div_ceil(segsize);
+            // Mbufs the loop copies whole without reaching "seglimit": each leaves more than
+            // `frags_whole` for the next (`(seglimit - 1) / frags_whole` of them).
+            let whole = if at + mlen_whole == m_end {
+                ((r.count - i) as u64)
+                    .min((seglimit - 1) / frags_whole)
+                    .min(len / mlen_whole)
+            } else {
+                0
+            };
+            let taken = if whole > 0 {
+                seglimit -= whole * frags_whole;
+                len -= whole * mlen_whole;
+                len_cp += whole * mlen_whole;
+                whole
+            } else {
+                let Some(mlen) = copy_mbuf(len.min(m_end - at), &mut len, &mut seglimit, segsize)
+                else {
+                    return len_cp;
+                };
+                len_cp += mlen;
+                1
+            };
+            at = r.start() + (i as u64 + taken) * mlen_whole;
+            i += taken as u32;
+            if i == r.count {
+                (ri, i) = (ri + 1, 0);
             }
-            let mut mlen = len.min(m.end - at);
-            // Not M_EXTPG (no KTLS, no sendfile): `fragsize = segsize; frags = 0;`.
-            let mut frags = 0u64;
-            // "Break if we really can't fit anymore."
-            if frags + 1 >= seglimit {
-                return len_cp;
-            }
-            // "Reduce size if you can't copy the whole mbuf."
-            if frags + mlen.div_ceil(segsize) >= seglimit {
-                mlen = (seglimit - frags - 1) * segsize;
-                len = mlen;
-            }
-            frags += mlen.div_ceil(segsize);
-            if frags == 0 {
-                frags += 1;
-            }
-            seglimit -= frags;
-            len -= mlen;
-            len_cp += mlen;
-            at = m.end;
         }
         len_cp
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// docs/research/freebsd-second-reading.md §5, computed there by a separate script from the
-    /// quoted lines: bce(4)'s if.c defaults (35 fragments of 2048 bytes), a 45-segment burst.
-    #[test]
-    fn tcp_m_copym_cuts_a_burst_at_the_fragment_limit() {
-        let burst = 45 * 1448;
-        let chain = |writes: &[u64]| {
-            let mut sb = SockBuf::default();
-            for &w in writes {
-                sb.write(w);
-            }
-            sb
-        };
-        // One large write: 4096-byte clusters, 2 fragments each; 16 clusters + 1 = 33 < 34.
-        assert_eq!(chain(&[200_000]).m_copym_len(0, burst, 35, 2048), burst);
-        // 2896-byte writes: 17 mbufs x 2 fragments = 34 = seglimit - 1: 49 232 = 34 x 1448.
-        assert_eq!(chain(&[2896; 40]).m_copym_len(0, burst, 35, 2048), 49_232);
-        // 3000-byte writes: 51 000 = 35 x 1448 + 320, off the segment grid.
-        assert_eq!(chain(&[3000; 40]).m_copym_len(0, burst, 35, 2048), 51_000);
-        // The first write of 33 580 (8 x 4096 + 812) then 2896-byte writes, from offset 14 480.
-        let mut sb = chain(&[33_580]);
-        for _ in 0..20 {
-            sb.write(2896);
-        }
-        assert_eq!(sb.m_copym_len(14_480, burst, 35, 2048), 53_852);
-        // em(4) through iflib: 37 fragments of 4096; 1448-byte writes cut at 36 x 1448.
-        assert_eq!(chain(&[1448; 80]).m_copym_len(0, burst, 37, 4096), 52_128);
-        assert_eq!(chain(&[2896; 40]).m_copym_len(0, burst, 37, 4096), burst);
-        // No limit: no cut.
-        assert_eq!(chain(&[1448; 80]).m_copym_len(0, burst, 0, 0), burst);
+/// One mbuf in tcp_m_copym()'s loop, `mlen` bytes of it wanted: the bytes it copies, `len` and
+/// `seglimit` left after it; None where the loop breaks.
+fn copy_mbuf(mut mlen: u64, len: &mut u64, seglimit: &mut u64, segsize: u64) -> Option<u64> {
+    // Not M_EXTPG (no KTLS, no sendfile): `fragsize = segsize; frags = 0;`.
+    // "Break if we really can't fit anymore."
+    if 1 >= *seglimit {
+        return None;
     }
-
-    #[test]
-    fn writes_become_m_getm2_pieces_and_acks_trim_the_front() {
-        assert_eq!(m_getm2_sizes(33_580), [vec![4096; 8], vec![2048]].concat());
-        assert_eq!(m_getm2_sizes(4097), vec![4096, 224]);
-        let mut sb = SockBuf::default();
-        sb.write(5000);
-        // sbcompress(): a 100-byte write joins the 2048 cluster holding 904 bytes.
-        sb.write(100);
-        assert_eq!(sb.chain.len(), 2);
-        assert_eq!(sb.chain[1].len, 1004);
-        // A 600-byte write (> MCLBYTES / 4) stays its own mbuf.
-        sb.write(600);
-        assert_eq!(sb.chain.len(), 3);
-        sb.drop_to(4196);
-        assert_eq!(sb.chain.len(), 2);
-        assert_eq!((sb.chain[0].len, sb.chain[0].lead), (904, 100));
-        // The trimmed front counts its remaining bytes: 904 -> 1 fragment of 2048.
-        assert_eq!(sb.m_copym_len(4196, 1504, 2, 2048), 904);
+    // "Reduce size if you can't copy the whole mbuf."
+    if mlen.div_ceil(segsize) >= *seglimit {
+        mlen = (*seglimit - 1) * segsize;
+        *len = mlen;
     }
+    *seglimit -= mlen.div_ceil(segsize).max(1);
+    *len -= mlen;
+    Some(mlen)
 }
+
+#[cfg(test)]
+#[path = "sockbuf_tests.rs"]
+mod tests;
