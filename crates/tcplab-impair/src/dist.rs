@@ -112,7 +112,13 @@ pub fn table(d: Distribution) -> &'static [i16] {
 
 /// sch_netem.c tabledist(): a value around `mu` with spread `sigma` (ns), drawn from `table`
 /// (uniform if empty) with the correlated draw `state`.
-pub fn tabledist(mu: i64, sigma: i64, state: &mut Correlated, p: &mut Prandom, table: &[i16]) -> i64 {
+pub fn tabledist(
+    mu: i64,
+    sigma: i64,
+    state: &mut Correlated,
+    p: &mut Prandom,
+    table: &[i16],
+) -> i64 {
     if sigma == 0 {
         return mu;
     }
@@ -139,15 +145,25 @@ mod tests {
         let n = t.len() as f64;
         let m = t.iter().map(|&v| v as f64).sum::<f64>() / n;
         let var = t.iter().map(|&v| (v as f64 - m).powi(2)).sum::<f64>() / n;
-        (m / NETEM_DIST_SCALE as f64, var.sqrt() / NETEM_DIST_SCALE as f64)
+        (
+            m / NETEM_DIST_SCALE as f64,
+            var.sqrt() / NETEM_DIST_SCALE as f64,
+        )
     }
 
     #[test]
     fn the_tables_have_iproute2s_size_order_and_moments() {
-        for d in [Distribution::Normal, Distribution::Pareto, Distribution::Paretonormal] {
+        for d in [
+            Distribution::Normal,
+            Distribution::Pareto,
+            Distribution::Paretonormal,
+        ] {
             let t = table(d);
             assert_eq!(t.len(), 4096, "{d:?}");
-            assert!(t.windows(2).all(|w| w[0] <= w[1]), "{d:?} is an inverse CDF");
+            assert!(
+                t.windows(2).all(|w| w[0] <= w[1]),
+                "{d:?} is an inverse CDF"
+            );
         }
         // normal.dist: mean 0, sd 1 (in units of sigma) to within the table's quantisation.
         let (m, sd) = moments(table(Distribution::Normal));

@@ -155,7 +155,13 @@ impl Netem {
         // q_netem.c: reordering without a gap gets gap 1; netem_change(): a gap without a
         // reorder probability reorders every gap-th packet (`q->reorder = ~0`).
         let gap = if c.reorder > 0.0 { c.gap.max(1) } else { c.gap };
-        let reorder = if c.reorder > 0.0 { prob_u32(c.reorder) } else if gap > 0 { u32::MAX } else { 0 };
+        let reorder = if c.reorder > 0.0 {
+            prob_u32(c.reorder)
+        } else if gap > 0 {
+            u32::MAX
+        } else {
+            0
+        };
         Netem {
             prng: Prandom::new(seed),
             side,
@@ -215,12 +221,26 @@ impl Netem {
             || self.reorder < self.reorder_cor.draw(&mut self.prng);
         if !delayed {
             self.counter = 0;
-            return Fate { delay_ns: 0, reordered: true, corrupt_bit };
+            return Fate {
+                delay_ns: 0,
+                reordered: true,
+                corrupt_bit,
+            };
         }
         let mu = latency_ns.min(i64::MAX as u64) as i64;
-        let delay = dist::tabledist(mu, self.jitter_ns, &mut self.delay_cor, &mut self.prng, self.table);
+        let delay = dist::tabledist(
+            mu,
+            self.jitter_ns,
+            &mut self.delay_cor,
+            &mut self.prng,
+            self.table,
+        );
         self.counter += 1;
-        Fate { delay_ns: delay.max(0) as Ns, reordered: false, corrupt_bit }
+        Fate {
+            delay_ns: delay.max(0) as Ns,
+            reordered: false,
+            corrupt_bit,
+        }
     }
 }
 
@@ -257,13 +277,23 @@ pub struct DelayLine<T> {
 impl<T> DelayLine<T> {
     /// An empty line; `jitter_reorders` as [`NetemConfig::jitter_reorders`].
     pub fn new(jitter_reorders: bool) -> Self {
-        DelayLine { heap: BinaryHeap::new(), seq: 0, reorders: jitter_reorders, last_ns: 0, pushed_ns: 0 }
+        DelayLine {
+            heap: BinaryHeap::new(),
+            seq: 0,
+            reorders: jitter_reorders,
+            last_ns: 0,
+            pushed_ns: 0,
+        }
     }
 
     /// Queue `item` to leave at `at_ns` (a reordered packet: `now`, ahead of everything).
     /// Returns the time it was given.
     pub fn push(&mut self, at_ns: Ns, reordered: bool, item: T) -> Ns {
-        let t = if self.reorders || reordered { at_ns } else { at_ns.max(self.last_ns) };
+        let t = if self.reorders || reordered {
+            at_ns
+        } else {
+            at_ns.max(self.last_ns)
+        };
         if !reordered {
             self.last_ns = self.last_ns.max(t);
         }
@@ -308,7 +338,9 @@ pub fn digest(d: &Decision) -> u64 {
     let f = d.copies[1];
     let mut x = f.is_none() as u64 | ((d.copies[0].is_some() as u64) << 1);
     if let Some(f) = f {
-        x |= ((f.reordered as u64) << 2) | ((f.corrupt_bit.is_some() as u64) << 3) | ((f.delay_ns / 1000) << 4);
+        x |= ((f.reordered as u64) << 2)
+            | ((f.corrupt_bit.is_some() as u64) << 3)
+            | ((f.delay_ns / 1000) << 4);
     }
     x
 }

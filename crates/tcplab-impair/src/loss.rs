@@ -74,13 +74,35 @@ impl Loss {
                 Loss::Random(prob_u32(*p), Correlated::new(prob_u32(*corr), corr_last))
             }
             // q_netem.c: "netem option is 1-h but kernel expects h"; k1 is 1-k as given.
-            Some(LossConfig::Gemodel { p, r, loss_bad, loss_good }) => Loss::Gilbert(
-                [prob_u32(*p), prob_u32(*r), u32::MAX - prob_u32(*loss_bad), prob_u32(*loss_good)],
+            Some(LossConfig::Gemodel {
+                p,
+                r,
+                loss_bad,
+                loss_good,
+            }) => Loss::Gilbert(
+                [
+                    prob_u32(*p),
+                    prob_u32(*r),
+                    u32::MAX - prob_u32(*loss_bad),
+                    prob_u32(*loss_good),
+                ],
                 false,
             ),
             // netem_change() get_loss_clg(): a1 = p13, a2 = p31, a3 = p32, a4 = p14, a5 = p23.
-            Some(LossConfig::State { p13, p31, p32, p23, p14 }) => Loss::FourState(
-                [prob_u32(*p13), prob_u32(*p31), prob_u32(*p32), prob_u32(*p14), prob_u32(*p23)],
+            Some(LossConfig::State {
+                p13,
+                p31,
+                p32,
+                p23,
+                p14,
+            }) => Loss::FourState(
+                [
+                    prob_u32(*p13),
+                    prob_u32(*p31),
+                    prob_u32(*p32),
+                    prob_u32(*p14),
+                    prob_u32(*p23),
+                ],
                 1,
             ),
         }
@@ -178,7 +200,12 @@ mod tests {
     #[test]
     fn gilbert_elliott_has_the_stationary_loss_and_burst_length() {
         // Simple Gilbert (loss only in bad): P(bad) = p / (p + r), bursts 1 / r long.
-        let c = LossConfig::Gemodel { p: 0.01, r: 0.25, loss_bad: 1.0, loss_good: 0.0 };
+        let c = LossConfig::Gemodel {
+            p: 0.01,
+            r: 0.25,
+            loss_bad: 1.0,
+            loss_good: 0.0,
+        };
         let (rate, burst) = run(&c, 2_000_000);
         let want = 0.01 / 0.26;
         assert!((rate - want).abs() < 0.1 * want, "{rate} vs {want}");
@@ -191,8 +218,17 @@ mod tests {
         assert!((rate - 0.05).abs() < 0.002, "{rate}");
         assert!((burst - 1.0 / 0.95).abs() < 0.02, "{burst}");
         // p14 only: every loss isolated (state 4 returns to 1), rate p14 / (1 + p14).
-        let c = LossConfig::State { p13: 0.0, p31: 1.0, p32: 0.0, p23: 1.0, p14: 0.02 };
+        let c = LossConfig::State {
+            p13: 0.0,
+            p31: 1.0,
+            p32: 0.0,
+            p23: 1.0,
+            p14: 0.02,
+        };
         let (rate, burst) = run(&c, 1_000_000);
-        assert!((rate - 0.02 / 1.02).abs() < 0.002 && burst == 1.0, "{rate} {burst}");
+        assert!(
+            (rate - 0.02 / 1.02).abs() < 0.002 && burst == 1.0,
+            "{rate} {burst}"
+        );
     }
 }

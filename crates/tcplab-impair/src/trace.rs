@@ -19,16 +19,24 @@ pub fn parse(text: &str) -> Result<Vec<u64>, String> {
     for (i, line) in text.lines().enumerate() {
         let s = line.trim();
         let ms: u64 = s.parse().map_err(|_| {
-            format!("line {}: {s:?} is not a whole number of milliseconds", i + 1)
+            format!(
+                "line {}: {s:?} is not a whole number of milliseconds",
+                i + 1
+            )
         })?;
         if out.last().is_some_and(|&prev| ms < prev) {
-            return Err(format!("line {}: {ms} is earlier than the line before", i + 1));
+            return Err(format!(
+                "line {}: {ms} is earlier than the line before",
+                i + 1
+            ));
         }
         out.push(ms);
     }
     match out.last() {
         None => Err("the trace has no line".into()),
-        Some(0) => Err("the trace's last timestamp is 0 ms (it is the period; it must be positive)".into()),
+        Some(0) => {
+            Err("the trace's last timestamp is 0 ms (it is the period; it must be positive)".into())
+        }
         Some(_) => Ok(out),
     }
 }
@@ -48,7 +56,12 @@ impl TraceServer {
     /// A server from parsed timestamps (`parse`), time zero at the trace's 0 ms.
     pub fn new(ms: Vec<u64>) -> Self {
         let period_ns = ms.last().copied().unwrap_or(1).max(1) * MS;
-        TraceServer { ms, period_ns, at: 0, left: OPPORTUNITY_BYTES }
+        TraceServer {
+            ms,
+            period_ns,
+            at: 0,
+            left: OPPORTUNITY_BYTES,
+        }
     }
 
     /// When opportunity `k` (over the looped trace) comes, ns.
@@ -107,7 +120,10 @@ mod tests {
 
     #[test]
     fn malformed_lines_are_named() {
-        assert_eq!(parse("1\n2\nx\n").unwrap_err(), "line 3: \"x\" is not a whole number of milliseconds");
+        assert_eq!(
+            parse("1\n2\nx\n").unwrap_err(),
+            "line 3: \"x\" is not a whole number of milliseconds"
+        );
         assert!(parse("5\n3\n").unwrap_err().starts_with("line 2:"));
         assert!(parse("").is_err() && parse("0\n").is_err());
         assert_eq!(parse("0\n1\n1\n4\n").unwrap(), vec![0, 1, 1, 4]);

@@ -127,7 +127,12 @@ mod tests {
     }
 
     fn pipe(imp: LinkImpair, rate_bps: u64) -> Pipe {
-        let cfg = PipeConfig { delay_ns: 10 * MS, rate_bps, impair: Some(imp), ..Default::default() };
+        let cfg = PipeConfig {
+            delay_ns: 10 * MS,
+            rate_bps,
+            impair: Some(imp),
+            ..Default::default()
+        };
         let mut p = Pipe::new(cfg, 1).unwrap();
         p.start_clock(0);
         p
@@ -135,24 +140,58 @@ mod tests {
 
     #[test]
     fn the_pipe_makes_the_crates_decisions_for_the_seed() {
-        let netem = NetemConfig { jitter_ns: 2 * MS, reorder: 0.2, duplicate: 0.05, corrupt: 0.02, ..Default::default() };
-        let mut p = pipe(LinkImpair { netem: Some(netem.clone()), seed: 77, ..Default::default() }, 0);
+        let netem = NetemConfig {
+            jitter_ns: 2 * MS,
+            reorder: 0.2,
+            duplicate: 0.05,
+            corrupt: 0.02,
+            ..Default::default()
+        };
+        let mut p = pipe(
+            LinkImpair {
+                netem: Some(netem.clone()),
+                seed: 77,
+                ..Default::default()
+            },
+            0,
+        );
         for i in 0..300 {
             p.admit(i * 1000, ipv4_frame());
         }
         let mut q = tcplab_impair::Netem::new(&netem, 77);
-        let want: Vec<u64> = (0..256).map(|_| tcplab_impair::digest(&q.decide(10 * MS))).collect();
+        let want: Vec<u64> = (0..256)
+            .map(|_| tcplab_impair::digest(&q.decide(10 * MS)))
+            .collect();
         assert_eq!(p.impair_counts().first, want);
         assert!(p.impair_counts().duplicated > 0 && p.impair_counts().reordered > 0);
     }
 
     #[test]
     fn a_corrupted_ipv4_frame_fails_its_header_checksum() {
-        let netem = NetemConfig { corrupt: 1.0, ..Default::default() };
-        let mut p = pipe(LinkImpair { netem: Some(netem), seed: 1, ..Default::default() }, 0);
+        let netem = NetemConfig {
+            corrupt: 1.0,
+            ..Default::default()
+        };
+        let mut p = pipe(
+            LinkImpair {
+                netem: Some(netem),
+                seed: 1,
+                ..Default::default()
+            },
+            0,
+        );
         let mut f = ipv4_frame();
-        let sum = |h: &[u8]| h.chunks(2).map(|w| u16::from_be_bytes([w[0], w[1]]) as u32).sum::<u32>();
-        let fold = |mut s: u32| { while s > 0xffff { s = (s & 0xffff) + (s >> 16) } s };
+        let sum = |h: &[u8]| {
+            h.chunks(2)
+                .map(|w| u16::from_be_bytes([w[0], w[1]]) as u32)
+                .sum::<u32>()
+        };
+        let fold = |mut s: u32| {
+            while s > 0xffff {
+                s = (s & 0xffff) + (s >> 16)
+            }
+            s
+        };
         let c = !fold(sum(&f[14..34])) as u16; // a valid header checksum
         f[24..26].copy_from_slice(&c.to_be_bytes());
         assert_eq!(fold(sum(&f[14..34])), 0xffff);
@@ -164,7 +203,11 @@ mod tests {
     #[test]
     fn a_trace_gives_its_opportunities_per_second_to_a_backlogged_queue() {
         // 3 opportunities in 4 ms (750 packets/s), offered 1000 full frames/s for 10 s.
-        let imp = LinkImpair { trace_ms: Some(vec![1, 2, 4]), seed: 1, ..Default::default() };
+        let imp = LinkImpair {
+            trace_ms: Some(vec![1, 2, 4]),
+            seed: 1,
+            ..Default::default()
+        };
         let mut p = pipe(imp, 1);
         let mut out = vec![0u64; 11];
         for i in 0..10_000u64 {

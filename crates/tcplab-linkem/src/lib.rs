@@ -321,7 +321,10 @@ pub fn run(args: Vec<String>) -> i32 {
     unsafe {
         libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
         libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
-        libc::signal(libc::SIGUSR1, on_time_zero as *const () as libc::sighandler_t);
+        libc::signal(
+            libc::SIGUSR1,
+            on_time_zero as *const () as libc::sighandler_t,
+        );
     }
     let open = |rx_if: &str, tx_if: &str| -> std::io::Result<(ring::RxRing, ring::Tx)> {
         Ok((

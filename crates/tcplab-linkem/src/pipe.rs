@@ -190,7 +190,11 @@ impl Pipe {
     /// A frame past netem's decision (`fate`, None without netem) onto the delay line when it
     /// has crossed the wire (at once without a rate).
     fn onto_line(&mut self, crossed_ns: u64, mut data: Vec<u8>, fate: Option<Fate>) {
-        let f = fate.unwrap_or(Fate { delay_ns: self.cfg.delay_ns, reordered: false, corrupt_bit: None });
+        let f = fate.unwrap_or(Fate {
+            delay_ns: self.cfg.delay_ns,
+            reordered: false,
+            corrupt_bit: None,
+        });
         if let Some(i) = self.impair.as_mut() {
             if !i.apply(&f, &mut data) {
                 return;

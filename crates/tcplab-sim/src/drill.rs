@@ -125,7 +125,16 @@ impl Endpoint {
         extra_json: Option<&str>,
     ) -> Result<Self, String> {
         let host = Host::default();
-        Self::on_host(&host, stack, cc, peer, now, handshake_rtt_ns, win_bytes, extra_json)
+        Self::on_host(
+            &host,
+            stack,
+            cc,
+            peer,
+            now,
+            handshake_rtt_ns,
+            win_bytes,
+            extra_json,
+        )
     }
 
     /// [`Endpoint::with_flow`] on `host` (its kernel's clock).

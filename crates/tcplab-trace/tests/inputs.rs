@@ -11,7 +11,12 @@ fn import(
     lenient: bool,
 ) -> Result<(usize, usize, u64, Vec<String>), ParseError> {
     let (imp, skipped) = import_bytes(format, data, lenient, |_| {})?;
-    Ok((imp.flows.flows.len(), imp.rec.intervals.len(), skipped.count, skipped.first))
+    Ok((
+        imp.flows.flows.len(),
+        imp.rec.intervals.len(),
+        skipped.count,
+        skipped.first,
+    ))
 }
 
 fn iperf3_json(intervals: &[(f64, f64)]) -> Vec<u8> {

@@ -9,7 +9,9 @@
 
 use crate::time::Ns;
 use std::collections::VecDeque;
-use tcplab_impair::{trace::TraceServer, Decision, DelayLine, Fate, LinkImpair, Netem, Schedule, Step};
+use tcplab_impair::{
+    trace::TraceServer, Decision, DelayLine, Fate, LinkImpair, Netem, Schedule, Step,
+};
 
 /// A packet in the delay line: its slab handle, destination and size.
 #[derive(Clone, Copy, Debug)]
@@ -103,13 +105,19 @@ impl Impaired {
 
     /// The fate of the packet at the head of the pipe (netem only).
     pub fn next_fate(&mut self) -> Fate {
-        self.fates.pop_front().expect("a fate per packet in the pipe")
+        self.fates
+            .pop_front()
+            .expect("a fate per packet in the pipe")
     }
 
     /// The packet at the head of the pipe crossed the wire at `now` with its `fate` (None:
     /// no netem, the link's delay): into the delay line, or discarded if corrupted.
     pub fn crossed(&mut self, now: Ns, h: Held, fate: Option<Fate>) -> Crossed {
-        let f = fate.unwrap_or(Fate { delay_ns: self.latency_ns, reordered: false, corrupt_bit: None });
+        let f = fate.unwrap_or(Fate {
+            delay_ns: self.latency_ns,
+            reordered: false,
+            corrupt_bit: None,
+        });
         if f.corrupt_bit.is_some() {
             self.counts.corrupted += 1;
             return Crossed::Corrupted;

@@ -153,7 +153,10 @@ impl Port {
             delay_hist: None,
             pool: pool.unwrap_or(u32::MAX),
             from,
-            imp: d.impair.as_ref().map(|c| Box::new(Impaired::new(c, d.delay_ns))),
+            imp: d
+                .impair
+                .as_ref()
+                .map(|c| Box::new(Impaired::new(c, d.delay_ns))),
         }
     }
 
@@ -206,7 +209,11 @@ impl Port {
     /// A new rate from now on (a schedule's step): packets already admitted keep their times.
     pub fn set_rate(&mut self, rate_bps: u64) {
         self.rate_bps = rate_bps.max(1);
-        self.ns_per_byte = if (8 * SEC).is_multiple_of(self.rate_bps) { 8 * SEC / self.rate_bps } else { 0 };
+        self.ns_per_byte = if (8 * SEC).is_multiple_of(self.rate_bps) {
+            8 * SEC / self.rate_bps
+        } else {
+            0
+        };
     }
 
     /// A new random loss probability from now on (a schedule's step).
@@ -417,7 +424,13 @@ impl Port {
 
     /// `send` on an impaired port: a replayed trace, if any, decides when the packet has crossed
     /// the wire (the opportunities it needs after those of the packets before it).
-    pub fn send_impaired(&mut self, packet: u32, size_bytes: u32, dst: u32, now: Ns) -> (Option<Ns>, u64) {
+    pub fn send_impaired(
+        &mut self,
+        packet: u32,
+        size_bytes: u32,
+        dst: u32,
+        now: Ns,
+    ) -> (Option<Ns>, u64) {
         let start = self.busy_until.max(now);
         let done = match self.imp.as_mut().and_then(|i| i.trace.as_mut()) {
             Some(t) => t.depart(now, size_bytes as u64).max(start),
@@ -428,7 +441,15 @@ impl Port {
 
     /// `send` with the packet's transmission from `start` to `done`.
     #[inline(always)]
-    fn send_until(&mut self, packet: u32, size_bytes: u32, dst: u32, now: Ns, start: Ns, done: Ns) -> (Option<Ns>, u64) {
+    fn send_until(
+        &mut self,
+        packet: u32,
+        size_bytes: u32,
+        dst: u32,
+        now: Ns,
+        start: Ns,
+        done: Ns,
+    ) -> (Option<Ns>, u64) {
         let size = size_bytes as u64;
         if self.flags & FLAG_FIFO_HIST != 0 {
             if let Some(h) = self.delay_hist.as_mut() {

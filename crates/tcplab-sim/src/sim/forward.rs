@@ -57,7 +57,14 @@ impl Simulation {
 
     /// Admission and sending at a port of a shared-buffer switch, with a queue discipline or
     /// impairments (then `fate` is netem's for this copy, kept until it has crossed the wire).
-    pub(super) fn admit_and_send(&mut self, pi: u32, h: u32, dst: u32, size_bytes: u32, fate: Option<tcplab_impair::Fate>) {
+    pub(super) fn admit_and_send(
+        &mut self,
+        pi: u32,
+        h: u32,
+        dst: u32,
+        size_bytes: u32,
+        fate: Option<tcplab_impair::Fate>,
+    ) {
         let now = self.now;
         let pool = self.ports[pi as usize].pool();
         match pool {

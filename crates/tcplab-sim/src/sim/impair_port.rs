@@ -11,7 +11,9 @@ impl Simulation {
     /// A packet (handle `h`) enters impaired port `pi`: netem decides, then each copy is
     /// admitted (the link's loss, buffer) and sent as on any port.
     pub(super) fn forward_impaired(&mut self, pi: u32, h: u32, dst: u32, size_bytes: u32) {
-        let imp = self.ports[pi as usize].impaired_mut().expect("an impaired port");
+        let imp = self.ports[pi as usize]
+            .impaired_mut()
+            .expect("an impaired port");
         let Some(d) = imp.decide() else {
             self.admit_and_send(pi, h, dst, size_bytes, None);
             return;
@@ -38,8 +40,14 @@ impl Simulation {
     /// discarded if corrupted: the receiver's checksum fails).
     pub(super) fn impaired_crossed(&mut self, pi: u32, head: InPipe) {
         let now = self.now;
-        let imp = self.ports[pi as usize].impaired_mut().expect("an impaired port");
-        let held = Held { packet: head.packet, dst: head.dst, size_bytes: head.size_bytes };
+        let imp = self.ports[pi as usize]
+            .impaired_mut()
+            .expect("an impaired port");
+        let held = Held {
+            packet: head.packet,
+            dst: head.dst,
+            size_bytes: head.size_bytes,
+        };
         let fate = imp.netem.is_some().then(|| imp.next_fate());
         match imp.crossed(now, held, fate) {
             Crossed::Corrupted => {

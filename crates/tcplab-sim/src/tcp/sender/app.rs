@@ -101,10 +101,10 @@ impl Conn {
 
     pub(super) fn new_data_len(&self) -> Option<u64> {
         let mut unsent = self.written - self.snd_nxt;
-        if !self.eor_marks.is_empty() {
+        if let Some(marks) = &self.eor_marks {
             // MSG_EOR ends an skb that later data never joins (tcp_sendmsg_locked(): a tail skb
             // that is not tcp_skb_can_collapse_to() gets no more data; net/ipv4/tcp.c, v6.18).
-            if let Some(&end) = self.eor_marks.iter().find(|&&m| m > self.snd_nxt) {
+            if let Some(&end) = marks.iter().find(|&&m| m > self.snd_nxt) {
                 unsent = unsent.min(end - self.snd_nxt);
             }
         }
@@ -159,8 +159,9 @@ impl Conn {
     /// The application's data so far ends a record (send(2) with MSG_EOR).
     pub fn app_mark_eor(&mut self) {
         let end = self.app_written();
-        if self.eor_marks.last() != Some(&end) {
-            self.eor_marks.push(end);
+        let marks = self.eor_marks.get_or_insert_with(Box::default);
+        if marks.last() != Some(&end) {
+            marks.push(end);
         }
     }
 

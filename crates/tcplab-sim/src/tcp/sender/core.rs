@@ -57,9 +57,9 @@ pub struct Conn {
     /// The next send starts a TSO burst of its own in the records even when contiguous with the
     /// last one (FreeBSD with the NIC's fragment limits: a cut burst ends one tcp_output() pass).
     pub(super) burst_break: bool,
-    /// Ends of the application's MSG_EOR records, bytes (the drill endpoint's sends; empty in a
-    /// simulation): no segment of new data spans one.
-    pub(super) eor_marks: Vec<u64>,
+    /// Ends of the application's MSG_EOR records, bytes (the drill endpoint's sends; None in a
+    /// simulation; boxed to keep the hot group within its cache lines): no segment of new data spans one.
+    pub(super) eor_marks: Option<Box<Vec<u64>>>,
     /// Linux's RTO estimator state (the linux stack; None: RFC 6298's in `rtt`). Cold: read
     /// with an RTT sample and when the RTO is armed.
     pub(super) linux_rto: Option<crate::tcp::rtt::LinuxRto>,
@@ -203,7 +203,7 @@ impl Conn {
             rto_count: 0,
             recoveries: 0,
             burst_break: false,
-            eor_marks: Vec::new(),
+            eor_marks: None,
             linux_rto,
             completed_at: None,
             events: Vec::new(),
