@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tcplab.drill import parse_file
+from tcplab.drill import nic_freebsd, parse_file
 from tcplab.drill.model import run_script
 from tcplab.drill.runner import RunnerError, check_targets
 
@@ -37,7 +37,12 @@ EXPECTED = {
     "rack-rto-keeps-cwnd.pkt": "freebsd-rack@15.0-2025",
     "rack-pacing-slot.pkt": "freebsd-rack@15.0-2025",
     "rack-tlp.pkt": "freebsd-rack@15.0-2025",
+    "tso-fragment-cut-bce.pkt": "freebsd",
+    "rack-compressed-acks-lro.pkt": "freebsd-rack@15.0-2025",
+    "rack-autosndbuf-20pct.pkt": "freebsd-rack@15.0-2025",
 }
+#: The interface (--nic) a script needs: the NIC the rule depends on.
+NIC = {"tso-fragment-cut-bce.pkt": ["driver=bce"], "rack-compressed-acks-lro.pkt": ["lro=true"]}
 #: Where the rule a script checks is absent (an older source, or its sysctl off) the script fails:
 #: each of these tests fails if the rule is reverted in the model.
 WITHOUT_THE_RULE = {
@@ -46,12 +51,19 @@ WITHOUT_THE_RULE = {
     "rescue-retransmission.pkt": "freebsd",  # "2023": the rescue only while snd_recover == snd_max
     "lrd.pkt": "freebsd",  # "2023": net.inet.tcp.do_lrd = 0
     "rack-rto-keeps-cwnd.pkt": "freebsd-rack",  # 2023 rack.c: cwnd 1 MSS after an RTO
+    "rack-autosndbuf-20pct.pkt": "freebsd-rack",  # 2023 rack.c: sendbuf_inc steps
+}
+#: Where the NIC the rule needs is absent (its EXPECTED target, another --nic) the script fails.
+WITHOUT_THE_NIC = {
+    "tso-fragment-cut-bce.pkt": ["tso=true"],  # TSO without bce's fragment limits: 65160 at once
+    "rack-compressed-acks-lro.pkt": [],  # no LRO: each ACK processed on arrival
 }
 
 
-def _run(name: str, target: str):
+def _run(name: str, target: str, nic: list[str] | None = None):
     path = FOLDER / name
-    return run_script(str(path), parse_file(path), target)
+    opts = NIC.get(name, []) if nic is None else nic
+    return run_script(str(path), parse_file(path), target, nic_freebsd.parse(opts) if opts else None)
 
 
 def test_there_are_scripts_and_each_parses_with_a_cited_commit():
@@ -69,6 +81,32 @@ def test_there_are_scripts_and_each_parses_with_a_cited_commit():
 def test_each_script_passes_on_its_target(name):
     r = _run(name, EXPECTED[name])
     assert r.result == "pass", r
+
+
+@pytest.mark.parametrize("name", sorted(WITHOUT_THE_NIC))
+def test_each_nic_script_fails_without_its_nic(name):
+    r = _run(name, EXPECTED[name], WITHOUT_THE_NIC[name])
+    assert r.result == "fail", r
+
+
+def test_a_scripts_ifconfig_sets_the_interface_as_nic_does(tmp_path):
+    # `ifconfig IF lro` in a backtick line is --nic lro=true; `-lro` after it turns it off again.
+    text = (FOLDER / "rack-compressed-acks-lro.pkt").read_text()
+    for line, want in (("ifconfig tun0 lro; ", "pass"), ("ifconfig tun0 lro -lro; ", "fail")):
+        path = tmp_path / "s.pkt"
+        path.write_text(text.replace("`sysctl ", "`" + line + "sysctl "))
+        r = run_script(str(path), parse_file(path), "freebsd-rack@15.0-2025")
+        assert r.result == want, r
+
+
+def test_the_cli_takes_nic_options_and_refuses_bad_ones():
+    path = FOLDER / "tso-fragment-cut-bce.pkt"
+    cmd = [sys.executable, "-m", "tcplab.cli", "drill", str(path), "-t", "freebsd"]
+    assert subprocess.run(cmd + ["--nic", "driver=bce"], capture_output=True, cwd=ROOT).returncode == 0
+    for bad, why in ((["--nic", "driver=xl"], "driver"), (["--nic", "tso_max_segcount=35"], "tso_max_segsize"),
+                     (["--nic", "speed=1"], "KEY one of"), (["--nic", "lro=true", "-t", "linux"], "not for target")):
+        r = subprocess.run(cmd + bad, capture_output=True, text=True, cwd=ROOT)
+        assert r.returncode == 2 and why in r.stderr and len(r.stderr.strip().splitlines()) == 1, (bad, r.stderr)
 
 
 @pytest.mark.parametrize("name", sorted(WITHOUT_THE_RULE))
