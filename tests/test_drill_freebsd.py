@@ -40,6 +40,7 @@ EXPECTED = {
     "tso-fragment-cut-bce.pkt": "freebsd",
     "rack-compressed-acks-lro.pkt": "freebsd-rack@15.0-2025",
     "rack-autosndbuf-20pct.pkt": "freebsd-rack@15.0-2025",
+    "prr-cwnd-after-d43470.pkt": "freebsd@15.0-2025",
 }
 #: The interface (--nic) a script needs: the NIC the rule depends on.
 NIC = {"tso-fragment-cut-bce.pkt": ["driver=bce"], "rack-compressed-acks-lro.pkt": ["lro=true"]}
@@ -52,6 +53,7 @@ WITHOUT_THE_RULE = {
     "lrd.pkt": "freebsd",  # "2023": net.inet.tcp.do_lrd = 0
     "rack-rto-keeps-cwnd.pkt": "freebsd-rack",  # 2023 rack.c: cwnd 1 MSS after an RTO
     "rack-autosndbuf-20pct.pkt": "freebsd-rack",  # 2023 rack.c: sendbuf_inc steps
+    "prr-cwnd-after-d43470.pkt": "freebsd",  # "2023": the review's reading, pipe after the ACK + sndcnt
 }
 #: Where the NIC the rule needs is absent (its EXPECTED target, another --nic) the script fails.
 WITHOUT_THE_NIC = {
