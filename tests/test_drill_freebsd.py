@@ -2,7 +2,7 @@
 scripts in tests/drill/freebsd (the rules the models follow from source) parse, cite their source,
 pass on the target of the FreeBSD version they follow and fail where that rule is absent; the
 upstream FreeBSD suites in ../shared/packetdrill (freebsd-tcp-testsuite, nplab-bsd: read there,
-never copied) give the counts docs/drill.md lists. Tests that read ../shared skip, with a one-line
+never copied) give the verdicts of tests/drill/table_freebsd.tsv and the counts docs/drill.md lists. Tests that read ../shared skip, with a one-line
 reason, only where that folder is absent (a clone outside this workspace)."""
 
 from __future__ import annotations
@@ -137,17 +137,45 @@ def test_the_cli_runs_a_script_on_both_freebsd_targets(tmp_path):
     assert "--target freebsd-rack" in res[0]["reason"]
 
 
-def _suite(target: str) -> Counter:
+#: The FreeBSD drill table: one row per script of both suites, a column per target
+#: (tests/drill/table_freebsd.tsv says how to read it).
+TABLE = ROOT / "tests" / "drill" / "table_freebsd.tsv"
+TARGETS = ("freebsd", "freebsd-rack", "rfc")
+
+
+@pytest.fixture(scope="module")
+def suite_verdicts() -> dict[str, dict[str, str]]:
+    """Both upstream FreeBSD suites on the three model targets, once (about 3 s), shared by the
+    table and the counts below: {script relative to ../shared/packetdrill: {target: cell}}."""
     from tcplab.drill.runner import run
 
-    results, bad = run([str(SHARED / "freebsd-tcp-testsuite"), str(SHARED / "nplab-bsd")], [target])
+    results, bad = run([str(SHARED / "freebsd-tcp-testsuite"), str(SHARED / "nplab-bsd")], list(TARGETS))
     assert not bad
-    return Counter(r.result for r in results)
+    got: dict[str, dict[str, str]] = {}
+    for r in results:
+        cell = r.result if r.line is None else f"{r.result}@{r.line}"
+        got.setdefault(str(Path(r.script).relative_to(SHARED)), {})[r.target] = cell
+    return got
+
+
+def _expected_table() -> dict[str, dict[str, str]]:
+    lines = [ln for ln in TABLE.read_text().splitlines() if ln and not ln.startswith("#")]
+    head = lines[0].split("\t")
+    return {cells[0]: dict(zip(head[1:], cells[1:])) for cells in (ln.split("\t") for ln in lines[1:])}
+
+
+@pytest.mark.skipif(not SHARED.is_dir(), reason="reads ../shared/packetdrill, absent outside this workspace")
+def test_the_freebsd_drill_table(suite_verdicts):
+    """Every script's verdict (result@line) on each FreeBSD model target is the table's."""
+    want = _expected_table()
+    assert sorted(suite_verdicts) == sorted(want)
+    wrong = {s: (want[s], suite_verdicts[s]) for s in want if suite_verdicts[s] != want[s]}
+    assert not wrong, wrong
 
 
 @pytest.mark.skipif(not SHARED.is_dir(), reason="reads ../shared/packetdrill, absent outside this workspace")
 @pytest.mark.parametrize("target,counts", [("freebsd", (205, 1, 0)), ("freebsd-rack", (203, 3, 0)),
                                            ("rfc", (173, 2, 31))])
-def test_the_upstream_freebsd_suites_give_the_documented_counts(target, counts):
-    c = _suite(target)
+def test_the_upstream_freebsd_suites_give_the_documented_counts(suite_verdicts, target, counts):
+    c = Counter(v[target].split("@")[0] for v in suite_verdicts.values())
     assert (c["pass"], c["fail"], c["unsupported"]) == counts
