@@ -179,3 +179,16 @@ def test_the_freebsd_drill_table(suite_verdicts):
 def test_the_upstream_freebsd_suites_give_the_documented_counts(suite_verdicts, target, counts):
     c = Counter(v[target].split("@")[0] for v in suite_verdicts.values())
     assert (c["pass"], c["fail"], c["unsupported"]) == counts
+
+
+def test_each_tso_pass_is_one_outbound_packet(tmp_path):
+    # With packetdrill's joining of consecutive segments off (strict_segments), the bce script's
+    # two passes must each arrive as one packet: the cut pass of 51 000 bytes, then 40 544.
+    text = (FOLDER / "tso-fragment-cut-bce.pkt").read_text()
+    path = tmp_path / "s.pkt"
+    path.write_text(text.replace("--tolerance_usecs=5000\n", "--tolerance_usecs=5000\n--strict_segments\n"))
+    nic = nic_freebsd.parse(["driver=bce"])
+    assert run_script(str(path), parse_file(path), "freebsd", nic).result == "pass"
+    # Without TSO (tun's default) the same bytes leave as single segments: the first is 1448.
+    r = run_script(str(path), parse_file(path), "freebsd")
+    assert r.result == "fail" and "51000" in r.reason, r
