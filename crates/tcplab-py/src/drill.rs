@@ -64,6 +64,11 @@ impl DrillEndpoint {
         self.inner.write_eor(now_ns, bytes);
     }
 
+    /// A non-blocking write of `bytes` at `now_ns`: the bytes the stack copied in.
+    fn write_nonblocking(&mut self, now_ns: u64, bytes: u64) -> u64 {
+        self.inner.write_nonblocking(now_ns, bytes)
+    }
+
     /// An ACK arrives: cumulative `ack` (bytes from the first data byte), the raw window field,
     /// SACK blocks, ECE, the TS ecr as the send time it echoes.
     #[pyo3(signature = (now_ns, ack, win, sacks, ece, ts_ecr_ns))]

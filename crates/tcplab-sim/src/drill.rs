@@ -93,6 +93,9 @@ pub struct Endpoint {
     sent: Vec<Outbound>,
     peer: Peer,
     now: Ns,
+    /// Each TSO output pass is one outbound packet (the FreeBSD stacks: tcp_output() hands the
+    /// NIC one chain per pass; see [`tso_packets`]).
+    tso_packets: bool,
 }
 
 /// Most timer firings in one `advance` (a model that rearms at `now` forever is a bug, not a hang).
@@ -166,6 +169,9 @@ impl Endpoint {
         if let Some(r) = handshake_rtt_ns {
             sender.take_rtt_sample(r);
         }
+        let tso_packets = stack.starts_with("freebsd");
+        // The sends (one per TSO pass) are what the FreeBSD targets put on the wire.
+        sender.record_sends = tso_packets;
         let mut e = Endpoint {
             sender,
             next_id: 0,
@@ -173,6 +179,7 @@ impl Endpoint {
             sent: Vec::new(),
             peer,
             now,
+            tso_packets,
         };
         e.call(now, |s, now, out, id| s.start(now, out, id));
         Ok(e)
@@ -192,6 +199,17 @@ impl Endpoint {
         self.sender.app_write(bytes);
         self.sender.app_mark_eor();
         self.call(now, |s, now, out, id| s.app_wrote(now, out, id));
+    }
+
+    /// A non-blocking write(2) of `bytes` at `now`: what the stack copies in (FreeBSD
+    /// sosend_generic() copies while the buffer has space, and autosizing may grow it during the
+    /// copy); the rest the application keeps. Returns the bytes copied.
+    pub fn write_nonblocking(&mut self, now: Ns, bytes: u64) -> u64 {
+        let asked_before = self.sender.app_written();
+        self.write(now, bytes);
+        let copied = self.sender.written.saturating_sub(asked_before).min(bytes);
+        self.sender.app_unwrite(bytes - copied);
+        copied
     }
 
     /// A segment arrives at `now`.
@@ -269,6 +287,11 @@ impl Endpoint {
                 };
                 self.sent.push(o);
             }
+        }
+        if self.tso_packets {
+            let merged = tso_packets(&self.sent[first..], &self.sender.sends);
+            self.sent.truncate(first);
+            self.sent.extend(merged);
         }
         let chunk = self.sender.tso_chunk_limit();
         mark_push(&mut self.sent[first..], chunk);
@@ -350,6 +373,28 @@ impl Endpoint {
     pub fn in_recovery(&self) -> bool {
         self.sender.state != State::Open
     }
+}
+
+/// The segments one call sent as the packets the NIC was handed: contiguous segments of one send
+/// (the sender's record of one TSO pass, `Send`) are one packet. FreeBSD's tcp_output() builds one
+/// mbuf chain of `len` bytes per pass (`m->m_next = tcp_m_copym(mb, moff, &len, ...)`), which a
+/// TSO NIC cuts into segments on the wire; with TSO off each pass is at most one segment.
+fn tso_packets(segs: &[Outbound], sends: &[crate::tcp::sender::Send]) -> Vec<Outbound> {
+    let mut out: Vec<Outbound> = Vec::with_capacity(segs.len());
+    for &o in segs {
+        if let Some(last) = out.last_mut() {
+            let same_pass = sends.iter().any(|s| {
+                s.retx == o.retx && s.seq <= last.seq && o.seq + o.len as u64 <= s.seq + s.bytes
+            });
+            if same_pass && last.retx == o.retx && last.seq + last.len as u64 == o.seq {
+                last.len += o.len;
+                last.cwr |= o.cwr;
+                continue;
+            }
+        }
+        out.push(o);
+    }
+    out
 }
 
 /// PSH on the new data one call sent: Linux builds skbs of the size goal (tcp_xmit_size_goal():

@@ -39,15 +39,23 @@ def drill(
                                                     "target (the runner checked against the kernel itself).")] = False,
     minimise: Annotated[bool, typer.Option(help="With --generate: minimise each disagreeing recording.")] = True,
     report: Annotated[Optional[Path], typer.Option(help="Also write a conformance page (HTML) into this folder.")] = None,
+    nic: Annotated[Optional[list[str]], typer.Option(
+        "--nic", help="FreeBSD targets, repeatable: the endpoint's interface as the spec's [hosts.NAME.nic] keys, "
+                      "KEY=VALUE with KEY driver (bce, em), tso_max_segcount, tso_max_segsize, tso_max, tso, lro "
+                      "(default: packetdrill's tun(4), no TSO, no LRO; a script's `ifconfig IF [-]tso|[-]lro` "
+                      "changes it).")] = None,
 ) -> None:
     """Run packetdrill scripts (the stacks' own TCP test suites) on this kernel or a stack model:
     pass / fail (first mismatch: line and what differed) / unsupported (what is missing).
     With --generate N: differential testing of the models against this kernel."""
     # Loaded on use: the reader and the targets (~0.1 s) stay out of every other command's start-up.
-    from ..drill.runner import RunnerError, check_targets, expand, run
+    from ..drill.runner import RunnerError, check_nic, check_targets, expand, run
 
     try:
         targets = check_targets(target or ["kernel"])
+        iface = check_nic(nic or [], targets)
+        if iface is not None and generate:
+            raise RunnerError("--nic is for scripts on the FreeBSD targets, not --generate")
         if not generate or scripts:
             expand(scripts or [])
     except RunnerError as e:
@@ -62,7 +70,7 @@ def drill(
     if json_out is not None:
         _guard_json(json_out, force, scripts)
     page = _report_dir(report, force, scripts)
-    results, bad = run(scripts, targets, timeout_s, progress=_progress_line)
+    results, bad = run(scripts, targets, timeout_s, progress=_progress_line, nic=iface)
     _print_table(results)
     if json_out is not None:
         _write_json(json_out, [r.as_dict() for r in results])

@@ -13,8 +13,10 @@ import shlex
 from dataclasses import dataclass, field
 
 from .model_env import NotModelled, _lines
+from .nic_freebsd import Nic, ifconfig
 
 MS_NS = 1_000_000
+SENDBUF_MAX = 2 * 1024 * 1024  # net.inet.tcp.sendbuf_max
 
 
 @dataclass
@@ -44,6 +46,7 @@ class Knobs:
     sendbuf_inc: int = 8192  # net.inet.tcp.sendbuf_inc
     sendbuf_auto: bool = True  # net.inet.tcp.sendbuf_auto
     sendspace_set: bool = False  # whether the script set net.inet.tcp.sendspace
+    nic: Nic = field(default_factory=Nic)  # the interface: --nic, `ifconfig IF [-]tso | [-]lro`
     notes: list[str] = field(default_factory=list)
 
 
@@ -105,14 +108,19 @@ def flow_fields(k: Knobs, stack: str, version: str, maxseg: int) -> dict:
 
     opts = STACK_OPTIONS[stack]
     by_version = opts["version"]["defaults"].get(version, {})
+    # TSO needs both the interface and the sysctl: tcp_mss() `if (cap.ifcap & CSUM_TSO) {
+    # tp->t_flags |= TF_TSO; ...}`, tcp_output() `if ((tp->t_flags & TF_TSO) && V_tcp_do_tso ...`.
     fb = {"d43470": stack == "freebsd" and version != "15.0-2024-10", "do_prr": k.do_prr,
-          "sack_tso": k.sack_tso, "tso": k.tso, "sendbuf_inc_bytes": k.sendbuf_inc if k.sendbuf_auto else 0,
+          "sack_tso": k.sack_tso, "tso": k.tso and k.nic.tso, "sendbuf_inc_bytes": k.sendbuf_inc if k.sendbuf_auto else 0,
           "version": version, "sack_lrd": k.sack_lrd if k.sack_lrd is not None else by_version.get("sack_lrd", False)}
     if "rack_rto_cwnd" in opts:
         fb["rack_rto_cwnd"] = by_version.get("rack_rto_cwnd", opts["rack_rto_cwnd"]["default"])
-    out: dict = {"iw_segments": k.initcwnd_segments, "freebsd": fb}
+    out: dict = {"iw_segments": k.initcwnd_segments, "freebsd": fb} | k.nic.flow_fields()
+    # The buffer starts at sendspace (tcp_mss() rounds it up) and autosizing grows it to
+    # sendbuf_max (tcp_subr.c V_tcp_autosndbuf_max, 2 MB).
+    out["sndbuf_initial_bytes"] = k.sendspace
+    out["sndbuf_bytes"] = SENDBUF_MAX
     if k.sendspace_set:
-        out["sndbuf_initial_bytes"] = k.sendspace
         if not k.sendbuf_auto:
             fb["sendbuf_inc_bytes"] = 8192  # autosizing's rounding at setup, capped at it:
             out["sndbuf_bytes"] = -(-k.sendspace // maxseg) * maxseg  # tcp_mss() roundup only
@@ -120,13 +128,19 @@ def flow_fields(k: Knobs, stack: str, version: str, maxseg: int) -> dict:
 
 
 def apply(knobs: Knobs, command: str) -> None:
-    """The sysctls of one backtick block (`sysctl [-w] name=value ...`)."""
+    """The sysctls of one backtick block (`sysctl [-w] name=value ...`) and its `ifconfig IF
+    [-]tso | [-]lro` lines (nic_freebsd.py)."""
     for line in _lines(command):
         try:
             words = shlex.split(line, comments=True)
         except ValueError as e:
             raise NotModelled(f"command {line.strip()!r}: {e}") from None
         if not words:
+            continue
+        if words[0] == "ifconfig":
+            why = ifconfig(knobs.nic, words)
+            if why:
+                raise NotModelled(why)
             continue
         if words[0] != "sysctl":
             raise NotModelled(f"command {line.strip()!r}: not modelled")

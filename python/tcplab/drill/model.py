@@ -344,8 +344,8 @@ def static_problems(script: Script, mtu_and_ipv6: bool = False) -> tuple[int | N
     return None
 
 
-def run_script(path: str, script: Script, target: str) -> Result:
-    """The verdict of one script on model `target`."""
+def run_script(path: str, script: Script, target: str, nic=None) -> Result:  # noqa: ANN001 - nic_freebsd.Nic
+    """The verdict of one script on model `target` (a FreeBSD target's interface: `nic`)."""
     if target.split("@")[0] not in STACKS:
         return Result(path, target, "unsupported", None, NOT_WIRED)
     freebsd = target.split("@")[0] in FREEBSD
@@ -357,7 +357,7 @@ def run_script(path: str, script: Script, target: str) -> Result:
         eng: ModelEngine = RfcEngine(script, target)
     elif freebsd:
         from .model_freebsd import FreeBSDEngine
-        eng = FreeBSDEngine(script, target)
+        eng = FreeBSDEngine(script, target, nic)
     else:
         eng = ModelEngine(script, target)
     try:

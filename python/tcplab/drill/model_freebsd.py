@@ -7,6 +7,7 @@ SACK list, delayed ACKs, the window), its sysctls (env_freebsd.py) and tcp_fill_
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 from . import env_freebsd, packets, tcpinfo_freebsd, wire_freebsd as wire
@@ -28,11 +29,13 @@ class FreeBSDEngine(ModelEngine):
     #: Two TCPTV_REXMTMAX (64 s) backoffs: a `*` SYN retransmission comes within that.
     ANY_WAIT_US = 130_000_000
 
-    def __init__(self, script, target: str) -> None:  # noqa: ANN001 - syntax.Script
+    def __init__(self, script, target: str, nic=None) -> None:  # noqa: ANN001 - syntax.Script, nic_freebsd.Nic
         stack, _, version = target.partition("@")
         super().__init__(script, stack)
         self.version = version or "2023"
         self.k = env_freebsd.Knobs(stack=stack)
+        if nic is not None:  # --nic; the script's ifconfig lines change this copy
+            self.k.nic = dataclasses.replace(nic)
         self.cc = self.k.cc
         self.mtu = int(script.options.get("mtu", "1500"))
         # IPv6 changes only the header the MSS leaves room for: the model's segments are compared
@@ -255,7 +258,6 @@ class FreeBSDEngine(ModelEngine):
         payload = n["maxseg"] - (12 if n["ts"] else 0)
         rtt_us = self.now_us - getattr(self, "_syn_t", self.now_us)
         flow = self._flow_fields(n["maxseg"])
-        self.snd_hiwat = flow.get("sndbuf_bytes", 4 << 20)
         try:
             self.ep = DrillEndpoint(self.stack, self.cc, payload, n["sack"], n["ts"], n["snd_scale"], n["ecn"],
                                     self.now_us * NS_PER_US, rtt_us * NS_PER_US if rtt_us else None,
@@ -310,14 +312,14 @@ class FreeBSDEngine(ModelEngine):
         if name == "connect":
             return self._connect(call)
         if name in ("write", "send") and self.nonblock and self.ep is not None:
-            # sosend_generic() on a non-blocking socket copies what fits in so_snd.
-            raw = dict(self.ep.raw_state())
-            room = self.snd_hiwat - (self.ep.written() - raw["snd_una"])
-            n = min(value(a[2]), max(room, 0))
-            if n == 0 or (name == "send" and value(a[3]) != 0):
-                raise Unhandled(f"{name}() on a full buffer (EAGAIN) or with flags: not modelled")
-            self.ep.write(self.now_us * NS_PER_US, n)
+            # sosend_generic() on a non-blocking socket copies what fits in so_snd, each copy's
+            # tcp_output() growing the buffer (sendbuf_auto) before the next.
+            if name == "send" and value(a[3]) != 0:
+                raise Unhandled(f"{name}() with flags: not modelled")
+            n = self.ep.write_nonblocking(self.now_us * NS_PER_US, value(a[2]))
             self._collect()
+            if n == 0:
+                raise Unhandled(f"{name}() on a full buffer (EAGAIN): not modelled")
             return n
         if name in ("recv", "read"):
             return self._recv(a, name)

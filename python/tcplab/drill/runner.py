@@ -38,6 +38,21 @@ def expand(paths: list[str]) -> list[str]:
     return out
 
 
+def check_nic(options: list[str], targets: list[str]):  # noqa: ANN201 - nic_freebsd.Nic or None
+    """--nic KEY=VALUE options: the FreeBSD targets' interface; only with FreeBSD targets."""
+    from .nic_freebsd import NicError, parse
+
+    if not options:
+        return None
+    other = [t for t in targets if t.split("@")[0] not in ("freebsd", "freebsd-rack")]
+    if other:
+        raise RunnerError(f"--nic: the freebsd and freebsd-rack targets' interface; not for target {other[0]!r}")
+    try:
+        return parse(options)
+    except NicError as e:
+        raise RunnerError(str(e)) from None
+
+
 def check_targets(targets: list[str]) -> list[str]:
     from .model_freebsd import version_problem
 
@@ -48,16 +63,17 @@ def check_targets(targets: list[str]) -> list[str]:
     return list(dict.fromkeys(targets))
 
 
-def run_one(path: str, script: Script, target: str, timeout_s: float) -> Result:
+def run_one(path: str, script: Script, target: str, timeout_s: float, nic=None) -> Result:  # noqa: ANN001
     if target.split("@")[0] in MODEL_TARGETS:
-        return run_model(path, script, target)
+        return run_model(path, script, target, nic)
     return run_script(path, script, timeout_s)
 
 
 def run(paths: list[str], targets: list[str], timeout_s: float = DEFAULT_TIMEOUT_S,
-        progress: Callable[[Result], None] | None = None) -> tuple[list[Result], list[ScriptError]]:
+        progress: Callable[[Result], None] | None = None, nic=None) -> tuple[list[Result], list[ScriptError]]:  # noqa: ANN001
     """Every script on every target: (results, scripts that could not be read). A script that
-    cannot be read gets a `fail` on each target, with the line and what is wrong."""
+    cannot be read gets a `fail` on each target, with the line and what is wrong. `nic`
+    (nic_freebsd.Nic, from --nic) is the FreeBSD targets' interface."""
     results: list[Result] = []
     bad: list[ScriptError] = []
     for path in expand(paths):
@@ -70,7 +86,7 @@ def run(paths: list[str], targets: list[str], timeout_s: float = DEFAULT_TIMEOUT
             if script is None:
                 r = Result(path, target, "fail", bad[-1].line or None, f"bad script: {bad[-1].message}")
             else:
-                r = run_one(path, script, target, timeout_s)
+                r = run_one(path, script, target, timeout_s, nic)
             results.append(r)
             if progress:
                 progress(r)

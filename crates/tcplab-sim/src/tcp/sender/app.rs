@@ -165,6 +165,14 @@ impl Conn {
         }
     }
 
+    /// The application takes back `bytes` it asked to write and the stack has not copied (a
+    /// non-blocking write(2) returns with what fit).
+    pub fn app_unwrite(&mut self, bytes: u64) {
+        if let AppConfig::Bytes { bytes: total } = &mut self.app {
+            *total = total.saturating_sub(bytes).max(self.written);
+        }
+    }
+
     /// Bytes the application has handed the stack so far (the socket's write_seq).
     pub fn app_written(&self) -> u64 {
         match self.app {

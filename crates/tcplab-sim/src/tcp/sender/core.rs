@@ -274,11 +274,13 @@ impl Conn {
     }
 
     fn record_send(&mut self, now: Ns, seq: u64, len: u64, retx: bool, chunk_limit: u64) {
+        // A pass boundary (FreeBSD's tso_len) applies to this segment whether or not a send is
+        // on record before it.
+        let pass_starts = std::mem::take(&mut self.burst_break);
         if let Some(last) = self.sends.last_mut() {
             // Data contiguous with the previous chunk of the same output call joins it (new data
             // always, retransmissions where the stack retransmits with TSO).
-            let joins = retx == last.retx && (!retx || self.profile.retx_tso) && !self.burst_break;
-            self.burst_break = false;
+            let joins = retx == last.retx && (!retx || self.profile.retx_tso) && !pass_starts;
             if joins
                 && last.t == now
                 && last.seq + last.bytes == seq

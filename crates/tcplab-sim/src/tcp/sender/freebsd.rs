@@ -82,6 +82,7 @@ impl FreeBsdStack {
         next_id: &mut u64,
     ) {
         c.v.now = now;
+        let wnd_grew = p.rwnd as u64 > c.snd_wnd;
         c.snd_wnd = p.rwnd as u64;
         // tcp_sack_doack(): the scoreboard first; sack_changed when it learned something.
         let newly_sacked = if c.sack {
@@ -105,7 +106,14 @@ impl FreeBsdStack {
             self.lost_retransmission(c);
         }
         if acked == 0 {
+            let counted = p.ack == c.snd_una && c.snd_nxt > c.snd_una && !(c.sack && newly_sacked == 0);
             self.dup_ack(c, p, newly_sacked, new_loss, now, out, next_id);
+            if wnd_grew && !counted {
+                // tcp_input.c, step 6 "Update window information": a larger window sets
+                // needoutput, and tcp_output() runs at the end of tcp_do_segment() (a window
+                // opening on an idle or zero-window connection sends).
+                self.output(c, now, out, next_id);
+            }
         } else {
             self.new_ack(c, p, acked, newly_sacked, new_loss, now, out, next_id);
         }
@@ -454,6 +462,9 @@ impl FreeBsdStack {
         c.restart_after_idle(now);
         c.tsq_throttled = false;
         let tsq_limit = c.tsq_limit();
+        // tcp_output(): `idle = (tp->t_flags & TF_LASTIDLE) || (tp->snd_max == tp->snd_una);`
+        // once per call; the sendalot passes after the first keep it.
+        let idle = c.snd_nxt == c.snd_una;
         loop {
             let sendwin = c.snd_wnd.min(c.v.win.cwnd);
             let off = c.snd_nxt - c.snd_una;
@@ -494,9 +505,9 @@ impl FreeBsdStack {
                 break;
             }
             if len < c.mss {
-                // Silly-window avoidance: a runt only when it empties the buffer and nothing is
-                // outstanding (idle; iperf3 leaves TCP_NODELAY off).
-                if !(len == unsent && off == 0) {
+                // Silly-window avoidance: a runt only when it empties the buffer and nothing was
+                // outstanding when tcp_output() began (idle; iperf3 leaves TCP_NODELAY off).
+                if !(len == unsent && idle) {
                     c.v.cwnd_limited = true;
                     break;
                 }

@@ -82,7 +82,13 @@ impl RackStack {
         if !c.output_begins(now) {
             return;
         }
-        c.fb_sndbuf_autosize();
+        if now >= c.pace_next {
+            // rack.c @ 0c19274c rack_output(): while the connection waits on the pacer, `else if
+            // (tcp_in_hpts(rack->rc_tp)) { ... return (0); }` ("On the hpts you can't pass even
+            // if ACKNOW is on") comes before `rack_sndbuf_autoscale(rack);`, which runs after
+            // the length is computed: no growth during a burst slot.
+            c.fb_sndbuf_autosize();
+        }
         self.largest_cwnd = self.largest_cwnd.max(c.v.win.cwnd);
         c.app_fill(now);
         c.restart_after_idle(now);

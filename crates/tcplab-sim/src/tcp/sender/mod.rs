@@ -296,13 +296,22 @@ impl TcpSender {
 
     /// The application wrote (tcp_usr_send() -> tcp_output(); the drill endpoint's write()): the
     /// FreeBSD default stack copies what fits into its send buffer, then sends (its
-    /// start/app_write path, as after an ACK frees room); the other stacks send.
+    /// start/app_write path, as after an ACK frees room); RACK likewise copies, then calls
+    /// rack_output(), while a copy went in (sosend_generic()'s loop: each pr_send() may grow the
+    /// buffer for the next copy); the other stacks send.
     pub fn app_wrote(&mut self, now: Ns, out: &mut Vec<Packet>, next_id: &mut u64) {
-        if let Stack::FreeBsd(s) = &mut self.stack {
-            s.start(&mut self.core, now, out, next_id);
-            return;
+        match &mut self.stack {
+            Stack::FreeBsd(s) => s.start(&mut self.core, now, out, next_id),
+            Stack::FreeBsdRack(s) => loop {
+                let before = self.core.written;
+                self.core.app_fill(now);
+                if self.core.written == before {
+                    return;
+                }
+                s.output(&mut self.core, now, out, next_id);
+            },
+            _ => self.output(now, out, next_id),
         }
-        self.output(now, out, next_id);
     }
 
     /// Send whatever the windows allow.
