@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tcplab.drill import nic_freebsd, parse_file
-from tcplab.drill.model import run_script
+from tcplab.drill.model_targets import run_script
 from tcplab.drill.runner import RunnerError, check_targets
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -58,34 +58,33 @@ fn reference_pass(off: i64, want: i64, seglimit: i64, segsize: i64) -> i64 {
 
 #[test]
 fn a_burst_ends_where_the_fragments_run_out_off_the_segment_grid() {
-    // The connection's first output call sends one segment; the burst of the next pass starts at
-    // 1448, inside the first cluster: its 2648 bytes take 2 fragments, then 16 clusters x 2: 34 =
-    // seglimit - 1, so the burst ends at 17 x 4096 = 69 632 = 48 x 1448 + 128.
+    // The connection's first pass starts at 0 in a chain of page clusters: 2 fragments each, so
+    // 17 clusters take 34 = seglimit - 1 and the burst ends at 17 x 4096 = 69 632 = 48 x 1448 +
+    // 128 (one record per tcp_output() pass).
     let burst_max = 128 * 1024 - (128 * 1024) % MSS; // trimmed: the buffer is far from empty
-    let cut = reference_pass(MSS, burst_max, BCE.0 as i64, BCE.1 as i64);
-    assert_eq!(MSS + cut, 17 * 4096);
-    assert_ne!((MSS + cut) % MSS, 0);
+    let cut = reference_pass(0, burst_max, BCE.0 as i64, BCE.1 as i64);
+    assert_eq!(cut, 17 * 4096);
+    assert_ne!(cut % MSS, 0);
     let got = first_instant(Some(BCE));
-    assert_eq!(got[0], (0, MSS));
-    assert_eq!(got[1], (MSS, cut));
+    assert_eq!(got[0], (0, cut));
     // The next pass (sendalot: the burst limit shortened this one) starts off the grid.
-    assert_eq!(got[2].0, 17 * 4096);
+    assert_eq!(got[1].0, 17 * 4096);
     // Without the NIC's limits the instant's sends (one record: nothing breaks the chunk) end on
     // the grid, further on (the host's queue limit, not the NIC, stops them).
     let plain = first_instant(None);
     assert_eq!(plain.len(), 1);
-    assert!(plain[0].1 > MSS + cut && plain[0].1 % MSS == 0);
+    assert!(plain[0].1 > cut && plain[0].1 % MSS == 0);
 }
 
 #[test]
 fn em_limits_of_37_fragments_of_4096_bytes_do_not_cut_page_clusters() {
     // em(4) via iflib: 40 - 3 = 37 fragments of 4096: 36 pages hold more than any 128 KB burst.
     let burst_max = 128 * 1024 - (128 * 1024) % MSS;
-    assert_eq!(reference_pass(MSS, burst_max, 37, 4096), burst_max);
+    assert_eq!(reference_pass(0, burst_max, 37, 4096), burst_max);
     let em = first_instant(Some((37, 4096)));
     let plain = first_instant(None);
     assert_eq!(em.last().map(|x| x.0 + x.1), Some(plain[0].1));
-    assert_eq!(em.len(), 2); // the first segment, then one uncut pass
+    assert_eq!(em.len(), 1); // one uncut pass
 }
 
 /// Once a runt is in flight the existing paths carry it on (docs/research/

@@ -17,7 +17,7 @@ from typing import Callable
 from .generate import CATEGORIES, Scenario, generate
 from .kernel import _kill, run_script as run_kernel
 from .minimise import divergence, kind, minimise
-from .model import run_script as run_model
+from .model_targets import run_script as run_model
 from .parse import parse_file
 from .result import Result
 

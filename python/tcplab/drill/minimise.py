@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Callable
 
-from .model import run_script
+from .model_targets import run_script
 from .parse import parse_text
 from .result import Result
 from .syntax import ScriptError

@@ -19,9 +19,6 @@ from .syntax import RELATIVE, RELATIVE_RANGE, Code, Event, Packet, Script, Shell
 
 #: The model each target runs (stack profile names of crates/tcplab-sim/src/stack).
 STACKS = {"linux": "linux", "freebsd": "freebsd", "freebsd-rack": "freebsd-rack", "rfc": "rfc"}
-#: Why a target is not built on the endpoint yet.
-NOT_WIRED = "not a model target"
-FREEBSD = ("freebsd", "freebsd-rack")
 OWN_MSS = 1460  # MTU 1500 less 40: what Linux advertises on packetdrill's tun0 (--mtu default)
 NS_PER_US = 1000
 _INFO = re.compile(r"\btcpi_\w+")
@@ -342,31 +339,3 @@ def static_problems(script: Script, mtu_and_ipv6: bool = False) -> tuple[int | N
     if script.options.get("mtu", "1500") != "1500" and not mtu_and_ipv6:
         return None, "--mtu other than 1500: not modelled"
     return None
-
-
-def run_script(path: str, script: Script, target: str, nic=None) -> Result:  # noqa: ANN001 - nic_freebsd.Nic
-    """The verdict of one script on model `target` (a FreeBSD target's interface: `nic`)."""
-    if target.split("@")[0] not in STACKS:
-        return Result(path, target, "unsupported", None, NOT_WIRED)
-    freebsd = target.split("@")[0] in FREEBSD
-    problem = static_problems(script, mtu_and_ipv6=freebsd or target == "rfc")
-    if problem:
-        return Result(path, target, "unsupported", problem[0], problem[1])
-    if target == "rfc":
-        from .model_rfc import RfcEngine
-        eng: ModelEngine = RfcEngine(script, target)
-    elif freebsd:
-        from .model_freebsd import FreeBSDEngine
-        eng = FreeBSDEngine(script, target, nic)
-    else:
-        eng = ModelEngine(script, target)
-    try:
-        if script.init is not None:  # the cleanup command runs after the endpoint is done: nothing to model
-            eng.shell(script.init_line, script.init.command)
-        eng.run()
-    except Unsupported as e:
-        return Result(path, target, "unsupported", e.line, e.reason)
-    except Failed as e:
-        return Result(path, target, "fail", e.line, e.reason)
-    note = "; ".join(eng.env.notes)
-    return Result(path, target, "pass", None, f"defaults not followed: {note}" if note else "")

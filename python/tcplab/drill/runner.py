@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Callable
 
 from .kernel import run_script
-from .model import run_script as run_model
+from .model_targets import run_script as run_model
 from .parse import parse_file
 from .result import Result
 from .syntax import Script, ScriptError
