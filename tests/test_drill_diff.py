@@ -72,6 +72,19 @@ def _jiffy_race(reason: str) -> bool:
     return bool(m) and abs(float(m[1]) - float(m[2])) <= float(m[3]) + JIFFY_US / 1e6
 
 
+def _kernel_replays(r: dict) -> bool:
+    """A recording's replay on the kernel passes, or misses by a jiffy (_jiffy_race). The kernel is
+    not deterministic against its own recording either (RACK compares send times in µs, which the
+    replay's own timing moves: docs/fidelity.md, s1-00715-data-loss), so a
+    replay that fails otherwise is run once more: a recorder or runner that disagrees with the
+    kernel fails both times."""
+    if r["result"] == "pass" or _jiffy_race(r["reason"]):
+        return True
+    again = tcplab("drill", r["script"], "-t", "kernel", "--json", r["script"] + ".again.json")
+    (row,) = json.loads(Path(r["script"] + ".again.json").read_text())
+    return again.returncode in (0, 1) and (row["result"] == "pass" or _jiffy_race(row["reason"]))
+
+
 def test_jiffy_race_is_bounded():
     assert _jiffy_race("timing error: expected outbound packet at 0.315778 sec but happened at 0.311775 sec; "
                        "tolerance 0.004000 sec")
@@ -110,7 +123,7 @@ def test_generated_scenarios_on_the_kernel_and_the_linux_model(tmp_path):
     kernel = [r for c in cases for r in c["results"] if r["target"] == "kernel"]
     assert len(kernel) == 20
     for r in kernel:  # pass, or a timer's packet a jiffy away from where it fell in the recording
-        assert r["result"] == "pass" or _jiffy_race(r["reason"]), r
+        assert _kernel_replays(r), r
     linux = [r for c in cases for r in c["results"] if r["target"] == "linux"]
     agree = summary["agreement"]["linux"]
     assert agree["all"]["scenarios"] == 20 and agree["all"]["pass"] == sum(r["result"] == "pass" for r in linux)
