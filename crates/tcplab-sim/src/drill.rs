@@ -113,34 +113,13 @@ impl Endpoint {
         handshake_rtt_ns: Option<Ns>,
         win_bytes: u64,
     ) -> Result<Self, String> {
-        Self::with_flow(stack, cc, peer, now, handshake_rtt_ns, win_bytes, None)
-    }
-
-    /// As [`Endpoint::new`], with flow-config fields (a JSON object, e.g. `{"iw_segments": 40,
-    /// "freebsd": {...}}`) over the endpoint's own: what a script's sysctls set.
-    pub fn with_flow(
-        stack: &str,
-        cc: &str,
-        peer: Peer,
-        now: Ns,
-        handshake_rtt_ns: Option<Ns>,
-        win_bytes: u64,
-        extra_json: Option<&str>,
-    ) -> Result<Self, String> {
         let host = Host::default();
-        Self::on_host(
-            &host,
-            stack,
-            cc,
-            peer,
-            now,
-            handshake_rtt_ns,
-            win_bytes,
-            extra_json,
-        )
+        Self::on_host(&host, stack, cc, peer, now, handshake_rtt_ns, win_bytes, None)
     }
 
-    /// [`Endpoint::with_flow`] on `host` (its kernel's clock).
+    /// [`Endpoint::new`] on `host` (its kernel's clock), with flow-config fields (a JSON object,
+    /// e.g. `{"iw_segments": 40, "freebsd": {...}}`) over the endpoint's own: what a script's
+    /// sysctls set.
     #[allow(clippy::too_many_arguments)]
     pub fn on_host(
         host: &Host,
