@@ -66,6 +66,8 @@ class Node:
     kind: Literal["host", "router", "switch"]
     shared_buffer_bytes: int | None = None
     buffer_policy: BufferPolicy = BufferPolicy()
+    #: 802.3x flow control: (xoff, xon) bytes per ingress port, or None (the switch drops).
+    pause_bytes: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True)

@@ -174,7 +174,11 @@ impl Simulation {
                 q.set_item("max_ns", h.max_ns)?;
                 d.set_item("queue_delay", q)?;
             }
-            if let Some(a) = p.aqm() {
+            if let Some((frames, paused_ns)) = self.inner.pause_counts(i) {
+                // A partner's queue that PAUSE stops is no discipline of the spec's.
+                d.set_item("pause_frames", frames)?;
+                d.set_item("paused_ns", paused_ns)?;
+            } else if let Some(a) = p.aqm() {
                 d.set_item("aqm_drops", a.stats().drops)?;
                 d.set_item("ecn_marks", a.stats().ecn_marks)?;
             }

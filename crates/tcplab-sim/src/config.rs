@@ -70,6 +70,21 @@ pub struct NodeConfig {
     /// For a switch with a shared buffer: how its ports may take from it.
     #[serde(default)]
     pub buffer_policy: BufferPolicy,
+    /// For a switch with a shared buffer: 802.3x flow control towards its link partners
+    /// ([`crate::net::pause`]); None = off (the switch drops when its buffer is full).
+    #[serde(default)]
+    pub pause: Option<PauseConfig>,
+}
+
+/// 802.3x PAUSE thresholds of a switch, per ingress port: the bytes a port's packets hold in the
+/// switch's buffer at which its partner is paused (XOFF) and resumed (XON).
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct PauseConfig {
+    /// Pause the partner when its packets hold this many bytes.
+    pub xoff_bytes: u64,
+    /// Resume it when they hold this many or fewer (below `xoff_bytes`).
+    pub xon_bytes: u64,
 }
 
 /// How the egress ports of a shared-memory switch take from its one buffer of B bytes.

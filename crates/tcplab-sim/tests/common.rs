@@ -30,6 +30,7 @@ pub fn node(name: &str, kind: NodeKind) -> NodeConfig {
         kind,
         shared_buffer_bytes: None,
         buffer_policy: BufferPolicy::Complete,
+        pause: None,
     }
 }
 

@@ -33,6 +33,16 @@ fn random_case(seed: u64) -> SimConfig {
     if switch {
         let mut sw = node("sw", NodeKind::Switch);
         sw.shared_buffer_bytes = Some(pick(3, 200) * 1500);
+        // Flow control in half the switch cases, from a stream of its own (the other draws
+        // stay those of the cases without it).
+        let mut rp = Rng::new(seed ^ 0x9a05e);
+        if rp.below(2) == 0 {
+            let xoff_bytes = (1 + rp.below(20)) * 1500;
+            sw.pause = Some(PauseConfig {
+                xoff_bytes,
+                xon_bytes: rp.below(xoff_bytes),
+            });
+        }
         nodes.push(sw);
         for i in 0..pairs {
             links.push(LinkConfig {

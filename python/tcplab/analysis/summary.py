@@ -65,6 +65,10 @@ def summarize(exp: Experiment, totals: dict[str, Any], run_dir: Path) -> dict[st
     if "ecn_marks" in port_tot:  # the bottleneck runs a queue discipline
         out["bottleneck"]["aqm"] = {"kind": exp.bottleneck_aqm_kind, "drops": port_tot["aqm_drops"],
                                     "ecn_marks": port_tot["ecn_marks"]}
+    paused = [{"port": exp.ports[p["port"]].label, "xoff_frames": p["pause_frames"], "paused_s": _r(p["paused_ns"] / 1e9)}
+              for p in totals["ports"] if "pause_frames" in p]
+    if paused:  # 802.3x: each port into a switch with flow control, how often and how long it was paused
+        out["flow_control"] = paused
     impaired = [{"port": exp.ports[p["port"]].label, **p["impair"]} for p in totals["ports"] if p.get("impair")]
     if impaired:  # netem's counts per impaired port and its first decisions (tcplab_impair::digest)
         out["impairments"] = impaired

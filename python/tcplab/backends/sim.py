@@ -34,6 +34,8 @@ def _node(n: Node) -> dict[str, Any]:
     out: dict[str, Any] = {"name": n.name, "kind": n.kind}
     if n.shared_buffer_bytes is not None:
         out |= {"shared_buffer_bytes": n.shared_buffer_bytes, "buffer_policy": n.buffer_policy.as_dict()}
+    if n.pause_bytes is not None:
+        out["pause"] = {"xoff_bytes": n.pause_bytes[0], "xon_bytes": n.pause_bytes[1]}
     return out
 
 

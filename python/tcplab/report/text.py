@@ -84,6 +84,8 @@ def summary_table(summary: dict[str, Any]) -> Table:
         qd = b.get("queue_delay_ms")
         if qd:
             parts.append(f"queue delay p50/p95/p99 {qd['p50']:.2f}/{qd['p95']:.2f}/{qd['p99']:.2f} ms")
+    for fc in (x for x in summary.get("flow_control", []) if x["xoff_frames"]):
+        parts.append(f"PAUSE {fc['port']}: {fc['xoff_frames']} XOFF, paused {fc['paused_s']:g} s")
     imp = summary.get("import")
     if imp is not None:
         parts.append(f"imported from {len(imp['sources'])} log(s), {imp['bad_lines']} malformed line(s) skipped")

@@ -9,6 +9,7 @@ from ..model import BufferPolicy, Direction, Link, Node
 from . import aqm as aqm_spec
 from . import impair as impair_spec
 from . import limits, units
+from . import pause as pause_spec
 from .ctx import Ctx, join
 
 KINDS = ("dumbbell", "pipe", "switch", "tri-point")
@@ -115,7 +116,7 @@ def _shape(ctx: Ctx, topo: dict[str, Any], kind: str) -> tuple[list[str], list[s
     if kind == "pipe":
         ctx.keys(topo, "topology", common)
         return ["s1"], ["r1"], [("rt1", "router")]
-    ctx.keys(topo, "topology", common + ["shared_buffer", "senders"] + list(POLICY_KEYS))
+    ctx.keys(topo, "topology", common + ["shared_buffer", "senders"] + list(POLICY_KEYS) + list(pause_spec.KEYS))
     n = 2 if kind == "tri-point" else ctx.integer(topo, "topology", "senders", 1, limits.FLOWS.lo, limits.FLOWS.hi)
     if kind == "tri-point" and "senders" in topo:
         raise ctx.err("topology.senders", "tri-point has exactly two senders; use kind = 'switch' for other counts")
@@ -172,15 +173,16 @@ def topology(ctx: Ctx, spec: dict[str, Any]) -> Topology:
     norm: dict[str, Any] = {"kind": kind}
     if kind == "dumbbell":
         norm["pairs"] = len(senders)
-    shared_bytes, policy = None, BufferPolicy()
+    shared_bytes, policy, levels = None, BufferPolicy(), None
     if shared:
         shared_bytes = _shared_buffer(ctx, topo)
         norm["shared_buffer"] = topo["shared_buffer"]
         policy = _buffer_policy(ctx, topo, len(senders) + len(receivers), norm)
+        levels = pause_spec.pause(ctx, topo, norm)
         if kind == "switch":
             norm["senders"] = len(senders)
     nodes = [Node(s, "host") for s in senders + receivers] + \
-        [Node(m, k, shared_bytes, policy) if k == "switch" else Node(m, k) for m, k in middle]  # type: ignore[arg-type]
+        [Node(m, k, shared_bytes, policy, levels) if k == "switch" else Node(m, k) for m, k in middle]  # type: ignore[arg-type]
     hosts = set(senders + receivers)
     access_t = ctx.table(topo.get("access", {}), "topology.access")
     bott_t = ctx.table(topo.get("bottleneck", {}), "topology.bottleneck")

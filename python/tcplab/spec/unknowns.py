@@ -31,7 +31,7 @@ SCALES = ("linear", "log")
 LINK_KINDS = {"rate": "rate", "delay": "duration", "rtt": "duration", "reverse_delay": "duration", "jitter": "duration",
               "buffer": "buffer", "reverse_buffer": "buffer", "loss": "probability", "reverse_loss": "probability"}
 TOPOLOGY_KINDS = {"shared_buffer": "buffer", "shared_buffer_alpha": "real", "shared_buffer_ports": "integer",
-                  "shared_buffer_policy": "choice"}
+                  "shared_buffer_policy": "choice", "pause_xoff": "buffer", "pause_xon": "buffer"}
 NIC_KINDS = {"rx_usecs": "integer", "rx_frames": "integer", "tso_max": "size", "gro": "choice", "lro": "choice",
              "tx_queue": "buffer", "vnic_rate": "rate", "rx_pps": "integer", "rx_ring": "integer"}
 

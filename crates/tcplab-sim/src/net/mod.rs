@@ -6,6 +6,7 @@ pub mod aqm;
 pub mod hist;
 pub mod impair;
 pub mod packet;
+pub mod pause;
 pub mod pipe;
 pub mod pool;
 pub mod port;

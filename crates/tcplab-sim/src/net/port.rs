@@ -258,6 +258,11 @@ impl Port {
         self.delay_hist.as_mut()
     }
 
+    /// When the packet sent last starts its transmission.
+    pub fn last_start_ns(&self) -> Ns {
+        self.pipe.get(self.pipe.len() - 1).start_ns
+    }
+
     /// The head of the pipe: the next packet to arrive at the far end.
     #[inline]
     pub fn next_in_pipe(&self) -> Option<&InPipe> {
@@ -314,6 +319,17 @@ impl Port {
     /// When the FIFO will hold at most `bytes` (call `advance` first): the start time of the
     /// packet whose departure brings it there.
     pub fn when_queue_at_most(&self, bytes: u64, now: Ns) -> Ns {
+        if self.has_aqm() {
+            // Packets in a discipline (a partner that PAUSE may stop) have no start times yet:
+            // when they would be down to `bytes` if the wire kept sending. A paused port is not
+            // there by then, and its sender looks again.
+            let held = self.queued_bytes();
+            return if held <= bytes {
+                now
+            } else {
+                self.busy_until.max(now) + self.tx_time(held - bytes)
+            };
+        }
         let mut remaining = self.queue_bytes;
         if remaining <= bytes {
             return now;
@@ -330,6 +346,17 @@ impl Port {
     /// Packets waiting in the FIFO or the discipline (call `advance` first).
     pub fn queue_packets(&self) -> u64 {
         self.n_waiting as u64 + self.aqm.as_ref().map_or(0, |a| a.len_packets())
+    }
+
+    /// A host's NIC queue as its TSQ sees it (call `advance` first): the FIFO's bytes, or
+    /// those of the discipline of a partner that PAUSE may stop (read only then: another line).
+    #[inline]
+    pub fn backlog_bytes(&self) -> u64 {
+        if self.has_aqm() {
+            self.queued_bytes()
+        } else {
+            self.queue_bytes
+        }
     }
 
     /// Bytes waiting in the FIFO or the discipline (call `advance` first).

@@ -25,7 +25,7 @@ impl Simulation {
     /// it has been serialised.
     pub(super) fn aqm_dequeue(&mut self, pi: u32) {
         let now = self.now;
-        if !self.ports[pi as usize].idle(now) {
+        if !self.ports[pi as usize].idle(now) || self.is_paused(pi) {
             return;
         }
         let mut dropped = std::mem::take(&mut self.aqm_dropped);

@@ -5,6 +5,7 @@
 
 use crate::cc;
 use crate::config::{BufferPolicy, FlowConfig, NodeKind, SimConfig};
+use crate::net::pause::{PartnerFifo, Pause};
 use crate::net::pool::Pool;
 use crate::net::port::Port;
 use crate::net::probe::ProbeSource;
@@ -96,6 +97,58 @@ pub(super) fn network(cfg: &SimConfig) -> Result<(Vec<Port>, Vec<Pool>), String>
         }
     }
     Ok((ports, pools))
+}
+
+/// 802.3x flow control (None when no switch has it): the thresholds of the switch each port
+/// feeds, and a queue that a PAUSE can stop at each port that feeds one.
+pub(super) fn flow_control(
+    cfg: &SimConfig,
+    ports: &mut [Port],
+) -> Result<Option<Box<Pause>>, String> {
+    if cfg.nodes.iter().all(|n| n.pause.is_none()) {
+        return Ok(None);
+    }
+    for n in cfg.nodes.iter() {
+        let Some(c) = n.pause else { continue };
+        if n.kind != NodeKind::Switch || n.shared_buffer_bytes.is_none() {
+            return Err(format!(
+                "node {}: flow control (PAUSE) needs a switch with a shared buffer",
+                n.name
+            ));
+        }
+        if c.xoff_bytes == 0 || c.xon_bytes >= c.xoff_bytes {
+            return Err(format!(
+                "switch {}: PAUSE needs 0 <= xon < xoff (got xoff {} B, xon {} B)",
+                n.name, c.xoff_bytes, c.xon_bytes
+            ));
+        }
+    }
+    let mut feeds = Vec::with_capacity(ports.len());
+    for (i, port) in ports.iter_mut().enumerate() {
+        let node = &cfg.nodes[port.to as usize];
+        let Some(c) = node.pause else {
+            feeds.push(None);
+            continue;
+        };
+        let from = &cfg.nodes[port.from as usize].name;
+        if port.pool().is_some() || port.has_aqm() || port.is_impaired() {
+            return Err(format!(
+                "switch {}: its link partner {from} (link {}) is itself a shared-buffer switch, \
+                 or has a queue discipline or impairments towards it; PAUSE to such a partner \
+                 is not modelled",
+                node.name,
+                i / 2
+            ));
+        }
+        let l = &cfg.links[i / 2];
+        let d = if i % 2 == 0 { &l.ab } else { &l.ba };
+        port.set_aqm(Box::new(PartnerFifo::new(
+            d.buffer_packets.unwrap_or(u64::MAX),
+            d.buffer_bytes.unwrap_or(u64::MAX),
+        )));
+        feeds.push(Some(c));
+    }
+    Ok(Some(Box::new(Pause::new(feeds))))
 }
 
 /// The flows' senders and receivers.

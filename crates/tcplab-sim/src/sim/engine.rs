@@ -34,6 +34,10 @@ pub enum Action {
     ImpairOut(u32),
     /// An impaired port's schedule has a change due.
     LinkChange(u32),
+    /// An 802.3x PAUSE frame reaches the partner sending through this port (`net/pause.rs`).
+    PauseFrame(u32),
+    /// An ingress port of a switch with flow control may have fallen to its XON threshold.
+    PauseCheck(u32),
 }
 
 impl Action {
@@ -53,6 +57,8 @@ impl Action {
             Action::PortDequeue(i) => (9, i),
             Action::ImpairOut(i) => (10, i),
             Action::LinkChange(i) => (11, i),
+            Action::PauseFrame(i) => (12, i),
+            Action::PauseCheck(i) => (13, i),
         };
         assert!(
             i <= INDEX_MASK,
@@ -76,7 +82,9 @@ impl Action {
             8 => Action::PortInterval,
             9 => Action::PortDequeue(i),
             10 => Action::ImpairOut(i),
-            _ => Action::LinkChange(i),
+            11 => Action::LinkChange(i),
+            12 => Action::PauseFrame(i),
+            _ => Action::PauseCheck(i),
         }
     }
 }

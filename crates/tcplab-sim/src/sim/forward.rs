@@ -98,6 +98,10 @@ impl Simulation {
         };
         if let Some(pl) = pool {
             self.pools[pl as usize].used_bytes += queued;
+            if queued > 0 && self.pause.is_some() {
+                let start_ns = self.ports[pi as usize].last_start_ns();
+                self.pause_hold(start_ns, size_bytes);
+            }
         }
         if let Some(t) = arrival {
             self.q.push(t, Action::PipeArrive(pi));
@@ -157,6 +161,7 @@ impl Simulation {
                 self.pools[pl as usize].used_bytes -= freed;
             }
         }
+        self.arrived_via = pi;
         if head.dst == node {
             self.deliver(node, head.packet);
         } else {

@@ -10,6 +10,7 @@ pub mod engine;
 mod forward;
 mod impair_port;
 mod intervals;
+mod pause_port;
 mod sampler;
 mod stats;
 
@@ -19,6 +20,7 @@ pub type ExternalCc<'a> = dyn FnMut(usize, &str) -> Option<Box<dyn cc::Congestio
 use crate::config::{AppConfig, FlowConfig, SimConfig};
 use crate::cpu::{in_tcp, CpuMeter};
 use crate::net::packet::{Kind, Packet, Slab};
+use crate::net::pause::Pause;
 use crate::net::pool::Pool;
 use crate::net::port::Port;
 use crate::net::probe::ProbeSource;
@@ -171,6 +173,10 @@ pub struct Simulation {
     pub dropped: u64,
     /// Optional per-packet audit.
     pub audit: Option<Audit>,
+    /// 802.3x flow control at switches that have it (`net/pause.rs`); None in most networks.
+    pause: Option<Box<Pause>>,
+    /// The port the packet being forwarded arrived through (for flow control's accounting).
+    arrived_via: u32,
 }
 
 impl Simulation {
@@ -194,6 +200,7 @@ impl Simulation {
         let probes = build::probes(cfg)?;
         let monitor = build::monitored_ports(cfg)?;
         let mut ports = ports;
+        let pause = build::flow_control(cfg, &mut ports)?;
         for &m in &monitor {
             ports[m as usize].monitor();
         }
@@ -241,6 +248,8 @@ impl Simulation {
             delivered: 0,
             dropped: 0,
             audit: None,
+            pause,
+            arrived_via: u32::MAX,
         })
     }
 
@@ -370,6 +379,8 @@ impl Simulation {
             Action::PortDequeue(pi) => self.aqm_dequeue(pi),
             Action::ImpairOut(pi) => self.impair_out(pi),
             Action::LinkChange(pi) => self.link_change(pi),
+            Action::PauseFrame(pi) => self.pause_frame_arrives(pi),
+            Action::PauseCheck(pi) => self.pause_check(pi),
             Action::PortInterval => {
                 self.port_interval();
                 let next = self.now + self.interval_ns;
@@ -418,7 +429,7 @@ impl Simulation {
     fn set_nic_backlog(&mut self, fi: usize) {
         let pi = self.host_port(fi);
         self.ports[pi].advance(self.now);
-        self.senders[fi].nic_backlog = self.ports[pi].queue_bytes;
+        self.senders[fi].nic_backlog = self.ports[pi].backlog_bytes();
     }
 
     /// After any sender activity: record its events, re-arm its timer, tell the sampler.
