@@ -34,6 +34,8 @@ pub enum Action {
     ImpairOut(u32),
     /// An impaired port's schedule has a change due.
     LinkChange(u32),
+    /// A flow's iperf3 client starts, or a lost control segment of it is due again.
+    Iperf3(u32),
 }
 
 impl Action {
@@ -53,6 +55,7 @@ impl Action {
             Action::PortDequeue(i) => (9, i),
             Action::ImpairOut(i) => (10, i),
             Action::LinkChange(i) => (11, i),
+            Action::Iperf3(i) => (12, i),
         };
         assert!(
             i <= INDEX_MASK,
@@ -76,7 +79,8 @@ impl Action {
             8 => Action::PortInterval,
             9 => Action::PortDequeue(i),
             10 => Action::ImpairOut(i),
-            _ => Action::LinkChange(i),
+            11 => Action::LinkChange(i),
+            _ => Action::Iperf3(i),
         }
     }
 }
@@ -211,7 +215,7 @@ mod tests {
         let mut reference: Vec<(Ns, u64, Action)> = Vec::new();
         let mut seq = 0u64;
         // Every variant in turn, with index i (the packing itself: every_action_survives_packing).
-        let actions = |i: u32| Action::unpack((i % 12) << 28 | i);
+        let actions = |i: u32| Action::unpack((i % 13) << 28 | i);
         for i in 0..steps {
             let now = reference.first().map_or(0, |e| e.0);
             let r = rng.below(2 + push_weight);
@@ -276,6 +280,7 @@ mod tests {
             Action::PortDequeue(12),
             Action::ImpairOut(4),
             Action::LinkChange(5),
+            Action::Iperf3(6),
         ] {
             assert_eq!(Action::unpack(a.pack()), a);
         }
