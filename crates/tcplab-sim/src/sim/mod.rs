@@ -83,6 +83,9 @@ pub struct FlowStats {
     /// With iperf3's control exchange (`net::iperf3`): from the client's start to its exit, as
     /// `time iperf3 -n` measures it; None without one or before the client exits.
     pub iperf3_ns: Option<Ns>,
+    /// With iperf3's control exchange: when the data connection's SYN left, from the client's
+    /// start (the origin of `fct_ns` and `connect_ns` then).
+    pub data_syn_ns: Option<Ns>,
     /// SYNs retransmitted.
     pub syn_retrans: u64,
     /// SYN-ACKs the receiver retransmitted on its timer.

@@ -36,6 +36,7 @@ impl Simulation {
                 fct_ns: s.completed_at.map(|t| t - syn_ns),
                 connect_ns: s.hs.established_ns.map(|t| t - syn_ns),
                 iperf3_ns: ctl.and_then(|c| c.exit_ns).map(|t| t - f.start_ns),
+                data_syn_ns: ctl.and_then(|c| c.data_syn_ns).map(|t| t - f.start_ns),
                 syn_retrans: s.hs.syn_retrans as u64,
                 synack_retrans: r.hs.retrans as u64,
                 connect_failed: s.hs.failed,
