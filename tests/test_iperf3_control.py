@@ -79,9 +79,11 @@ def test_seven_round_trips_around_a_transfer_written_at_once(tmp_path):
     # TEST_END with the first write, 2 R to the exit. Without the option nothing of it is there.
     body = _sender("a", 0.1, "iperf3_control = true\n") + _sender("b", 1.1)
     out = tmp_path / "run"
-    tcplab("run", str(_spec(tmp_path, body)), "--out", str(out), "--no-report", cwd=tmp_path, check=True)
+    tcplab("run", str(_spec(tmp_path, body)), "--out", str(out), cwd=tmp_path, check=True)
     s = json.loads((out / "summary.json").read_text())
     a, b = s["flows"]
+    html = (out / "report.html").read_text()
+    assert "<th>FCT s</th><th>time iperf3 -n s</th>" in html and f"<td>{a['iperf3_s']:.3f}</td>" in html
     assert abs(a["iperf3_s"] - 7 * RTT_S) < 0.001, a
     assert "iperf3_s" not in b
     # The data connection alone is the same in both: handshake, then one round trip of data; the
