@@ -38,6 +38,8 @@ LATENCY_COLUMNS = ["aqm", "aqm_drops", "ecn_marks", "queue_delay_p50_ms", "queue
 #: Columns of a run with [[probes]]: its first probe's RTT percentiles and loss (every probe's are
 #: in summary.json and the `probes` view).
 PROBE_COLUMNS = ["probe", "probe_rtt_p50_ms", "probe_rtt_p95_ms", "probe_rtt_p99_ms", "probe_loss_pct"]
+#: `time iperf3 -n` per flow, where the run modelled or timed iperf3's whole client.
+IPERF3_COLUMNS = ["iperf3_s"]
 #: A flow's RTT percentiles (its sender's samples), where the run measured latency.
 FLOW_RTT_COLUMNS = ["rtt_p50_ms", "rtt_p95_ms", "rtt_p99_ms"]
 FLOW_COLUMNS = ["flow", "from", "to", "stack", "cc", "start_s", "duration_s", "bytes_delivered", "throughput_mbps",
@@ -73,9 +75,12 @@ def summary_rows(summary: dict[str, Any], spec_hash: str, labels: dict[str, Any]
         latency |= {"probe": p["probe"], **{f"probe_rtt_{k}_ms": r.get(k) for k in ("p50", "p95", "p99")},
                     "probe_loss_pct": p["loss_pct"]}
         run |= latency
-    flow_cols = FLOW_COLUMNS + (FLOW_RTT_COLUMNS if any("rtt_ms" in f for f in summary["flows"]) else [])
+    flow_cols = FLOW_COLUMNS + (IPERF3_COLUMNS if any("iperf3_s" in f for f in summary["flows"]) else []) \
+        + (FLOW_RTT_COLUMNS if any("rtt_ms" in f for f in summary["flows"]) else [])
     params = {param_column(k): _text(v) for k, v in (labels.get("params") or {}).items()}
-    rows = [run | {c: f.get(c) for c in FLOW_COLUMNS} | _flow_rtt(f, flow_cols) | params for f in summary["flows"]]
+    iperf3 = {c: None for c in IPERF3_COLUMNS} if IPERF3_COLUMNS[0] in flow_cols else {}
+    rows = [run | {c: f.get(c) for c in FLOW_COLUMNS} | {c: f.get(c) for c in iperf3} | _flow_rtt(f, flow_cols) | params
+            for f in summary["flows"]]
     types = {"seed": pa.int64(), "point": pa.int64(), "iteration": pa.int64(), "drops": pa.int64(),
              "bytes_delivered": pa.int64(), "retransmits": pa.int64(), "recoveries": pa.int64(), "rtos": pa.int64(),
              "final_cwnd_bytes": pa.int64(), "aqm_drops": pa.int64(), "ecn_marks": pa.int64(),

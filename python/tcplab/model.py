@@ -152,6 +152,7 @@ class Flow:
     sender_lro: bool = False           # the sending host's NIC does LRO (FreeBSD RACK: compressed ACKs)
     receiver_os: str | None = None     # the receiving host's OS; None: the sender's stack's ACK rules
     connect: str = "handshake"   # "handshake" (SYN, SYN-ACK, ACK) or "established" at the start time
+    iperf3_control: bool = False  # the simulator models iperf3's control exchange (time iperf3 -n)
     window_scaling: bool = True  # offered by the sender (RFC 7323)
     #: The receiving host's settings the handshake negotiates against: sack, timestamps,
     #: window_scaling, ecn (accepts). An option is used only if both ends have it.

@@ -116,6 +116,13 @@ impl Simulation {
             d.set_item("completion_ns", f.completion_ns)?;
             d.set_item("fct_ns", f.fct_ns)?;
             d.set_item("connect_ns", f.connect_ns)?;
+            // Only with iperf3's control exchange.
+            if let Some(t) = f.iperf3_ns {
+                d.set_item("iperf3_ns", t)?;
+            }
+            if let Some(t) = f.data_syn_ns {
+                d.set_item("data_syn_ns", t)?;
+            }
             d.set_item("syn_retrans", f.syn_retrans)?;
             d.set_item("synack_retrans", f.synack_retrans)?;
             d.set_item("connect_failed", f.connect_failed)?;

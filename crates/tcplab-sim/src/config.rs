@@ -280,6 +280,23 @@ pub struct FlowConfig {
     /// FreeBSD default-stack knobs; only for the freebsd stack.
     #[serde(default)]
     pub freebsd: Option<FreeBsdKnobs>,
+    /// The iperf3 client and server around the transfer (its control connection, cookies,
+    /// parameter and result exchanges: `net::iperf3`); None: the data connection alone.
+    #[serde(default)]
+    pub iperf3: Option<Iperf3Config>,
+}
+
+/// iperf3's control protocol around a flow (`net::iperf3`): the sizes of its JSON messages,
+/// which depend on the options and the results (the Python side prints them as cJSON would).
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct Iperf3Config {
+    /// The client's parameters (send_parameters()), bytes of JSON after the 4-byte length.
+    pub params_json_bytes: u32,
+    /// The client's results (send_results()), bytes of JSON.
+    pub client_results_json_bytes: u32,
+    /// The server's results, bytes of JSON.
+    pub server_results_json_bytes: u32,
 }
 
 /// Receive-side coalescing of a NIC driver.

@@ -118,6 +118,9 @@ def _flow_rows(exp: Experiment, totals: dict[str, Any], intervals: dict[str, Any
             syn_retransmits=st.get("syn_retrans")))
         if st.get("connect_failed"):
             flows[-1]["connect_failed"] = True
+        if info.iperf3_control or "iperf3_ns" in st:
+            # `time iperf3 -n`: the client from its start to its exit (None if it had not exited).
+            flows[-1]["iperf3_s"] = _r(st["iperf3_ns"] / 1e9) if st.get("iperf3_ns") is not None else None
         if "ece_acks" in st:  # the connection negotiated ECN
             flows[-1]["ecn"] = {"ce_segments_received": st["ce_segs_received"], "ece_acks": st["ece_acks"],
                                 "window_reductions": st["ecn_reductions"]}
@@ -134,9 +137,14 @@ def _window_ns(exp: Experiment, totals: dict[str, Any], flows: list[dict[str, An
     # though after a handshake its data runs the connect time later (iperf3's -t counts from the
     # connection; docs/models.md, "Connection setup"); a transfer ends at its FCT (connect time +
     # iperf3's completion time).
-    for f, t_start, s in zip(exp.flows, starts, flows):
+    for f, t_start, s, st in zip(exp.flows, starts, flows, totals["flows"]):
         if f.app.kind == "time":
             ends.append(t_start + f.app.duration_ns)
+        elif s.get("iperf3_s") is not None and s["fct_s"] is not None:
+            # Inside iperf3 the data connection opens later (data_syn_ns) and the client may exit
+            # before its last byte is acknowledged.
+            data_end = st.get("data_syn_ns", 0) + int(s["fct_s"] * 1e9)
+            ends.append(t_start + max(int(s["iperf3_s"] * 1e9), data_end))
         elif s["completion_s"] is not None:
             connect_ns = int((s.get("connect_ms") or 0) * 1e6)
             ends.append(t_start + connect_ns + int(s["completion_s"] * 1e9))

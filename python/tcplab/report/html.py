@@ -150,10 +150,13 @@ def write(run_dir: Path, summary: dict[str, Any], meta: dict[str, Any], spec_tom
           charts_html: str, recovery_html: str = "") -> Path:
     """Write run_dir/report.html around `charts_html` (report.interactive.section)."""
     b = summary["bottleneck"] or {}
+    # `time iperf3 -n` (client start to exit) beside the data's completion, for runs that model it.
+    iperf3 = any("iperf3_s" in f for f in summary["flows"])
     flow_rows = [[f["flow"], port_label(f["from"], f["to"]), f["stack"], f["cc"], f["start_s"], f["throughput_mbps"],
-                  f["completion_s"], f["bytes_delivered"], f["retransmits"], f["recoveries"], f["rtos"], f["srtt_ms"]]
-                 for f in summary["flows"]]
-    flows_html = _table("flows-table", ["flow", "path", "stack", "cc", "start s", "Mbit/s", "completion s", "bytes delivered",
+                  f["completion_s"], *([f.get("fct_s"), f.get("iperf3_s")] if iperf3 else []), f["bytes_delivered"],
+                  f["retransmits"], f["recoveries"], f["rtos"], f["srtt_ms"]] for f in summary["flows"]]
+    flows_html = _table("flows-table", ["flow", "path", "stack", "cc", "start s", "Mbit/s", "completion s",
+                                        *(["FCT s", "time iperf3 -n s"] if iperf3 else []), "bytes delivered",
                                         "retransmits", "recoveries", "RTOs", "srtt ms"], flow_rows, left=4)
     if b:
         util = None if b["utilisation"] is None else f"{100 * b['utilisation']:.2f}%"

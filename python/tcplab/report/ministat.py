@@ -112,7 +112,8 @@ def render(values: list[list[float]], names: list[str], *, confidence_pct: float
 def iterations_report(summaries: list[dict], width: int = 74) -> str:
     """The seeds' ministat tables for `tcplab run --iterations`: one sample per flow over the
     iterations. Fixed-size transfers are compared by completion time, each group of equal size
-    against its first flow (T6: IW10/20/40 against IW3, for 65 KB and for 1 MB); time-limited
+    against its first flow (T6: IW10/20/40 against IW3, for 65 KB and for 1 MB), and, where the
+    run modelled iperf3's control exchange, by `time iperf3 -n` (`iperf3_s`) too; time-limited
     flows by throughput against the first of them; latency probes by their RTT p50 and p99. Empty
     with fewer than 2 iterations."""
     if len(summaries) < 2:
@@ -123,9 +124,12 @@ def iterations_report(summaries: list[dict], width: int = 74) -> str:
         key = f"completion time (s) of {f['bytes_written']}-byte transfers" if f["kind"] == "bytes" \
             else "throughput (Mbit/s) of time-limited flows"
         groups.setdefault(key, []).append(i)
+        if "iperf3_s" in f:
+            groups.setdefault(f"time iperf3 -n (s) of {f['bytes_written']}-byte transfers", []).append(i)
     parts = []
     for title, idx in groups.items():
-        metric = "completion_s" if title.startswith("completion") else "throughput_mbps"
+        metric = ("completion_s" if title.startswith("completion") else "iperf3_s" if title.startswith("time iperf3")
+                  else "throughput_mbps")
         values = [[float(s["flows"][i][metric]) if s["flows"][i][metric] is not None else math.nan for s in summaries]
                   for i in idx]
         if any(math.isnan(v) for vs in values for v in vs):

@@ -54,7 +54,9 @@ def summary_table(summary: dict[str, Any]) -> Table:
     t = Table(title=f"{summary['name']} ({seed}{summary['backend']})")
     connects = any(f.get("connect_ms") is not None for f in summary["flows"])
     handshake_cols = ("FCT", "connect ms", "SYN retr") if connects else ()
-    cols = ("flow", "path", "stack", "cc", "Mbit/s", "completion", *handshake_cols, "retr", "recov", "RTOs", "srtt ms")
+    iperf3 = any("iperf3_s" in f for f in summary["flows"])  # with iperf3's control exchange
+    cols = ("flow", "path", "stack", "cc", "Mbit/s", "completion", *handshake_cols, *(("iperf3 -n",) if iperf3 else ()),
+            "retr", "recov", "RTOs", "srtt ms")
     for col in cols:
         t.add_column(col, justify="right" if col not in ("flow", "path", "stack", "cc") else "left")
     for f in summary["flows"]:
@@ -67,6 +69,7 @@ def summary_table(summary: dict[str, Any]) -> Table:
             "-" if f["throughput_mbps"] is None else f"{f['throughput_mbps']:.1f}",
             "-" if f["completion_s"] is None else f"{f['completion_s']:.3f} s",
             *handshake,
+            *(("-" if f.get("iperf3_s") is None else f"{f['iperf3_s']:.3f} s",) if iperf3 else ()),
             str(f["retransmits"]), str(f["recoveries"]), str(f["rtos"]),
             "-" if not f["srtt_ms"] else f"{f['srtt_ms']:.1f}",
         )

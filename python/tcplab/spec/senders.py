@@ -25,7 +25,7 @@ DEFAULTS = {
 }
 
 SENDER_KEYS = ("host", "to", "stack", "cc", "start", "time", "bytes", "write", "initcwnd", "sndbuf", "rcvbuf", "mtu", "sack",
-               "timestamps", "prr", "d43470", "version", "rack_rto_cwnd", "connect")
+               "timestamps", "prr", "d43470", "version", "rack_rto_cwnd", "connect", "iperf3_control")
 #: How a connection opens: a three-way handshake through the network (iperf3's connections: its
 #: transfer times start after it), or established at the start time (`connect = "established"`).
 CONNECT = ("handshake", "established")
@@ -149,6 +149,19 @@ def _app(ctx: Ctx, t: dict[str, Any], path: str) -> App:
     return App("time", duration_ns=ctx.unit(t, path, "time", units.parse_duration_ns, DEFAULTS["time"], limits.TIME))
 
 
+def _iperf3_control(ctx: Ctx, t: dict[str, Any], path: str, app: App, connect: str) -> bool:
+    """`iperf3_control = true`: the simulator models iperf3's control connection around the
+    transfer (docs/models.md, "iperf3's control exchange"), for a byte count over a handshake."""
+    on = ctx.boolean(t, path, "iperf3_control", False)
+    if on and app.kind != "bytes":
+        raise ctx.err(join(path, "iperf3_control"), "needs a byte count (bytes, iperf3 -n): the client's exit is "
+                      "timed for transfers only")
+    if on and connect != "handshake":
+        raise ctx.err(join(path, "iperf3_control"), 'needs connect = "handshake" (the data connection\'s own '
+                      "handshake is part of the exchange)")
+    return on
+
+
 def _version_defaults(stack: str, version: Any) -> dict[str, Any]:
     """The defaults a stack's `version` sets for other keys (e.g. sndbuf_bytes), from the native
     stack options; {} for a stack without versions or an unknown version (checked later)."""
@@ -223,6 +236,7 @@ def _sender(ctx: Ctx, name: str, t: dict[str, Any], hosts: set[str], sysctls: _S
     timestamps = by_sysctl.get("timestamps", ctx.boolean(t, path, "timestamps", True))
     sack = by_sysctl.get("sack", ctx.boolean(t, path, "sack", True))
     connect = ctx.choice(t, path, "connect", CONNECT[0], CONNECT)
+    iperf3_control = _iperf3_control(ctx, t, path, app, connect)
     # The receiving host's side of the handshake: what it accepts (its sysctls; all on by default).
     peer = {opt: by_sysctl.get(f"peer.{opt}", True) for opt in ("sack", "timestamps", "window_scaling")}
     peer["ecn"] = by_sysctl.get("ecn_accept", True)
@@ -258,7 +272,7 @@ def _sender(ctx: Ctx, name: str, t: dict[str, Any], hosts: set[str], sysctls: _S
                 sndbuf_initial_bytes=by_sysctl.get("sndbuf_initial_bytes"), freebsd=freebsd,
                 tso_max_bytes=sender_host.tso_max_bytes, tso_frags=sender_host.tso_frags,
                 sender_lro=sender_host.rx_nic.coalesce == "lro", receiver_os=receiver.os, ecn=ecn, ecn_request=ecn_request, ect1=ect1,
-                connect=connect,
+                connect=connect, iperf3_control=iperf3_control,
                 window_scaling=by_sysctl.get("window_scaling", True), peer=peer,
                 syn_retries=by_sysctl.get("syn_retries"), syn_linear_timeouts=by_sysctl.get("syn_linear_timeouts"))
     return flow, _normalized(t, flow, by_sysctl)
@@ -283,6 +297,8 @@ def _normalized(t: dict[str, Any], f: Flow, by_sysctl: dict[str, Any]) -> dict[s
         if key in by_sysctl:
             del n[key]  # set by the host's sysctl, which the resolved spec keeps
     n["connect"] = f.connect
+    if f.iperf3_control:
+        n["iperf3_control"] = True
     if f.stack == "linux":
         n["prr"] = f.prr or STACK_OPTIONS["linux"]["prr"]["default"]
     if f.stack == "freebsd":

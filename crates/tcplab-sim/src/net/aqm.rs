@@ -34,6 +34,9 @@ impl tcplab_aqm::Packet for Packet {
             Kind::Udp => 2,
             // A probe's request and reply leave by opposite ports, as a flow's data and ACKs.
             Kind::Echo | Kind::EchoReply => 3,
+            // iperf3's control connection: a 5-tuple of its own (the data cookie, which rides
+            // the data connection, is counted with it: an approximation, net/iperf3.rs).
+            Kind::Control => return 1 << 63 | self.flow as u64,
         };
         (self.flow as u64) << 2 | kind
     }

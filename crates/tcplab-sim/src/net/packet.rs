@@ -32,6 +32,10 @@ pub enum Kind {
     Echo,
     /// ICMP echo reply: the request's `flow`, `seq` and `ts_val`, sent back at once.
     EchoReply,
+    /// A segment of iperf3's control exchange around flow `flow` (`net::iperf3`): `seq` is the
+    /// message's index in `Message::ALL`, `len` which of its writes, `ack` the retransmission
+    /// count, `ts_val` when it was sent.
+    Control,
 }
 
 /// `Packet::opts` bit: SACK-permitted option (RFC 2018 §2).

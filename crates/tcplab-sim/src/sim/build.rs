@@ -1,10 +1,11 @@
 //! Building a simulation from its resolved config: the network (ports, shared-buffer pools),
 //! the flows' endpoints (each with its stack resolved once, see [`crate::stack::resolve`]), the
-//! UDP sources, the latency probes, the monitored ports and the first events; every check of the
-//! config happens here.
+//! UDP sources, the latency probes, iperf3's control exchanges, the monitored ports and the first
+//! events; every check of the config happens here.
 
 use crate::cc;
-use crate::config::{BufferPolicy, FlowConfig, NodeKind, SimConfig};
+use crate::config::{AppConfig, BufferPolicy, Connect, FlowConfig, NodeKind, SimConfig};
+use crate::net::iperf3::Iperf3Control;
 use crate::net::pause::{PartnerFifo, Pause};
 use crate::net::pool::Pool;
 use crate::net::port::Port;
@@ -190,6 +191,7 @@ pub(super) fn flows(
             )
         })?;
         check_flow_knobs(f)?;
+        check_iperf3(f)?;
         // The receiving host's own delayed-ACK rules when its OS is given, else the sender's.
         let rx_profile = match f.receiver_os.as_deref() {
             None => profile.clone(),
@@ -207,6 +209,9 @@ pub(super) fn flows(
         // Streams 1 << 40 + flow: apart from the links' (their index) and fixed per flow.
         sender.v.random = rng.fork((1 << 40) + i as u64).next_u64();
         sender.record_sends = cfg.record_sends;
+        if f.iperf3.is_some() {
+            sender.hold_app(); // it writes from TEST_RUNNING on (net::iperf3)
+        }
         senders.push(sender);
     }
     Ok((senders, receivers))
@@ -237,6 +242,34 @@ fn check_flow_knobs(f: &FlowConfig) -> Result<(), String> {
                 f.name
             ));
         }
+    }
+    Ok(())
+}
+
+/// iperf3's control exchange per flow, or nothing when no flow has one.
+pub(super) fn iperf3_controls(cfg: &SimConfig) -> Vec<Option<Box<Iperf3Control>>> {
+    if cfg.flows.iter().all(|f| f.iperf3.is_none()) {
+        return Vec::new();
+    }
+    cfg.flows
+        .iter()
+        .map(|f| {
+            f.iperf3
+                .map(|c| Box::new(Iperf3Control::new(c, f.start_ns)))
+        })
+        .collect()
+}
+
+/// A flow with iperf3's control exchange transfers a byte count (`-n`) over a connection with
+/// a handshake.
+fn check_iperf3(f: &FlowConfig) -> Result<(), String> {
+    if f.iperf3.is_some()
+        && (!matches!(f.app, AppConfig::Bytes { .. }) || f.connect != Connect::Handshake)
+    {
+        return Err(format!(
+            "flow {}: iperf3's control exchange needs a byte count (bytes) and connect = handshake",
+            f.name
+        ));
     }
     Ok(())
 }
@@ -305,7 +338,13 @@ pub(super) fn first_events(
 ) -> EventQueue {
     let mut q = EventQueue::default();
     for (i, f) in cfg.flows.iter().enumerate() {
-        q.push(f.start_ns, Action::FlowStart(i as u32));
+        // With iperf3's control exchange the client starts then; its data connection later.
+        let a = if f.iperf3.is_some() {
+            Action::Iperf3(i as u32)
+        } else {
+            Action::FlowStart(i as u32)
+        };
+        q.push(f.start_ns, a);
     }
     for (i, u) in udp.iter().enumerate() {
         if u.cfg.start_ns < u.cfg.stop_ns {

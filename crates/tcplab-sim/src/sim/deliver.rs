@@ -1,5 +1,5 @@
 //! Delivery: a packet reaching its destination node, handed to the flow's receiver (data), its
-//! sender (ACKs), a UDP sink or a probe's far end.
+//! sender (ACKs), a UDP sink, a probe's far end or an iperf3 client or server (control segments).
 
 use super::*;
 
@@ -110,6 +110,7 @@ impl Simulation {
                 self.forward(node, reply);
             }
             Kind::EchoReply => self.probe_done(&p, (self.now - p.ts_val) as i64),
+            Kind::Control => self.iperf3_arrived(&p),
         }
         self.scratch = out;
     }

@@ -38,6 +38,8 @@ pub enum Action {
     PauseFrame(u32),
     /// An ingress port of a switch with flow control may have fallen to its XON threshold.
     PauseCheck(u32),
+    /// A flow's iperf3 client starts, or a lost control segment of it is due again.
+    Iperf3(u32),
 }
 
 impl Action {
@@ -59,6 +61,7 @@ impl Action {
             Action::LinkChange(i) => (11, i),
             Action::PauseFrame(i) => (12, i),
             Action::PauseCheck(i) => (13, i),
+            Action::Iperf3(i) => (14, i),
         };
         assert!(
             i <= INDEX_MASK,
@@ -84,7 +87,8 @@ impl Action {
             10 => Action::ImpairOut(i),
             11 => Action::LinkChange(i),
             12 => Action::PauseFrame(i),
-            _ => Action::PauseCheck(i),
+            13 => Action::PauseCheck(i),
+            _ => Action::Iperf3(i),
         }
     }
 }
@@ -219,7 +223,7 @@ mod tests {
         let mut reference: Vec<(Ns, u64, Action)> = Vec::new();
         let mut seq = 0u64;
         // Every variant in turn, with index i (the packing itself: every_action_survives_packing).
-        let actions = |i: u32| Action::unpack((i % 12) << 28 | i);
+        let actions = |i: u32| Action::unpack((i % 13) << 28 | i);
         for i in 0..steps {
             let now = reference.first().map_or(0, |e| e.0);
             let r = rng.below(2 + push_weight);
@@ -284,6 +288,7 @@ mod tests {
             Action::PortDequeue(12),
             Action::ImpairOut(4),
             Action::LinkChange(5),
+            Action::Iperf3(6),
         ] {
             assert_eq!(Action::unpack(a.pack()), a);
         }

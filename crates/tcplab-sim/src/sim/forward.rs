@@ -121,6 +121,8 @@ impl Simulation {
         self.dropped += 1;
         if matches!(p.kind, Kind::Echo | Kind::EchoReply) {
             self.probe_done(&p, -1);
+        } else if p.kind == Kind::Control {
+            self.iperf3_lost(&p);
         }
         if let Some(a) = self.audit.as_mut() {
             a.dropped.insert(p.id);

@@ -11,6 +11,7 @@ mod forward;
 mod impair_port;
 mod intervals;
 mod pause_port;
+mod iperf3;
 mod sampler;
 mod stats;
 
@@ -71,14 +72,22 @@ pub struct FlowStats {
     /// Segments the receiver already had (spurious retransmissions).
     pub dup_segs_received: u64,
     /// Completion time of a fixed-size transfer: from the connection being established (when
-    /// iperf3 starts its clock, after connecting its data socket) to the last byte acknowledged.
+    /// iperf3 starts its clock, after connecting its data socket; with iperf3's control exchange,
+    /// TEST_RUNNING's arrival) to the last byte acknowledged.
     pub completion_ns: Option<Ns>,
-    /// Flow completion time: from the first SYN (the flow's start) to the last byte
-    /// acknowledged; equal to `completion_ns` on a connection established without a handshake.
+    /// Flow completion time: from the first SYN (the flow's start; with iperf3's control
+    /// exchange, the data connection's SYN) to the last byte acknowledged; equal to
+    /// `completion_ns` on a connection established without a handshake.
     pub fct_ns: Option<Ns>,
     /// From the first SYN to the SYN-ACK's arrival (connect() returning); None without a
     /// handshake or when it failed.
     pub connect_ns: Option<Ns>,
+    /// With iperf3's control exchange (`net::iperf3`): from the client's start to its exit, as
+    /// `time iperf3 -n` measures it; None without one or before the client exits.
+    pub iperf3_ns: Option<Ns>,
+    /// With iperf3's control exchange: when the data connection's SYN left, from the client's
+    /// start (the origin of `fct_ns` and `connect_ns` then).
+    pub data_syn_ns: Option<Ns>,
     /// SYNs retransmitted.
     pub syn_retrans: u64,
     /// SYN-ACKs the receiver retransmitted on its timer.
@@ -146,6 +155,9 @@ pub struct Simulation {
     pub udp: Vec<UdpSource>,
     /// Latency probes.
     pub probes: Vec<ProbeSource>,
+    /// iperf3's control exchange, per flow (None: a flow without one); empty when no flow has
+    /// one, so that other runs test one length per sender call.
+    pub iperf3: Vec<Option<Box<crate::net::iperf3::Iperf3Control>>>,
     /// Records not yet drained.
     pub rec: Recorder,
     /// CPU meters, when the run measures them (`[measure] cpu`).
@@ -231,6 +243,7 @@ impl Simulation {
             host_ports,
             udp,
             probes,
+            iperf3: build::iperf3_controls(cfg),
             rec: Recorder::default(),
             cpu,
             sample_interval_ns: cfg.sample_interval_ns,
@@ -269,6 +282,7 @@ impl Simulation {
     pub fn flows_done(&self) -> bool {
         self.senders.iter().all(|s| s.done(self.now))
             && self.probes.iter().all(|p| p.done(self.stop_ns))
+            && self.iperf3.iter().flatten().all(|c| c.exited())
     }
 
     /// Run until simulated time `t` (or the stop time), handling every event at or before it.
@@ -381,6 +395,7 @@ impl Simulation {
             Action::LinkChange(pi) => self.link_change(pi),
             Action::PauseFrame(pi) => self.pause_frame_arrives(pi),
             Action::PauseCheck(pi) => self.pause_check(pi),
+            Action::Iperf3(f) => self.iperf3_event(f as usize),
             Action::PortInterval => {
                 self.port_interval();
                 let next = self.now + self.interval_ns;
@@ -486,6 +501,9 @@ impl Simulation {
         );
         // Last: everything above may change the sender.
         self.flow_rows.touch(fi, &self.senders);
+        if !self.iperf3.is_empty() {
+            self.iperf3_after_sender(fi);
+        }
     }
 
     #[inline(always)] // after every data segment

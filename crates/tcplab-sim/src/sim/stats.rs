@@ -9,7 +9,16 @@ impl Simulation {
             .iter()
             .zip(&self.receivers)
             .zip(&self.flow_cfg)
-            .map(|((s, r), f)| FlowStats {
+            .enumerate()
+            .map(|(i, ((s, r), f))| {
+                let ctl = self.iperf3.get(i).and_then(|c| c.as_deref());
+                // With iperf3's control exchange the data connection opens later than the flow's
+                // start (the client's): its SYN, and writing from TEST_RUNNING on.
+                let syn_ns = ctl.and_then(|c| c.data_syn_ns).unwrap_or(f.start_ns);
+                let writing_ns = ctl.and_then(|c| c.writing_ns);
+                (s, r, f, ctl, syn_ns, writing_ns)
+            })
+            .map(|(s, r, f, ctl, syn_ns, writing_ns)| FlowStats {
                 name: f.name.clone(),
                 cc: s.cc_name().to_string(),
                 stack: f.stack.clone(),
@@ -23,9 +32,11 @@ impl Simulation {
                 dup_segs_received: r.dup_segs,
                 completion_ns: s
                     .completed_at
-                    .map(|t| t - s.hs.established_ns.unwrap_or(f.start_ns)),
-                fct_ns: s.completed_at.map(|t| t - f.start_ns),
-                connect_ns: s.hs.established_ns.map(|t| t - f.start_ns),
+                    .map(|t| t - writing_ns.unwrap_or(s.hs.established_ns.unwrap_or(f.start_ns))),
+                fct_ns: s.completed_at.map(|t| t - syn_ns),
+                connect_ns: s.hs.established_ns.map(|t| t - syn_ns),
+                iperf3_ns: ctl.and_then(|c| c.exit_ns).map(|t| t - f.start_ns),
+                data_syn_ns: ctl.and_then(|c| c.data_syn_ns).map(|t| t - f.start_ns),
                 syn_retrans: s.hs.syn_retrans as u64,
                 synack_retrans: r.hs.retrans as u64,
                 connect_failed: s.hs.failed,

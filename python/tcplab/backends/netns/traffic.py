@@ -35,6 +35,7 @@ class Traffic:
         self.exp, self.p, self.procs, self.live = exp, p, procs, live
         self.results: dict[str, tuple[dict[str, Any], int]] = {}   # client -> (its -J report, launched)
         self.pings: dict[str, tuple[subprocess.Popen, int]] = {}   # probe -> (ping, launched)
+        self.exits: dict[str, int] = {}   # client -> when its process exited (ns from t0): `time iperf3 -n`
         self.counters_before: dict[str, dict[str, int]] = {}
         self.counters_after: dict[str, dict[str, int]] = {}
         self.pcap: subprocess.Popen | None = None
@@ -83,7 +84,9 @@ class Traffic:
                 with (live.work / f"ping-{i}.txt").open("w") as out, (live.work / f"ping-{i}.err").open("w") as err:
                     self.pings[x.name] = (self.procs.start(args, stdout=out, stderr=err), time.monotonic_ns() - t0)
             else:
-                live.clients[x.name] = (self.procs.start(args), time.monotonic_ns() - t0)
+                launched = time.monotonic_ns() - t0
+                live.clients[x.name] = (self.procs.start(args), launched)
+                self._watch_exit(x.name, live.clients[x.name][0], t0)
         # Until every TCP client and every ping (its last request plus the linger) has finished.
         waiting = [live.clients[f.name][0] for f in exp.flows] + [proc for proc, _ in self.pings.values()]
         end, deadline = end_ns(exp), deadline_ns(exp)
@@ -97,6 +100,13 @@ class Traffic:
         time.sleep(0.2)
         self.sampler.stop_ev.set()
         self.sampler.join(timeout=10)
+
+    def _watch_exit(self, name: str, proc: subprocess.Popen, t0: int) -> None:
+        """Note when the client exits, as `time` would (the loop below polls only every 0.2 s)."""
+        def wait() -> None:
+            proc.wait()
+            self.exits[name] = time.monotonic_ns() - t0
+        threading.Thread(target=wait, daemon=True, name=f"exit-{name}").start()
 
     def stop(self) -> Collector:
         """Tracing and capture stopped, each client's iperf3 -J report read, the counters after."""
@@ -148,7 +158,11 @@ class Traffic:
             path.write_text(json.dumps(data, indent=1))
             logs.append(Log(path, "iperf3-json", f.name, launched))
         write_records(exp, directory, live, logs, self.p.host_addr.__getitem__, HostError)
-        return [flow_totals(f, *self.results[f.name], counters[f.name]) for f in exp.flows]
+        totals = [flow_totals(f, *self.results[f.name], counters[f.name]) for f in exp.flows]
+        for f, t in zip(exp.flows, totals):
+            if f.iperf3_control and f.name in self.exits:  # the real client, launch to exit
+                t["iperf3_ns"] = self.exits[f.name] - self.results[f.name][1]
+        return totals
 
     def probes(self, directory: Path) -> list[dict[str, Any]]:
         """Each probe's ping output (netns/ping-<i>.txt, written as it ran) into the `probes`

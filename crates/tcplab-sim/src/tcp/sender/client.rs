@@ -30,6 +30,9 @@ pub struct Client {
     pub(super) undo_marker: bool,
     /// Window scaling in use (offered, until the SYN-ACK says).
     pub(super) window_scaling: bool,
+    /// The application writes only when told, not when the connection is established (iperf3's
+    /// client waits for TEST_RUNNING: `net::iperf3`).
+    pub(super) app_held: bool,
 }
 
 impl Client {
@@ -47,6 +50,7 @@ impl Client {
             established_ns: None,
             deadline: None,
             undo_marker: false,
+            app_held: false,
         }
     }
 

@@ -275,9 +275,25 @@ impl TcpSender {
         self.establish(now, out, next_id);
     }
 
-    /// A SYN-ACK arrived: on the first one the application starts writing.
+    /// A SYN-ACK arrived: on the first one the application starts writing, unless it is held
+    /// (`hold_app`).
     pub fn on_synack(&mut self, p: &Packet, now: Ns, out: &mut Vec<Packet>, next_id: &mut u64) {
-        if self.core.on_synack(p, now, out, next_id) {
+        if self.core.on_synack(p, now, out, next_id) && !self.core.hs.app_held {
+            self.establish(now, out, next_id);
+        }
+    }
+
+    /// The application will not write when the connection is established, only at `release`
+    /// (iperf3's client, which writes from TEST_RUNNING on: `net::iperf3`).
+    pub fn hold_app(&mut self) {
+        self.core.hs.app_held = true;
+    }
+
+    /// A held application starts writing on the established connection (the congestion
+    /// control's conn_init then, not at the SYN-ACK: an approximation, docs/models.md).
+    pub fn release(&mut self, now: Ns, out: &mut Vec<Packet>, next_id: &mut u64) {
+        if self.core.hs.app_held && self.core.hs.established_ns.is_some() {
+            self.core.hs.app_held = false;
             self.establish(now, out, next_id);
         }
     }
