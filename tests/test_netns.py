@@ -339,3 +339,16 @@ def test_sigkill_then_cleanup_removes_the_leftovers(tmp_path):
         _assert_clean()
     finally:
         subprocess.run([*TCPLAB, "netns", "cleanup"], capture_output=True, cwd=ROOT)
+
+
+def test_a_run_of_transfers_only_has_a_progress_end():
+    """The kernel backends' progress bar ends at the last time-limited client; transfers alone end
+    when their bytes are delivered, unknown before: the bar runs to the run's stop time (it divided
+    by zero when every transfer started at 0)."""
+    from tcplab.backends.shared import end_ns
+    transfers = {"name": "n", "topology": {"kind": "pipe", "bottleneck": {"rate": "10Mbit"}},
+                 "senders": {"s1": {"to": "r1", "bytes": "1M"}}}
+    exp = resolve(transfers, "t.toml")
+    assert end_ns(exp) == exp.stop_ns > 0
+    mixed = {**transfers, "senders": {**transfers["senders"], "s2": {"host": "s1", "to": "r1", "time": "3s", "start": "1s"}}}
+    assert end_ns(resolve(mixed, "t.toml")) == 4 * 10**9

@@ -101,8 +101,10 @@ def launches(exp: Experiment, address: Callable[[str], str], cc: Callable[[Flow]
 
 
 def end_ns(exp: Experiment) -> int:
-    """When the last time-limited client is planned to end (the progress bar's end)."""
-    return max(f.start_ns + (f.app.duration_ns or 0) for f in exp.flows)
+    """When the last time-limited client is planned to end (the progress bar's end); with
+    transfers only (whose end nobody knows before), the run's stop time, their limit."""
+    timed = [f.start_ns + f.app.duration_ns for f in exp.flows if f.app.duration_ns]
+    return max(timed) if timed else max(exp.stop_ns, 1)
 
 
 def deadline_ns(exp: Experiment) -> int:

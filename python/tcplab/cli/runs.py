@@ -64,7 +64,7 @@ def _run_with_progress(resolved, target: Path, force: bool, report: bool, backen
 
         def step(i: int, now: int, stop: int) -> None:
             desc = resolved.name if iterations == 1 else f"{resolved.name} [{i + 1}/{iterations}]"
-            prog.update(task, completed=1000 * (i + now / stop) / iterations, description=desc, sim=f"{now / 1e9:.1f}s")
+            prog.update(task, completed=1000 * (i + now / max(stop, 1)) / iterations, description=desc, sim=f"{now / 1e9:.1f}s")
 
         done = api.run(resolved, out=target, force=force, report=report, backend=backend, iterations=iterations,
                        progress=step, command=_command())
@@ -104,7 +104,7 @@ def peers(
 
         def step(k: int, now: int, stop: int) -> None:
             st, cc = plan.pairs[k // iterations]
-            prog.update(task, completed=1000 * (k + now / stop) / total,
+            prog.update(task, completed=1000 * (k + now / max(stop, 1)) / total,
                         description=f"{plan.name} {st}/{cc} [{k + 1}/{total}]", sim=f"{now / 1e9:.1f}s")
 
         try:
