@@ -66,6 +66,7 @@ pub fn flow(name: &str, src: u32, dst: u32, cc: &str, app: AppConfig) -> FlowCon
         connect: Connect::Established,
         syn_retries: None,
         syn_linear_timeouts: None,
+        path: None,
     }
 }
 

@@ -138,7 +138,7 @@ impl Simulation {
         let node = port.to;
         if PREFETCH {
             if let Some(e) = next {
-                if e.dst == node {
+                if key_node(e.dst) == node {
                     prefetch(self.slab.get(e.packet));
                 } else {
                     let p = &self.ports[self.routes.next_hop(node, e.dst) as usize];
@@ -157,7 +157,7 @@ impl Simulation {
                 self.pools[pl as usize].used_bytes -= freed;
             }
         }
-        if head.dst == node {
+        if key_node(head.dst) == node {
             self.deliver(node, head.packet);
         } else {
             self.forward_stored(node, head.packet, head.dst, head.size_bytes);

@@ -5,6 +5,7 @@
 use super::Simulation;
 use crate::net::impair::{Crossed, Held};
 use crate::net::pipe::InPipe;
+use crate::net::topology::key_node;
 use crate::sim::engine::Action;
 
 impl Simulation {
@@ -77,7 +78,7 @@ impl Simulation {
             self.q.push(t, Action::ImpairOut(pi));
         }
         for h in due.drain(..) {
-            if h.dst == to {
+            if key_node(h.dst) == to {
                 self.deliver(to, h.packet);
             } else {
                 self.forward_stored(to, h.packet, h.dst, h.size_bytes);

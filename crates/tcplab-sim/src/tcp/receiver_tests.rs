@@ -57,6 +57,7 @@ fn linux_receiver(rcvbuf_bytes: u64) -> TcpReceiver {
         connect: Default::default(),
         syn_retries: None,
         syn_linear_timeouts: None,
+        path: None,
     };
     TcpReceiver::new(0, &f, &crate::stack::profile("linux").unwrap())
 }
