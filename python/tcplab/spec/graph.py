@@ -153,7 +153,7 @@ def _graph_links(ctx: Ctx, b: Builder, items: list[dict[str, Any]], kinds: dict[
         if "rate" not in t:
             raise ctx.err(join(path, "rate"), "is required (e.g. '1Gbit')")
         sw_a, sw_b = kinds[a] == "switch", kinds[z] == "switch"
-        t = _switch_side(ctx, t, path, sw_a, sw_b)
+        t = _switch_side(ctx, {k: v for k, v in t.items() if k not in ("a", "b")}, path, sw_a, sw_b)
         host_end = "host" in (kinds[a], kinds[z])
         ab, ba, n = link(ctx, t, path, {"delay": "10us", "jitter": ACCESS_JITTER if host_end else "0ns"}, False)
         if sw_a:
