@@ -283,3 +283,19 @@ def test_netns_refuses_own_paths_and_too_many_links_in_one_line(tmp_path):
                      tmp_path)
     plan = planmod.build(plain, "tl00ab")
     assert len(plan.namespaces) == 8 and plan.routes
+
+
+def test_t12_skeleton_an_incast_over_ecmp_completes(tmp_path):
+    # T12's skeleton (the workload generator adds the web-search flows): eight 1 MB transfers
+    # from leaves 2 and 3 into l1h1 at once, beside a long flow, DCTCP with step marking. Every
+    # transfer completes, both spines carry some, and the sampled queue is the incast's.
+    data, _ = spec_data("T12")
+    data.pop("sweep")
+    exp = resolve(data, "T12")
+    spines = {next(n for n in (f.path or [p.to for p in exp.route(f.host, f.to)]) if n.startswith("spine"))
+              for f in exp.flows}
+    assert spines == {"spine1", "spine2"} and exp.bottleneck.label == "leaf1->l1h1"
+    run = tcplab.run(data, out=tmp_path / "t12", report=False)
+    incast = [f for f in run.info["flows"] if f["flow"].startswith("i")]
+    assert len(incast) == 8 and all(f["bytes_delivered"] == 1_000_000 for f in incast), incast
+    assert all(f["completion_s"] is not None and f["completion_s"] < 0.2 for f in incast), incast
