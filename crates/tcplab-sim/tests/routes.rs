@@ -19,13 +19,6 @@ fn diamond(flows: Vec<FlowConfig>) -> SimConfig {
         ba: dir(rate, MS, Some(100)),
     };
     SimConfig {
-        seed: 1,
-        stop_ns: 2 * SEC,
-        sample_interval_ns: 0,
-        interval_ns: SEC,
-        record_sends: false,
-        record_acks: false,
-        measure_cpu: false,
         nodes: names.iter().chain(&more).map(|&(n, k)| node(n, k)).collect(),
         links: vec![
             link(0, 1, GBIT),
@@ -35,13 +28,8 @@ fn diamond(flows: Vec<FlowConfig>) -> SimConfig {
             link(3, 4, 100 * MBIT),
             link(4, 5, GBIT),
         ],
-        flows,
-        udp: vec![],
-        probes: vec![],
-        monitor: vec![PortRef {
-            link: 1,
-            dir: "ab".into(),
-        }],
+        // The pipe's run settings (seed 1, 1 s intervals, link 1 monitored) around this graph.
+        ..pipe(GBIT, 2 * MS, 100, flows, 2 * SEC)
     }
 }
 
