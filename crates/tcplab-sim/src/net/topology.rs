@@ -40,7 +40,9 @@ pub fn link_ports(
 
 /// The bits of a routing key that hold the destination node. A packet's `dst` is a routing key:
 /// the node itself for the shortest path, or, for a flow with a route of its own (a spec's
-/// `path`, an ECMP choice), the node plus (route number + 1) << 20 (`Routes::add_path`).
+/// `path`, an ECMP choice), the node plus (route number + 1) << 20 (`Routes::add_path`), which
+/// falls off every routing row (`next_hop` gives `u32::MAX`, `port_for` the route's port); on
+/// its last hop the packet carries the node itself, so that delivery compares keys as before.
 pub const NODE_MASK: u32 = (1 << 20) - 1;
 
 /// The node a routing key leads to.
@@ -67,16 +69,26 @@ impl Routes {
     #[inline]
     pub fn next_hop(&self, node: u32, dst: u32) -> u32 {
         match self.only[node as usize] {
-            // A key above every node (an own route) falls off the row: no cost to the others.
+            // A key above every node (a route of its own) falls off the row: `u32::MAX`, and
+            // the simulation asks `port_for`.
             u32::MAX => self.rows[node as usize]
                 .get(dst as usize)
                 .copied()
-                .unwrap_or_else(|| self.path_hop(node, dst)),
+                .unwrap_or(u32::MAX),
             pi => pi,
         }
     }
 
-    /// The port `node` sends by on the own route of key `key` (`u32::MAX`: not on it).
+    /// The port `node` sends a packet with routing key `key` by, routes of their own included
+    /// (`u32::MAX`: none).
+    pub fn port_for(&self, node: u32, key: u32) -> u32 {
+        match self.next_hop(node, key) {
+            u32::MAX => self.path_hop(node, key),
+            pi => pi,
+        }
+    }
+
+    /// The port `node` sends by on the route of its own of key `key` (`u32::MAX`: not on it).
     #[cold]
     #[inline(never)]
     fn path_hop(&self, node: u32, key: u32) -> u32 {
@@ -106,6 +118,11 @@ impl Routes {
         if hops.is_empty() || hops.iter().any(|&(n, _)| n == last) {
             return Err("a path needs two distinct ends".into());
         }
+        if hops.len() == 1 {
+            // One hop: its packets leave on their last hop at once, keyed by the node itself.
+            // (A host's only port takes every packet, whatever its key.)
+            return Ok(last);
+        }
         self.paths.push(hops);
         let key = ((self.paths.len() as u64) << 20) | last as u64;
         u32::try_from(key).map_err(|_| "more than 4 095 routes of their own".to_string())
@@ -119,7 +136,7 @@ impl Routes {
             if node == key_node(dst) {
                 return true;
             }
-            let pi = self.next_hop(node, dst);
+            let pi = self.port_for(node, dst);
             if pi == u32::MAX {
                 return false;
             }

@@ -5,7 +5,6 @@
 use super::Simulation;
 use crate::net::impair::{Crossed, Held};
 use crate::net::pipe::InPipe;
-use crate::net::topology::key_node;
 use crate::sim::engine::Action;
 
 impl Simulation {
@@ -78,7 +77,7 @@ impl Simulation {
             self.q.push(t, Action::ImpairOut(pi));
         }
         for h in due.drain(..) {
-            if key_node(h.dst) == to {
+            if h.dst == to {
                 self.deliver(to, h.packet);
             } else {
                 self.forward_stored(to, h.packet, h.dst, h.size_bytes);

@@ -207,7 +207,7 @@ impl Simulation {
             .flows
             .iter()
             .zip(&senders)
-            .map(|(f, s)| routes.next_hop(f.src, s.route_key()))
+            .map(|(f, s)| routes.port_for(f.src, s.route_key()))
             .collect();
         Ok(Simulation {
             now: 0,
