@@ -299,3 +299,14 @@ def test_t12_skeleton_an_incast_over_ecmp_completes(tmp_path):
     incast = [f for f in run.info["flows"] if f["flow"].startswith("i")]
     assert len(incast) == 8 and all(f["bytes_delivered"] == 1_000_000 for f in incast), incast
     assert all(f["completion_s"] is not None and f["completion_s"] < 0.2 for f in incast), incast
+
+
+def test_a_path_runs_through_the_nodes_a_hosts_nic_adds(tmp_path):
+    # A VM sender (its bridge) and a receiver with a processing budget (its ring) sit on nodes of
+    # their own (spec/host_paths.py); a sender's path names only the topology's, and they are put in.
+    exp = _resolve(_leaf_spine(_sender("a", "l1h1", "l2h1", 'path = ["l1h1", "leaf1", "spine3", "leaf2", "l2h1"]\n'),
+                               spines=3) + '[hosts.l1h1.nic]\nvnic_rate = "10Gbit"\n[hosts.l2h1.nic]\nrx_pps = 100000\n',
+                   tmp_path)
+    f = exp.flows[0]
+    assert f.path == ("l1h1", "l1h1-bridge", "leaf1", "spine3", "leaf2", "l2h1-rxring", "l2h1")
+    assert [p.label for p in exp.flow_route(f, reverse=True)][2:4] == ["leaf2->spine3", "spine3->leaf1"]
