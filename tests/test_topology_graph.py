@@ -310,3 +310,14 @@ def test_a_path_runs_through_the_nodes_a_hosts_nic_adds(tmp_path):
     f = exp.flows[0]
     assert f.path == ("l1h1", "l1h1-bridge", "leaf1", "spine3", "leaf2", "l2h1-rxring", "l2h1")
     assert [p.label for p in exp.flow_route(f, reverse=True)][2:4] == ["leaf2->spine3", "spine3->leaf1"]
+
+
+def test_fat_tree_ecmp_reaches_every_core(tmp_path):
+    # k = 4: (k/2)^2 = 4 cores, each pair of hosts in different pods has 4 shortest paths (one per
+    # core, Al-Fares et al. §3). Flows from pod 1 to pod 2 (16 of them) spread over all four.
+    hosts = [f"p{p}e{e}h{h}" for p in (1, 2) for e in (1, 2) for h in (1, 2)]
+    senders = "".join(_sender(f"f{i}{j}", a, b) for i, a in enumerate(hosts[:4]) for j, b in enumerate(hosts[4:]))
+    exp = _resolve('[topology]\nkind = "fat-tree"\nk = 4\n' + senders, tmp_path)
+    cores = Counter(next(n for n in (f.path or [p.to for p in exp.route(f.host, f.to)]) if n.startswith("c"))
+                    for f in exp.flows)
+    assert set(cores) == {"c1", "c2", "c3", "c4"} and sum(cores.values()) == 16, cores
