@@ -70,3 +70,23 @@ def test_thresholds_may_be_unknown():
 def test_netns_refuses_the_switch():
     with pytest.raises(PlanError, match="shared buffer"):
         _refuse(resolve(_with(pause=True, pause_xoff="12KB", pause_xon="6KB"), "t.toml"))
+
+
+def _graph(sw_extra: dict, rt_extra: dict | None = None) -> dict:
+    nodes = [{"name": "s1", "kind": "host"}, {"name": "s2", "kind": "host"}, {"name": "r1", "kind": "host"},
+             {"name": "sw", "kind": "switch", "shared_buffer": "64KB", **sw_extra}]
+    if rt_extra is not None:
+        nodes.append({"name": "rt", "kind": "router", **rt_extra})
+    links = [{"a": "s1", "b": "sw", "rate": "1Gbit"}, {"a": "s2", "b": "sw", "rate": "1Gbit"},
+             {"a": "sw", "b": "r1", "rate": "1Gbit"}]
+    return {**SPEC, "topology": {"kind": "graph", "nodes": nodes, "links": links}}
+
+
+def test_a_switch_of_a_graph_takes_pause_and_a_router_refuses_it():
+    exp = resolve(_graph({"pause": True, "pause_xoff": "12KB", "pause_xon": "6KB"}), "t.toml")
+    assert {n.name: n.pause_bytes for n in exp.nodes}["sw"] == (12_000, 6_000)
+    with pytest.raises(SpecError) as e:
+        resolve(_graph({}, {"pause": True}), "t.toml")
+    assert "topology.nodes[4].pause: applies to a switch (kind = 'switch') only" in str(e.value)
+    with pytest.raises(SpecError, match=r"topology.nodes\[3\].pause_xon: is required"):
+        resolve(_graph({"pause": True, "pause_xoff": "12KB"}), "t.toml")

@@ -108,7 +108,7 @@ def test_iterations_run_one_folder_per_seed(tmp_path: Path, small_spec: Path):
 def test_presets_command_lists_each_preset_on_one_line(tmp_path: Path):
     proc = cli("presets", cwd=tmp_path, check=True)
     lines = proc.stdout.splitlines()
-    assert [l.split()[0] for l in lines] == ["T1", "T2", "T3", "T4", "T5", "T6", "T7", "T8", "T9", "T11", "T13"]
+    assert [l.split()[0] for l in lines] == ["T1", "T2", "T3", "T4", "T5", "T6", "T7", "T8", "T9", "T10", "T11", "T12", "T13"]
 
 
 CPU_SPEC = """

@@ -160,6 +160,10 @@ class Flow:
                                                              "window_scaling": True, "ecn": True})
     syn_retries: int | None = None          # linux net.ipv4.tcp_syn_retries; None: 6
     syn_linear_timeouts: int | None = None  # linux net.ipv4.tcp_syn_linear_timeouts; None: 4 (6.5+)
+    #: The nodes the flow's data crosses, host to `to` (its ACKs cross them backwards), where that
+    #: is not the shortest path every other packet takes: a sender's `path`, or its ECMP choice
+    #: (spec/routes.py). None: the shortest path.
+    path: tuple[str, ...] | None = None
 
     @property
     def cc_model(self) -> str:
@@ -216,6 +220,80 @@ class Trace:
     acks: bool = False
 
 
+def ports_of(links: tuple[Link, ...]) -> tuple[Port, ...]:
+    """Every egress queue of these links, by index (two per link: a -> b, then b -> a)."""
+    out = []
+    for i, link in enumerate(links):
+        out.append(Port(2 * i, i, link.a, link.b, link.ab.rate_bps))
+        out.append(Port(2 * i + 1, i, link.b, link.a, link.ba.rate_bps))
+    return tuple(out)
+
+
+class Routes:
+    """Static shortest-path routes (fewest hops) over the ports, as the simulator computes them
+    (tcplab-sim net/topology.rs `routes`): breadth-first from each node, ties to the lower port."""
+
+    def __init__(self, nodes: tuple[Node, ...], ports: tuple[Port, ...]):
+        self.out: dict[str, list[Port]] = {n.name: [] for n in nodes}
+        for p in ports:
+            self.out[p.frm].append(p)
+        self._first_hops_of: dict[str, dict[str, Port]] = {}
+
+    def first_hops(self, src: str) -> dict[str, Port]:
+        """For every node reachable from `src`, the port a packet to it leaves `src` by
+        (breadth-first; the first port that reaches a node wins). Computed once per node that
+        routes, so a thousand-pair dumbbell costs two searches, not two thousand."""
+        if src in self._first_hops_of:
+            return self._first_hops_of[src]
+        first: dict[str, Port] = {}
+        frontier: deque[tuple[str, Port | None]] = deque([(src, None)])
+        seen = {src}
+        while frontier:
+            node, via = frontier.popleft()
+            for p in self.out[node]:
+                if p.to not in seen:
+                    seen.add(p.to)
+                    first[p.to] = via or p
+                    frontier.append((p.to, via or p))
+        self._first_hops_of[src] = first
+        return first
+
+    def next_hop(self, node: str, dst: str) -> Port:
+        mine = self.out[node]
+        if len(mine) == 1:
+            return mine[0]  # a host: everything leaves by its one link
+        return self.first_hops(node)[dst]
+
+    def route(self, src: str, dst: str) -> tuple[Port, ...]:
+        """The ports a packet from `src` to `dst` leaves by, in order."""
+        hops, node = [], src
+        while node != dst:
+            if len(hops) > len(self.out):
+                raise KeyError((src, dst))  # no path: a host's link leads away from dst
+            p = self.next_hop(node, dst)
+            hops.append(p)
+            node = p.to
+        return tuple(hops)
+
+    def reaches(self, src: str, dst: str) -> bool:
+        return src == dst or dst in self.first_hops(src)
+
+    def hops_to(self, dst: str) -> dict[str, int]:
+        """Every node's distance in hops to `dst` (links are full-duplex: searched from `dst`)."""
+        dist, frontier = {dst: 0}, deque([dst])
+        while frontier:
+            node = frontier.popleft()
+            for p in self.out[node]:
+                if p.to not in dist:
+                    dist[p.to] = dist[node] + 1
+                    frontier.append(p.to)
+        return dist
+
+    def port_between(self, u: str, v: str) -> Port:
+        """The port from `u` to its neighbour `v` (the first, where links run in parallel)."""
+        return next(p for p in self.out[u] if p.to == v)
+
+
 @dataclass(frozen=True)
 class Experiment:
     """A validated, resolved experiment. `spec` is the normalized spec (every default filled in),
@@ -240,11 +318,7 @@ class Experiment:
     @cached_property
     def ports(self) -> tuple[Port, ...]:
         """Every egress queue, by index (two per link)."""
-        out = []
-        for i, link in enumerate(self.links):
-            out.append(Port(2 * i, i, link.a, link.b, link.ab.rate_bps))
-            out.append(Port(2 * i + 1, i, link.b, link.a, link.ba.rate_bps))
-        return tuple(out)
+        return ports_of(self.links)
 
     @property
     def bottleneck(self) -> Port:
@@ -271,52 +345,24 @@ class Experiment:
         return [n.name for n in self.nodes].index(name)
 
     @cached_property
-    def _out_ports(self) -> dict[str, list[Port]]:
-        out: dict[str, list[Port]] = {n.name: [] for n in self.nodes}
-        for p in self.ports:
-            out[p.frm].append(p)
-        return out
-
-    @cached_property
-    def _first_hops_of(self) -> dict[str, dict[str, Port]]:
-        return {}
-
-    def _first_hops(self, src: str) -> dict[str, Port]:
-        """For every node reachable from `src`, the port a packet to it leaves `src` by
-        (breadth-first; every topology here is a tree, so the path is unique). Computed once per
-        node that routes, so a thousand-pair dumbbell costs two searches, not two thousand."""
-        if src in self._first_hops_of:
-            return self._first_hops_of[src]
-        out_ports = self._out_ports
-        first: dict[str, Port] = {}
-        frontier: deque[tuple[str, Port | None]] = deque([(src, None)])
-        seen = {src}
-        while frontier:
-            node, via = frontier.popleft()
-            for p in out_ports[node]:
-                if p.to not in seen:
-                    seen.add(p.to)
-                    first[p.to] = via or p
-                    frontier.append((p.to, via or p))
-        self._first_hops_of[src] = first
-        return first
-
-    def _next_hop(self, node: str, dst: str) -> Port:
-        mine = self._out_ports[node]
-        if len(mine) == 1:
-            return mine[0]  # a host: everything leaves by its one link
-        return self._first_hops(node)[dst]
+    def routes(self) -> Routes:
+        return Routes(self.nodes, self.ports)
 
     def route(self, src: str, dst: str) -> tuple[Port, ...]:
-        """The ports a packet from `src` to `dst` leaves by, in order."""
-        hops, node = [], src
-        while node != dst:
-            if len(hops) > len(self.nodes):
-                raise KeyError((src, dst))  # no path: a host's link leads away from dst
-            p = self._next_hop(node, dst)
-            hops.append(p)
-            node = p.to
-        return tuple(hops)
+        """The ports a packet from `src` to `dst` leaves by, in order (the shortest path)."""
+        return self.routes.route(src, dst)
+
+    def flow_route(self, f: Flow, reverse: bool = False) -> tuple[Port, ...]:
+        """The ports flow `f`'s data (its ACKs, with `reverse`) leaves by: its own path if it has
+        one, else the shortest path."""
+        if f.path is None:
+            return self.route(f.to, f.host) if reverse else self.route(f.host, f.to)
+        nodes = f.path[::-1] if reverse else f.path
+        return tuple(self.routes.port_between(u, v) for u, v in zip(nodes, nodes[1:]))
+
+    def flow_rtt_ns(self, f: Flow) -> int:
+        """The configured round-trip propagation delay of flow `f`'s path."""
+        return sum(self._direction(p).delay_ns for p in self.flow_route(f) + self.flow_route(f, reverse=True))
 
     def rtt_ns(self, src: str, dst: str) -> int:
         """The configured round-trip propagation delay between two nodes (links' delays, both ways)."""

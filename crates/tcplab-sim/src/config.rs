@@ -274,6 +274,10 @@ pub struct FlowConfig {
     /// See `syn_retries`.
     #[serde(default)]
     pub syn_linear_timeouts: Option<u32>,
+    /// The nodes the flow's data crosses, `src` to `dst`, where it does not take the shortest
+    /// path (a spec's `path`, an ECMP choice); its ACKs cross them backwards. None: the shortest.
+    #[serde(default)]
+    pub path: Option<Vec<u32>>,
     /// Linux PRR version ("5.15" or "6.x"); only for the linux stack.
     #[serde(default, deserialize_with = "prr_version")]
     pub prr: Option<PrrVersion>,

@@ -68,6 +68,7 @@ pub fn flow(name: &str, src: u32, dst: u32, cc: &str, app: AppConfig) -> FlowCon
         syn_retries: None,
         syn_linear_timeouts: None,
         iperf3: None,
+        path: None,
     }
 }
 

@@ -22,6 +22,7 @@ from .ctx import Ctx, SpecError
 from .host_paths import with_host_paths
 from .hosts import hosts as _hosts, with_netem
 from .probes import PROBE_KEYS, probes as _probes
+from .routes import assign as _routes, check_others as _check_routes
 from .senders import BACKGROUND_KEYS, SENDER_KEYS, background as _background, senders as _senders
 from .topology import LINK_KEYS, KINDS as TOPOLOGY_KINDS, topology as _topology
 from .units import UnitError, cli_duration
@@ -298,6 +299,7 @@ def resolve(spec: dict[str, Any], source: str, *, seed: int | None = None, durat
     host_cfg = _hosts(ctx, spec, hosts)
     nodes, links = with_host_paths(topo.nodes, with_netem(topo.links, host_cfg), host_cfg)
     flows, senders_norm = _senders(ctx, spec, hosts, host_cfg)
+    flows = _routes(ctx, spec, (topo.nodes, topo.links), (nodes, links), flows, topo.ecmp, run_seed)
     stop, app_end = _stop_ns(ctx, spec, flows)
     udp, bg_norm = _background(ctx, spec, {n.name for n in topo.nodes}, app_end)
     probes, probes_norm = _probes(ctx, spec, [n.name for n in topo.nodes], app_end, {f.name for f in flows})
@@ -305,6 +307,7 @@ def resolve(spec: dict[str, Any], source: str, *, seed: int | None = None, durat
         # docs/spec.md: a run with probes lasts until every request is answered or lost, so it
         # runs to the last probe's stop and a drain for the replies (it ends once they are in).
         stop = max(stop, max(p.stop_ns for p in probes) + DRAIN_NS)
+    _check_routes(ctx, (nodes, links), udp, probes)
     trace, trace_norm = _trace(ctx, spec)
     cpu, measure_norm = _measure(ctx, spec)
     normalized = _normalized(spec, name, run_seed, topo.normalized, senders_norm, trace_norm, bg_norm, measure_norm)

@@ -25,7 +25,7 @@ DEFAULTS = {
 }
 
 SENDER_KEYS = ("host", "to", "stack", "cc", "start", "time", "bytes", "write", "initcwnd", "sndbuf", "rcvbuf", "mtu", "sack",
-               "timestamps", "prr", "d43470", "version", "rack_rto_cwnd", "connect", "iperf3_control")
+               "timestamps", "prr", "d43470", "version", "rack_rto_cwnd", "connect", "iperf3_control", "path")
 #: How a connection opens: a three-way handshake through the network (iperf3's connections: its
 #: transfer times start after it), or established at the start time (`connect = "established"`).
 CONNECT = ("handshake", "established")
@@ -275,7 +275,7 @@ def _sender(ctx: Ctx, name: str, t: dict[str, Any], hosts: set[str], sysctls: _S
                 connect=connect, iperf3_control=iperf3_control,
                 window_scaling=by_sysctl.get("window_scaling", True), peer=peer,
                 syn_retries=by_sysctl.get("syn_retries"), syn_linear_timeouts=by_sysctl.get("syn_linear_timeouts"))
-    return flow, _normalized(t, flow, by_sysctl)
+    return flow, _normalized(t, flow, by_sysctl) | ({"path": t["path"]} if "path" in t else {})
 
 
 def _normalized(t: dict[str, Any], f: Flow, by_sysctl: dict[str, Any]) -> dict[str, Any]:

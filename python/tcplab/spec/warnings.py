@@ -24,7 +24,7 @@ def warnings(exp: Experiment, tables: dict[str, tuple[Direction, Direction]]) ->
         if u.rate_bps < limits.WARN_RATE_BELOW_BPS:
             out.append(f"background[{i}].rate: {u.rate_bps} bit/s is below 1 kbit/s")
     for f in exp.flows:
-        rtt_ns = exp.rtt_ns(f.host, f.to)
+        rtt_ns = exp.flow_rtt_ns(f)
         runs_ns = min(exp.stop_ns, f.start_ns + (f.app.duration_ns or exp.stop_ns)) - f.start_ns
         if runs_ns < rtt_ns:
             out.append(f"senders.{f.name}.time: runs {runs_ns / 1e6:g} ms, less than one round trip "

@@ -38,14 +38,30 @@ pub fn link_ports(
     Ok(ports)
 }
 
+/// The bits of a routing key that hold the destination node. A packet's `dst` is a routing key:
+/// the node itself for the shortest path, or, for a flow with a route of its own (a spec's
+/// `path`, an ECMP choice), the node plus (route number + 1) << 20 (`Routes::add_path`), which
+/// falls off every routing row (`next_hop` gives `u32::MAX`, `port_for` the route's port); on
+/// its last hop the packet carries the node itself, so that delivery compares keys as before.
+pub const NODE_MASK: u32 = (1 << 20) - 1;
+
+/// The node a routing key leads to.
+#[inline(always)]
+pub fn key_node(key: u32) -> u32 {
+    key & NODE_MASK
+}
+
 /// Next-hop ports, by static shortest path. A node with one egress port (a host) sends
 /// everything through it and keeps no row, so memory grows with (routers x nodes), not nodes^2:
-/// a thousand-pair dumbbell holds two rows of 2 002 entries.
+/// a thousand-pair dumbbell holds two rows of 2 002 entries. Flows with routes of their own add
+/// one short list of (node, port) per direction; only their packets look them up.
 pub struct Routes {
     /// The node's only egress port, or `u32::MAX` when it has several (or none).
     only: Vec<u32>,
     /// Per node with several ports: next-hop port per destination, `u32::MAX` where none.
     rows: Vec<Vec<u32>>,
+    /// Per own route (its key's high bits - 1): the port each node on it sends by.
+    paths: Vec<Vec<(u32, u32)>>,
 }
 
 impl Routes {
@@ -53,6 +69,8 @@ impl Routes {
     #[inline]
     pub fn next_hop(&self, node: u32, dst: u32) -> u32 {
         match self.only[node as usize] {
+            // A key above every node (a route of its own) falls off the row: `u32::MAX`, and
+            // the simulation asks `port_for`.
             u32::MAX => self.rows[node as usize]
                 .get(dst as usize)
                 .copied()
@@ -61,14 +79,64 @@ impl Routes {
         }
     }
 
-    /// Whether packets from `src` reach `dst` (following next hops; a loop or a dead end is no).
+    /// The port `node` sends a packet with routing key `key` by, routes of their own included
+    /// (`u32::MAX`: none).
+    pub fn port_for(&self, node: u32, key: u32) -> u32 {
+        match self.next_hop(node, key) {
+            u32::MAX => self.path_hop(node, key),
+            pi => pi,
+        }
+    }
+
+    /// The port `node` sends by on the route of its own of key `key` (`u32::MAX`: not on it).
+    #[cold]
+    #[inline(never)]
+    fn path_hop(&self, node: u32, key: u32) -> u32 {
+        let Some(path) = (key >> 20).checked_sub(1).and_then(|r| self.paths.get(r as usize)) else {
+            return u32::MAX;
+        };
+        path.iter()
+            .find(|&&(n, _)| n == node)
+            .map_or(u32::MAX, |&(_, p)| p)
+    }
+
+    /// A route of its own along `nodes` (first to last, each linked to the next: the first port
+    /// between them); returns the routing key its packets carry.
+    pub fn add_path(&mut self, nodes: &[u32], ports: &[Port]) -> Result<u32, String> {
+        let mut hops = Vec::with_capacity(nodes.len());
+        for w in nodes.windows(2) {
+            let pi = ports
+                .iter()
+                .position(|p| p.from == w[0] && p.to == w[1])
+                .ok_or_else(|| format!("nodes {} and {} are not linked", w[0], w[1]))?;
+            if hops.iter().any(|&(n, _)| n == w[0]) {
+                return Err(format!("node {} is on the path twice", w[0]));
+            }
+            hops.push((w[0], pi as u32));
+        }
+        let last = *nodes.last().ok_or("an empty path")?;
+        if hops.is_empty() || hops.iter().any(|&(n, _)| n == last) {
+            return Err("a path needs two distinct ends".into());
+        }
+        if hops.len() == 1 {
+            // One hop: its packets leave on their last hop at once, keyed by the node itself.
+            // (A host's only port takes every packet, whatever its key.)
+            return Ok(last);
+        }
+        self.paths.push(hops);
+        let key = ((self.paths.len() as u64) << 20) | last as u64;
+        u32::try_from(key).map_err(|_| "more than 4 095 routes of their own".to_string())
+    }
+
+    /// Whether packets from `src` reach `dst`, a routing key (following next hops; a loop or a
+    /// dead end is no).
     pub fn connects(&self, src: u32, dst: u32, ports: &[Port]) -> bool {
         let mut node = src;
         for _ in 0..=ports.len() {
-            if node == dst {
+            if node == key_node(dst) {
                 return true;
             }
-            let pi = self.next_hop(node, dst);
+            let pi = self.port_for(node, dst);
             if pi == u32::MAX {
                 return false;
             }
@@ -119,5 +187,9 @@ pub fn routes(n_nodes: usize, ports: &[Port]) -> Routes {
         }
         *row = first;
     }
-    Routes { only, rows }
+    Routes {
+        only,
+        rows,
+        paths: Vec::new(),
+    }
 }

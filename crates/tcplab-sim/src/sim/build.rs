@@ -155,7 +155,7 @@ pub(super) fn flow_control(
 /// The flows' senders and receivers.
 pub(super) fn flows(
     cfg: &SimConfig,
-    routes: &Routes,
+    routes: &mut Routes,
     ports: &[Port],
     external: &mut ExternalCc<'_>,
     measure_cpu: bool,
@@ -203,9 +203,24 @@ pub(super) fn flows(
                 ))
             }
         };
-        receivers.push(TcpReceiver::new(i as u32, f, &rx_profile));
+        let mut receiver = TcpReceiver::new(i as u32, f, &rx_profile);
         let algo = if measure_cpu { cc::marked(algo) } else { algo };
         let mut sender = TcpSender::new(i as u32, f, profiles.intern(profile), algo);
+        if let Some(path) = &f.path {
+            // Data along the path, ACKs back along it (symmetric, as the spec's routes are).
+            let own = |nodes: &[u32], routes: &mut Routes| {
+                routes
+                    .add_path(nodes, ports)
+                    .map_err(|e| format!("flow {}: path: {e}", f.name))
+            };
+            if path.first() != Some(&f.src) || path.last() != Some(&f.dst) {
+                return Err(format!("flow {}: path must run from its src to its dst", f.name));
+            }
+            sender.route_via(own(path, routes)?);
+            let back: Vec<u32> = path.iter().rev().copied().collect();
+            receiver.route_via(own(&back, routes)?);
+        }
+        receivers.push(receiver);
         // Streams 1 << 40 + flow: apart from the links' (their index) and fixed per flow.
         sender.v.random = rng.fork((1 << 40) + i as u64).next_u64();
         sender.record_sends = cfg.record_sends;

@@ -27,7 +27,31 @@ impl Simulation {
     #[inline(always)]
     pub(super) fn forward_stored(&mut self, node: u32, h: u32, dst: u32, size_bytes: u32) {
         let pi = self.routes.next_hop(node, dst);
-        debug_assert_ne!(pi, u32::MAX, "no route from {node} to {dst}");
+        // The bounds check indexing makes anyway (the one below is then elided): no port is a
+        // packet on a route of its own (`Routes::next_hop`), so other packets pay nothing for such routes.
+        if pi as usize >= self.ports.len() {
+            self.forward_own_route(node, h, dst, size_bytes);
+            return;
+        }
+        self.send_on(pi, h, dst, size_bytes);
+    }
+
+    /// Forward a packet whose routing key is a route of its own (`net::topology::Routes::
+    /// add_path`) from `node`: on its last hop it carries its destination node as its key, so that
+    /// it is delivered there as every packet is.
+    #[cold]
+    #[inline(never)]
+    fn forward_own_route(&mut self, node: u32, h: u32, key: u32, size_bytes: u32) {
+        let pi = self.routes.port_for(node, key);
+        assert_ne!(pi, u32::MAX, "no route from {node} to {key}");
+        let to = self.ports[pi as usize].to;
+        let dst = if to == key_node(key) { to } else { key };
+        self.send_on(pi, h, dst, size_bytes);
+    }
+
+    /// The packet under handle `h` into port `pi` (drop-tail FIFO, shared buffer, discipline).
+    #[inline(always)]
+    fn send_on(&mut self, pi: u32, h: u32, dst: u32, size_bytes: u32) {
         let now = self.now;
         let port = &mut self.ports[pi as usize];
         if port.shared_or_aqm() {
@@ -83,7 +107,8 @@ impl Simulation {
             return;
         }
         if port.has_aqm() {
-            let p = self.slab.take(h);
+            let mut p = self.slab.take(h);
+            p.dst = dst; // the discipline sends it on with this key (its last hop's: the node)
             self.aqm_enqueue(pi, p);
             return;
         }
@@ -146,8 +171,7 @@ impl Simulation {
             if let Some(e) = next {
                 if e.dst == node {
                     prefetch(self.slab.get(e.packet));
-                } else {
-                    let p = &self.ports[self.routes.next_hop(node, e.dst) as usize];
+                } else if let Some(p) = self.ports.get(self.routes.next_hop(node, e.dst) as usize) {
                     prefetch(p);
                     prefetch((p as *const Port as *const u8).wrapping_add(64));
                 }

@@ -25,7 +25,7 @@ use crate::net::pause::Pause;
 use crate::net::pool::Pool;
 use crate::net::port::Port;
 use crate::net::probe::ProbeSource;
-use crate::net::topology::{routes, Routes};
+use crate::net::topology::{key_node, routes, Routes, NODE_MASK};
 use crate::net::udp::UdpSource;
 use crate::sim::engine::{Action, EventQueue};
 use crate::tcp::receiver::TcpReceiver;
@@ -205,9 +205,12 @@ impl Simulation {
     ) -> Result<Self, String> {
         let n = cfg.nodes.len();
         let (ports, pools) = build::network(cfg)?;
-        let routes = routes(n, &ports);
+        if n > NODE_MASK as usize {
+            return Err(format!("{n} nodes; at most {NODE_MASK}"));
+        }
+        let mut routes = routes(n, &ports);
         let cpu = cfg.measure_cpu.then(CpuMeter::default);
-        let (senders, receivers) = build::flows(cfg, &routes, &ports, external, cpu.is_some())?;
+        let (senders, receivers) = build::flows(cfg, &mut routes, &ports, external, cpu.is_some())?;
         let udp = build::udp_sources(cfg)?;
         let probes = build::probes(cfg)?;
         let monitor = build::monitored_ports(cfg)?;
@@ -222,7 +225,8 @@ impl Simulation {
         let host_ports = cfg
             .flows
             .iter()
-            .map(|f| routes.next_hop(f.src, f.dst))
+            .zip(&senders)
+            .map(|(f, s)| routes.port_for(f.src, s.route_key()))
             .collect();
         Ok(Simulation {
             now: 0,

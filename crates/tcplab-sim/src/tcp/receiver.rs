@@ -206,6 +206,12 @@ pub fn window_scale(rcvbuf: u64) -> u32 {
 }
 
 impl TcpReceiver {
+    /// Send ACKs by the flow's own route back: `key` is its routing key
+    /// (`net::topology::Routes::add_path`).
+    pub fn route_via(&mut self, key: u32) {
+        self.peer = key;
+    }
+
     /// A receiver for flow `f`.
     pub fn new(flow: u32, f: &FlowConfig, profile: &StackProfile) -> Self {
         // Established: the options both ends agreed to; with a handshake they are set when the

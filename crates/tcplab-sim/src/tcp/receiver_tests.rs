@@ -58,6 +58,7 @@ fn linux_receiver(rcvbuf_bytes: u64) -> TcpReceiver {
         syn_retries: None,
         syn_linear_timeouts: None,
         iperf3: None,
+        path: None,
     };
     TcpReceiver::new(0, &f, &crate::stack::profile("linux").unwrap())
 }

@@ -28,7 +28,7 @@ class SelfCheck:
 
     def __init__(self, exp: Experiment, p: planmod.Plan):
         self.exp, self.p = exp, p
-        self.rtt_cfg = {f.name: exp.rtt_ns(f.host, f.to) / 1e6 for f in exp.flows}
+        self.rtt_cfg = {f.name: exp.flow_rtt_ns(f) / 1e6 for f in exp.flows}
         self.rtt_before: dict[str, float | None] = {}
         self.rtt_after: dict[str, float | None] = {}
         self.calibration: dict[str, Any] | None = None
@@ -58,7 +58,7 @@ class SelfCheck:
         # A path with netem's impairments, a schedule or a trace has no one RTT to hold ping's
         # minimum against (jitter, reordering and a trace's waits move it): shown, not judged.
         impaired = {f.name for f in self.exp.flows
-                    if any(self.exp._direction(pt).impair for pt in self.exp.route(f.host, f.to) + self.exp.route(f.to, f.host))}
+                    if any(self.exp._direction(pt).impair for pt in self.exp.flow_route(f) + self.exp.flow_route(f, reverse=True))}
         for r in rtt_check:
             if r["flow"] in impaired:
                 r["judged"] = False

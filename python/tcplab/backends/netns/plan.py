@@ -25,6 +25,10 @@ from ...spec.aqm import tc_red_eval_ewma
 from ...spec.host_paths import BRIDGE_SUFFIX, RING_SUFFIX
 from ..shared import Shaper
 
+#: The most links a kernel run builds. Each is a veth pair (two, with a delay namespace where it
+#: emulates something) with a /24 of its own and up to two qdiscs: a fat-tree of k = 4 (48
+#: links) and a leaf-spine of 8 leaves x 4 spines x 8 hosts (96) fit this 2-core machine.
+MAX_LINKS = 250
 #: Link delays below this are left to the veths (~10 us) rather than emulated; they are listed.
 EMULATE_MIN_DELAY_NS = 1_000_000
 
@@ -117,8 +121,15 @@ def _refuse(exp: Experiment) -> None:
         if f.stack != "linux":
             raise PlanError(f"sender {f.name!r} uses the {f.stack!r} stack; the netns backend runs this machine's "
                             "Linux TCP only (use the simulator for FreeBSD stacks)")
-    if len(exp.links) > 250:
-        raise PlanError("more than 250 links")
+    if len(exp.links) > MAX_LINKS:
+        raise PlanError(f"the topology has {len(exp.links)} links; the netns backend builds at most {MAX_LINKS} "
+                        "(a veth pair, its addresses and qdiscs, and maybe a delay namespace per link, on this "
+                        "machine; run it on the simulator)")
+    for f in exp.flows:
+        if f.path is not None:
+            raise PlanError(f"sender {f.name!r} takes a path of its own ({' -> '.join(f.path)}: its `path` or an "
+                            "ECMP choice); the netns backend routes by destination only (set topology.ecmp = false "
+                            "and drop senders' paths, or run it on the simulator)")
     for n in exp.nodes:
         for suffix, key, what in ((BRIDGE_SUFFIX, "vnic_rate", "a VM behind its host's bridge"),
                                   (RING_SUFFIX, "rx_pps", "a receiver with a processing budget")):

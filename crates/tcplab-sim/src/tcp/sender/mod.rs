@@ -238,6 +238,16 @@ impl TcpSender {
         }
     }
 
+    /// Send by the flow's own route: `key` is its routing key (`net::topology::Routes::add_path`).
+    pub fn route_via(&mut self, key: u32) {
+        self.core.dst = key;
+    }
+
+    /// The routing key the flow's packets carry (its receiver's node, or its own route's key).
+    pub fn route_key(&self) -> u32 {
+        self.core.dst
+    }
+
     /// The congestion-control module's name.
     pub fn cc_name(&self) -> &'static str {
         self.core.cc.name()
