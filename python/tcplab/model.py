@@ -200,6 +200,24 @@ class Probe:
 
 
 @dataclass(frozen=True)
+class Workload:
+    """A [[workload]] expanded into flows (spec/workload.py): the flows `first_flow` ..
+    `first_flow + flow_count - 1` of the experiment, all transfers (App "bytes")."""
+
+    name: str
+    kind: Literal["poisson", "incast"]
+    sizes: str                    # "web-search", "data-mining", a CDF file's path, or "fixed"
+    first_flow: int
+    flow_count: int
+    mean_bytes: float             # the size distribution's mean (the fixed size for "fixed")
+    offered_load: float | None = None   # poisson: the share of `link`'s rate the arrivals offer
+    link: str | None = None             # the port label `offered_load` is a share of
+    arrivals_per_s: float | None = None  # poisson: the arrival rate
+    #: incast: each request as (start_ns, first flow, flow count); its flows start together.
+    requests: tuple[tuple[int, int, int], ...] = ()
+
+
+@dataclass(frozen=True)
 class Trace:
     """What is recorded: flow state every `sample_ns` (0: every ACK), the iperf3-style table every
     `interval_ns`, every send (`sends`), a capture at the bottleneck on the kernel (`pcap`), every
@@ -233,6 +251,7 @@ class Experiment:
     spec: dict[str, Any] = field(default_factory=dict, compare=False)
     warnings: tuple[str, ...] = ()
     probes: tuple[Probe, ...] = ()
+    workloads: tuple[Workload, ...] = ()
 
     @cached_property
     def ports(self) -> tuple[Port, ...]:

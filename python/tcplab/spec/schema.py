@@ -26,6 +26,7 @@ from .senders import BACKGROUND_KEYS, SENDER_KEYS, background as _background, se
 from .topology import LINK_KEYS, KINDS as TOPOLOGY_KINDS, topology as _topology
 from .units import UnitError, cli_duration
 from .warnings import warnings as _warnings
+from .workload import workloads as _workloads
 
 __all__ = ["BACKGROUND_KEYS", "LINK_KEYS", "PROBE_KEYS", "SENDER_KEYS", "TOPOLOGY_KINDS", "TOP_KEYS", "SpecError",
            "apply_set", "find_preset", "load_spec", "peers_matrix", "preset_names", "resolve", "set_key"]
@@ -187,8 +188,8 @@ def _measure(ctx: Ctx, spec: dict[str, Any]) -> tuple[bool, dict]:
 # ---------------------------------------------------------------------------------------------
 
 
-TOP_KEYS = ("name", "description", "seed", "duration", "topology", "hosts", "stack_sysctl", "senders", "background", "probes",
-            "trace", "measure", "peers", "sweep") + tuple(NOT_YET)
+TOP_KEYS = ("name", "description", "seed", "duration", "topology", "hosts", "stack_sysctl", "senders", "workload", "background",
+            "probes", "trace", "measure", "peers", "sweep") + tuple(NOT_YET)
 
 #: [peers]: the stacks and cc modules `tcplab peers` runs every sender with, and their defaults.
 PEERS_KEYS = {"stacks": ["freebsd", "freebsd-rack", "linux"], "cc": ["newreno", "cubic"]}
@@ -298,6 +299,9 @@ def resolve(spec: dict[str, Any], source: str, *, seed: int | None = None, durat
     host_cfg = _hosts(ctx, spec, hosts)
     nodes, links = with_host_paths(topo.nodes, with_netem(topo.links, host_cfg), host_cfg)
     flows, senders_norm = _senders(ctx, spec, hosts, host_cfg)
+    more, work, work_norm = _workloads(ctx, spec, links, topo.bottleneck_port, hosts, host_cfg, run_seed,
+                                       {f.name for f in flows}, len(flows))
+    flows += tuple(more)
     stop, app_end = _stop_ns(ctx, spec, flows)
     udp, bg_norm = _background(ctx, spec, {n.name for n in topo.nodes}, app_end)
     probes, probes_norm = _probes(ctx, spec, [n.name for n in topo.nodes], app_end, {f.name for f in flows})
@@ -310,10 +314,13 @@ def resolve(spec: dict[str, Any], source: str, *, seed: int | None = None, durat
     normalized = _normalized(spec, name, run_seed, topo.normalized, senders_norm, trace_norm, bg_norm, measure_norm)
     if probes_norm:
         normalized["probes"] = probes_norm
+    if work_norm:
+        normalized["workload"] = work_norm
     host_sysctls = {h: dict(t.get("sysctl", {})) for h, t in spec.get("hosts", {}).items()}
     exp = Experiment(source=source, name=name, seed=run_seed, stop_ns=stop, nodes=nodes, links=links,
                      flows=flows, background=udp, trace=trace, measure_cpu=cpu, bottleneck_port=topo.bottleneck_port,
-                     host_sysctls=host_sysctls, spec=normalized, probes=probes)
+                     host_sysctls=host_sysctls, spec=normalized, probes=probes,
+                     workloads=work)
     found = tuple(f"{source}: {w}" for w in _warnings(exp, topo.tables))
     return dataclasses.replace(exp, warnings=found) if found else exp
 
