@@ -206,7 +206,7 @@ class Workload:
 
     name: str
     kind: Literal["poisson", "incast"]
-    sizes: str                    # "web-search", "data-mining", a CDF file's path, or "fixed"
+    sizes: str                    # "web-search", "data-mining", a CDF file's path, or "NB" (every flow N bytes)
     first_flow: int
     flow_count: int
     mean_bytes: float             # the size distribution's mean (the fixed size for "fixed")

@@ -11,6 +11,7 @@ from typing import Any
 from ..contract import RECOVERY_START, RTO
 from ..model import Experiment
 from ..store import read_columns, read_table
+from .fct import workloads as fct_workloads
 from .latency import probe_rows
 
 
@@ -62,6 +63,8 @@ def summarize(exp: Experiment, totals: dict[str, Any], run_dir: Path) -> dict[st
         "background": totals["udp"],
     }
     _latency(out, exp, totals, port_tot)
+    if exp.workloads:  # FCT slowdown by size bucket, incast completions (analysis/fct.py)
+        out["workloads"] = fct_workloads(exp, flows, [st.get("fct_ns") for st in totals["flows"]])
     if "ecn_marks" in port_tot:  # the bottleneck runs a queue discipline
         out["bottleneck"]["aqm"] = {"kind": exp.bottleneck_aqm_kind, "drops": port_tot["aqm_drops"],
                                     "ecn_marks": port_tot["ecn_marks"]}

@@ -146,6 +146,44 @@ def latency_table(summary: dict[str, Any], labels: list[str] | None = None, othe
     return t
 
 
+WORKLOAD_COLUMNS = ["workload", "sizes", "size bucket", "flows", "completed", "slowdown p50", "slowdown p99"]
+INCAST_COLUMNS = ["incast", "requests", "senders", "completed", "completion p50 ms", "p99 ms", "max ms"]
+
+
+def workload_rows(summary: dict[str, Any]) -> tuple[list[list[str]], list[list[str]]]:
+    """The FCT-slowdown rows (each workload by size bucket; analysis/fct.py) and the incast rows
+    (each incast's request completions). Shared by the terminal and report.html."""
+    def num(v: Any, fmt: str) -> str:
+        return "-" if v is None else format(v, fmt)
+
+    slow, incast = [], []
+    for w in summary.get("workloads", []):
+        load = f" at {100 * w['offered_load']:g}% of {w['link']}" if w.get("offered_load") else ""
+        for b in w["fct_slowdown"]:
+            slow.append([w["name"], f"{w['kind']} {w['sizes']}{load}", b["bucket"], str(b["flows"]), str(b["completed"]),
+                         num(b["p50"], ".2f"), num(b["p99"], ".2f")])
+        if "incast" in w:
+            i, c = w["incast"], w["incast"]["completion_ms"]
+            incast.append([w["name"], str(i["requests"]), str(i["senders"]), str(i["completed"]),
+                           num(c["p50"], ".3f"), num(c["p99"], ".3f"), num(c["max"], ".3f")])
+    return slow, incast
+
+
+def workload_tables(summary: dict[str, Any]) -> list[Table]:
+    """The FCT-slowdown table and the incast table, where the run has them."""
+    out = []
+    for title, cols, rows in zip(("FCT slowdown (FCT / ideal FCT on an empty network)", "incast requests"),
+                                 (WORKLOAD_COLUMNS, INCAST_COLUMNS), workload_rows(summary)):
+        if rows:
+            t = Table(title=title)
+            for col in cols:
+                t.add_column(col, justify="left" if col in ("workload", "sizes", "size bucket", "incast") else "right")
+            for r in rows:
+                t.add_row(*r)
+            out.append(t)
+    return out
+
+
 def _kb(v: Any) -> str:
     return "-" if v is None or v != v else f"{v / 1000:.1f}"
 

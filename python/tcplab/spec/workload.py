@@ -105,7 +105,7 @@ def _sizes(ctx: Ctx, t: dict[str, Any], path: str) -> tuple[Cdf | None, int | No
                       list(BUILTIN_SIZES) + ["a CDF file's path"])
     if "bytes" in t:
         size = ctx.unit(t, path, "bytes", units.parse_size_bytes, limit=limits.TRANSFER)
-        return None, size, "fixed", t["bytes"]
+        return None, size, f"{size}B", t["bytes"]
     raw = t["sizes"]
     if not isinstance(raw, str) or not raw or len(raw) > 4096:
         raise ctx.err(join(path, "sizes"), f"must be a distribution's name or a CDF file's path, got "
