@@ -1,5 +1,6 @@
-"""[[workload]]: CDF sampling against the CDF, Poisson arrivals, the offered load, incast, the
-ideal FCT and slowdown by hand, bad CDFs and keys in one line; DCTCP against cubic at 50 % load."""
+"""[[workload]]: CDF sampling against the CDF, Poisson arrivals, the offered load, incast,
+request-response, the ideal FCT and slowdown by hand, bad CDFs and keys in one line; DCTCP against
+cubic at 50 % load."""
 
 from __future__ import annotations
 
@@ -146,15 +147,50 @@ def test_incast_completes_each_request_after_its_last_response(tmp_path: Path):
     path = tmp_path / "incast.toml"
     path.write_text(toml(s))
     proc = tcplab("run", str(path), "--out", str(tmp_path / "i"), "--no-report", "--no-intervals", cwd=tmp_path, check=True)
-    assert "incast requests" in proc.stdout
+    assert "requests: from the request's start" in proc.stdout and "w1 (incast)" in proc.stdout
     summ = json.loads((tmp_path / "i" / "summary.json").read_text())
-    inc = summ["workloads"][0]["incast"]
-    assert inc["requests"] == 3 and inc["senders"] == 8 and inc["completed"] == 3
+    inc = summ["workloads"][0]["requests"]
+    assert inc["requests"] == 3 and inc["flows_each"] == 8 and inc["completed"] == 3
     by_req = [[f for f in summ["flows"][8 * k:8 * k + 8]] for k in range(3)]
     done_ms = sorted(max(f["start_s"] + f["fct_s"] for f in fs) * 1e3 - (1 + 20 * k) for k, fs in enumerate(by_req))
     assert inc["completion_ms"]["max"] == pytest.approx(done_ms[-1], abs=2e-3)
     # 8 x 64 KB through the 1 Gbit/s port to r1 take at least 4.1 ms at line rate.
     assert done_ms[0] >= 8 * 64_000 * 8 / 1e9 * 1e3
+
+
+def test_a_response_starts_once_its_request_is_in(tmp_path: Path):
+    """request-response: clients r1..r4 ask servers s1..s4 (the responses cross the bottleneck);
+    each response starts `think` after its request's last byte reached the server (the
+    simulator's after_flow), and the pair completes when the response's last byte is acknowledged."""
+    s = spec({"kind": "request-response", "sizes": "web-search", "arrival_rate": 200.0, "senders": "r*",
+              "receivers": "s*", "stop": "50ms", "request": "2KB", "think": "50us"})
+    exp = resolve(s, "t.toml")
+    reqs, resps = exp.flows[0::2], exp.flows[1::2]
+    assert all(q.name.endswith("-req") and q.app.bytes == 2000 and q.host.startswith("r") for q in reqs)
+    assert all(r.after == 2 * k and r.start_ns == 50_000 and (r.host, r.to) == (q.to, q.host)
+               for k, (q, r) in enumerate(zip(reqs, resps)))
+    path = tmp_path / "rr.toml"
+    path.write_text(toml(s))
+    tcplab("run", str(path), "--out", str(tmp_path / "rr"), "--no-report", "--no-intervals", cwd=tmp_path, check=True)
+    summ = json.loads((tmp_path / "rr" / "summary.json").read_text())
+    rows = summ["flows"]
+    one_way_s = (10 + 50 + 10) * 1e-6
+    for q, r in zip(rows[0::2], rows[1::2]):
+        # The request's handshake (a round trip) and its first byte's way to the server at least.
+        assert r["start_s"] >= q["start_s"] + 3 * one_way_s + 50e-6, (q, r)
+        assert r["start_s"] <= q["start_s"] + q["fct_s"] + 50e-6 + 1e-6, (q, r)
+    ends = sorted((r["start_s"] + r["fct_s"] - q["start_s"]) * 1e3 for q, r in zip(rows[0::2], rows[1::2]))
+    req = summ["workloads"][0]["requests"]
+    assert req["requests"] == len(reqs) == req["completed"] and req["flows_each"] == 2
+    assert req["completion_ms"]["max"] == pytest.approx(ends[-1], abs=2e-3)
+
+
+def test_kernel_backends_refuse_a_response_that_waits(tmp_path: Path):
+    from tcplab.backends.netns.plan import PlanError, _refuse
+    s = spec({"kind": "request-response", "bytes": "10KB", "arrival_rate": 100.0, "senders": "r*",
+              "receivers": "s*", "flows": 1})
+    with pytest.raises(PlanError, match="flow 'w1-1' is a response that waits for its request"):
+        _refuse(resolve(s, "t.toml"))
 
 
 CDF_CASES = {
@@ -179,7 +215,8 @@ def test_bad_cdf_names_the_file_and_line(tmp_path: Path, case: str):
 
 
 def test_bad_workload_fails_in_one_line_exit_2(tmp_path: Path):
-    cases = [({"kind": "burst"}, "workload[0].kind: 'burst' is not one of the choices (allowed: poisson, incast)"),
+    cases = [({"kind": "burst"}, "workload[0].kind: 'burst' is not one of the choices (allowed: poisson, incast, "
+                                 "request-response)"),
              ({"loda": 0.5}, "workload[0].loda: unknown key (allowed: kind,"),
              ({"load": 1.5}, "workload[0].load: must be a share of the link's rate in (0, 1], got 1.5"),
              ({"receivers": ["r9"]}, "workload[0].receivers: 'r9' is not a host of this topology"),

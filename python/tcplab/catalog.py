@@ -39,11 +39,12 @@ LATENCY_COLUMNS = ["aqm", "aqm_drops", "ecn_marks", "queue_delay_p50_ms", "queue
 #: in summary.json and the `probes` view).
 PROBE_COLUMNS = ["probe", "probe_rtt_p50_ms", "probe_rtt_p95_ms", "probe_rtt_p99_ms", "probe_loss_pct"]
 #: Columns of a run with [[workload]] tables: its first workload's FCT slowdown p50/p99 by size
-#: bucket and over all its flows, and its first incast's request completion (every workload's are
+#: bucket and over all its flows, and the first incast's or request-response workload's request
+#: completion (every workload's are
 #: in summary.json; each flow's slowdown in flow_results).
 WORKLOAD_COLUMNS = ["workload", "slowdown_p50", "slowdown_p99", "slowdown_small_p50", "slowdown_small_p99",
                     "slowdown_medium_p50", "slowdown_medium_p99", "slowdown_large_p50", "slowdown_large_p99",
-                    "incast_completion_p50_ms", "incast_completion_p99_ms"]
+                    "request_completion_p50_ms", "request_completion_p99_ms"]
 #: The size buckets of analysis/fct.BUCKETS as column words.
 _BUCKET_WORDS = {"all": "", "<100KB": "small_", "100KB-10MB": "medium_", ">10MB": "large_"}
 #: A workload flow's ideal FCT and slowdown (analysis/fct.py).
@@ -106,14 +107,14 @@ def summary_rows(summary: dict[str, Any], spec_hash: str, labels: dict[str, Any]
 
 
 def _workload(ws: list[dict[str, Any]]) -> dict[str, Any]:
-    """The run's workload columns from summary.json's `workloads` (its first; its first incast)."""
+    """The run's workload columns from summary.json's `workloads` (its first; the first with requests)."""
     w = ws[0]
     out: dict[str, Any] = {"workload": w["name"]}
     for b in w["fct_slowdown"]:
         word = _BUCKET_WORDS[b["bucket"]]
         out[f"slowdown_{word}p50"], out[f"slowdown_{word}p99"] = b["p50"], b["p99"]
-    inc = next((x["incast"]["completion_ms"] for x in ws if "incast" in x), {})
-    out["incast_completion_p50_ms"], out["incast_completion_p99_ms"] = inc.get("p50"), inc.get("p99")
+    req = next((x["requests"]["completion_ms"] for x in ws if "requests" in x), {})
+    out["request_completion_p50_ms"], out["request_completion_p99_ms"] = req.get("p50"), req.get("p99")
     return {c: out.get(c) for c in WORKLOAD_COLUMNS}
 
 

@@ -157,6 +157,10 @@ class Flow:
                                                              "window_scaling": True, "ecn": True})
     syn_retries: int | None = None          # linux net.ipv4.tcp_syn_retries; None: 6
     syn_linear_timeouts: int | None = None  # linux net.ipv4.tcp_syn_linear_timeouts; None: 4 (6.5+)
+    #: The index of the flow whose data this one waits for (a response after its request, a
+    #: request-response workload): it starts `start_ns` after that flow's last byte is at its
+    #: receiver. None: at `start_ns`.
+    after: int | None = None
 
     @property
     def cc_model(self) -> str:
@@ -205,7 +209,7 @@ class Workload:
     `first_flow + flow_count - 1` of the experiment, all transfers (App "bytes")."""
 
     name: str
-    kind: Literal["poisson", "incast"]
+    kind: Literal["poisson", "incast", "request-response"]
     sizes: str                    # "web-search", "data-mining", a CDF file's path, or "NB" (every flow N bytes)
     first_flow: int
     flow_count: int
@@ -213,7 +217,8 @@ class Workload:
     offered_load: float | None = None   # poisson: the share of `link`'s rate the arrivals offer
     link: str | None = None             # the port label `offered_load` is a share of
     arrivals_per_s: float | None = None  # poisson: the arrival rate
-    #: incast: each request as (start_ns, first flow, flow count); its flows start together.
+    #: incast and request-response: each request as (start_ns, first flow, flow count): an
+    #: incast's flows start together; a request-response pair is the request, then its response.
     requests: tuple[tuple[int, int, int], ...] = ()
 
 

@@ -1,5 +1,6 @@
 """FCT slowdown of a run's [[workload]] flows: each flow's ideal FCT on an empty network, its
-slowdown (FCT / ideal), p50 and p99 by size bucket, and each incast request's completion.
+slowdown (FCT / ideal), p50 and p99 by size bucket, and each request's completion (an incast's,
+a request-response pair's).
 
 Ideal FCT (HPCC, Li et al. SIGCOMM 2019, §5.1, as its simulator computes it: third.cc qp_finish()
 `standalone_fct = base_rtt + total_bytes * 8 / b`, where base_rtt is the pair's round-trip
@@ -73,21 +74,24 @@ def slowdown_table(sizes: list[int], slowdowns: list[float | None]) -> list[dict
     return rows
 
 
-def _incast(w: Any, exp: Experiment, fct_ns: list[int | None]) -> dict[str, Any]:
-    """Each request's completion: from its start to its last flow's last byte acknowledged."""
+def _requests(w: Any, start_ns: list[int], fct_ns: list[int | None]) -> dict[str, Any]:
+    """Each request's completion: from its start to its last flow's last byte acknowledged (an
+    incast's last response; a request-response pair's response)."""
     times = []
     for start, first, n in w.requests:
-        ends = [exp.flows[i].start_ns + fct_ns[i] for i in range(first, first + n) if fct_ns[i] is not None]
+        ends = [start_ns[i] + fct_ns[i] for i in range(first, first + n) if fct_ns[i] is not None]
         times.append((max(ends) - start) / 1e6 if len(ends) == n else None)
     done = [t for t in times if t is not None]
-    return {"requests": len(times), "senders": w.requests[0][2] if w.requests else 0, "completed": len(done),
+    return {"requests": len(times), "flows_each": w.requests[0][2] if w.requests else 0, "completed": len(done),
             "completion_ms": {"p50": _r(percentile(done, 0.5), 3), "p99": _r(percentile(done, 0.99), 3),
                               "max": _r(max(done), 3) if done else None}}
 
 
-def workloads(exp: Experiment, flow_rows: list[dict[str, Any]], fct_ns: list[int | None]) -> list[dict[str, Any]]:
+def workloads(exp: Experiment, flow_rows: list[dict[str, Any]], start_ns: list[int],
+              fct_ns: list[int | None]) -> list[dict[str, Any]]:
     """summary.json's `workloads`: each workload's table; adds ideal_fct_s and slowdown to its
-    flows' rows. `fct_ns[i]`: flow i's FCT (None: it did not complete)."""
+    flows' rows. `start_ns[i]`: when flow i started (a response: when its request was in);
+    `fct_ns[i]`: its FCT from then (None: it did not complete)."""
     out = []
     for w in exp.workloads:
         sizes, slow = [], []
@@ -102,6 +106,6 @@ def workloads(exp: Experiment, flow_rows: list[dict[str, Any]], fct_ns: list[int
         if w.kind == "poisson":
             row |= {"offered_load": w.offered_load, "link": w.link, "arrivals_per_s": _r(w.arrivals_per_s, 3)}
         if w.requests:
-            row["incast"] = _incast(w, exp, fct_ns)
+            row["requests"] = _requests(w, start_ns, fct_ns)
         out.append(row)
     return out

@@ -67,7 +67,8 @@ def lower(exp: Experiment) -> dict[str, Any]:
         "sndbuf_initial_bytes": f.sndbuf_initial_bytes, "freebsd": dict(f.freebsd) if f.freebsd is not None else None,
         "connect": f.connect, "window_scaling": f.window_scaling, "peer": dict(f.peer),
         "syn_retries": f.syn_retries, "syn_linear_timeouts": f.syn_linear_timeouts,
-    } | ({"ecn": True} if f.ecn_request else {}) | ({"ect1": True} if f.ect1 else {}) | _sender_nic(f) for f in exp.flows]
+    } | ({"ecn": True} if f.ecn_request else {}) | ({"ect1": True} if f.ect1 else {}) | _sender_nic(f)
+        | ({"after_flow": f.after} if f.after is not None else {}) for f in exp.flows]
     udp = [{"name": u.name, "src": index[u.frm], "dst": index[u.to], "rate_bps": u.rate_bps, "size_bytes": u.size_bytes,
             "start_ns": u.start_ns, "stop_ns": u.stop_ns} for u in exp.background]
     probes = [{"name": p.name, "src": index[p.frm], "dst": index[p.to], "interval_ns": p.interval_ns,

@@ -13,7 +13,7 @@ from ..analysis.stats import ci_half_width, describe
 from ..model import port_label
 from . import interactive
 from .panels import overlay_model
-from .text import INCAST_COLUMNS, LATENCY_COLUMNS, WORKLOAD_COLUMNS, interval_lines, latency_rows, workload_rows
+from .text import LATENCY_COLUMNS, REQUEST_COLUMNS, WORKLOAD_COLUMNS, interval_lines, latency_rows, workload_rows
 
 _CSS = """
 body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#222}
@@ -179,15 +179,15 @@ def write(run_dir: Path, summary: dict[str, Any], meta: dict[str, Any], spec_tom
                                 ecn_rows, left=1)
     else:
         bott_html = "<p>No bottleneck link: the run was imported from logs, which do not describe the path.</p>"
-    slow_rows, incast_rows = workload_rows(summary)
+    slow_rows, request_rows = workload_rows(summary)
     work_html = "" if not slow_rows else (
         '<section id="workloads"><h2>Workloads: FCT slowdown</h2>'
         + _table("slowdown-table", WORKLOAD_COLUMNS, slow_rows, left=3)
-        + (_table("incast-table", INCAST_COLUMNS, incast_rows, left=1) if incast_rows else "")
+        + (_table("requests-table", REQUEST_COLUMNS, request_rows, left=1) if request_rows else "")
         + "<p>Slowdown = FCT (from the SYN to the last byte acknowledged) / ideal FCT: the flow alone on the "
           "network at its path's bottleneck rate, handshake and one round trip included (docs/stats.md). p50 and "
-          "p99 by nearest rank over the completed flows. An incast request completes when its last response "
-          "is acknowledged.</p></section>")
+          "p99 by nearest rank over the completed flows. A request (an incast's, a request-response pair's) "
+          "completes when its last response is acknowledged.</p></section>")
     lines = interval_lines(intervals, flows)
     iv_html = (f'<details id="intervals"><summary>iperf3-style intervals ({sum(1 for l in lines if not l.startswith("[ ID") and "Interval" not in l)} lines)</summary>'
                f'<pre id="intervals-table">{html.escape(chr(10).join(lines))}</pre></details>')

@@ -147,37 +147,38 @@ def latency_table(summary: dict[str, Any], labels: list[str] | None = None, othe
 
 
 WORKLOAD_COLUMNS = ["workload", "sizes", "size bucket", "flows", "completed", "slowdown p50", "slowdown p99"]
-INCAST_COLUMNS = ["incast", "requests", "senders", "completed", "completion p50 ms", "p99 ms", "max ms"]
+REQUEST_COLUMNS = ["requests of", "requests", "flows each", "completed", "completion p50 ms", "p99 ms", "max ms"]
 
 
 def workload_rows(summary: dict[str, Any]) -> tuple[list[list[str]], list[list[str]]]:
-    """The FCT-slowdown rows (each workload by size bucket; analysis/fct.py) and the incast rows
-    (each incast's request completions). Shared by the terminal and report.html."""
+    """The FCT-slowdown rows (each workload by size bucket; analysis/fct.py) and the request rows
+    (an incast's or a request-response workload's completions). Shared by the terminal and report.html."""
     def num(v: Any, fmt: str) -> str:
         return "-" if v is None else format(v, fmt)
 
-    slow, incast = [], []
+    slow, reqs = [], []
     for w in summary.get("workloads", []):
         load = f" at {100 * w['offered_load']:g}% of {w['link']}" if w.get("offered_load") else ""
         for b in w["fct_slowdown"]:
             slow.append([w["name"], f"{w['kind']} {w['sizes']}{load}", b["bucket"], str(b["flows"]), str(b["completed"]),
                          num(b["p50"], ".2f"), num(b["p99"], ".2f")])
-        if "incast" in w:
-            i, c = w["incast"], w["incast"]["completion_ms"]
-            incast.append([w["name"], str(i["requests"]), str(i["senders"]), str(i["completed"]),
-                           num(c["p50"], ".3f"), num(c["p99"], ".3f"), num(c["max"], ".3f")])
-    return slow, incast
+        if "requests" in w:
+            i, c = w["requests"], w["requests"]["completion_ms"]
+            reqs.append([f"{w['name']} ({w['kind']})", str(i["requests"]), str(i["flows_each"]), str(i["completed"]),
+                         num(c["p50"], ".3f"), num(c["p99"], ".3f"), num(c["max"], ".3f")])
+    return slow, reqs
 
 
 def workload_tables(summary: dict[str, Any]) -> list[Table]:
-    """The FCT-slowdown table and the incast table, where the run has them."""
+    """The FCT-slowdown table and the requests table, where the run has them."""
     out = []
-    for title, cols, rows in zip(("FCT slowdown (FCT / ideal FCT on an empty network)", "incast requests"),
-                                 (WORKLOAD_COLUMNS, INCAST_COLUMNS), workload_rows(summary)):
+    for title, cols, rows in zip(("FCT slowdown (FCT / ideal FCT on an empty network)", "requests: from the request's "
+                                  "start to its last response's last byte acknowledged"),
+                                 (WORKLOAD_COLUMNS, REQUEST_COLUMNS), workload_rows(summary)):
         if rows:
             t = Table(title=title)
             for col in cols:
-                t.add_column(col, justify="left" if col in ("workload", "sizes", "size bucket", "incast") else "right")
+                t.add_column(col, justify="left" if col in ("workload", "sizes", "size bucket", "requests of") else "right")
             for r in rows:
                 t.add_row(*r)
             out.append(t)

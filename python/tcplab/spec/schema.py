@@ -123,9 +123,14 @@ def set_key(spec: dict[str, Any], key: str, value: Any, source: str) -> None:
         raise SpecError(source, "", str(e)) from None
     check_shape(value, source, key)
 
-    def assign(table: dict[str, Any], i: int) -> None:
+    def assign(table: dict[str, Any] | list[dict[str, Any]], i: int) -> None:
         part = parts[i]
-        if part == "*":
+        if isinstance(table, list):  # an array of tables ([[workload]]): an index or `*`
+            if part != "*" and not (part.isdigit() and int(part) < len(table)):
+                raise SpecError(source, keys.join(parts[: i + 1]), f"an array of {len(table)} tables takes an "
+                                f"index from 0 to {len(table) - 1} or '*' here")
+            targets: list[Any] = list(range(len(table))) if part == "*" else [int(part)]
+        elif part == "*":
             if not table:
                 raise SpecError(source, key, "'*' matches nothing here")
             targets = list(table)
@@ -135,8 +140,9 @@ def set_key(spec: dict[str, Any], key: str, value: Any, source: str) -> None:
             if i == len(parts) - 1:
                 table[t] = copy.deepcopy(value)
             else:
-                sub = table.setdefault(t, {})
-                if not isinstance(sub, dict):
+                sub = table[t] if isinstance(table, list) else table.setdefault(t, {})
+                tables = isinstance(sub, list) and bool(sub) and all(isinstance(x, dict) for x in sub)
+                if not isinstance(sub, dict) and not tables:
                     raise SpecError(source, keys.join(parts[: i + 1]), "is a value, not a table")
                 assign(sub, i + 1)
 

@@ -1,5 +1,6 @@
-"""The spec's [[workload]] tables: flow-size CDFs, Poisson arrivals at a load, incast; expanded
-deterministically (run seed + the workload's stream) into the model's transfer flows."""
+"""The spec's [[workload]] tables: flow-size CDFs, Poisson arrivals at a load, incast,
+request-response; expanded deterministically (run seed + the workload's stream) into the model's
+transfer flows."""
 
 from __future__ import annotations
 
@@ -20,16 +21,20 @@ from .impair import PRESETS, base_dir
 from .names import FLOW_NAME_RE
 from .senders import Sysctls, sender_flow
 
-KINDS = ("poisson", "incast")
+KINDS = ("poisson", "incast", "request-response")
 #: The packaged size distributions (presets/cdfs/*.cdf; each file's header cites its source).
 BUILTIN_SIZES = ("web-search", "data-mining")
 #: Sender keys a workload hands to every flow it makes (docs/spec.md, [senders]).
 FLOW_KEYS = ("stack", "cc", "connect", "initcwnd", "mtu", "sndbuf", "rcvbuf", "write")
 KEYS = ("kind", "name", "sizes", "bytes", "load", "link", "arrival_rate", "flows", "senders", "receivers",
-        "start", "stop", "seed", "requests", "interval") + FLOW_KEYS
+        "start", "stop", "seed", "requests", "interval", "request", "think") + FLOW_KEYS
 #: What each kind takes beyond the common keys.
-KIND_KEYS = {"poisson": ("load", "link", "arrival_rate", "flows", "stop"), "incast": ("requests", "interval")}
+POISSON_KEYS = ("load", "link", "arrival_rate", "flows", "stop")
+KIND_KEYS = {"poisson": POISSON_KEYS, "incast": ("requests", "interval"),
+             "request-response": POISSON_KEYS + ("request", "think")}
 COMMON = tuple(k for k in KEYS if not any(k in v for v in KIND_KEYS.values()))
+#: A request's size when `request` is not given: one small segment (an RPC's header and key).
+REQUEST_DEFAULT = "1KB"
 #: A CDF file's size limit (lines), far above any published table.
 CDF_MAX_LINES = 100_000
 
@@ -138,6 +143,7 @@ class _Arrival:
     host: str
     to: str
     size: int
+    after: int | None = None  # request-response: the request's index among the workload's flows
 
 
 class _Flows:
@@ -166,7 +172,7 @@ class _Flows:
             except SpecError as e:  # a sender's key as this workload's
                 raise self.ctx.err(e.key.replace("senders.workload", self.path, 1), e.message, e.allowed) from None
         return dataclasses.replace(self.made[key], name=name, host=a.host, to=a.to, start_ns=a.start_ns,
-                                   app=App("bytes", bytes=a.size))
+                                   app=App("bytes", bytes=a.size), after=a.after)
 
 
 def _port_rates(links: tuple[Link, ...]) -> dict[str, int]:
@@ -262,6 +268,23 @@ def _incast(ctx: Ctx, t: dict[str, Any], path: str, rng: random.Random, senders:
     return out, reqs
 
 
+def _request_response(ctx: Ctx, t: dict[str, Any], path: str, arrivals: list[_Arrival], first: int,
+                      norm: dict[str, Any]) -> tuple[list[_Arrival], list[tuple[int, int]]]:
+    """Each Poisson arrival (client = sender, server = receiver, size = the response's) as a
+    request of `request` bytes to the server and the server's response, which starts `think`
+    after the request's last byte is in (the simulator's `after_flow`). Also each pair's (start,
+    index of its request among the workload's flows)."""
+    size = ctx.unit(t, path, "request", units.parse_size_bytes, REQUEST_DEFAULT, limits.TRANSFER)
+    think = ctx.unit(t, path, "think", units.parse_duration_ns, "0s", limits.START)
+    norm["request"], norm["think"] = t.get("request", REQUEST_DEFAULT), t.get("think", "0s")
+    out, pairs = [], []
+    for a in arrivals:
+        pairs.append((a.start_ns, len(out)))
+        out.append(_Arrival(a.start_ns, a.host, a.to, size))
+        out.append(_Arrival(think, a.to, a.host, a.size, after=first + len(out) - 1))
+    return out, pairs
+
+
 def _stream(run_seed: int, stream: int) -> random.Random:
     """The workload's random stream: the same run seed and stream give the same flows (Python's
     Random seeded with a string hashes it with SHA-512: stable across versions and platforms)."""
@@ -292,14 +315,20 @@ def _one(ctx: Ctx, spec: dict[str, Any], i: int, t: Any, net: dict[str, Any], ru
     mean = cdf.mean_bytes if cdf is not None else float(fixed)
     requests: tuple[tuple[int, int, int], ...] = ()
     load = link = lam = None
-    if kind == "poisson":
-        lam, load, link = _arrival_rate(ctx, t, path, mean, net["rates"], net["bottleneck"], norm)
-        arrivals = _poisson(ctx, t, path, rng, senders, receivers, draw, lam, norm)
-    else:
+    if kind == "incast":
         arrivals, reqs = _incast(ctx, t, path, rng, senders, receivers, draw, norm)
         requests = tuple((at, first + k, len(senders)) for at, k in reqs)
+        names = [f"{name}-{k + 1}" for k in range(len(arrivals))]
+    else:
+        lam, load, link = _arrival_rate(ctx, t, path, mean, net["rates"], net["bottleneck"], norm)
+        arrivals = _poisson(ctx, t, path, rng, senders, receivers, draw, lam, norm)
+        names = [f"{name}-{k + 1}" for k in range(len(arrivals))]
+        if kind == "request-response":
+            arrivals, pairs = _request_response(ctx, t, path, arrivals, first, norm)
+            requests = tuple((at, first + k, 2) for at, k in pairs)
+            names = [f"{n}{part}" for n in names for part in ("-req", "")]
     make = _Flows(ctx, spec, path, t, net["hosts"], net["host_cfg"])
-    flows = [make.flow(f"{name}-{k + 1}", a) for k, a in enumerate(arrivals)]
+    flows = [make.flow(n, a) for n, a in zip(names, arrivals)]
     return flows, Workload(name, kind, label, first, len(flows), mean, load, link, lam, requests), norm
 
 

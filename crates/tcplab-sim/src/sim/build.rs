@@ -4,7 +4,7 @@
 //! config happens here.
 
 use crate::cc;
-use crate::config::{BufferPolicy, FlowConfig, NodeKind, SimConfig};
+use crate::config::{AppConfig, BufferPolicy, FlowConfig, NodeKind, SimConfig};
 use crate::net::pool::Pool;
 use crate::net::port::Port;
 use crate::net::probe::ProbeSource;
@@ -159,6 +159,25 @@ pub(super) fn flows(
     Ok((senders, receivers))
 }
 
+/// Each flow's dependents (`after_flow`): empty when no flow waits for another. A flow waits
+/// for an earlier fixed-size transfer only, so the waits end.
+pub(super) fn dependents(cfg: &SimConfig) -> Result<Vec<Vec<u32>>, String> {
+    if cfg.flows.iter().all(|f| f.after_flow.is_none()) {
+        return Ok(Vec::new());
+    }
+    let mut out = vec![Vec::new(); cfg.flows.len()];
+    for (i, f) in cfg.flows.iter().enumerate() {
+        if let Some(a) = f.after_flow {
+            let first = cfg.flows.get(a as usize).filter(|_| (a as usize) < i);
+            if !matches!(first.map(|t| &t.app), Some(AppConfig::Bytes { .. })) {
+                return Err(format!("flow {}: after_flow {a} is not an earlier fixed-size transfer", f.name));
+            }
+            out[a as usize].push(i as u32);
+        }
+    }
+    Ok(out)
+}
+
 /// A flow's sizes and its FreeBSD version knobs are consistent.
 fn check_flow_knobs(f: &FlowConfig) -> Result<(), String> {
     if f.mss == 0 || f.iw_segments == 0 || f.sndbuf_bytes == 0 || f.rcv_space_bytes() < f.mss as u64
@@ -252,7 +271,9 @@ pub(super) fn first_events(
 ) -> EventQueue {
     let mut q = EventQueue::default();
     for (i, f) in cfg.flows.iter().enumerate() {
-        q.push(f.start_ns, Action::FlowStart(i as u32));
+        if f.after_flow.is_none() {
+            q.push(f.start_ns, Action::FlowStart(i as u32));
+        }
     }
     for (i, u) in udp.iter().enumerate() {
         if u.cfg.start_ns < u.cfg.stop_ns {
