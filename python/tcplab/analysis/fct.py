@@ -89,8 +89,8 @@ def _requests(w: Any, start_ns: list[int], fct_ns: list[int | None]) -> dict[str
 
 def workloads(exp: Experiment, flow_rows: list[dict[str, Any]], start_ns: list[int],
               fct_ns: list[int | None]) -> list[dict[str, Any]]:
-    """summary.json's `workloads`: each workload's table; adds ideal_fct_s and slowdown to its
-    flows' rows. `start_ns[i]`: when flow i started (a response: when its request was in);
+    """summary.json's `workloads`: each workload's table; adds ideal_fct_s, slowdown and the
+    workload's name to its flows' rows. `start_ns[i]`: when flow i started (a response: when its request was in);
     `fct_ns[i]`: its FCT from then (None: it did not complete)."""
     out = []
     for w in exp.workloads:
@@ -99,6 +99,7 @@ def workloads(exp: Experiment, flow_rows: list[dict[str, Any]], start_ns: list[i
             f, ideal = exp.flows[i], ideal_fct_ns(exp, exp.flows[i])
             s = fct_ns[i] / ideal if fct_ns[i] is not None else None
             flow_rows[i]["ideal_fct_s"], flow_rows[i]["slowdown"] = _r(ideal / 1e9, 9), _r(s, 6)
+            flow_rows[i]["workload"] = w.name
             sizes.append(f.app.bytes or 0)
             slow.append(s)
         row: dict[str, Any] = {"name": w.name, "kind": w.kind, "sizes": w.sizes, "flows": w.flow_count,

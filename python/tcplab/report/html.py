@@ -13,7 +13,8 @@ from ..analysis.stats import ci_half_width, describe
 from ..model import port_label
 from . import interactive
 from .panels import overlay_model
-from .text import LATENCY_COLUMNS, REQUEST_COLUMNS, WORKLOAD_COLUMNS, interval_lines, latency_rows, workload_rows
+from .text import (LATENCY_COLUMNS, REQUEST_COLUMNS, WORKLOAD_COLUMNS, interval_lines, latency_rows, listed_flows,
+                   unlisted_note, workload_rows)
 
 _CSS = """
 body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#222}
@@ -152,9 +153,13 @@ def write(run_dir: Path, summary: dict[str, Any], meta: dict[str, Any], spec_tom
     b = summary["bottleneck"] or {}
     flow_rows = [[f["flow"], port_label(f["from"], f["to"]), f["stack"], f["cc"], f["start_s"], f["throughput_mbps"],
                   f["completion_s"], f["bytes_delivered"], f["retransmits"], f["recoveries"], f["rtos"], f["srtt_ms"]]
-                 for f in summary["flows"]]
+                 for f in listed_flows(summary)]
     flows_html = _table("flows-table", ["flow", "path", "stack", "cc", "start s", "Mbit/s", "completion s", "bytes delivered",
                                         "retransmits", "recoveries", "RTOs", "srtt ms"], flow_rows, left=4)
+    if (note := unlisted_note(summary)) is not None:
+        flows_html += f"<p>{html.escape(note)}.</p>"
+        names = {f["flow"] for f in listed_flows(summary)}
+        flows = [f for f in flows if f["name"] in names]
     if b:
         util = None if b["utilisation"] is None else f"{100 * b['utilisation']:.2f}%"
         gutil = None if b["goodput_utilisation"] is None else f"{100 * b['goodput_utilisation']:.2f}%"

@@ -48,6 +48,26 @@ def interval_lines(intervals: pd.DataFrame | list[dict[str, Any]], flows: list[d
     return lines
 
 
+#: A run of more flows than this lists its workloads' flows in summary.json and the catalog only:
+#: the terminal, report.html's tables and its charts show the other flows and each workload's tables.
+LIST_MAX_FLOWS = 100
+
+
+def listed_flows(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    """The flow rows the terminal and the report show one by one (module's LIST_MAX_FLOWS)."""
+    flows = summary["flows"]
+    if len(flows) <= LIST_MAX_FLOWS or not summary.get("workloads"):
+        return flows
+    return [f for f in flows if "workload" not in f]
+
+
+def unlisted_note(summary: dict[str, Any]) -> str | None:
+    """What the flow table leaves out, where it does."""
+    n = len(summary["flows"]) - len(listed_flows(summary))
+    return (f"{n} workload flows not listed one by one (more than {LIST_MAX_FLOWS} flows): each workload's tables "
+            "below; every flow in summary.json and `tcplab query \"SELECT * FROM flow_results\"`") if n else None
+
+
 def summary_table(summary: dict[str, Any]) -> Table:
     """Per-flow throughput, retransmits, RTT; caption with utilisation and fairness."""
     seed = "" if summary["seed"] is None else f"seed {summary['seed']}, "
@@ -57,7 +77,7 @@ def summary_table(summary: dict[str, Any]) -> Table:
     cols = ("flow", "path", "stack", "cc", "Mbit/s", "completion", *handshake_cols, "retr", "recov", "RTOs", "srtt ms")
     for col in cols:
         t.add_column(col, justify="right" if col not in ("flow", "path", "stack", "cc") else "left")
-    for f in summary["flows"]:
+    for f in listed_flows(summary):
         # completion: iperf3's (from the connection set up); FCT from the first SYN.
         handshake = (("-" if f.get("fct_s") is None else f"{f['fct_s']:.3f} s",
                       "-" if f.get("connect_ms") is None else f"{f['connect_ms']:.1f}",
@@ -92,6 +112,8 @@ def summary_table(summary: dict[str, Any]) -> Table:
     em = summary.get("emulation")
     if em is not None:
         parts.append("emulation faithful" if em["faithful"] else "EMULATION UNFAITHFUL: " + "; ".join(em["problems"]))
+    if (note := unlisted_note(summary)) is not None:
+        parts.append(note)
     t.caption = ", ".join(parts)
     return t
 
