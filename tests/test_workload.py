@@ -146,8 +146,10 @@ def test_incast_completes_each_request_after_its_last_response(tmp_path: Path):
                        "interval": "20ms", "start": "1ms"}]}
     path = tmp_path / "incast.toml"
     path.write_text(toml(s))
-    proc = tcplab("run", str(path), "--out", str(tmp_path / "i"), "--no-report", "--no-intervals", cwd=tmp_path, check=True)
+    proc = tcplab("run", str(path), "--out", str(tmp_path / "i"), "--no-intervals", cwd=tmp_path, check=True)
     assert "requests: from the request's start" in proc.stdout and "w1 (incast)" in proc.stdout
+    page = (tmp_path / "i" / "report.html").read_text()
+    assert 'id="slowdown-table"' in page and 'id="requests-table"' in page
     summ = json.loads((tmp_path / "i" / "summary.json").read_text())
     inc = summ["workloads"][0]["requests"]
     assert inc["requests"] == 3 and inc["flows_each"] == 8 and inc["completed"] == 3
@@ -191,6 +193,27 @@ def test_kernel_backends_refuse_a_response_that_waits(tmp_path: Path):
               "receivers": "s*", "flows": 1})
     with pytest.raises(PlanError, match="flow 'w1-1' is a response that waits for its request"):
         _refuse(resolve(s, "t.toml"))
+
+
+def test_set_and_sweep_keys_reach_a_workload_by_index():
+    from tcplab.spec.schema import apply_set
+    s = spec({"kind": "poisson", "bytes": "10KB", "arrival_rate": 100.0, "senders": "s*", "receivers": "r*", "flows": 3})
+    apply_set(s, "workload.0.cc=newreno", "t.toml")
+    assert {f.cc for f in resolve(s, "t.toml").flows} == {"newreno"}
+    apply_set(s, "workload.*.initcwnd=4", "t.toml")
+    assert {f.iw_segments for f in resolve(s, "t.toml").flows} == {4}
+    with pytest.raises(SpecError, match="workload.1: an array of 1 tables takes an index from 0 to 0"):
+        apply_set(s, "workload.1.cc=cubic", "t.toml")
+
+
+def test_a_large_workload_is_summarised_not_listed():
+    from tcplab.report.text import LIST_MAX_FLOWS, listed_flows, unlisted_note
+    rows = [{"flow": f"s{i}"} for i in range(3)] + [{"flow": f"w1-{i}", "workload": "w1"} for i in range(LIST_MAX_FLOWS)]
+    summ = {"flows": rows, "workloads": [{}]}
+    assert [f["flow"] for f in listed_flows(summ)] == ["s0", "s1", "s2"]
+    assert unlisted_note(summ).startswith(f"{LIST_MAX_FLOWS} workload flows not listed")
+    small = {"flows": rows[:LIST_MAX_FLOWS], "workloads": [{}]}
+    assert listed_flows(small) == rows[:LIST_MAX_FLOWS] and unlisted_note(small) is None
 
 
 CDF_CASES = {

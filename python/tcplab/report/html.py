@@ -147,6 +147,19 @@ def import_section(imp: dict[str, Any] | None) -> str:
     return f'<section id="import"><h2>Imported logs</h2>{table}<p>Malformed lines skipped in all: {imp["bad_lines"]}.</p></section>'
 
 
+def workload_section(summary: dict[str, Any]) -> str:
+    """The workloads' FCT-slowdown and request tables (report/text.workload_rows), if any."""
+    slow_rows, request_rows = workload_rows(summary)
+    return "" if not slow_rows else (
+        '<section id="workloads"><h2>Workloads: FCT slowdown</h2>'
+        + _table("slowdown-table", WORKLOAD_COLUMNS, slow_rows, left=3)
+        + (_table("requests-table", REQUEST_COLUMNS, request_rows, left=1) if request_rows else "")
+        + "<p>Slowdown = FCT (from the SYN to the last byte acknowledged) / ideal FCT: the flow alone on the "
+          "network at its path's bottleneck rate, handshake and one round trip included (docs/stats.md). p50 and "
+          "p99 by nearest rank over the completed flows. A request (an incast's, a request-response pair's) "
+          "completes when its last response is acknowledged.</p></section>")
+
+
 def write(run_dir: Path, summary: dict[str, Any], meta: dict[str, Any], spec_toml: str, intervals, flows: list[dict[str, Any]],
           charts_html: str, recovery_html: str = "") -> Path:
     """Write run_dir/report.html around `charts_html` (report.interactive.section)."""
@@ -184,15 +197,7 @@ def write(run_dir: Path, summary: dict[str, Any], meta: dict[str, Any], spec_tom
                                 ecn_rows, left=1)
     else:
         bott_html = "<p>No bottleneck link: the run was imported from logs, which do not describe the path.</p>"
-    slow_rows, request_rows = workload_rows(summary)
-    work_html = "" if not slow_rows else (
-        '<section id="workloads"><h2>Workloads: FCT slowdown</h2>'
-        + _table("slowdown-table", WORKLOAD_COLUMNS, slow_rows, left=3)
-        + (_table("requests-table", REQUEST_COLUMNS, request_rows, left=1) if request_rows else "")
-        + "<p>Slowdown = FCT (from the SYN to the last byte acknowledged) / ideal FCT: the flow alone on the "
-          "network at its path's bottleneck rate, handshake and one round trip included (docs/stats.md). p50 and "
-          "p99 by nearest rank over the completed flows. A request (an incast's, a request-response pair's) "
-          "completes when its last response is acknowledged.</p></section>")
+    work_html = workload_section(summary)
     lines = interval_lines(intervals, flows)
     iv_html = (f'<details id="intervals"><summary>iperf3-style intervals ({sum(1 for l in lines if not l.startswith("[ ID") and "Interval" not in l)} lines)</summary>'
                f'<pre id="intervals-table">{html.escape(chr(10).join(lines))}</pre></details>')
