@@ -270,13 +270,11 @@ pub(super) fn first_events(
     ports: &[Port],
 ) -> EventQueue {
     let mut q = EventQueue::default();
-    q.push_starts(
-        cfg.flows
-            .iter()
-            .enumerate()
-            .filter(|(_, f)| f.after_flow.is_none())
-            .map(|(i, f)| (f.start_ns, Action::FlowStart(i as u32))),
-    );
+    for (i, f) in cfg.flows.iter().enumerate() {
+        if f.after_flow.is_none() {
+            q.push(f.start_ns, Action::FlowStart(i as u32));
+        }
+    }
     for (i, u) in udp.iter().enumerate() {
         if u.cfg.start_ns < u.cfg.stop_ns {
             q.push(u.cfg.start_ns, Action::UdpSend(i as u32));

@@ -106,11 +106,6 @@ fn action_of(k: Key) -> Action {
 /// A deterministic future-event list: events pop in (time, insertion) order.
 pub struct EventQueue {
     heap: BinaryHeap<Reverse<Key>>,
-    /// Flow starts not yet in the heap, latest first (`push_starts`): a run of 100 000 flows
-    /// keeps one of them pending, not 100 000 (every pop would sift through them;
-    /// bench/README.md). Each holds the sequence number `push` would have given it at build, so
-    /// events pop in the same order either way.
-    deferred: Vec<Key>,
     /// The last sequence number given out.
     seq: u32,
     /// When `seq` reaches this, pending events are renumbered from 1 in their order (32 bits
@@ -124,7 +119,6 @@ impl Default for EventQueue {
     fn default() -> Self {
         EventQueue {
             heap: BinaryHeap::new(),
-            deferred: Vec::new(),
             seq: 0,
             seq_limit: u32::MAX,
             processed: 0,
@@ -145,10 +139,6 @@ impl EventQueue {
     /// Give the pending events sequence numbers 1..=len in their current order.
     #[cold]
     fn renumber(&mut self) {
-        // The deferred starts are renumbered with the rest, as they would be if pushed at build.
-        for k in self.deferred.drain(..) {
-            self.heap.push(Reverse(k));
-        }
         let mut keys: Vec<Reverse<Key>> = std::mem::take(&mut self.heap).into_vec();
         keys.sort_unstable_by_key(|k| k.0);
         for (i, k) in keys.iter_mut().enumerate() {
@@ -162,28 +152,6 @@ impl EventQueue {
     pub fn push(&mut self, t: Ns, action: Action) {
         let seq = self.next_seq();
         self.heap.push(Reverse(key(t, seq, action.pack())));
-    }
-
-    /// Schedule flow starts, each with the sequence number `push` would give it, but keep all
-    /// but the earliest out of the heap: the handler of a start calls `release_start` to bring
-    /// in the next. Events pop in the order they would if every start were pushed: the earliest
-    /// start not yet handled is always in the heap.
-    pub fn push_starts(&mut self, starts: impl Iterator<Item = (Ns, Action)>) {
-        for (t, a) in starts {
-            // A renumbering on the way moves the starts deferred so far into the heap first.
-            let seq = self.next_seq();
-            self.deferred.push(key(t, seq, a.pack()));
-        }
-        self.deferred.sort_unstable_by(|a, b| b.cmp(a));
-        self.release_start();
-    }
-
-    /// Bring the earliest deferred flow start into the heap (after one was handled).
-    #[inline]
-    pub fn release_start(&mut self) {
-        if let Some(k) = self.deferred.pop() {
-            self.heap.push(Reverse(k));
-        }
     }
 
     /// The next event without removing it.
@@ -289,49 +257,6 @@ mod tests {
                     ..EventQueue::default()
                 };
                 against_sorted_list(seed, 5_000, 3, push_weight, &mut q);
-            }
-        }
-    }
-
-    #[test]
-    fn deferred_flow_starts_pop_as_if_all_were_pushed_at_build() {
-        // Starts with many equal times, then random pushes and pops; a popped start releases the
-        // next (as the simulation's handler does). With a low seq_limit, renumbering comes too.
-        for (seed, limit) in [(1, u32::MAX), (2, u32::MAX), (3, 40), (4, 200)] {
-            let mut rng = crate::rng::Rng::new(seed);
-            let starts: Vec<(Ns, Action)> = (0..300)
-                .map(|i| (rng.below(50) * 10, Action::FlowStart(i)))
-                .collect();
-            let mut eager = EventQueue {
-                seq_limit: limit,
-                ..EventQueue::default()
-            };
-            let mut lazy = EventQueue {
-                seq_limit: limit,
-                ..EventQueue::default()
-            };
-            for &(t, a) in &starts {
-                eager.push(t, a);
-            }
-            lazy.push_starts(starts.iter().copied());
-            let mut now = 0;
-            for i in 0..3_000u32 {
-                if rng.below(3) == 0 {
-                    let t = now + rng.below(30);
-                    eager.push(t, Action::SenderTimer(i));
-                    lazy.push(t, Action::SenderTimer(i));
-                    continue;
-                }
-                let (a, b) = (eager.pop(), lazy.pop());
-                assert_eq!(a, b, "pop {i}");
-                match b {
-                    Some((t, Action::FlowStart(_))) => {
-                        now = t;
-                        lazy.release_start();
-                    }
-                    Some((t, _)) => now = t,
-                    None => break,
-                }
             }
         }
     }

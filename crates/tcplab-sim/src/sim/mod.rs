@@ -317,7 +317,6 @@ impl Simulation {
         match a {
             Action::PipeArrive(_) => unreachable!("run_events_until handles arrivals"),
             Action::FlowStart(f) => {
-                self.q.release_start(); // the next flow's start (engine.rs push_starts)
                 let fi = f as usize;
                 let mut out = std::mem::take(&mut self.scratch);
                 self.set_nic_backlog(fi);
