@@ -100,6 +100,18 @@ def test_load_sets_the_arrival_rate_and_the_drawn_bytes_offer_it():
     assert offered == pytest.approx(0.5, rel=0.15), offered
 
 
+def test_the_resolved_spec_makes_the_same_flows_again(tmp_path: Path):
+    (tmp_path / "my.cdf").write_text("1000 0\n5000 0.5\n90000 1\n")
+    s = spec({"kind": "poisson", "sizes": "my.cdf", "load": 0.4, "senders": "s*", "receivers": ["r1", "r2"], "stop": "1s"},
+             {"kind": "request-response", "bytes": "30KB", "arrival_rate": 50.0, "senders": "r*", "receivers": "s*",
+              "stop": "1s", "think": "1ms"},
+             {"kind": "incast", "sizes": "data-mining", "senders": ["s1", "s2"], "receivers": ["r3"], "requests": 2})
+    (tmp_path / "w.toml").write_text(toml(s))
+    exp = resolve(s, str(tmp_path / "w.toml"))
+    again = resolve(exp.spec, "elsewhere/spec.toml")  # the run's spec.toml, read from another folder
+    assert again.flows == exp.flows and again.workloads == exp.workloads
+
+
 def test_same_seed_same_flows_another_seed_others():
     w = {"kind": "poisson", "sizes": "data-mining", "load": 0.3, "senders": "s*", "receivers": "r*", "stop": "1s"}
     key = lambda e: [(f.name, f.host, f.to, f.start_ns, f.app.bytes) for f in e.flows]  # noqa: E731

@@ -210,7 +210,7 @@ class Workload:
 
     name: str
     kind: Literal["poisson", "incast", "request-response"]
-    sizes: str                    # "web-search", "data-mining", a CDF file's path, or "NB" (every flow N bytes)
+    sizes: str                    # "web-search", "data-mining", a CDF file's name, or "NB" (every flow N bytes)
     first_flow: int
     flow_count: int
     mean_bytes: float             # the size distribution's mean (the fixed size for "fixed")

@@ -117,7 +117,9 @@ def _sizes(ctx: Ctx, t: dict[str, Any], path: str) -> tuple[Cdf | None, int | No
                       f"{numbers.show(raw)}", list(BUILTIN_SIZES) + ["a CDF file's path"])
     file = PRESETS / "cdfs" / f"{raw}.cdf" if raw in BUILTIN_SIZES else (base_dir(ctx.source) / raw).resolve()
     cdf = read_cdf(file, lambda m: ctx.err(join(path, "sizes"), m))
-    return cdf, None, raw, raw if raw in BUILTIN_SIZES else str(file)
+    if raw in BUILTIN_SIZES:
+        return cdf, None, raw, raw
+    return cdf, None, file.name, str(file)  # the label the same when spec.toml (absolute path) runs again
 
 
 def _hosts(ctx: Ctx, t: dict[str, Any], path: str, key: str, hosts: list[str]) -> list[str]:
