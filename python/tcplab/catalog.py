@@ -40,6 +40,17 @@ LATENCY_COLUMNS = ["aqm", "aqm_drops", "ecn_marks", "queue_delay_p50_ms", "queue
 PROBE_COLUMNS = ["probe", "probe_rtt_p50_ms", "probe_rtt_p95_ms", "probe_rtt_p99_ms", "probe_loss_pct"]
 #: `time iperf3 -n` per flow, where the run modelled or timed iperf3's whole client.
 IPERF3_COLUMNS = ["iperf3_s"]
+#: Columns of a run with [[workload]] tables: its first workload's FCT slowdown p50/p99 by size
+#: bucket and over all its flows, and the first incast's or request-response workload's request
+#: completion (every workload's are
+#: in summary.json; each flow's slowdown in flow_results).
+WORKLOAD_COLUMNS = ["workload", "slowdown_p50", "slowdown_p99", "slowdown_small_p50", "slowdown_small_p99",
+                    "slowdown_medium_p50", "slowdown_medium_p99", "slowdown_large_p50", "slowdown_large_p99",
+                    "request_completion_p50_ms", "request_completion_p99_ms"]
+#: The size buckets of analysis/fct.BUCKETS as column words.
+_BUCKET_WORDS = {"all": "", "<100KB": "small_", "100KB-10MB": "medium_", ">10MB": "large_"}
+#: A workload flow's ideal FCT and slowdown (analysis/fct.py).
+FLOW_WORKLOAD_COLUMNS = ["bytes_written", "ideal_fct_s", "slowdown"]
 #: A flow's RTT percentiles (its sender's samples), where the run measured latency.
 FLOW_RTT_COLUMNS = ["rtt_p50_ms", "rtt_p95_ms", "rtt_p99_ms"]
 FLOW_COLUMNS = ["flow", "from", "to", "stack", "cc", "start_s", "duration_s", "bytes_delivered", "throughput_mbps",
@@ -75,23 +86,40 @@ def summary_rows(summary: dict[str, Any], spec_hash: str, labels: dict[str, Any]
         latency |= {"probe": p["probe"], **{f"probe_rtt_{k}_ms": r.get(k) for k in ("p50", "p95", "p99")},
                     "probe_loss_pct": p["loss_pct"]}
         run |= latency
-    flow_cols = FLOW_COLUMNS + (IPERF3_COLUMNS if any("iperf3_s" in f for f in summary["flows"]) else []) \
-        + (FLOW_RTT_COLUMNS if any("rtt_ms" in f for f in summary["flows"]) else [])
+    if summary.get("workloads"):
+        latency |= _workload(summary["workloads"])
+        run |= latency
+    flows = summary["flows"]
+    flow_cols = FLOW_COLUMNS + (IPERF3_COLUMNS if any("iperf3_s" in f for f in flows) else []) \
+        + (FLOW_RTT_COLUMNS if any("rtt_ms" in f for f in flows) else []) \
+        + (FLOW_WORKLOAD_COLUMNS if summary.get("workloads") else [])
+    extra = [c for c in flow_cols if c in IPERF3_COLUMNS + FLOW_WORKLOAD_COLUMNS]
     params = {param_column(k): _text(v) for k, v in (labels.get("params") or {}).items()}
-    iperf3 = {c: None for c in IPERF3_COLUMNS} if IPERF3_COLUMNS[0] in flow_cols else {}
-    rows = [run | {c: f.get(c) for c in FLOW_COLUMNS} | {c: f.get(c) for c in iperf3} | _flow_rtt(f, flow_cols) | params
-            for f in summary["flows"]]
+    rows = [run | {c: f.get(c) for c in FLOW_COLUMNS + extra} | _flow_rtt(f, flow_cols) | params for f in flows]
     types = {"seed": pa.int64(), "point": pa.int64(), "iteration": pa.int64(), "drops": pa.int64(),
              "bytes_delivered": pa.int64(), "retransmits": pa.int64(), "recoveries": pa.int64(), "rtos": pa.int64(),
              "final_cwnd_bytes": pa.int64(), "aqm_drops": pa.int64(), "ecn_marks": pa.int64(),
-             "probe_loss_pct": pa.float64(), "syn_retransmits": pa.int64()}
+             "probe_loss_pct": pa.float64(), "syn_retransmits": pa.int64(), "bytes_written": pa.int64()}
     fields = []
     for c in RUN_COLUMNS + list(latency) + flow_cols:
         fields.append(pa.field(c, types.get(c, pa.float64() if c.endswith(("_s", "_mbps", "_ms", "utilisation",
-                                                                            "fairness_jain")) else pa.string())))
+                                                                            "fairness_jain", "_p50", "_p99", "slowdown"))
+                                  else pa.string())))
     fields += [pa.field(c, pa.string()) for c in params]
     schema = pa.schema(fields)
     return arrowbuf.table(rows, schema)
+
+
+def _workload(ws: list[dict[str, Any]]) -> dict[str, Any]:
+    """The run's workload columns from summary.json's `workloads` (its first; the first with requests)."""
+    w = ws[0]
+    out: dict[str, Any] = {"workload": w["name"]}
+    for b in w["fct_slowdown"]:
+        word = _BUCKET_WORDS[b["bucket"]]
+        out[f"slowdown_{word}p50"], out[f"slowdown_{word}p99"] = b["p50"], b["p99"]
+    req = next((x["requests"]["completion_ms"] for x in ws if "requests" in x), {})
+    out["request_completion_p50_ms"], out["request_completion_p99_ms"] = req.get("p50"), req.get("p99")
+    return {c: out.get(c) for c in WORKLOAD_COLUMNS}
 
 
 def _flow_rtt(f: dict[str, Any], cols: list[str]) -> dict[str, Any]:
@@ -203,7 +231,8 @@ class Catalog:
             con.execute("CREATE VIEW runs AS SELECT NULL::VARCHAR AS run WHERE false")
         else:
             cols = [r[0] for r in con.execute("DESCRIBE flow_results").fetchall()]
-            keep = [c for c in cols if c in RUN_COLUMNS or c in LATENCY_COLUMNS or c in PROBE_COLUMNS or c.startswith("p_")]
+            keep = [c for c in cols if c in RUN_COLUMNS or c in LATENCY_COLUMNS or c in PROBE_COLUMNS or c in WORKLOAD_COLUMNS
+                    or c.startswith("p_")]
             con.execute("CREATE VIEW runs AS SELECT run, " + ", ".join(f"any_value({_ident(c)}) AS {_ident(c)}" for c in keep)
                         + ", count(*) AS flows, sum(throughput_mbps) AS throughput_mbps, sum(retransmits) AS retransmits"
                         " FROM flow_results GROUP BY run")

@@ -164,6 +164,10 @@ class Flow:
     #: is not the shortest path every other packet takes: a sender's `path`, or its ECMP choice
     #: (spec/routes.py). None: the shortest path.
     path: tuple[str, ...] | None = None
+    #: The index of the flow whose data this one waits for (a response after its request, a
+    #: request-response workload): it starts `start_ns` after that flow's last byte is at its
+    #: receiver. None: at `start_ns`.
+    after: int | None = None
 
     @property
     def cc_model(self) -> str:
@@ -204,6 +208,25 @@ class Probe:
     def count(self) -> int:
         """Requests sent: one at start + k * interval for every such time before stop."""
         return max(0, -(-(self.stop_ns - self.start_ns) // self.interval_ns))
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A [[workload]] expanded into flows (spec/workload.py): the flows `first_flow` ..
+    `first_flow + flow_count - 1` of the experiment, all transfers (App "bytes")."""
+
+    name: str
+    kind: Literal["poisson", "incast", "request-response"]
+    sizes: str                    # "web-search", "data-mining", a CDF file's name, or "NB" (every flow N bytes)
+    first_flow: int
+    flow_count: int
+    mean_bytes: float             # the size distribution's mean (the fixed size for "fixed")
+    offered_load: float | None = None   # poisson: the share of `link`'s rate the arrivals offer
+    link: str | None = None             # the port label `offered_load` is a share of
+    arrivals_per_s: float | None = None  # poisson: the arrival rate
+    #: incast and request-response: each request as (start_ns, first flow, flow count): an
+    #: incast's flows start together; a request-response pair is the request, then its response.
+    requests: tuple[tuple[int, int, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -314,6 +337,7 @@ class Experiment:
     spec: dict[str, Any] = field(default_factory=dict, compare=False)
     warnings: tuple[str, ...] = ()
     probes: tuple[Probe, ...] = ()
+    workloads: tuple[Workload, ...] = ()
 
     @cached_property
     def ports(self) -> tuple[Port, ...]:

@@ -245,6 +245,10 @@ pub struct FlowConfig {
     pub write_bytes: u64,
     /// What the application does.
     pub app: AppConfig,
+    /// Start `start_ns` after flow `after_flow`'s last byte reached its receiver in order (a
+    /// response after its request: a request-response workload); None: at `start_ns`.
+    #[serde(default)]
+    pub after_flow: Option<u32>,
     /// Initial size of an autotuned send buffer (Linux tcp_wmem[1]); default 16 KB.
     #[serde(default)]
     pub sndbuf_initial_bytes: Option<u64>,

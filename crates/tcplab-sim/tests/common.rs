@@ -57,6 +57,7 @@ pub fn flow(name: &str, src: u32, dst: u32, cc: &str, app: AppConfig) -> FlowCon
         receiver_os: None,
         write_bytes: 1 << 20,
         app,
+        after_flow: None,
         prr: None,
         sndbuf_initial_bytes: None,
         freebsd: None,

@@ -11,6 +11,7 @@ from typing import Any
 from ..contract import RECOVERY_START, RTO
 from ..model import Experiment
 from ..store import read_columns, read_table
+from .fct import workloads as fct_workloads
 from .latency import probe_rows
 
 
@@ -62,6 +63,9 @@ def summarize(exp: Experiment, totals: dict[str, Any], run_dir: Path) -> dict[st
         "background": totals["udp"],
     }
     _latency(out, exp, totals, port_tot)
+    if exp.workloads:  # FCT slowdown by size bucket, incast completions (analysis/fct.py)
+        out["workloads"] = fct_workloads(exp, flows, [st.get("start_ns", f.start_ns) for f, st in zip(exp.flows, totals["flows"])],
+                                         [st.get("fct_ns") for st in totals["flows"]])
     if "ecn_marks" in port_tot:  # the bottleneck runs a queue discipline
         out["bottleneck"]["aqm"] = {"kind": exp.bottleneck_aqm_kind, "drops": port_tot["aqm_drops"],
                                     "ecn_marks": port_tot["ecn_marks"]}
@@ -90,8 +94,14 @@ def _flow_rows(exp: Experiment, totals: dict[str, Any], intervals: dict[str, Any
     transfer's from its completion."""
     per_flow_bytes: dict[str, int] = {}
     if intervals:
-        for name in exp.flows:
-            per_flow_bytes[name.name] = int(intervals["bytes"][intervals["flow"] == name.name].sum())
+        # One pass over the rows, summed in int64 (a mask per flow was flows x rows: minutes for
+        # a workload of 100 000 flows).
+        import numpy as np  # loaded on use, as read_columns loads it (`import tcplab` does not)
+
+        names, at = np.unique(intervals["flow"], return_inverse=True)
+        sums = np.zeros(len(names), dtype=np.int64)
+        np.add.at(sums, at, intervals["bytes"].astype(np.int64, copy=False))
+        per_flow_bytes = {str(n): int(v) for n, v in zip(names, sums)}
     flows = []
     for info, st in zip(exp.flows, totals["flows"], strict=True):
         app = info.app
@@ -104,8 +114,10 @@ def _flow_rows(exp: Experiment, totals: dict[str, Any], intervals: dict[str, Any
             duration_s = completion_s
             measured = st["bytes_delivered"]
         tput = measured * 8 / duration_s / 1e6 if duration_s else None
+        # A response starts once its request is in (the simulator reports when); others on time.
+        start_ns = st.get("start_ns", info.start_ns) if info.after is not None else info.start_ns
         flows.append(flow_row(
-            flow=info.name, frm=info.host, to=info.to, stack=info.stack, cc=info.cc, start_s=_r(info.start_ns / 1e9),
+            flow=info.name, frm=info.host, to=info.to, stack=info.stack, cc=info.cc, start_s=_r(start_ns / 1e9),
             kind=app.kind, duration_s=_r(duration_s), completion_s=_r(completion_s), throughput_mbps=_r(tput),
             bytes_delivered=st["bytes_delivered"], bytes_written=st["bytes_written"], retransmits=st["retrans_segs"],
             recoveries=st["recoveries"], rtos=st["rtos"],

@@ -71,7 +71,8 @@ def lower(exp: Experiment) -> dict[str, Any]:
         "syn_retries": f.syn_retries, "syn_linear_timeouts": f.syn_linear_timeouts,
     } | ({"ecn": True} if f.ecn_request else {}) | ({"ect1": True} if f.ect1 else {}) | _sender_nic(f)
         | ({"iperf3": iperf3_json.config(f)} if f.iperf3_control else {})
-        | ({"path": [index[n] for n in f.path]} if f.path is not None else {}) for f in exp.flows]
+        | ({"path": [index[n] for n in f.path]} if f.path is not None else {})
+        | ({"after_flow": f.after} if f.after is not None else {}) for f in exp.flows]
     udp = [{"name": u.name, "src": index[u.frm], "dst": index[u.to], "rate_bps": u.rate_bps, "size_bytes": u.size_bytes,
             "start_ns": u.start_ns, "stop_ns": u.stop_ns} for u in exp.background]
     probes = [{"name": p.name, "src": index[p.frm], "dst": index[p.to], "interval_ns": p.interval_ns,

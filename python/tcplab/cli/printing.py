@@ -10,7 +10,7 @@ from pathlib import Path
 
 from rich.table import Table
 
-from ..report.text import interval_lines, latency_table, summary_table
+from ..report.text import interval_lines, latency_table, listed_flows, summary_table, workload_tables
 from ..runs import Run
 from .common import out_console
 
@@ -40,7 +40,7 @@ def _print_run(path: Path, with_intervals: bool) -> None:
     info = r.info
     if with_intervals:
         flows = []
-        for f in info["flows"]:
+        for f in listed_flows(info):
             flows.append({"name": f["flow"], "start_ns": int(round(f["start_s"] * 1e9))})
         from ..store import read_rows  # loaded on use (pyarrow); rows, not pandas: `tcplab run` imports pandas only to report
 
@@ -49,6 +49,8 @@ def _print_run(path: Path, with_intervals: bool) -> None:
     out_console.print(summary_table(info))
     if (lat := latency_table(info)) is not None:
         out_console.print(lat)
+    for t in workload_tables(info):
+        out_console.print(t)
 
 
 def _print_iterations(summaries: list[dict], seeds: list[int]) -> None:

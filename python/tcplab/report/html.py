@@ -13,7 +13,8 @@ from ..analysis.stats import ci_half_width, describe
 from ..model import port_label
 from . import interactive
 from .panels import overlay_model
-from .text import LATENCY_COLUMNS, interval_lines, latency_rows
+from .text import (LATENCY_COLUMNS, REQUEST_COLUMNS, WORKLOAD_COLUMNS, interval_lines, latency_rows, listed_flows,
+                   unlisted_note, workload_rows)
 
 _CSS = """
 body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#222}
@@ -146,6 +147,19 @@ def import_section(imp: dict[str, Any] | None) -> str:
     return f'<section id="import"><h2>Imported logs</h2>{table}<p>Malformed lines skipped in all: {imp["bad_lines"]}.</p></section>'
 
 
+def workload_section(summary: dict[str, Any]) -> str:
+    """The workloads' FCT-slowdown and request tables (report/text.workload_rows), if any."""
+    slow_rows, request_rows = workload_rows(summary)
+    return "" if not slow_rows else (
+        '<section id="workloads"><h2>Workloads: FCT slowdown</h2>'
+        + _table("slowdown-table", WORKLOAD_COLUMNS, slow_rows, left=3)
+        + (_table("requests-table", REQUEST_COLUMNS, request_rows, left=1) if request_rows else "")
+        + "<p>Slowdown = FCT (from the SYN to the last byte acknowledged) / ideal FCT: the flow alone on the "
+          "network at its path's bottleneck rate, handshake and one round trip included (docs/stats.md). p50 and "
+          "p99 by nearest rank over the completed flows. A request (an incast's, a request-response pair's) "
+          "completes when its last response is acknowledged.</p></section>")
+
+
 def write(run_dir: Path, summary: dict[str, Any], meta: dict[str, Any], spec_toml: str, intervals, flows: list[dict[str, Any]],
           charts_html: str, recovery_html: str = "") -> Path:
     """Write run_dir/report.html around `charts_html` (report.interactive.section)."""
@@ -154,10 +168,14 @@ def write(run_dir: Path, summary: dict[str, Any], meta: dict[str, Any], spec_tom
     iperf3 = any("iperf3_s" in f for f in summary["flows"])
     flow_rows = [[f["flow"], port_label(f["from"], f["to"]), f["stack"], f["cc"], f["start_s"], f["throughput_mbps"],
                   f["completion_s"], *([f.get("fct_s"), f.get("iperf3_s")] if iperf3 else []), f["bytes_delivered"],
-                  f["retransmits"], f["recoveries"], f["rtos"], f["srtt_ms"]] for f in summary["flows"]]
+                  f["retransmits"], f["recoveries"], f["rtos"], f["srtt_ms"]] for f in listed_flows(summary)]
     flows_html = _table("flows-table", ["flow", "path", "stack", "cc", "start s", "Mbit/s", "completion s",
                                         *(["FCT s", "time iperf3 -n s"] if iperf3 else []), "bytes delivered",
                                         "retransmits", "recoveries", "RTOs", "srtt ms"], flow_rows, left=4)
+    if (note := unlisted_note(summary)) is not None:
+        flows_html += f"<p>{html.escape(note)}.</p>"
+        names = {f["flow"] for f in listed_flows(summary)}
+        flows = [f for f in flows if f["name"] in names]
     if b:
         util = None if b["utilisation"] is None else f"{100 * b['utilisation']:.2f}%"
         gutil = None if b["goodput_utilisation"] is None else f"{100 * b['goodput_utilisation']:.2f}%"
@@ -182,6 +200,7 @@ def write(run_dir: Path, summary: dict[str, Any], meta: dict[str, Any], spec_tom
                                 ecn_rows, left=1)
     else:
         bott_html = "<p>No bottleneck link: the run was imported from logs, which do not describe the path.</p>"
+    work_html = workload_section(summary)
     lines = interval_lines(intervals, flows)
     iv_html = (f'<details id="intervals"><summary>iperf3-style intervals ({sum(1 for l in lines if not l.startswith("[ ID") and "Interval" not in l)} lines)</summary>'
                f'<pre id="intervals-table">{html.escape(chr(10).join(lines))}</pre></details>')
@@ -193,6 +212,7 @@ def write(run_dir: Path, summary: dict[str, Any], meta: dict[str, Any], spec_tom
 <style>{_CSS}</style></head><body>
 <h1>{html.escape(summary['name'])}</h1><p class="sub">{desc}</p>
 <section id="summary"><h2>Flows</h2>{flows_html}<h2>Bottleneck</h2>{bott_html}</section>
+{work_html}
 {emulation_section(summary.get("emulation"))}
 {testbed_section(summary.get("testbed"))}
 {import_section(summary.get("import"))}

@@ -93,6 +93,19 @@ class RunTables:
                          cut(self.sends, "t_ns"), cut(self.acks, "t_ns"), self.path, cut(self.probes, "t_ns"))
 
 
+    def only(self, names: set[str]) -> "RunTables":
+        """Only the rows of the flows `names` (the per-flow tables), the summary's rows of them."""
+        def keep(t: Columns) -> Columns:
+            if not len(t) or "flow" not in t.names:
+                return t
+            wanted = np.array([n in names for n in t.names["flow"]], dtype=bool)
+            return t.take(np.nonzero(wanted[t.codes("flow")])[0]) if len(wanted) else t
+
+        summary = dict(self.summary, flows=[f for f in self.summary["flows"] if f["flow"] in names])
+        return RunTables(summary, keep(self.flows), keep(self.intervals), self.queues, self.ports, keep(self.events),
+                         keep(self.sends), keep(self.acks), self.path, self.probes)
+
+
 def _focus(eps: list[Episode], flows: list[dict[str, Any]], flow: str | None) -> S.Focus:
     """Full-resolution windows: each flow's first second, then recovery episodes in time order."""
     wins = [(int((f["start_s"] or 0) * 1e9), int((f["start_s"] or 0) * 1e9) + 1_000_000_000) for f in flows

@@ -48,6 +48,26 @@ def interval_lines(intervals: pd.DataFrame | list[dict[str, Any]], flows: list[d
     return lines
 
 
+#: A run of more flows than this lists its workloads' flows in summary.json and the catalog only:
+#: the terminal, report.html's tables and its charts show the other flows and each workload's tables.
+LIST_MAX_FLOWS = 100
+
+
+def listed_flows(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    """The flow rows the terminal and the report show one by one (module's LIST_MAX_FLOWS)."""
+    flows = summary["flows"]
+    if len(flows) <= LIST_MAX_FLOWS or not summary.get("workloads"):
+        return flows
+    return [f for f in flows if "workload" not in f]
+
+
+def unlisted_note(summary: dict[str, Any]) -> str | None:
+    """What the flow table leaves out, where it does."""
+    n = len(summary["flows"]) - len(listed_flows(summary))
+    return (f"{n} workload flows not listed one by one (more than {LIST_MAX_FLOWS} flows): each workload's tables "
+            "below; every flow in summary.json and `tcplab query \"SELECT * FROM flow_results\"`") if n else None
+
+
 def summary_table(summary: dict[str, Any]) -> Table:
     """Per-flow throughput, retransmits, RTT; caption with utilisation and fairness."""
     seed = "" if summary["seed"] is None else f"seed {summary['seed']}, "
@@ -59,7 +79,7 @@ def summary_table(summary: dict[str, Any]) -> Table:
             "retr", "recov", "RTOs", "srtt ms")
     for col in cols:
         t.add_column(col, justify="right" if col not in ("flow", "path", "stack", "cc") else "left")
-    for f in summary["flows"]:
+    for f in listed_flows(summary):
         # completion: iperf3's (from the connection set up); FCT from the first SYN.
         handshake = (("-" if f.get("fct_s") is None else f"{f['fct_s']:.3f} s",
                       "-" if f.get("connect_ms") is None else f"{f['connect_ms']:.1f}",
@@ -97,6 +117,8 @@ def summary_table(summary: dict[str, Any]) -> Table:
     em = summary.get("emulation")
     if em is not None:
         parts.append("emulation faithful" if em["faithful"] else "EMULATION UNFAITHFUL: " + "; ".join(em["problems"]))
+    if (note := unlisted_note(summary)) is not None:
+        parts.append(note)
     t.caption = ", ".join(parts)
     return t
 
@@ -149,6 +171,45 @@ def latency_table(summary: dict[str, Any], labels: list[str] | None = None, othe
     for r in rows:
         t.add_row(*r)
     return t
+
+
+WORKLOAD_COLUMNS = ["workload", "sizes", "size bucket", "flows", "completed", "slowdown p50", "slowdown p99"]
+REQUEST_COLUMNS = ["requests of", "requests", "flows each", "completed", "completion p50 ms", "p99 ms", "max ms"]
+
+
+def workload_rows(summary: dict[str, Any]) -> tuple[list[list[str]], list[list[str]]]:
+    """The FCT-slowdown rows (each workload by size bucket; analysis/fct.py) and the request rows
+    (an incast's or a request-response workload's completions). Shared by the terminal and report.html."""
+    def num(v: Any, fmt: str) -> str:
+        return "-" if v is None else format(v, fmt)
+
+    slow, reqs = [], []
+    for w in summary.get("workloads", []):
+        load = f" at {100 * w['offered_load']:g}% of {w['link']}" if w.get("offered_load") else ""
+        for b in w["fct_slowdown"]:
+            slow.append([w["name"], f"{w['kind']} {w['sizes']}{load}", b["bucket"], str(b["flows"]), str(b["completed"]),
+                         num(b["p50"], ".2f"), num(b["p99"], ".2f")])
+        if "requests" in w:
+            i, c = w["requests"], w["requests"]["completion_ms"]
+            reqs.append([f"{w['name']} ({w['kind']})", str(i["requests"]), str(i["flows_each"]), str(i["completed"]),
+                         num(c["p50"], ".3f"), num(c["p99"], ".3f"), num(c["max"], ".3f")])
+    return slow, reqs
+
+
+def workload_tables(summary: dict[str, Any]) -> list[Table]:
+    """The FCT-slowdown table and the requests table, where the run has them."""
+    out = []
+    for title, cols, rows in zip(("FCT slowdown (FCT / ideal FCT on an empty network)", "requests: from the request's "
+                                  "start to its last response's last byte acknowledged"),
+                                 (WORKLOAD_COLUMNS, REQUEST_COLUMNS), workload_rows(summary)):
+        if rows:
+            t = Table(title=title)
+            for col in cols:
+                t.add_column(col, justify="left" if col in ("workload", "sizes", "size bucket", "requests of") else "right")
+            for r in rows:
+                t.add_row(*r)
+            out.append(t)
+    return out
 
 
 def _kb(v: Any) -> str:

@@ -163,7 +163,7 @@ def schedule(ctx: Ctx, raw: Any, key: str) -> list[dict[str, Any]]:
     return steps
 
 
-def _base_dir(source: str) -> Path:
+def base_dir(source: str) -> Path:
     """Where a spec's relative paths start: its folder (the presets' for a preset)."""
     if source.startswith("presets/"):
         return PRESETS
@@ -175,7 +175,7 @@ def trace(ctx: Ctx, raw: Any, key: str) -> tuple[list[int], str]:
     """A mahimahi trace file: its timestamps (ms) and its absolute path (for spec.toml)."""
     if not isinstance(raw, str) or not raw or len(raw) > 4096:
         raise ctx.err(key, f"must be a mahimahi trace file's path, got {numbers.show(raw)}")
-    path = (_base_dir(ctx.source) / raw).resolve()
+    path = (base_dir(ctx.source) / raw).resolve()
     try:
         with path.open(encoding="ascii", errors="strict") as f:
             text = f.read(64 * TRACE_MAX_LINES)

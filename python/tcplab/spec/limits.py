@@ -85,6 +85,8 @@ INTERVAL = Limit(10**6, DAY_NS, "1ms .. 86400s")
 #: constant (hosts keep no routing row; bench/README.md states a flow's cost); tests/test_limits.py
 #: builds and runs the largest.
 FLOWS = Limit(1, 10_000, "1 .. 10000")
+#: Flows a run's [[workload]] tables make, all together (bench/scale.py runs 100 000).
+WORKLOAD_FLOWS = Limit(1, 1_000_000, "1 .. 1000000")
 
 #: Below these a value is legal but probably a typo: the CLI warns (and summary.json keeps it).
 WARN_RATE_BELOW_BPS = 1000
@@ -95,6 +97,7 @@ BY_KEY: dict[str, Limit] = {
     "senders.*.time, duration": TIME, "start, stop": START, "bytes": TRANSFER, "write": WRITE,
     "sndbuf, rcvbuf": SOCKBUF, "buffer (size)": BUFFER_BYTES, "buffer (packets)": BUFFER_PACKETS,
     "trace.sample": SAMPLE, "trace.interval": INTERVAL, "topology.pairs, topology.senders": FLOWS,
+    "workload flows (all together)": WORKLOAD_FLOWS,
     "hosts.*.nic.rx_usecs": RX_USECS,
     "hosts.*.nic.rx_frames": RX_FRAMES, "hosts.*.nic.tso_max": TSO_MAX, "hosts.*.netem.limit": NETEM_LIMIT,
     "hosts.*.nic.tso_max_segcount": TSO_SEGCOUNT, "hosts.*.nic.tso_max_segsize": TSO_SEGSIZE,

@@ -82,16 +82,20 @@ def _reachable(ctx: Ctx, routes: Routes, frm: str, to: str, key: str) -> None:
 
 def assign(ctx: Ctx, spec: dict[str, Any], topo: tuple[tuple[Node, ...], tuple[Link, ...]],
            final: tuple[tuple[Node, ...], tuple[Link, ...]], flows: tuple[Flow, ...], ecmp: bool,
-           seed: int) -> tuple[Flow, ...]:
+           seed: int, tables: dict[str, str]) -> tuple[Flow, ...]:
     """`flows` with their paths where not the shortest one. `topo` is the topology as written (a
-    sender's path is checked against it), `final` the network with the nodes of hosts' NICs."""
+    sender's path is checked against it), `final` the network with the nodes of hosts' NICs;
+    `tables` each flow's spec table ("senders.a", or "workload[0]" for a workload's flows, which
+    have no path of their own)."""
     topo_routes, routes = Routes(topo[0], ports_of(topo[1])), Routes(final[0], ports_of(final[1]))
     kinds = {n.name: n.kind for n in topo[0]}
     table = spec.get("senders", {})
     out = []
     for f in flows:
-        t = table[f.name]
-        _reachable(ctx, routes, f.host, f.to, f"senders.{f.name}.to")
+        where = tables[f.name]
+        sender = where.startswith("senders.")
+        t = table[f.name] if sender else {}
+        _reachable(ctx, routes, f.host, f.to, f"{where}.to" if sender else f"{where}.receivers")
         path = None
         if "path" in t:
             path = _expanded(routes, _own_path(ctx, t, f"senders.{f.name}.path", f, kinds, topo_routes))

@@ -27,6 +27,7 @@ from .senders import BACKGROUND_KEYS, SENDER_KEYS, background as _background, se
 from .topology import LINK_KEYS, KINDS as TOPOLOGY_KINDS, topology as _topology
 from .units import UnitError, cli_duration
 from .warnings import warnings as _warnings
+from .workload import workloads as _workloads
 
 __all__ = ["BACKGROUND_KEYS", "LINK_KEYS", "PROBE_KEYS", "SENDER_KEYS", "TOPOLOGY_KINDS", "TOP_KEYS", "SpecError",
            "apply_set", "find_preset", "load_spec", "peers_matrix", "preset_names", "resolve", "set_key"]
@@ -123,9 +124,14 @@ def set_key(spec: dict[str, Any], key: str, value: Any, source: str) -> None:
         raise SpecError(source, "", str(e)) from None
     check_shape(value, source, key)
 
-    def assign(table: dict[str, Any], i: int) -> None:
+    def assign(table: dict[str, Any] | list[dict[str, Any]], i: int) -> None:
         part = parts[i]
-        if part == "*":
+        if isinstance(table, list):  # an array of tables ([[workload]]): an index or `*`
+            if part != "*" and not (part.isdigit() and int(part) < len(table)):
+                raise SpecError(source, keys.join(parts[: i + 1]), f"an array of {len(table)} tables takes an "
+                                f"index from 0 to {len(table) - 1} or '*' here")
+            targets: list[Any] = list(range(len(table))) if part == "*" else [int(part)]
+        elif part == "*":
             if not table:
                 raise SpecError(source, key, "'*' matches nothing here")
             targets = list(table)
@@ -135,8 +141,9 @@ def set_key(spec: dict[str, Any], key: str, value: Any, source: str) -> None:
             if i == len(parts) - 1:
                 table[t] = copy.deepcopy(value)
             else:
-                sub = table.setdefault(t, {})
-                if not isinstance(sub, dict):
+                sub = table[t] if isinstance(table, list) else table.setdefault(t, {})
+                tables = isinstance(sub, list) and bool(sub) and all(isinstance(x, dict) for x in sub)
+                if not isinstance(sub, dict) and not tables:
                     raise SpecError(source, keys.join(parts[: i + 1]), "is a value, not a table")
                 assign(sub, i + 1)
 
@@ -188,8 +195,8 @@ def _measure(ctx: Ctx, spec: dict[str, Any]) -> tuple[bool, dict]:
 # ---------------------------------------------------------------------------------------------
 
 
-TOP_KEYS = ("name", "description", "seed", "duration", "topology", "hosts", "stack_sysctl", "senders", "background", "probes",
-            "trace", "measure", "peers", "sweep") + tuple(NOT_YET)
+TOP_KEYS = ("name", "description", "seed", "duration", "topology", "hosts", "stack_sysctl", "senders", "workload", "background",
+            "probes", "trace", "measure", "peers", "sweep") + tuple(NOT_YET)
 
 #: [peers]: the stacks and cc modules `tcplab peers` runs every sender with, and their defaults.
 PEERS_KEYS = {"stacks": ["freebsd", "freebsd-rack", "linux"], "cc": ["newreno", "cubic"]}
@@ -299,7 +306,14 @@ def resolve(spec: dict[str, Any], source: str, *, seed: int | None = None, durat
     host_cfg = _hosts(ctx, spec, hosts)
     nodes, links = with_host_paths(topo.nodes, with_netem(topo.links, host_cfg), host_cfg)
     flows, senders_norm = _senders(ctx, spec, hosts, host_cfg)
-    flows = _routes(ctx, spec, (topo.nodes, topo.links), (nodes, links), flows, topo.ecmp, run_seed)
+    more, work, work_norm = _workloads(ctx, spec, links, topo.bottleneck_port, hosts, host_cfg, run_seed,
+                                       {f.name for f in flows}, len(flows))
+    # A workload's flows are routed as the senders' (its table's receivers the key of an error).
+    tables = {f.name: f"senders.{f.name}" for f in flows} | \
+        {more[k - len(flows)].name: f"workload[{i}]" for i, w in enumerate(work)
+         for k in range(w.first_flow, w.first_flow + w.flow_count)}
+    flows = _routes(ctx, spec, (topo.nodes, topo.links), (nodes, links), flows + tuple(more), topo.ecmp, run_seed,
+                    tables)
     stop, app_end = _stop_ns(ctx, spec, flows)
     udp, bg_norm = _background(ctx, spec, {n.name for n in topo.nodes}, app_end)
     probes, probes_norm = _probes(ctx, spec, [n.name for n in topo.nodes], app_end, {f.name for f in flows})
@@ -313,10 +327,13 @@ def resolve(spec: dict[str, Any], source: str, *, seed: int | None = None, durat
     normalized = _normalized(spec, name, run_seed, topo.normalized, senders_norm, trace_norm, bg_norm, measure_norm)
     if probes_norm:
         normalized["probes"] = probes_norm
+    if work_norm:
+        normalized["workload"] = work_norm
     host_sysctls = {h: dict(t.get("sysctl", {})) for h, t in spec.get("hosts", {}).items()}
     exp = Experiment(source=source, name=name, seed=run_seed, stop_ns=stop, nodes=nodes, links=links,
                      flows=flows, background=udp, trace=trace, measure_cpu=cpu, bottleneck_port=topo.bottleneck_port,
-                     host_sysctls=host_sysctls, spec=normalized, probes=probes)
+                     host_sysctls=host_sysctls, spec=normalized, probes=probes,
+                     workloads=work)
     found = tuple(f"{source}: {w}" for w in _warnings(exp, topo.tables))
     return dataclasses.replace(exp, warnings=found) if found else exp
 

@@ -95,7 +95,7 @@ def _stack_sysctls(ctx: Ctx, spec: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {fam: _checked(ctx, f"stack_sysctl.{fam}", t) for fam, t in table.items()}
 
 
-class _Sysctls:
+class Sysctls:
     """Every sysctl table of a spec, read once: which model parameters a sender's sysctls set."""
 
     def __init__(self, ctx: Ctx, spec: dict[str, Any], hosts: set[str]):
@@ -206,7 +206,7 @@ def _stack_knobs(ctx: Ctx, t: dict[str, Any], path: str, stack: str, sack: bool,
     return prr, freebsd
 
 
-def _sender(ctx: Ctx, name: str, t: dict[str, Any], hosts: set[str], sysctls: _Sysctls,
+def sender_flow(ctx: Ctx, name: str, t: dict[str, Any], hosts: set[str], sysctls: Sysctls,
             host_cfg: dict[str, Host]) -> tuple[Flow, dict[str, Any]]:
     """One [senders.NAME] table: its flow and its normalized table."""
     if (problem := flow_name_problem(name, "sender")) is not None:
@@ -312,13 +312,13 @@ def senders(ctx: Ctx, spec: dict[str, Any], hosts: set[str],
             host_cfg: dict[str, Host]) -> tuple[tuple[Flow, ...], dict[str, Any]]:
     """Every [senders.NAME] table: the flows and the normalized [senders] table; `host_cfg` is
     each host's OS and NIC (spec/hosts.py)."""
-    sysctls = _Sysctls(ctx, spec, hosts)
+    sysctls = Sysctls(ctx, spec, hosts)
     table = ctx.table(spec.get("senders", {}), "senders")
-    if not table:
-        raise ctx.err("senders", "at least one sender is required, e.g. [senders.s1] to = \"r1\"")
+    if not table and not spec.get("workload"):
+        raise ctx.err("senders", "at least one sender (or a [[workload]]) is required, e.g. [senders.s1] to = \"r1\"")
     flows, norm = [], {}
     for name, t in table.items():
-        flow, norm[name] = _sender(ctx, name, t, hosts, sysctls, host_cfg)
+        flow, norm[name] = sender_flow(ctx, name, t, hosts, sysctls, host_cfg)
         flows.append(flow)
     return tuple(flows), norm
 

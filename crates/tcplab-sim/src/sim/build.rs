@@ -232,6 +232,25 @@ pub(super) fn flows(
     Ok((senders, receivers))
 }
 
+/// Each flow's dependents (`after_flow`): empty when no flow waits for another. A flow waits
+/// for an earlier fixed-size transfer only, so the waits end.
+pub(super) fn dependents(cfg: &SimConfig) -> Result<Vec<Vec<u32>>, String> {
+    if cfg.flows.iter().all(|f| f.after_flow.is_none()) {
+        return Ok(Vec::new());
+    }
+    let mut out = vec![Vec::new(); cfg.flows.len()];
+    for (i, f) in cfg.flows.iter().enumerate() {
+        if let Some(a) = f.after_flow {
+            let first = cfg.flows.get(a as usize).filter(|_| (a as usize) < i);
+            if !matches!(first.map(|t| &t.app), Some(AppConfig::Bytes { .. })) {
+                return Err(format!("flow {}: after_flow {a} is not an earlier fixed-size transfer", f.name));
+            }
+            out[a as usize].push(i as u32);
+        }
+    }
+    Ok(out)
+}
+
 /// A flow's sizes and its FreeBSD version knobs are consistent.
 fn check_flow_knobs(f: &FlowConfig) -> Result<(), String> {
     if f.mss == 0 || f.iw_segments == 0 || f.sndbuf_bytes == 0 || f.rcv_space_bytes() < f.mss as u64
@@ -276,13 +295,16 @@ pub(super) fn iperf3_controls(cfg: &SimConfig) -> Vec<Option<Box<Iperf3Control>>
 }
 
 /// A flow with iperf3's control exchange transfers a byte count (`-n`) over a connection with
-/// a handshake.
+/// a handshake, started by its client (not by another flow's arrival).
 fn check_iperf3(f: &FlowConfig) -> Result<(), String> {
     if f.iperf3.is_some()
-        && (!matches!(f.app, AppConfig::Bytes { .. }) || f.connect != Connect::Handshake)
+        && (!matches!(f.app, AppConfig::Bytes { .. })
+            || f.connect != Connect::Handshake
+            || f.after_flow.is_some())
     {
         return Err(format!(
-            "flow {}: iperf3's control exchange needs a byte count (bytes) and connect = handshake",
+            "flow {}: iperf3's control exchange needs a byte count (bytes), connect = handshake \
+             and no after_flow",
             f.name
         ));
     }
@@ -353,13 +375,16 @@ pub(super) fn first_events(
 ) -> EventQueue {
     let mut q = EventQueue::default();
     for (i, f) in cfg.flows.iter().enumerate() {
-        // With iperf3's control exchange the client starts then; its data connection later.
-        let a = if f.iperf3.is_some() {
-            Action::Iperf3(i as u32)
-        } else {
-            Action::FlowStart(i as u32)
-        };
-        q.push(f.start_ns, a);
+        // A response starts when its request has arrived (`after_flow`, sim/deliver.rs); with
+        // iperf3's control exchange the client starts then, its data connection later.
+        if f.after_flow.is_none() {
+            let a = if f.iperf3.is_some() {
+                Action::Iperf3(i as u32)
+            } else {
+                Action::FlowStart(i as u32)
+            };
+            q.push(f.start_ns, a);
+        }
     }
     for (i, u) in udp.iter().enumerate() {
         if u.cfg.start_ns < u.cfg.stop_ns {

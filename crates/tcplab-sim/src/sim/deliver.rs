@@ -39,7 +39,7 @@ impl Simulation {
             self.flush(node, &mut out);
         }
         self.scratch = out;
-        self.sync_receiver_timer(fi);
+        self.after_receiver(fi);
     }
 
     #[inline(always)] // into each copy of the event loop, as it was into the one

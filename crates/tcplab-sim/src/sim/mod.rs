@@ -140,6 +140,9 @@ pub struct Simulation {
     slab: Slab,
     routes: Routes,
     flow_cfg: Vec<FlowConfig>,
+    /// The flows that start once each flow's data is in (`FlowConfig::after_flow`); empty when
+    /// none waits. A started flow's `flow_cfg` start is when it started.
+    dependents: Vec<Vec<u32>>,
     /// TCP senders, one per flow.
     pub senders: Vec<TcpSender>,
     /// TCP receivers, one per flow.
@@ -220,6 +223,7 @@ impl Simulation {
             ports[m as usize].monitor();
         }
         let q = build::first_events(cfg, &udp, &probes, &ports);
+        let dependents = build::dependents(cfg)?;
         let prefetch_arrivals = ports.len() > PREFETCH_MIN_PORTS;
         let nf = senders.len();
         let host_ports = cfg
@@ -239,6 +243,7 @@ impl Simulation {
             slab: Slab::default(),
             routes,
             flow_cfg: cfg.flows.clone(),
+            dependents,
             senders,
             receivers,
             sender_timer_at: vec![None; nf],
@@ -382,7 +387,7 @@ impl Simulation {
                 );
                 self.flush(self.flow_cfg[fi].dst, &mut out);
                 self.scratch = out;
-                self.sync_receiver_timer(fi);
+                self.after_receiver(fi);
             }
             Action::UdpSend(u) => self.udp_send(u as usize),
             Action::ProbeSend(i) => self.probe_send(i as usize),
@@ -507,6 +512,31 @@ impl Simulation {
         self.flow_rows.touch(fi, &self.senders);
         if !self.iperf3.is_empty() {
             self.iperf3_after_sender(fi);
+        }
+    }
+
+    /// After a receiver took data: its timer, and the flows waiting for its data to be in.
+    #[inline(always)] // after every data segment
+    pub(super) fn after_receiver(&mut self, fi: usize) {
+        self.sync_receiver_timer(fi);
+        if !self.dependents.is_empty() && !self.dependents[fi].is_empty() {
+            self.start_dependents(fi);
+        }
+    }
+
+    /// Flow `fi`'s receiver has all its bytes: its dependents start (each `start_ns` later).
+    #[cold]
+    fn start_dependents(&mut self, fi: usize) {
+        let AppConfig::Bytes { bytes } = self.flow_cfg[fi].app else {
+            return;
+        };
+        if self.receivers[fi].rcv_nxt < bytes {
+            return;
+        }
+        for d in std::mem::take(&mut self.dependents[fi]) {
+            let at = self.now + self.flow_cfg[d as usize].start_ns;
+            self.flow_cfg[d as usize].start_ns = at;
+            self.q.push(at, Action::FlowStart(d));
         }
     }
 

@@ -47,6 +47,7 @@ fn linux_receiver(rcvbuf_bytes: u64) -> TcpReceiver {
         receiver_os: None,
         write_bytes: 1 << 20,
         app: crate::config::AppConfig::Time { duration_ns: 1 },
+        after_flow: None,
         sndbuf_initial_bytes: None,
         prr: None,
         freebsd: None,

@@ -110,6 +110,9 @@ def _refuse(exp: Experiment) -> None:
                             "hosts are this machine's Linux")
         if ":" in f.cc:
             raise PlanError(f"sender {f.name!r}: cc {f.cc!r} is a Python algorithm, which runs in the simulator only")
+        if f.after is not None:
+            raise PlanError(f"flow {f.name!r} is a response that waits for its request (a request-response "
+                            "workload); iperf3 cannot start on another flow's data: run it on the simulator")
     for n in exp.nodes:
         if n.shared_buffer_bytes:
             raise PlanError(f"node {n.name!r} is a switch with one shared buffer; Linux queues are per interface, "

@@ -76,6 +76,9 @@ def _refuse(exp: Experiment) -> None:
     for f in exp.flows:
         if ":" in f.cc:
             raise RemoteError(f"sender {f.name!r}: cc {f.cc!r} is a Python algorithm, which runs in the simulator only")
+        if f.after is not None:
+            raise RemoteError(f"flow {f.name!r} is a response that waits for its request (a request-response "
+                              "workload); iperf3 cannot start on another flow's data: run it on the simulator")
 
 
 def _on_each(hosts: dict[str, RemoteHost], fn: Callable[[RemoteHost], Any]) -> dict[str, Any]:
