@@ -64,6 +64,27 @@ impl DrillEndpoint {
         self.inner.write_eor(now_ns, bytes);
     }
 
+    /// send(2) of `bytes` at `now_ns` with MSG_EOR (`eor`) and MSG_MORE (`more`).
+    #[pyo3(signature = (now_ns, bytes, eor=false, more=false))]
+    fn send(&mut self, now_ns: u64, bytes: u64, eor: bool, more: bool) {
+        self.inner.send(now_ns, bytes, eor, more);
+    }
+
+    /// setsockopt(TCP_NODELAY) at `now_ns` (the linux stack).
+    fn set_nodelay(&mut self, now_ns: u64, on: bool) {
+        self.inner.set_nodelay(now_ns, on);
+    }
+
+    /// sysctl tcp_min_tso_segs (the linux stack).
+    fn set_min_tso_segs(&mut self, segs: u64) {
+        self.inner.set_min_tso_segs(segs);
+    }
+
+    /// setsockopt(TCP_CORK) at `now_ns` (the linux stack).
+    fn set_cork(&mut self, now_ns: u64, on: bool) {
+        self.inner.set_cork(now_ns, on);
+    }
+
     /// A non-blocking write of `bytes` at `now_ns`: the bytes the stack copied in.
     fn write_nonblocking(&mut self, now_ns: u64, bytes: u64) -> u64 {
         self.inner.write_nonblocking(now_ns, bytes)

@@ -4,6 +4,7 @@
 //! path: a `Simulation` never builds one.
 
 use crate::config::FlowConfig;
+use crate::drill_skb::SkbQueue;
 use crate::net::packet::{Kind, Packet, IP_HDR, TCP_HDR};
 use crate::tcp::sender::{State, TcpSender};
 use crate::time::{Ns, MS};
@@ -81,21 +82,29 @@ pub struct Outbound {
     pub ecn: u8,
     /// CWR flag.
     pub cwr: bool,
-    /// PSH flag, as Linux 6.18 sets it (see [`Endpoint::mark_push`]).
+    /// PSH flag, as Linux 6.18 sets it (the linux stack; see [`SkbQueue::on_sent`]).
     pub psh: bool,
 }
 
 /// The endpoint: a sender established by a passive open at `t0`.
 pub struct Endpoint {
-    sender: TcpSender,
+    pub(crate) sender: TcpSender,
     next_id: u64,
     out: Vec<Packet>,
     sent: Vec<Outbound>,
     peer: Peer,
-    now: Ns,
+    pub(crate) now: Ns,
+    /// The host's kernel clock (Linux's timers run on its wheel).
+    pub(crate) host: Host,
+    /// The zero-window / Nagle probe timer (ICSK_TIME_PROBE0), the linux stack.
+    pub(crate) probe0: Option<Ns>,
+    /// sysctl tcp_min_tso_segs (tcp_tso_segs()), the linux stack's pieces.
+    pub(crate) min_tso_segs: u64,
     /// Each TSO output pass is one outbound packet (the FreeBSD stacks: tcp_output() hands the
     /// NIC one chain per pass; see [`tso_packets`]).
     tso_packets: bool,
+    /// Linux's skbs (the linux stack), for the PSH bit.
+    pub(crate) skbs: Option<SkbQueue>,
 }
 
 /// Most timer firings in one `advance` (a model that rearms at `now` forever is a bug, not a hang).
@@ -114,7 +123,16 @@ impl Endpoint {
         win_bytes: u64,
     ) -> Result<Self, String> {
         let host = Host::default();
-        Self::on_host(&host, stack, cc, peer, now, handshake_rtt_ns, win_bytes, None)
+        Self::on_host(
+            &host,
+            stack,
+            cc,
+            peer,
+            now,
+            handshake_rtt_ns,
+            win_bytes,
+            None,
+        )
     }
 
     /// [`Endpoint::new`] on `host` (its kernel's clock), with flow-config fields (a JSON object,
@@ -132,6 +150,7 @@ impl Endpoint {
         extra_json: Option<&str>,
     ) -> Result<Self, String> {
         let f = flow_config(stack, cc, &peer, win_bytes, extra_json)?;
+        let linux = stack.starts_with("linux");
         let mut profile =
             crate::stack::resolve(&f).ok_or_else(|| format!("unknown stack {stack:?}"))?;
         if host.hz == 0 || crate::time::SEC % host.hz != 0 {
@@ -145,6 +164,10 @@ impl Endpoint {
         let algo = crate::cc::build(cc, profile.cc_family)
             .ok_or_else(|| format!("congestion control {cc:?} not modelled for stack {stack:?}"))?;
         let mut sender = TcpSender::new(0, &f, Rc::new(profile), algo);
+        if linux {
+            // tcp_nagle_test() with tp->nonagle 0 (Nagle on), new data from Linux's skbs.
+            sender.linux_drill = Some(Box::default());
+        }
         if let Some(r) = handshake_rtt_ns {
             sender.take_rtt_sample(r);
         }
@@ -158,7 +181,11 @@ impl Endpoint {
             sent: Vec::new(),
             peer,
             now,
+            host: *host,
+            probe0: None,
+            min_tso_segs: 2,
             tso_packets,
+            skbs: linux.then(|| SkbQueue::new(win_bytes)),
         };
         e.call(now, |s, now, out, id| s.start(now, out, id));
         Ok(e)
@@ -166,18 +193,19 @@ impl Endpoint {
 
     /// The application writes `bytes` at `now` (tcp_sendmsg(), then the stack's output).
     pub fn write(&mut self, now: Ns, bytes: u64) {
-        self.advance(now);
-        self.sender.app_write(bytes);
-        self.call(now, |s, now, out, id| s.app_wrote(now, out, id));
+        self.sendmsg(now, bytes, false, false);
     }
 
     /// The application sends `bytes` at `now` with MSG_EOR: the record's end is an skb's end
     /// that no later write joins (tcp_sendmsg_locked(), TCP_SKB_CB(skb)->eor).
     pub fn write_eor(&mut self, now: Ns, bytes: u64) {
-        self.advance(now);
-        self.sender.app_write(bytes);
-        self.sender.app_mark_eor();
-        self.call(now, |s, now, out, id| s.app_wrote(now, out, id));
+        self.sendmsg(now, bytes, true, false);
+    }
+
+    /// send(2) of `bytes` at `now`, with MSG_EOR (`eor`) and MSG_MORE (`more`: the linux
+    /// stack holds a sub-MSS tail as corked and marks no PSH).
+    pub fn send(&mut self, now: Ns, bytes: u64, eor: bool, more: bool) {
+        self.sendmsg(now, bytes, eor, more);
     }
 
     /// A non-blocking write(2) of `bytes` at `now`: what the stack copies in (FreeBSD
@@ -209,14 +237,23 @@ impl Endpoint {
             .take(crate::net::packet::MAX_SACK_BLOCKS)
             .collect();
         p.set_sack_blocks(&blocks);
+        if let Some(q) = self.skbs.as_mut() {
+            q.on_window(p.rwnd as u64);
+        }
         self.call(now, |s, now, out, id| s.on_ack(&p, now, out, id));
+        if let Some(q) = self.skbs.as_mut() {
+            q.on_acked(self.sender.snd_una);
+        }
     }
 
     /// Fire every timer due up to `to`, then stand at `to`.
     pub fn advance(&mut self, to: Ns) {
         for _ in 0..MAX_FIRINGS {
-            match self.sender.timer_deadline() {
-                Some(t) if t <= to => {
+            match (self.sender.timer_deadline(), self.probe0) {
+                (_, Some(p)) if p <= to && self.sender.timer_deadline().is_none_or(|t| p <= t) => {
+                    self.probe0_fires(p.max(self.now));
+                }
+                (Some(t), _) if t <= to => {
                     let t = t.max(self.now);
                     self.call(t, |s, now, out, id| s.on_timer(now, out, id));
                 }
@@ -228,7 +265,10 @@ impl Endpoint {
 
     /// The next timer's time.
     pub fn deadline(&self) -> Option<Ns> {
-        self.sender.timer_deadline()
+        match (self.sender.timer_deadline(), self.probe0) {
+            (Some(t), Some(p)) => Some(t.min(p)),
+            (t, p) => t.or(p),
+        }
     }
 
     /// The segments sent since the last call.
@@ -248,9 +288,18 @@ impl Endpoint {
 
     /// One call into the sender at `now`: the NIC is a TUN device that takes every packet at
     /// once (no backlog, so a small-queue throttle is released at once), its packets collected.
-    fn call(&mut self, now: Ns, f: impl FnOnce(&mut TcpSender, Ns, &mut Vec<Packet>, &mut u64)) {
+    pub(crate) fn call(
+        &mut self,
+        now: Ns,
+        f: impl FnOnce(&mut TcpSender, Ns, &mut Vec<Packet>, &mut u64),
+    ) {
         self.now = now;
         self.sender.nic_backlog = 0;
+        // tcp_write_xmit()'s piece starts here (new_data_len(): the window's edge).
+        let nxt = self.sender.snd_nxt;
+        if let Some(d) = self.sender.linux_drill.as_deref_mut() {
+            d.call_start = nxt;
+        }
         f(&mut self.sender, now, &mut self.out, &mut self.next_id);
         let first = self.sent.len();
         for p in self.out.drain(..) {
@@ -272,12 +321,21 @@ impl Endpoint {
             self.sent.truncate(first);
             self.sent.extend(merged);
         }
-        let chunk = self.sender.tso_chunk_limit();
-        mark_push(&mut self.sent[first..], chunk);
+        let (cwnd, in_flight_end) = self.packets();
+        let sent = (self.sent.len() - first) as u64;
+        let (max_segs, mss) = (self.tso_segs(), self.sender.mss.max(1));
+        if let Some(q) = self.skbs.as_mut() {
+            // In flight before the call's first segment: each segment it sent added one.
+            let in_flight = in_flight_end.saturating_sub(sent);
+            q.on_sent(&mut self.sent[first..], mss, cwnd, in_flight, max_segs);
+        }
         self.sender.sends.clear();
         self.sender.events.clear();
         if self.sender.tsq_throttled && self.sender.tsq_wake.is_none() {
             self.sender.tsq_wake = Some(now);
+        }
+        if self.skbs.is_some() {
+            self.check_probe_timer(now);
         }
     }
 
@@ -374,32 +432,6 @@ fn tso_packets(segs: &[Outbound], sends: &[crate::tcp::sender::Send]) -> Vec<Out
         out.push(o);
     }
     out
-}
-
-/// PSH on the new data one call sent: Linux builds skbs of the size goal (tcp_xmit_size_goal():
-/// gso_segs x mss, gso_segs from tcp_tso_autosize(), what `tso_chunk_limit` models) and an skb
-/// sent whole carries PSH, a piece tso_fragment() cuts off its front does not ("PSH and FIN
-/// should only be set in the second packet", net/ipv4/tcp_output.c). Measured on Linux 6.18:
-/// slow start sends `P.` 2-segment skbs, recovery's 1-segment sends carry no PSH. The end of a
-/// write (tcp_push()) the caller marks itself.
-fn mark_push(sent: &mut [Outbound], chunk_bytes: u64) {
-    let mut i = 0;
-    while i < sent.len() {
-        // One skb: contiguous new data up to the chunk size.
-        let (start, mut j, mut bytes) = (sent[i].seq, i, 0u64);
-        while j < sent.len()
-            && !sent[j].retx
-            && sent[j].seq == start + bytes
-            && bytes + sent[j].len as u64 <= chunk_bytes.max(sent[i].len as u64)
-        {
-            bytes += sent[j].len as u64;
-            j += 1;
-        }
-        if j > i + 1 {
-            sent[j - 1].psh = true;
-        }
-        i = j.max(i + 1);
-    }
 }
 
 /// The flow a drill endpoint runs: established (the script's handshake already happened),

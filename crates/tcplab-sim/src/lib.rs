@@ -9,6 +9,8 @@ pub mod cpu;
 pub mod drill;
 pub mod drill_open;
 pub mod drill_rx;
+mod drill_send;
+pub mod drill_skb;
 pub mod net;
 pub mod rng;
 pub mod sim;

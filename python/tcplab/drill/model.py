@@ -15,7 +15,7 @@ from . import model_calls, model_env, packets
 from .calls import SYMBOLS, CallFailed, Unhandled, value
 from .engine import ANY, Engine, Failed, Unsupported, _describe
 from .result import Result
-from .syntax import RELATIVE, RELATIVE_RANGE, Code, Event, Packet, Script, Shell, Syscall, Text
+from .syntax import ABSOLUTE, RELATIVE, RELATIVE_RANGE, Code, Event, Packet, Script, Shell, Struct, Syscall, Text
 
 #: The model each target runs (stack profile names of crates/tcplab-sim/src/stack).
 STACKS = {"linux": "linux", "freebsd": "freebsd", "freebsd-rack": "freebsd-rack", "rfc": "rfc"}
@@ -46,10 +46,12 @@ class ModelEngine:
         self.fin_sent = False
         self.peer_fin = 0
         self.snapshots: list[tuple[int, dict[str, int]]] = []
-        self.writes: set[int] = set()  # ends of the application's writes (PSH, see _wire)
         self.peer_ts = 0
         self.sock = model_calls.Sock()
         self.accepted_fd: int | None = None
+        self.active: dict | None = None  # an active open's SYN: what it asked for, when
+        self.nagle: dict[int, bool] = {}  # TCP_NODELAY and TCP_CORK as set before the connection
+        self.blocked: tuple[int, int, Syscall] | None = None  # a blocking connect(): line, end, call
 
     def run(self) -> None:
         for ev in self.script.events:
@@ -57,6 +59,8 @@ class ModelEngine:
             self._event(ev, start, end)
             self.last = (start, _inbound(ev))
         Engine._run_code(self)  # type: ignore[arg-type]
+        if self.blocked is not None:
+            raise Failed(self.blocked[0], "the blocking connect() had not returned by the end of the script")
 
     def _adjust(self, ev: Event) -> tuple[int, int | None]:
         t = ev.time
@@ -78,7 +82,13 @@ class ModelEngine:
             self._inbound(ev, body)
         elif isinstance(body, Syscall):
             if ev.time.blocking_end_us is not None:
-                raise Unsupported(ev.line, "blocking system calls not modelled")
+                # packetdrill runs it on its own thread: the script goes on from its start; its
+                # return is checked when the SYN-ACK comes (the end shifted as the start was).
+                if body.name != "connect":
+                    raise Unsupported(ev.line, "blocking system calls other than connect() not modelled")
+                self.blocked = (ev.line, ev.time.blocking_end_us + start - ev.time.start_us, body)
+                self._connect(ev.line, value(body.args[0]))
+                return
             self._syscall(ev, body)
         elif isinstance(body, Shell):
             self.shell(ev.line, body.command)
@@ -117,8 +127,11 @@ class ModelEngine:
             self._ack(ev, p, ts[0][1] if ts else None)
 
     def _syn(self, ev: Event, p: Packet) -> None:
-        if "." in p.flags or self.syn is not None:
-            raise Unsupported(ev.line, "only one passive open (SYN in, SYN-ACK out) is modelled")
+        if "." in p.flags and self.active is not None and self.ep is None:
+            self._synack(ev, p)
+            return
+        if "." in p.flags or self.syn is not None or self.active is not None:
+            raise Unsupported(ev.line, "only one passive or active open is modelled")
         opts = {o.kind: o.values for o in (p.options or ())}
         want_ts = "TS" in opts and self.env.sysctls.get("tcp_timestamps", "1") != "0"
         sack = "sackOK" in opts and self.env.sysctls.get("tcp_sack", "1") != "0"
@@ -127,19 +140,58 @@ class ModelEngine:
         own_mss = self._advmss()
         self.syn = {"ts": want_ts, "sack": sack, "ecn": ecn, "wscale": opts.get("wscale", (None,))[0],
                     "mss": min(peer_mss, own_mss) - (12 if want_ts else 0), "t": self.now_us}
-        # tcp_options_write(): MSS; SACK-permitted and TS together, else NOP NOP TS or NOP NOP
-        # SACK-permitted; NOP and window scale.
-        o: list[tuple[int, bytes]] = [(2, struct.pack("!H", own_mss))]
-        if want_ts:
-            o += ([(4, b"")] if sack else [(1, b""), (1, b"")]) + [(8, struct.pack("!II", self._ts(), self.peer_ts))]
+        o = self._syn_options(ev.line, want_ts, sack, self.syn["wscale"] is not None, self.peer_ts)
+        self._emit(0x12 | (0x40 if ecn else 0), 0, 0, o, self.now_us, win=65535)
+
+    def _syn_options(self, line: int, ts: bool, sack: bool, wscale: bool, ecr: int) -> list[tuple[int, bytes]]:
+        """tcp_options_write(): MSS; SACK-permitted and TS together, else NOP NOP TS or NOP NOP
+        SACK-permitted; NOP and window scale."""
+        o: list[tuple[int, bytes]] = [(2, struct.pack("!H", self._advmss()))]
+        if ts:
+            o += ([(4, b"")] if sack else [(1, b""), (1, b"")]) + [(8, struct.pack("!II", self._ts(), ecr))]
         elif sack:
             o += [(1, b""), (1, b""), (4, b"")]
-        if self.syn["wscale"] is not None:
+        if wscale:
             try:
                 o += [(1, b""), (3, bytes([model_env.rcv_wscale(self.env)]))]
             except model_env.NotModelled as e:
-                raise Unsupported(ev.line, str(e)) from None
-        self._emit(0x12 | (0x40 if ecn else 0), 0, 0, o, self.now_us, win=65535)
+                raise Unsupported(line, str(e)) from None
+        return o
+
+    # Active open (tcp_v4_connect() -> tcp_connect(); tcp_rcv_synsent_state_process()) ---------
+    def _connect(self, line: int, fd: int) -> None:
+        """The SYN: the options tcp_syn_options() asks for (sysctls tcp_timestamps, tcp_sack,
+        tcp_window_scaling), ECE and CWR with tcp_ecn=1 (tcp_ecn_send_syn()). A SYN
+        retransmission (1 s, TCP_TIMEOUT_INIT) is not modelled: a script that expects one is
+        unsupported there."""
+        if self.syn is not None or self.active is not None:
+            raise Unsupported(line, "only one passive or active open is modelled")
+        on = lambda name: self.env.sysctls.get(name, "1") != "0"  # noqa: E731 - the defaults are 1
+        self.active = {"ts": on("tcp_timestamps"), "sack": on("tcp_sack"), "ws": on("tcp_window_scaling"),
+                       "ecn": self.env.sysctls.get("tcp_ecn", "2") == "1", "t": self.now_us, "fd": fd}
+        a = self.active
+        self._emit(0x02 | (0xC0 if a["ecn"] else 0), 0, 0, self._syn_options(line, a["ts"], a["sack"], a["ws"], 0),
+                   self.now_us, win=65535)
+
+    def _synack(self, ev: Event, p: Packet) -> None:
+        """What both sides agreed to, the endpoint established from the SYN's RTT sample, the ACK
+        (tcp_send_ack()), and a blocking connect() returns."""
+        a, opts = self.active, {o.kind: o.values for o in (p.options or ())}
+        ts = a["ts"] and "TS" in opts
+        wscale = opts["wscale"][0] if a["ws"] and "wscale" in opts else None
+        self.syn = {"ts": ts, "sack": a["sack"] and "sackOK" in opts, "ecn": a["ecn"] and "E" in p.flags,
+                    "wscale": wscale, "t": a["t"],
+                    "mss": min(opts.get("mss", (536,))[0], self._advmss()) - (12 if ts else 0)}
+        # RFC 7323 §2.2: the SYN-ACK's window is not scaled.
+        self._establish(ev, p.win or 0)
+        self.accepted_fd = a["fd"]
+        self._emit(0x10, 1, 0, self._ts_opts(), self.now_us)
+        if self.blocked is not None:
+            line, end, call = self.blocked
+            self.blocked = None
+            self.check_time(line, ABSOLUTE, end, None, self.now_us, "system call return")
+            if call.result != 0:
+                raise Failed(line, f"Expected result {call.result} but got 0")
 
     def _advmss(self) -> int:
         """The MSS this end advertises: the route's (MTU less 40) clamped by TCP_MAXSEG
@@ -147,17 +199,24 @@ class ModelEngine:
         return min(OWN_MSS, self.sock.user_mss) if self.sock.user_mss else OWN_MSS
 
     def _handshake_ack(self, ev: Event, p: Packet) -> None:
-        if self.syn is None or p.ack != 1:
+        if self.syn is None or self.active is not None or p.ack != 1:
             raise Unsupported(ev.line, "an ACK before a modelled passive open")
+        self._establish(ev, (p.win or 0) << (self.syn["wscale"] or 0))
+
+    def _establish(self, ev: Event, win_bytes: int) -> None:
+        """The endpoint, established now: the handshake's time is its first RTT sample."""
         s = self.syn
-        stack = STACKS[self.stack]
         try:
             from tcplab._native import DrillEndpoint
-            self.ep = DrillEndpoint(stack, self.cc, s["mss"], s["sack"], s["ts"], s["wscale"] or 0, s["ecn"],
-                                    self.now_us * NS_PER_US, (self.now_us - s["t"]) * NS_PER_US,
-                                    (p.win or 0) << (s["wscale"] or 0), hz=model_env.kernel_hz())
+            self.ep = DrillEndpoint(STACKS[self.stack], self.cc, s["mss"], s["sack"], s["ts"], s["wscale"] or 0,
+                                    s["ecn"], self.now_us * NS_PER_US, (self.now_us - s["t"]) * NS_PER_US, win_bytes,
+                                    hz=model_env.kernel_hz())
         except ValueError as e:
             raise Unsupported(ev.line, str(e)) from None
+        self.ep.set_min_tso_segs(int(self.env.sysctls.get("tcp_min_tso_segs", "2")))
+        t = self.now_us * NS_PER_US
+        for opt, on in self.nagle.items():
+            (self.ep.set_nodelay if opt == SYMBOLS["TCP_NODELAY"] else self.ep.set_cork)(t, on)
 
     def _ack(self, ev: Event, p: Packet, ecr: int | None) -> None:
         if "F" in p.flags:
@@ -182,19 +241,24 @@ class ModelEngine:
     def _emit(self, flags: int, seq: int, length: int, opts: list[tuple[int, bytes]], t_us: int,
               win: int = 0, tos: int = 0) -> None:
         olen = sum(1 if k in (0, 1) else 2 + len(d) for k, d in opts)
-        self.pending.append(packets.Seen(b"", b"", tos, 40 + olen + length, 0, 0, seq, 1 + self.peer_fin, flags, win,
+        ack = 0 if flags == 0x02 or flags == 0xC2 else 1 + self.peer_fin  # a SYN acknowledges nothing
+        self.pending.append(packets.Seen(b"", b"", tos, 40 + olen + length, 0, 0, seq, ack, flags, win,
                                          list(opts), length, t_us))
 
     def _collect(self) -> None:
         for t_ns, seq, length, _retx, ecn, cwr, psh in self.ep.take_sent():
-            end = seq + length
-            # tcp_push() marks the last skb of each write with PSH; tso_fragment() keeps it on
-            # the tail: the segment that ends a write carries it (a whole skb's: the endpoint).
-            flags = 0x10 | (0x08 if psh or end in self.writes else 0) | (0x80 if cwr else 0)
+            # PSH as the endpoint's skbs give it (tcplab_sim::drill_skb: tcp_sendmsg_locked()'s
+            # tcp_mark_push(), tso_fragment(), __tcp_transmit_skb()'s PSH on a TSO piece).
+            flags = 0x10 | (0x08 if psh else 0) | (0x80 if cwr else 0)
             t_us = t_ns // NS_PER_US
             self._emit(flags, seq + 1, length, self._ts_opts(t_us), t_us, tos=ecn)
 
     def _outbound(self, ev: Event, p: Packet, start: int, end: int | None) -> None:
+        if "S" in p.flags and "." not in p.flags and self.active is not None and not self.pending:
+            raise Unsupported(ev.line, "a SYN retransmission: not modelled on the linux model")
+        if p.flags == "." and p.length == 0 and self.ep is not None and not self.pending \
+                and p.seq == dict(self.ep.tcp_info())["tcpi_bytes_acked"]:
+            raise Unsupported(ev.line, "a zero-window probe (tcp_xmit_probe_skb(): seq snd_una - 1): not modelled")
         if p.win is not None and "S" not in p.flags and not self.MODELS_RCV_WINDOW:
             raise Unsupported(ev.line, "outbound window value: the endpoint's receive window is not modelled")
         # As late as verify_time() would accept it (a `*` packet: within a minute).
@@ -240,7 +304,7 @@ class ModelEngine:
 
     def _call(self, ev: Event, call: Syscall) -> int:
         name, a = call.name, call.args
-        if call.errno:
+        if call.errno and not (name == "connect" and call.errno == "EINPROGRESS" and self.sock.nonblock):
             raise Unhandled(f"{name}() failing with {call.errno}: not modelled")
         if name in ("socket", "bind", "listen"):
             return call.result if name == "socket" else 0
@@ -257,21 +321,20 @@ class ModelEngine:
             return model_calls.fcntl(self.sock, a)
         if name == "setsockopt":
             return self._setsockopt(a)
-        if name in ("write", "send") and (name == "write" or value(a[3]) in (0, SYMBOLS["MSG_EOR"])):
-            n = value(a[2])
+        if name in ("write", "send", "sendmsg"):
+            n, flags = _send_args(name, a)
+            if flags & ~(SYMBOLS["MSG_EOR"] | SYMBOLS["MSG_MORE"]):
+                raise Unhandled(f"{name}() with flags {flags:#x}: not modelled (MSG_EOR and MSG_MORE are)")
             if self.ep is None:
                 raise Unhandled(f"{name}() before the connection is established")
-            if name == "send" and value(a[3]) == SYMBOLS["MSG_EOR"]:
-                self.ep.write_eor(self.now_us * NS_PER_US, n)
-            else:
-                self.ep.write(self.now_us * NS_PER_US, n)
-            self.writes.add(self.ep.written())
+            self.ep.send(self.now_us * NS_PER_US, n, bool(flags & SYMBOLS["MSG_EOR"]), bool(flags & SYMBOLS["MSG_MORE"]))
             self._collect()
             return n
         if name == "close":
             return self._close()
-        if name in ("send", "sendto", "sendmsg") and "MSG_" in repr(a):
-            raise Unhandled(f"{name}() with flags (MSG_MORE: Nagle's cork; sendmsg and sendto flags): not modelled")
+        if name == "connect" and call.errno == "EINPROGRESS" and self.sock.nonblock:
+            self._connect(ev.line, value(a[0]))
+            return -1
         raise Unhandled(f"{name}(): not modelled")
 
     def _setsockopt(self, a: tuple) -> int:
@@ -283,13 +346,24 @@ class ModelEngine:
             return 0
         if (level, opt) == (SYMBOLS["SOL_SOCKET"], SYMBOLS["SO_SNDBUF"]):
             return 0  # the model's buffer (tcp_wmem[2]) holds every write of the suites' scripts
-        if opt == SYMBOLS["TCP_CONGESTION"] and isinstance(a[3], Text):
+        if (level, opt) == (SYMBOLS["SOL_TCP"], SYMBOLS["TCP_CONGESTION"]) and isinstance(a[3], Text):
             if self.ep is not None:
                 raise Unhandled("TCP_CONGESTION on an established connection: not modelled")
             self.cc = str(a[3])
             return 0
-        if opt == SYMBOLS["TCP_NODELAY"]:
-            return 0  # the model sends a write's tail at once (no Nagle hold), as TCP_NODELAY
+        if (level, opt) in ((SYMBOLS["SOL_TCP"], SYMBOLS["TCP_NODELAY"]), (SYMBOLS["SOL_TCP"], SYMBOLS["TCP_CORK"])):
+            # tp->nonagle: an accepted socket inherits the listener's (the child is its clone).
+            on = bool(value(raw))
+            self.nagle[opt] = on
+            if self.ep is not None:
+                (self.ep.set_nodelay if opt == SYMBOLS["TCP_NODELAY"] else self.ep.set_cork)(self.now_us * NS_PER_US, on)
+                self._collect()
+            return 0
+        if (level, opt) == (SYMBOLS["SOL_IP"], SYMBOLS["IP_TOS"]):
+            # The DSCP bits: packetdrill compares a packet's ToS byte only for the ECN field a
+            # script gives; the route refresh it may cause (ip_setsockopt() -> sk_dst_reset())
+            # changes nothing the model sends.
+            return 0
         prefix = {SYMBOLS["SOL_SOCKET"]: "SO_", SYMBOLS["SOL_TCP"]: "TCP_", SYMBOLS["SOL_IP"]: "IP_"}.get(level, "?")
         names = [k for k, v in SYMBOLS.items() if k.startswith(prefix) and v == opt and not k.startswith("IP_PMTU")]
         raise Unhandled(f"setsockopt {names[0] if names else f'level {level} option {opt}'}: not modelled")
@@ -312,6 +386,19 @@ class ModelEngine:
         if missing:
             raise Unsupported(ev.line, f"tcp_info field {missing[0]} not modelled")
         self.snapshots.append((ev.line, info))
+
+
+def _send_args(name: str, a: tuple) -> tuple[int, int]:
+    """The bytes and flags of write(fd, buf, n), send(fd, buf, n, flags) or sendmsg(fd, msg,
+    flags) (the iovecs' lengths added; a msghdr with control messages is not modelled)."""
+    if name == "write":
+        return value(a[2]), 0
+    if name == "send":
+        return value(a[2]), value(a[3])
+    fields = dict(a[1].items) if isinstance(a[1], Struct) else {}
+    if "msg_iov" not in fields or "msg_control" in fields:
+        raise Unhandled("sendmsg() without msg_iov or with control messages: not modelled")
+    return sum(value(e.items[-1][1]) for e in fields["msg_iov"][1]), value(a[2])
 
 
 def _inbound(ev: Event) -> bool:

@@ -15,13 +15,13 @@ from pathlib import Path
 #: model reads it, or it concerns nothing the endpoint does). The model's fixed behaviour is
 #: that of crates/tcplab-sim/src/stack/mod.rs linux(): RACK (tcp_recovery 1), TLP
 #: (tcp_early_retrans 3/4), no F-RTO, no undo, no TSO deferral (tcp_tso_should_defer), TSO
-#: autosizing with tcp_min_tso_segs 2, restart after idle.
+#: autosizing (tcp_min_tso_segs read: the PSH of TSO pieces), restart after idle.
 LINUX_SYSCTLS: dict[str, tuple[str, ...] | None] = {
     "tcp_timestamps": None, "tcp_sack": None, "tcp_congestion_control": None, "tcp_ecn": None,
     "tcp_window_scaling": ("1",), "tcp_rmem": None, "tcp_wmem": None, "tcp_syn_retries": None,
     "tcp_synack_retries": None, "tcp_syncookies": None, "tcp_fastopen": None, "tcp_fastopen_key": None,
     "tcp_notsent_lowat": ("4294967295",), "tcp_fack": ("0",), "tcp_reordering": ("3",),
-    "tcp_recovery": ("1",), "tcp_early_retrans": ("3", "4"), "tcp_min_tso_segs": ("2",),
+    "tcp_recovery": ("1",), "tcp_early_retrans": ("3", "4"), "tcp_min_tso_segs": None,
     "tcp_tso_win_divisor": ("100",), "tcp_slow_start_after_idle": ("1",), "tcp_frto": ("0",),
     "tcp_dsack": ("0",), "tcp_ecn_option": None, "tcp_pacing_ss_ratio": ("200",),
     "tcp_pacing_ca_ratio": ("120",), "tcp_no_metrics_save": None,
@@ -33,7 +33,6 @@ WHY = {
     "tcp_slow_start_after_idle": "the model always restarts from the initial window after idle",
     "tcp_tso_win_divisor": "TSO deferral (tcp_tso_should_defer) not modelled: the model sends at once",
     "tcp_early_retrans": "TLP is always on in the model", "tcp_recovery": "RACK is always on in the model",
-    "tcp_min_tso_segs": "the model's TSO autosizing uses tcp_min_tso_segs 2",
     "tcp_reordering": "the model's dupthresh is 3", "tcp_fack": "FACK not modelled",
     "tcp_window_scaling": "the model always scales", "tcp_notsent_lowat": "notsent_lowat not modelled",
 }

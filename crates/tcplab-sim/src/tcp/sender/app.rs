@@ -100,14 +100,10 @@ impl Conn {
     }
 
     pub(super) fn new_data_len(&self) -> Option<u64> {
-        let mut unsent = self.written - self.snd_nxt;
-        if let Some(marks) = &self.eor_marks {
-            // MSG_EOR ends an skb that later data never joins (tcp_sendmsg_locked(): a tail skb
-            // that is not tcp_skb_can_collapse_to() gets no more data; net/ipv4/tcp.c, v6.18).
-            if let Some(&end) = marks.iter().find(|&&m| m > self.snd_nxt) {
-                unsent = unsent.min(end - self.snd_nxt);
-            }
+        if let Some(d) = &self.linux_drill {
+            return self.linux_new_data_len(d);
         }
+        let unsent = self.written - self.snd_nxt;
         let wnd_room = (self.snd_una + self.snd_wnd).saturating_sub(self.snd_nxt);
         let len = self.mss.min(unsent).min(wnd_room);
         if len == 0 {
@@ -126,6 +122,46 @@ impl Conn {
             }
         }
         Some(len)
+    }
+
+    /// The next segment of new data on the drill endpoint's linux stack (net/ipv4/tcp_output.c,
+    /// v6.18). tcp_write_xmit() grows the head skb to its piece from the skbs after it
+    /// (tcp_grow_skb(), since 6.10: "try to send bigger TSO packets"), never past a record's end
+    /// (tcp_skb_can_collapse()), so segments are MSS-sized across the writes. A window that ends
+    /// inside the piece: tcp_snd_wnd_test() wants its first MSS inside (`if (skb->len > cur_mss)
+    /// end_seq = TCP_SKB_CB(skb)->seq + cur_mss;`), then tcp_mss_split_point() sends up to the
+    /// window's edge, a sub-MSS tail included, unless tcp_nagle_check() holds it. The write
+    /// queue's sub-MSS tail waits as tcp_nagle_test() says: `if (nonagle & TCP_NAGLE_PUSH)
+    /// return true;` then tcp_nagle_check(): `partial && ((nonagle & TCP_NAGLE_CORK) ||
+    /// (!nonagle && tp->packets_out && tcp_minshall_check(tp)))`, Minshall's check being a
+    /// sub-MSS segment still unacknowledged (`after(tp->snd_sml, tp->snd_una) &&
+    /// !after(tp->snd_sml, tp->snd_nxt)`); data before a record's end is not the last skb: sent.
+    fn linux_new_data_len(&self, d: &super::core::LinuxDrill) -> Option<u64> {
+        const CORK: u8 = 2;
+        const PUSH: u8 = 4;
+        let mut unsent = self.written - self.snd_nxt;
+        // MSG_EOR ends an skb that later data never joins (tcp_sendmsg_locked(): a tail skb that
+        // is not tcp_skb_can_collapse_to() gets no more data; net/ipv4/tcp.c).
+        if let Some(&end) = d.eor_marks.iter().find(|&&m| m > self.snd_nxt) {
+            unsent = unsent.min(end - self.snd_nxt);
+        }
+        let wnd_end = self.snd_una + self.snd_wnd;
+        let want = self.mss.min(unsent);
+        let len = want.min(wnd_end.saturating_sub(self.snd_nxt));
+        if len == 0 {
+            return None;
+        }
+        let minshall = d.snd_sml > self.snd_una && d.snd_sml <= self.snd_nxt;
+        let nagle_check =
+            d.nonagle & CORK != 0 || (d.nonagle == 0 && self.snd_nxt > self.snd_una && minshall);
+        if len < want {
+            // This call's piece began with a whole MSS inside the window.
+            let piece = d.call_start < self.snd_nxt && d.call_start + self.mss <= wnd_end;
+            return (piece && !nagle_check).then_some(len);
+        }
+        let last = self.written - self.snd_nxt == len;
+        let held = len < self.mss && last && d.nonagle & PUSH == 0 && nagle_check;
+        (!held).then_some(len)
     }
 
     /// Whether the application will write nothing more.
@@ -156,12 +192,14 @@ impl Conn {
         }
     }
 
-    /// The application's data so far ends a record (send(2) with MSG_EOR).
+    /// The application's data so far ends a record (send(2) with MSG_EOR; the drill endpoint's
+    /// linux stack, whose skbs records end; other stacks do not keep it).
     pub fn app_mark_eor(&mut self) {
         let end = self.app_written();
-        let marks = self.eor_marks.get_or_insert_with(Box::default);
-        if marks.last() != Some(&end) {
-            marks.push(end);
+        if let Some(d) = self.linux_drill.as_deref_mut() {
+            if d.eor_marks.last() != Some(&end) {
+                d.eor_marks.push(end);
+            }
         }
     }
 

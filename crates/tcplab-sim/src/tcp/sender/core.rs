@@ -57,9 +57,9 @@ pub struct Conn {
     /// The next send starts a TSO burst of its own in the records even when contiguous with the
     /// last one (FreeBSD with the NIC's fragment limits: a cut burst ends one tcp_output() pass).
     pub(super) burst_break: bool,
-    /// Ends of the application's MSG_EOR records, bytes (the drill endpoint's sends; None in a
-    /// simulation; boxed to keep the hot group within its cache lines): no segment of new data spans one.
-    pub(super) eor_marks: Option<Box<Vec<u64>>>,
+    /// What the drill endpoint sets in a linux sender (None in a simulation; boxed to keep the
+    /// hot group within its cache lines).
+    pub linux_drill: Option<Box<LinuxDrill>>,
     /// Linux's RTO estimator state (the linux stack; None: RFC 6298's in `rtt`). Cold: read
     /// with an RTT sample and when the RTO is armed.
     pub(super) linux_rto: Option<crate::tcp::rtt::LinuxRto>,
@@ -136,6 +136,23 @@ pub struct Conn {
     pub ecn: super::ecn_state::EcnState,
 }
 
+/// The drill endpoint's linux stack in its sender (crates/tcplab-sim/src/drill_send.rs): what
+/// Nagle's algorithm holds and how tcp_write_xmit() cuts at the window's edge.
+#[derive(Clone, Debug, Default)]
+pub struct LinuxDrill {
+    /// New-data bytes the next output call may still send (tcp_push_one(): Linux's
+    /// tcp_write_xmit() with push_one sends one skb and stops); None: no limit.
+    pub xmit_budget: Option<u64>,
+    /// tp->nonagle (TCP_NAGLE_OFF 1, _CORK 2, _PUSH 4; tcp_nagle_test()).
+    pub nonagle: u8,
+    /// tp->snd_sml: the end of the last sub-MSS segment of new data sent (tcp_minshall_update()).
+    pub snd_sml: u64,
+    /// snd_nxt when the current output call began: tcp_write_xmit()'s piece starts there.
+    pub call_start: u64,
+    /// Ends of the application's MSG_EOR records, bytes: no segment of new data spans one.
+    pub eor_marks: Vec<u64>,
+}
+
 impl Conn {
     /// The core for `f` with its resolved stack configuration and CC module.
     pub fn new(flow: u32, f: &FlowConfig, profile: Rc<StackProfile>, cc: crate::cc::Cc) -> Self {
@@ -203,7 +220,7 @@ impl Conn {
             rto_count: 0,
             recoveries: 0,
             burst_break: false,
-            eor_marks: None,
+            linux_drill: None,
             linux_rto,
             completed_at: None,
             events: Vec::new(),
@@ -501,6 +518,9 @@ impl Conn {
             let tx = self.rate_snapshot(now, idle);
             self.sb.push(seq, len as u32, now, tx);
             self.snd_nxt += len;
+            if let (true, Some(d)) = (len < self.mss, self.linux_drill.as_deref_mut()) {
+                d.snd_sml = seq + len; // tcp_minshall_update()
+            }
         }
         self.bytes_sent += len;
         if self.rto_deadline.is_none() {

@@ -30,7 +30,7 @@ mod rfc;
 mod sockbuf;
 mod transitions;
 
-pub use self::core::Conn;
+pub use self::core::{Conn, LinuxDrill};
 
 /// Loss-recovery state, the phase a record's `state` column reports.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

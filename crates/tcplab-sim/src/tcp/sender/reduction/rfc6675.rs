@@ -31,6 +31,12 @@ impl Rfc6675 {
             if c.pacing_rate().is_some() && now < c.pace_next {
                 break;
             }
+            if c.linux_drill
+                .as_ref()
+                .is_some_and(|d| d.xmit_budget == Some(0))
+            {
+                break; // tcp_push_one(): its one skb went
+            }
             let room = c.v.win.cwnd.saturating_sub(c.pipe());
             let mut rescue = false;
             let cand = if let Some((seq, len)) = c.sb.next_lost() {
@@ -69,6 +75,9 @@ impl Rfc6675 {
                 }
             }
             c.emit(seq, len, retx, now, out, next_id);
+            if let (false, Some(d)) = (retx, c.linux_drill.as_deref_mut()) {
+                d.xmit_budget = d.xmit_budget.map(|b| b.saturating_sub(len));
+            }
         }
     }
 }
