@@ -24,7 +24,10 @@ fn a_response_starts_when_its_request_is_in_and_counts_its_fct_from_there() {
     // FCT ends one more way later, when the last ACK is back.
     let req_fct = st[0].fct_ns.expect("request completes");
     let resp_start = st[1].start_ns;
-    assert!(resp_start > 5 * MS + MS && resp_start < req_fct + MS, "{resp_start} vs {req_fct}");
+    assert!(
+        resp_start > 5 * MS + MS && resp_start < req_fct + MS,
+        "{resp_start} vs {req_fct}"
+    );
     // The server had the request half a round trip before the client saw it acknowledged.
     assert!(req_fct + MS - resp_start > 4 * MS, "{req_fct} {resp_start}");
     let resp_fct = st[1].fct_ns.expect("response completes");

@@ -10,8 +10,16 @@ use tcplab_sim::time::{MS, SEC};
 /// s - a, a - b, a - c, b - d, c - d, d - r: two equal-cost ways from a to d (b: the lower
 /// ports, the shortest path's tie-break; c).
 fn diamond(flows: Vec<FlowConfig>) -> SimConfig {
-    let names = [("s", NodeKind::Host), ("a", NodeKind::Router), ("b", NodeKind::Router)];
-    let more = [("c", NodeKind::Router), ("d", NodeKind::Router), ("r", NodeKind::Host)];
+    let names = [
+        ("s", NodeKind::Host),
+        ("a", NodeKind::Router),
+        ("b", NodeKind::Router),
+    ];
+    let more = [
+        ("c", NodeKind::Router),
+        ("d", NodeKind::Router),
+        ("r", NodeKind::Host),
+    ];
     let link = |a, b, rate| LinkConfig {
         a,
         b,
@@ -19,7 +27,11 @@ fn diamond(flows: Vec<FlowConfig>) -> SimConfig {
         ba: dir(rate, MS, Some(100)),
     };
     SimConfig {
-        nodes: names.iter().chain(&more).map(|&(n, k)| node(n, k)).collect(),
+        nodes: names
+            .iter()
+            .chain(&more)
+            .map(|&(n, k)| node(n, k))
+            .collect(),
         links: vec![
             link(0, 1, GBIT),
             link(1, 2, 100 * MBIT),

@@ -47,7 +47,10 @@ impl DelayHistogram {
     #[inline] // once per packet through a monitored port
     pub fn add(&mut self, d: Ns) {
         let b = bucket(d);
-        match b.checked_sub(self.first).and_then(|i| self.counts.get_mut(i)) {
+        match b
+            .checked_sub(self.first)
+            .and_then(|i| self.counts.get_mut(i))
+        {
             Some(c) => *c += 1,
             None => self.count_in_new_bucket(b),
         }
@@ -122,7 +125,9 @@ mod tests {
     #[test]
     fn keeping_only_the_used_buckets_gives_the_quantiles_of_counting_from_zero() {
         // Samples falling below and above the first ones, as a flow's RTTs do after its handshake.
-        let samples: Vec<Ns> = (0..5000u64).map(|i| 50_000 + (i * 7919) % 3_000_000 / (1 + i % 5)).collect();
+        let samples: Vec<Ns> = (0..5000u64)
+            .map(|i| 50_000 + (i * 7919) % 3_000_000 / (1 + i % 5))
+            .collect();
         let mut h = DelayHistogram::default();
         let mut dense = vec![0u64; 2048];
         for &d in samples.iter().skip(100).chain(&samples[..100]) {

@@ -92,7 +92,10 @@ impl Routes {
     #[cold]
     #[inline(never)]
     fn path_hop(&self, node: u32, key: u32) -> u32 {
-        let Some(path) = (key >> 20).checked_sub(1).and_then(|r| self.paths.get(r as usize)) else {
+        let Some(path) = (key >> 20)
+            .checked_sub(1)
+            .and_then(|r| self.paths.get(r as usize))
+        else {
             return u32::MAX;
         };
         path.iter()

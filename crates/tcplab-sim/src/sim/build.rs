@@ -214,7 +214,10 @@ pub(super) fn flows(
                     .map_err(|e| format!("flow {}: path: {e}", f.name))
             };
             if path.first() != Some(&f.src) || path.last() != Some(&f.dst) {
-                return Err(format!("flow {}: path must run from its src to its dst", f.name));
+                return Err(format!(
+                    "flow {}: path must run from its src to its dst",
+                    f.name
+                ));
             }
             sender.route_via(own(path, routes)?);
             let back: Vec<u32> = path.iter().rev().copied().collect();
@@ -243,7 +246,10 @@ pub(super) fn dependents(cfg: &SimConfig) -> Result<Vec<Vec<u32>>, String> {
         if let Some(a) = f.after_flow {
             let first = cfg.flows.get(a as usize).filter(|_| (a as usize) < i);
             if !matches!(first.map(|t| &t.app), Some(AppConfig::Bytes { .. })) {
-                return Err(format!("flow {}: after_flow {a} is not an earlier fixed-size transfer", f.name));
+                return Err(format!(
+                    "flow {}: after_flow {a} is not an earlier fixed-size transfer",
+                    f.name
+                ));
             }
             out[a as usize].push(i as u32);
         }

@@ -10,8 +10,8 @@ pub mod engine;
 mod forward;
 mod impair_port;
 mod intervals;
-mod pause_port;
 mod iperf3;
+mod pause_port;
 mod sampler;
 mod stats;
 

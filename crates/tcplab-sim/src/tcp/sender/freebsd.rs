@@ -106,7 +106,8 @@ impl FreeBsdStack {
             self.lost_retransmission(c);
         }
         if acked == 0 {
-            let counted = p.ack == c.snd_una && c.snd_nxt > c.snd_una && !(c.sack && newly_sacked == 0);
+            let counted =
+                p.ack == c.snd_una && c.snd_nxt > c.snd_una && !(c.sack && newly_sacked == 0);
             self.dup_ack(c, p, newly_sacked, new_loss, now, out, next_id);
             if wnd_grew && !counted {
                 // tcp_input.c, step 6 "Update window information": a larger window sets
