@@ -5,17 +5,21 @@ per node, and the cost per delivered segment against T1's dumbbell.
 Cases, each simulated in its own process (its peak RSS its own), native simulation with records
 drained every simulated second as `tcplab run` does (bench/scale.py's `measure`):
 - t1: the T1 dumbbell (2 CUBIC flows, 1 Gbit/s x 40 ms) for 20 s, the reference cost;
-- workload: FLOWS Poisson flows (sizes SIZES) at LOAD of the 100 Gbit/s bottleneck of a dumbbell
-  of PAIRS pairs (2 x PAIRS hosts) behind 10 Gbit/s x 5 us access links, 20 us bottleneck delay;
+- workload on `--topology leaf-spine` (the default): FLOWS Poisson flows (sizes SIZES) between
+  any two of HOSTS hosts (32 a leaf, HOSTS / 32 leaves, 8 spines, 10 Gbit/s x 5 us links, uplinks
+  at oversubscription 1, ECMP), arriving at LOAD of the hosts' summed link rate;
+- workload on `--topology dumbbell`: the same flows at LOAD of the 100 Gbit/s bottleneck of a
+  dumbbell of HOSTS / 2 pairs behind 10 Gbit/s x 5 us access links, 20 us bottleneck delay;
 - build-only cases for memory: the same network with 1 and FLOWS flows built, not run (memory
-  per flow), and a 1-pair dumbbell with one flow (memory per node, against the PAIRS-pair one).
+  per flow), and the smallest such network with one flow (memory per node, against the big one).
 
 Also times the spec's expansion into flows (spec.resolve) and the lowering to the simulator's
 config (Python), and each simulation's build apart from its run (CPU seconds; a short flow's
 connection costs about as much to build as to run). Prints one table; writes
 bench/results/workload-scale.tsv.
 
-Usage: bench/workload_scale.py [--flows 100000] [--pairs 500] [--sizes 20KB|web-search|...] [--load 0.5]
+Usage: bench/workload_scale.py [--topology leaf-spine|dumbbell] [--flows 100000] [--hosts 1024]
+       [--sizes 20KB|web-search|...] [--load 0.5]
 """
 
 from __future__ import annotations
@@ -39,11 +43,32 @@ def network(pairs: int) -> dict:
             "bottleneck": {"rate": "100Gbit", "delay": "20us", "buffer": "5000p"}}
 
 
-def workload_spec(pairs: int, flows: int, sizes: str, load: float) -> dict:
+def leaf_spine(hosts: int) -> dict:
+    """`hosts` hosts, 32 a leaf, 8 spines; 10 Gbit/s x 5 us links, uplinks at oversubscription 1."""
+    return {"kind": "leaf-spine", "leaves": max(hosts // 32, 1), "spines": 8, "hosts_per_leaf": min(hosts, 32),
+            "oversubscription": 1, "access": {"rate": "10Gbit", "delay": "5us", "buffer": "1000p"},
+            "fabric": {"delay": "5us", "buffer": "1000p"}}
+
+
+def mean_bytes(size_key: dict) -> float:
+    """The size distribution's mean, as the spec reads it (one flow of it on a small dumbbell)."""
+    from tcplab.spec.schema import resolve
+
+    spec = {"name": "mean", "topology": network(1),
+            "workload": [{"kind": "poisson", **size_key, "arrival_rate": 1.0, "flows": 1, "senders": "s*", "receivers": "r*"}]}
+    return resolve(spec, "mean").workloads[0].mean_bytes
+
+
+def workload_spec(topology: str, hosts: int, flows: int, sizes: str, load: float) -> dict:
     size_key = {"sizes": sizes} if sizes in ("web-search", "data-mining") or sizes.endswith(".cdf") else {"bytes": sizes}
-    return {"name": f"wl-{flows}", "seed": 1, "topology": network(pairs),
-            "workload": [{"kind": "poisson", **size_key, "load": load, "senders": "s*", "receivers": "r*",
-                          "flows": flows, "cc": "cubic"}],
+    if topology == "dumbbell":
+        net, ends, rate = network(max(hosts // 2, 1)), {"senders": "s*", "receivers": "r*"}, {"load": load}
+    else:
+        net, ends = leaf_spine(hosts), {"senders": "l*h*", "receivers": "l*h*"}
+        n = net["leaves"] * net["hosts_per_leaf"]
+        rate = {"arrival_rate": round(load * n * 10e9 / (8 * mean_bytes(size_key)), 3)}
+    return {"name": f"wl-{flows}", "seed": 1, "topology": net,
+            "workload": [{"kind": "poisson", **size_key, **rate, **ends, "flows": flows, "cc": "cubic"}],
             "trace": {"sample": "10ms", "interval": "1s"}}
 
 
@@ -119,7 +144,8 @@ def run(kind: str, spec: dict) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--flows", type=int, default=100_000)
-    ap.add_argument("--pairs", type=int, default=500)
+    ap.add_argument("--topology", choices=("leaf-spine", "dumbbell"), default="leaf-spine")
+    ap.add_argument("--hosts", type=int, default=1024)
     ap.add_argument("--sizes", default="20KB")
     ap.add_argument("--load", type=float, default=0.5)
     ap.add_argument("--child", help=argparse.SUPPRESS)
@@ -127,15 +153,16 @@ def main() -> None:
     if a.child:
         print(json.dumps(child(a.child, json.loads(sys.stdin.read()))))
         return
-    big = workload_spec(a.pairs, a.flows, a.sizes, a.load)
-    one = workload_spec(a.pairs, 1, a.sizes, a.load)
-    tiny = workload_spec(1, 1, a.sizes, a.load)
+    big = workload_spec(a.topology, a.hosts, a.flows, a.sizes, a.load)
+    one = workload_spec(a.topology, a.hosts, 1, a.sizes, a.load)
+    tiny = workload_spec(a.topology, 2, 1, a.sizes, a.load)
     b_big, b_one, b_tiny = run("build", big), run("build", one), run("build", tiny)
     per_flow_kb = (b_big["sim_build_mb"] - b_one["sim_build_mb"]) * 1024 / (a.flows - 1)
     per_node_kb = (b_one["sim_build_mb"] - b_tiny["sim_build_mb"]) * 1024 / (b_one["nodes"] - b_tiny["nodes"])
     rows = []
     for label, spec in (("t1", t1_spec()), (f"workload {a.flows} x {a.sizes}", big)):
         rows.append({"case": label} | run("run", spec))
+    rows[1]["case"] += f" ({a.topology}, {b_big['nodes']} nodes)"
     cols = ["case", "wall_s", "cpu_s", "build_cpu_s", "run_cpu_s", "segments", "ns_per_segment", "run_ns_per_segment",
             "events_per_segment", "run_events_per_s", "peak_rss_mb"]
     lines = ["\t".join(cols)] + ["\t".join(str(r[c]) for c in cols) for r in rows]

@@ -4,6 +4,7 @@
 //! path: a `Simulation` never builds one.
 
 use crate::config::FlowConfig;
+pub use crate::drill_skb::Outbound;
 use crate::drill_skb::SkbQueue;
 use crate::net::packet::{Kind, Packet, IP_HDR, TCP_HDR};
 use crate::tcp::sender::{State, TcpSender};
@@ -65,25 +66,6 @@ pub struct Inbound {
     pub ece: bool,
     /// TS ecr: the endpoint's TS val echoed, as the send time it stood for.
     pub ts_ecr_ns: Option<Ns>,
-}
-
-/// One segment the endpoint sent.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Outbound {
-    /// When.
-    pub t_ns: Ns,
-    /// First byte (script seq = 1 + this).
-    pub seq: u64,
-    /// Payload bytes.
-    pub len: u32,
-    /// A retransmission.
-    pub retx: bool,
-    /// IP ECN codepoint.
-    pub ecn: u8,
-    /// CWR flag.
-    pub cwr: bool,
-    /// PSH flag, as Linux 6.18 sets it (the linux stack; see [`SkbQueue::on_sent`]).
-    pub psh: bool,
 }
 
 /// The endpoint: a sender established by a passive open at `t0`.

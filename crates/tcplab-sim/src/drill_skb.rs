@@ -3,8 +3,27 @@
 //! carries it. Read at torvalds/linux v6.18 (net/ipv4/tcp.c, tcp_output.c); the simulator never
 //! builds one (it ignores PSH).
 
-use crate::drill::Outbound;
+use crate::time::Ns;
 use std::collections::VecDeque;
+
+/// One segment the drill endpoint (`crate::drill`) sent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Outbound {
+    /// When.
+    pub t_ns: Ns,
+    /// First byte (script seq = 1 + this).
+    pub seq: u64,
+    /// Payload bytes.
+    pub len: u32,
+    /// A retransmission.
+    pub retx: bool,
+    /// IP ECN codepoint.
+    pub ecn: u8,
+    /// CWR flag.
+    pub cwr: bool,
+    /// PSH flag, as Linux 6.18 sets it (the linux stack; see [`SkbQueue::on_sent`]).
+    pub psh: bool,
+}
 
 /// `sk_gso_max_size` on packetdrill's tun0 (GSO_LEGACY_MAX_SIZE 65 536) less `MAX_TCP_HEADER + 1`
 /// (sk_setup_caps(); MAX_TCP_HEADER 320 on x86-64): what tcp_xmit_size_goal() bounds.
