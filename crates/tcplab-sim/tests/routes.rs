@@ -87,3 +87,32 @@ fn a_path_that_is_not_one_is_refused() {
         assert!(err.contains(why), "{err}");
     }
 }
+
+#[test]
+fn flows_on_the_same_detour_share_it_beyond_4095_routes() {
+    // 5 000 short flows, one every 0.5 ms, all by a -> c -> d (the same detour from the shortest
+    // path at a): one detour, not 5 000 routes of their own; each takes it, none takes a -> b.
+    let flows = (0..5000)
+        .map(|i| {
+            let mut f = flow(
+                &format!("f{i}"),
+                0,
+                5,
+                "cubic",
+                AppConfig::Bytes { bytes: 1000 },
+            );
+            f.path = Some(vec![0, 1, 3, 4, 5]);
+            f.start_ns = i * MS / 2;
+            f
+        })
+        .collect();
+    let mut cfg = diamond(flows);
+    cfg.stop_ns = 5 * SEC;
+    let sim = run(&cfg);
+    assert!(sim.flows_done());
+    assert!(
+        tx_bytes(&sim, 4) > 5000 * 1000,
+        "a -> c carries every flow's data"
+    );
+    assert_eq!(tx_bytes(&sim, 2), 0, "a -> b carries nothing");
+}

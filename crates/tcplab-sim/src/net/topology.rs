@@ -40,9 +40,12 @@ pub fn link_ports(
 
 /// The bits of a routing key that hold the destination node. A packet's `dst` is a routing key:
 /// the node itself for the shortest path, or, for a flow with a route of its own (a spec's
-/// `path`, an ECMP choice), the node plus (route number + 1) << 20 (`Routes::add_path`), which
+/// `path`, an ECMP choice), the node plus (detour number + 1) << 20 (`Routes::add_path`), which
 /// falls off every routing row (`next_hop` gives `u32::MAX`, `port_for` the route's port); on
 /// its last hop the packet carries the node itself, so that delivery compares keys as before.
+/// A detour lists only the nodes where the route leaves the shortest path towards its end, and
+/// routes with the same detour share it: an ECMP leaf-spine needs one per (leaf, spine), not
+/// one per flow, so 4 095 of them go a long way.
 pub const NODE_MASK: u32 = (1 << 20) - 1;
 
 /// The node a routing key leads to.
@@ -60,8 +63,11 @@ pub struct Routes {
     only: Vec<u32>,
     /// Per node with several ports: next-hop port per destination, `u32::MAX` where none.
     rows: Vec<Vec<u32>>,
-    /// Per own route (its key's high bits - 1): the port each node on it sends by.
+    /// Per detour (its key's high bits - 1): the port each node where it leaves the shortest
+    /// path sends by (elsewhere on it, the shortest path's next hop is the route's).
     paths: Vec<Vec<(u32, u32)>>,
+    /// Each detour's number, to share it.
+    detours: std::collections::HashMap<Vec<(u32, u32)>, u32>,
 }
 
 impl Routes {
@@ -88,7 +94,8 @@ impl Routes {
         }
     }
 
-    /// The port `node` sends by on the route of its own of key `key` (`u32::MAX`: not on it).
+    /// The port `node` sends by on the route of its own of key `key`: its detour's where it
+    /// leaves the shortest path, else the shortest path's (`u32::MAX`: none).
     #[cold]
     #[inline(never)]
     fn path_hop(&self, node: u32, key: u32) -> u32 {
@@ -100,7 +107,7 @@ impl Routes {
         };
         path.iter()
             .find(|&&(n, _)| n == node)
-            .map_or(u32::MAX, |&(_, p)| p)
+            .map_or_else(|| self.next_hop(node, key_node(key)), |&(_, p)| p)
     }
 
     /// A route of its own along `nodes` (first to last, each linked to the next: the first port
@@ -121,14 +128,25 @@ impl Routes {
         if hops.is_empty() || hops.iter().any(|&(n, _)| n == last) {
             return Err("a path needs two distinct ends".into());
         }
-        if hops.len() == 1 {
-            // One hop: its packets leave on their last hop at once, keyed by the node itself.
-            // (A host's only port takes every packet, whatever its key.)
-            return Ok(last);
+        // Only where the route leaves the shortest path towards `last` (a host's only port
+        // takes every packet, whatever its key, so a host is never one of these).
+        let detour: Vec<(u32, u32)> = hops
+            .into_iter()
+            .filter(|&(n, pi)| self.next_hop(n, last) != pi)
+            .collect();
+        if detour.is_empty() {
+            return Ok(last); // the shortest path after all: keyed by the node itself
         }
-        self.paths.push(hops);
-        let key = ((self.paths.len() as u64) << 20) | last as u64;
-        u32::try_from(key).map_err(|_| "more than 4 095 routes of their own".to_string())
+        let next = self.paths.len() as u32;
+        let r = *self.detours.entry(detour.clone()).or_insert(next);
+        if r == next {
+            self.paths.push(detour);
+        }
+        let key = ((r as u64 + 1) << 20) | last as u64;
+        u32::try_from(key).map_err(|_| {
+            "more than 4 095 distinct detours from the shortest paths (routes of their own)"
+                .to_string()
+        })
     }
 
     /// Whether packets from `src` reach `dst`, a routing key (following next hops; a loop or a
@@ -194,5 +212,6 @@ pub fn routes(n_nodes: usize, ports: &[Port]) -> Routes {
         only,
         rows,
         paths: Vec::new(),
+        detours: Default::default(),
     }
 }
