@@ -26,7 +26,8 @@ impl Simulation {
     pub(super) fn pause_hold(&mut self, start_ns: Ns, size_bytes: u32) {
         let (via, now) = (self.arrived_via, self.now);
         let pause = self.pause.as_mut().expect("flow control");
-        if via == u32::MAX || !pause.accounts(via) || !pause.hold(via, start_ns, size_bytes, now) {
+        // `hold` ignores a port whose far end has no flow control.
+        if via == u32::MAX || !pause.hold(via, start_ns, size_bytes, now) {
             return;
         }
         self.send_pause_frame(via, true);
