@@ -73,16 +73,8 @@ def _jiffy_race(reason: str) -> bool:
 
 
 def _kernel_replays(r: dict) -> bool:
-    """A recording's replay on the kernel passes, or misses by a jiffy (_jiffy_race). The kernel is
-    not deterministic against its own recording either (RACK compares send times in µs, which the
-    replay's own timing moves: docs/fidelity.md, s1-00715-data-loss), so a
-    replay that fails otherwise is run once more: a recorder or runner that disagrees with the
-    kernel fails both times."""
-    if r["result"] == "pass" or _jiffy_race(r["reason"]):
-        return True
-    again = tcplab("drill", r["script"], "-t", "kernel", "--json", r["script"] + ".again.json")
-    (row,) = json.loads(Path(r["script"] + ".again.json").read_text())
-    return again.returncode in (0, 1) and (row["result"] == "pass" or _jiffy_race(row["reason"]))
+    """A recording's replay on the kernel passes, or misses by a jiffy (_jiffy_race)."""
+    return r["result"] == "pass" or _jiffy_race(r["reason"])
 
 
 def test_jiffy_race_is_bounded():
@@ -120,20 +112,30 @@ def test_generated_scenarios_on_the_kernel_and_the_linux_model(tmp_path):
     summary = json.loads((out / "drill-diff.json").read_text())
     cases = summary["cases"]
     assert len(cases) == 20 and all(c["recorded"] == "yes" for c in cases)
-    kernel = [r for c in cases for r in c["results"] if r["target"] == "kernel"]
+    kernel = {c["name"]: r for c in cases for r in c["results"] if r["target"] == "kernel"}
     assert len(kernel) == 20
-    for r in kernel:  # pass, or a timer's packet a jiffy away from where it fell in the recording
-        assert _kernel_replays(r), r
-    linux = [r for c in cases for r in c["results"] if r["target"] == "linux"]
+    # The kernel is not deterministic against its own recording at µs edges (RACK's min-RTT and
+    # reordering-window comparisons, which the replay's timing moves; docs/fidelity.md): a replay
+    # failing twice marks the case unstable, and it judges no model. A runner or recorder that
+    # disagreed with the kernel would make most cases unstable, not one or two of 20.
+    unstable = [c for c in cases if c["kernel_unstable"]]
+    assert len(unstable) <= 2, [c["kernel_unstable"] for c in unstable]
+    for c in cases:  # pass, or a timer's packet a jiffy away from where it fell in the recording
+        r = kernel[c["name"]]
+        assert _kernel_replays(r) or c["kernel_unstable"] == f"line {r['line']}: {r['reason']}", r
+        assert c["kernel_unstable"] is None or r["result"] == "fail"
+    judged = [r for c in cases if not c["kernel_unstable"] for r in c["results"] if r["target"] == "linux"]
     agree = summary["agreement"]["linux"]
-    assert agree["all"]["scenarios"] == 20 and agree["all"]["pass"] == sum(r["result"] == "pass" for r in linux)
+    assert agree["all"]["scenarios"] == 20 and agree["all"]["unstable"] == len(unstable)
+    assert agree["all"]["pass"] == sum(r["result"] == "pass" for r in judged)
+    assert sum(agree["all"][k] for k in ("pass", "fail", "unsupported")) == len(judged)
     assert set(agree) == {*CATEGORIES, "all"}
     total = re.search(r"^all\s+.*$", p.stdout, re.M)
-    assert total and [w for w in total.group(0).split() if w != "│"][1:6] == [str(agree["all"][k]) for k in
-                                                     ("scenarios", "recorded", "pass", "fail", "unsupported")]
+    assert total and [w for w in total.group(0).split() if w != "│"][1:7] == [str(agree["all"][k]) for k in
+                                                     ("scenarios", "recorded", "pass", "fail", "unsupported", "unstable")]
     for c in cases:
         fail = [r for r in c["results"] if r["target"] == "linux" and r["result"] == "fail"]
-        if not fail:
+        if not fail or c["kernel_unstable"]:
             assert c["minimised"] is None
             continue
         assert re.search(rf"^{c['name']}\s+.\s+linux\s+.\s+{fail[0]['line']}\s", p.stdout, re.M), c["name"]

@@ -79,12 +79,14 @@ def print_summary(cases: list, models: list[str], seconds: float) -> None:
 
     for m in models:
         table = Table(title=f"kernel vs {m}: agreement per category", show_edge=False, pad_edge=False)
-        for col in ("category", "scenarios", "recorded", "agree", "disagree", "unsupported", "agreement"):
+        for col in ("category", "scenarios", "recorded", "agree", "disagree", "unsupported", "kernel-unstable",
+                    "agreement"):
             table.add_column(col, justify="left" if col == "category" else "right")
         for cat, row in agreement(cases, m).items():
             replayed = row["pass"] + row["fail"]
             rate = f"{100 * row['pass'] / replayed:.1f} %" if replayed else "-"
-            table.add_row(cat, *(str(row[k]) for k in ("scenarios", "recorded", "pass", "fail", "unsupported")), rate)
+            table.add_row(cat, *(str(row[k]) for k in ("scenarios", "recorded", "pass", "fail", "unsupported", "unstable")),
+                          rate)
         out_console.print(table)
     rows = Table(title="first divergence of each disagreeing case", show_edge=False, pad_edge=False)
     for col in ("scenario", "target", "line", "first divergence", "minimised"):
