@@ -350,13 +350,20 @@ def test_a_stopped_run_kills_the_script_and_restores_the_host(tmp_path, signum):
                       "+30 close(3) = 0\n")
     proc = subprocess.Popen([sys.executable, "-m", "tcplab.cli", "drill", str(script)], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 20
-    while hystart.read_text() == before and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert hystart.read_text() != before  # the script ran its command
-    proc.send_signal(signum)
-    proc.communicate(timeout=20)
-    assert proc.returncode != 0
-    assert hystart.read_text() == before
+    try:
+        deadline = time.monotonic() + 20
+        while hystart.read_text() == before and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert hystart.read_text() != before  # the script ran its command
+        proc.send_signal(signum)
+        proc.communicate(timeout=20)
+        assert proc.returncode != 0
+        assert hystart.read_text() == before
+    finally:  # a failing run still leaves this machine as it was for the tests after it
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+        subprocess.run(["pkill", "-KILL", "-f", f"tcplab.drill.kernel {script}"], check=False)
+        hystart.write_text(before)
     left = subprocess.run(["pgrep", "-f", f"tcplab.drill.kernel {script}"], capture_output=True, text=True)
     assert left.stdout == ""

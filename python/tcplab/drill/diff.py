@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Callable
 
 from .generate import CATEGORIES, Scenario, generate
-from .kernel import _kill, run_script as run_kernel
+from .kernel import _kill, run_script as run_kernel, signals_held, spawn
 from .minimise import divergence, kind, minimise
 from .model_targets import run_script as run_model
 from .parse import parse_file
@@ -55,8 +55,8 @@ def record(sc: Scenario, folder: Path, timeout_s: float = RECORD_TIMEOUT_S) -> t
     """(script path, "" or why it could not be recorded): the scenario run on the kernel."""
     spath = folder / "scenarios" / f"{sc.name}.json"
     script = folder / "scripts" / f"{sc.name}.pkt"
-    child = subprocess.Popen([sys.executable, "-m", "tcplab.drill.record", str(spath), str(script)],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    with signals_held():  # the child's handle kept before a Ctrl-C can stop this process
+        child = spawn([sys.executable, "-m", "tcplab.drill.record", str(spath), str(script)])
     try:
         out, err = child.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:

@@ -5,6 +5,7 @@ restores the host-wide files a script may write (tcp_cubic's module parameters).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -97,24 +98,53 @@ def run_script(path: str, script: Script, timeout_s: float) -> Result:
     if os.geteuid() != 0:
         return Result(path, "kernel", "unsupported", None, "the kernel target needs root (network namespaces, TUN)")
     saved = _save_host_params()
-    # Its own session: the child, its namespace and any command it runs are killed as one group.
-    child = subprocess.Popen([sys.executable, "-m", "tcplab.drill.kernel", path], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True, start_new_session=True)
     old_term = signal.signal(signal.SIGTERM, _raise_interrupt) if _main_thread() else None
+    child = None
     try:
+        with signals_held():
+            child = spawn([sys.executable, "-m", "tcplab.drill.kernel", path])
         out, err = child.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:
         _kill(child)
         return Result(path, "kernel", "fail", None, f"did not finish within {timeout_s:g} s")
     except BaseException:
-        _kill(child)
+        if child is not None:
+            _kill(child)
         raise
     finally:
         if old_term is not None:
             signal.signal(signal.SIGTERM, old_term)
         _restore_host_params(saved)
-        _remove_restore_file(child.pid)
+        if child is not None:
+            _remove_restore_file(child.pid)
     return _child_result(path, out, err, child.returncode)
+
+
+#: The signals that stop a run (Ctrl-C, SIGTERM).
+STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
+
+
+@contextlib.contextmanager
+def signals_held():
+    """The stop signals held back for the block (the main thread only): start a child in it and
+    keep its handle, and a Ctrl-C cannot fall in between and leave the child running and the host
+    unrestored. Delivered as the block ends; the child lets them through again (unhold())."""
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS) if _main_thread() else None
+    try:
+        yield
+    finally:
+        if held is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
+
+
+def unhold() -> None:
+    """In a child started under signals_held(): the stop signals reach it again."""
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+
+
+def spawn(args: list[str]) -> subprocess.Popen:
+    """A child in a session of its own: it, its namespace and any command it runs are killed as one group."""
+    return subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
 
 
 def _main_thread() -> bool:
@@ -189,5 +219,6 @@ def _remove_restore_file(pid: int) -> None:
 
 
 if __name__ == "__main__":
+    unhold()
     sys.setswitchinterval(1e-4)  # a blocking call's thread sees its return promptly (default 5 ms)
     print(json.dumps(_child(sys.argv[1])), flush=True)

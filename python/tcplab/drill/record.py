@@ -19,6 +19,7 @@ from pathlib import Path
 from . import netdev, packets
 from .engine import BIND_PORT, FIRST_REMOTE_PORT, _jiffy_aligned_start_us
 from .generate import MAX_DURATION_US, PEER_WSCALE, Scenario
+from .kernel import unhold
 from .peer import Ack, Peer
 from .syntax import TcpOption
 
@@ -233,4 +234,5 @@ def _child(scenario_path: str, script_path: str) -> dict:
 
 
 if __name__ == "__main__":
+    unhold()  # held back by signals_held() while the recorder started it
     print(json.dumps(_child(sys.argv[1], sys.argv[2])), flush=True)
