@@ -49,20 +49,18 @@ class Builder:
         self.nodes: list[Node] = []
         self.links: list[Link] = []
         self.tables: dict[str, tuple[Direction, Direction]] = {}
+        self._hosts: set[str] = set()  # kept as nodes are added: add() asks it per link
 
     def node(self, name: str, kind: str, shared_bytes: int | None = None, policy: BufferPolicy = BufferPolicy(),
              pause_bytes: tuple[int, int] | None = None) -> None:
         self.nodes.append(Node(name, kind, shared_bytes, policy, pause_bytes))  # type: ignore[arg-type]
-
-    def hosts(self) -> set[str]:
-        return {n.name for n in self.nodes if n.kind == "host"}
+        if kind == "host":
+            self._hosts.add(name)
 
     def add(self, a: str, b: str, ab: Direction, ba: Direction) -> int:
         """Link a <-> b; its index."""
-        hosts = self.hosts()
-
         def host_side(d: Direction, node: str) -> Direction:
-            return dataclasses.replace(d, buffer_packets=None, buffer_bytes=None) if node in hosts else d
+            return dataclasses.replace(d, buffer_packets=None, buffer_bytes=None) if node in self._hosts else d
 
         self.links.append(Link(a, b, host_side(ab, a), host_side(ba, b)))
         return len(self.links) - 1
