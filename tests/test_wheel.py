@@ -58,9 +58,11 @@ def wheel_python(tmp_path_factory) -> Path:
     """The python of a fresh venv into which the wheel built from this checkout is installed."""
     tmp = tmp_path_factory.mktemp("wheel")
     dist = tmp / "dist"
-    # Same profile and target dir as the editable install: cargo reuses what it built.
-    subprocess.run([sys.executable, "-m", "maturin", "build", "--release", "--out", str(dist)], cwd=ROOT, check=True,
-                   capture_output=True)
+    # Built the way scripts/install's `pip install -e` builds (pip's isolated maturin, release,
+    # same target dir): cargo reuses what it built. A bare `maturin build` sets PyO3 up otherwise
+    # and recompiles PyO3 and the native module (a minute of CI).
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", ".", "--no-deps", "-w", str(dist)], cwd=ROOT,
+                   check=True, capture_output=True)
     wheels = list(dist.glob("tcplab-*.whl"))
     assert len(wheels) == 1
     env_dir = tmp / "venv"
