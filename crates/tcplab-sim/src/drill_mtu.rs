@@ -263,3 +263,90 @@ impl Endpoint {
         self.sender.mss = mss;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::drill::{Endpoint, Inbound, Peer};
+    use crate::time::MS;
+
+    /// google/packetdrill mtu_probe/basic-v4's connection: MSS 600 on a 640-byte route, peer MSS
+    /// 1460, initcwnd `iw`, tcp_base_mss 512; the route then goes to MTU 1500.
+    fn endpoint(iw: u64) -> Endpoint {
+        let peer = Peer {
+            mss: 600,
+            sack: false,
+            timestamps: false,
+            wscale: 0,
+            ecn: false,
+        };
+        let flow = format!("{{\"iw_segments\": {iw}}}");
+        let host = crate::drill::Host::default();
+        let mut e =
+            Endpoint::on_host(&host, "linux", "cubic", peer, 0, Some(MS), 50_000, Some(&flow))
+                .unwrap();
+        e.set_path_mtu(640, 1460, 0, Some((512, 8)));
+        e.route_changed(1500);
+        e
+    }
+
+    fn sent(e: &mut Endpoint) -> Vec<(u64, u32, bool)> {
+        e.take_sent()
+            .iter()
+            .map(|o| (o.seq, o.len, o.psh))
+            .collect()
+    }
+
+    fn info(e: &Endpoint, k: &str) -> i64 {
+        e.tcp_info().into_iter().find(|(n, _)| *n == k).unwrap().1
+    }
+
+    /// tcp_mtu_probe(): probe_size = tcp_mtu_to_mss((1500 + 552) / 2) = 986 goes first, the
+    /// rest at the held dst's MSS 600, cwnd 11 - 1; its ACK: tcp_mtup_probe_success() sets cwnd
+    /// 10 x 640 / 1026 = 6 before the ACK's slow start (+7 packets), and tcp_sync_mss() of the
+    /// new route's 1500 bytes gives min(1460, tcp_mtu_to_mss(1026)) = 986.
+    #[test]
+    fn probe_first_then_the_mss_of_its_size() {
+        let mut e = endpoint(11);
+        e.write(100 * MS, 4000);
+        let first = sent(&mut e);
+        assert_eq!(first[0], (0, 986, false));
+        assert!(first[1..6].iter().all(|&(_, len, _)| len == 600));
+        assert_eq!(first[6], (3986, 14, true));
+        assert_eq!(info(&e, "tcpi_snd_cwnd"), 10);
+        let ack = Inbound {
+            ack: 4000,
+            win: 50_000,
+            ..Default::default()
+        };
+        e.on_segment(110 * MS, &ack);
+        assert_eq!(info(&e, "tcpi_snd_mss"), 986);
+        assert_eq!(info(&e, "tcpi_snd_cwnd"), 6 + 7);
+        e.write(200 * MS, 2000);
+        assert_eq!(
+            sent(&mut e),
+            [(4000, 986, false), (4986, 986, false), (5972, 28, true)]
+        );
+    }
+
+    /// `tcp_snd_cwnd(tp) < 11`: no probe with the default initial window; the held dst keeps
+    /// MSS 600 until a transmit looks the changed route up, then tcp_current_mss() syncs to it:
+    /// min(1460, tcp_mtu_to_mss(search_low 552)) = 512 while probing is on and nothing probed
+    /// (this kernel sends 512-byte segments there too).
+    #[test]
+    fn no_probe_below_eleven_packets_and_the_new_route_after_a_transmit() {
+        let mut e = endpoint(10);
+        e.write(100 * MS, 1300);
+        assert_eq!(
+            sent(&mut e),
+            [(0, 600, false), (600, 600, false), (1200, 100, true)]
+        );
+        let ack = Inbound {
+            ack: 1300,
+            win: 50_000,
+            ..Default::default()
+        };
+        e.on_segment(110 * MS, &ack);
+        e.write(200 * MS, 2000);
+        assert_eq!(sent(&mut e)[0], (1300, 512, false));
+    }
+}

@@ -232,7 +232,11 @@ class ModelEngine:
             syn["clamp"] = model_cookie.cookie_mss(syn["clamp"])
             syn["mss"] = self._mss(syn["clamp"], syn["ts"])
             self.syn = syn
-        self._establish(ev, (p.win or 0) << (self.syn["wscale"] or 0))
+        win = (p.win or 0) << (self.syn["wscale"] or 0)
+        # tcp_create_openreq_child() sets max_window from this ACK before tcp_v4_syn_recv_sock()'s
+        # tcp_sync_mss(), whose tcp_bound_to_half_wnd() caps the MSS at half of it.
+        self.syn["mss"] = _bound_to_half_wnd(self.syn["mss"], win, 12 if self.syn["ts"] else 0)
+        self._establish(ev, win)
 
     def _establish(self, ev: Event, win_bytes: int) -> None:
         """The endpoint, established now: the handshake's time is its first RTT sample."""
@@ -433,6 +437,14 @@ class ModelEngine:
         if missing:
             raise Unsupported(ev.line, f"tcp_info field {missing[0]} not modelled")
         self.snapshots.append((ev.line, info))
+
+
+def _bound_to_half_wnd(mss: int, max_window: int, opt_bytes: int) -> int:
+    """tcp_bound_to_half_wnd() (include/net/tcp.h): `if (tp->max_window > TCP_MSS_DEFAULT)
+    cutoff = (tp->max_window >> 1); else cutoff = tp->max_window; if (cutoff && pktsize >
+    cutoff) return max_t(int, cutoff, 68U - tp->tcp_header_len);`."""
+    cutoff = max_window >> 1 if max_window > 536 else max_window
+    return max(cutoff, 68 - 20 - opt_bytes) if cutoff and mss > cutoff else mss
 
 
 def _options_info(syn: dict, rcv_wscale: int) -> dict[str, int]:

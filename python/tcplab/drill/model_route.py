@@ -69,11 +69,10 @@ def command(r: Route, words: list[str]) -> bool:
 
 def _link(r: Route, args: list[str]) -> None:
     """`ip link set [dev] tun0 mtu N` (ip-link(8))."""
-    if args[:1] == ["dev"]:
-        args = args[1:]
-    if len(args) != 3 or args[0] != DEVICE or args[1] != "mtu" or not args[2].isdigit():
-        raise NotRouted(f"ip link set {' '.join(args)}: only 'ip link set [dev] {DEVICE} mtu N' is modelled")
-    r.dev_mtu = int(args[2])
+    words = args[1:] if args[:1] == ["dev"] else args
+    if len(words) != 3 or words[0] != DEVICE or words[1] != "mtu" or not words[2].isdigit():
+        raise NotRouted(f"only 'ip link set [dev] {DEVICE} mtu N' is modelled")
+    r.dev_mtu = int(words[2])
     r.generation += 1  # a device MTU change flushes the route cache too (fib_sync_mtu, rt_cache_flush)
 
 
