@@ -78,7 +78,13 @@ impl DrillEndpoint {
     /// The route's MTU, the peer's MSS clamp and the option bytes per segment; `probing`:
     /// tcp_mtu_probing=2 with (tcp_base_mss, tcp_probe_threshold) (the linux stack).
     #[pyo3(signature = (pmtu, mss_clamp, opt_bytes, probing=None))]
-    fn set_path_mtu(&mut self, pmtu: u64, mss_clamp: u64, opt_bytes: u64, probing: Option<(u64, u64)>) {
+    fn set_path_mtu(
+        &mut self,
+        pmtu: u64,
+        mss_clamp: u64,
+        opt_bytes: u64,
+        probing: Option<(u64, u64)>,
+    ) {
         self.inner.set_path_mtu(pmtu, mss_clamp, opt_bytes, probing);
     }
 

@@ -72,7 +72,11 @@ impl PathMtu {
     fn sync_mss(&mut self, pmtu: u64, max_window: u64) -> u64 {
         self.search_high = self.search_high.min(pmtu);
         let mut mss = self.mtu_to_mss(pmtu);
-        let cutoff = if max_window > 536 { max_window >> 1 } else { max_window };
+        let cutoff = if max_window > 536 {
+            max_window >> 1
+        } else {
+            max_window
+        };
         if cutoff > 0 && mss > cutoff {
             mss = cutoff.max(68 - 20 - self.opt_bytes);
         }
@@ -91,7 +95,13 @@ impl Endpoint {
     /// connection's start: `search_high = tp->rx_opt.mss_clamp + sizeof(struct tcphdr) +
     /// net_header_len; search_low = tcp_mss_to_mtu(sk, tcp_base_mss)`. The MSS the endpoint
     /// started with was tcp_sync_mss() of `pmtu` in syn_recv_sock / tcp_connect_init().
-    pub fn set_path_mtu(&mut self, pmtu: u64, mss_clamp: u64, opt_bytes: u64, probing: Option<(u64, u64)>) {
+    pub fn set_path_mtu(
+        &mut self,
+        pmtu: u64,
+        mss_clamp: u64,
+        opt_bytes: u64,
+        probing: Option<(u64, u64)>,
+    ) {
         let mut p = PathMtu {
             mss_clamp,
             opt_bytes,
@@ -192,7 +202,10 @@ impl Endpoint {
     /// data), and the re-probe timer (tcp_probe_interval, 600 s) is not modelled.
     pub(crate) fn mtu_probe(&mut self, now: Ns) -> Probe {
         let s = &self.sender;
-        let enabled = self.path.as_ref().is_some_and(|p| p.enabled && p.probe_size == 0);
+        let enabled = self
+            .path
+            .as_ref()
+            .is_some_and(|p| p.enabled && p.probe_size == 0);
         let (cwnd, in_flight) = self.packets();
         if !enabled || s.v.ca_state != CaState::Open || cwnd < PROBE_MIN_CWND {
             return Probe::NotNow;
@@ -215,7 +228,11 @@ impl Endpoint {
             return Probe::Wait;
         }
         if in_flight + 2 > cwnd {
-            return if in_flight == 0 { Probe::NotNow } else { Probe::Wait };
+            return if in_flight == 0 {
+                Probe::NotNow
+            } else {
+                Probe::Wait
+            };
         }
         // tcp_can_coalesce_send_queue_head(): no record ends inside the probe.
         let (start, end) = (s.snd_nxt, s.snd_nxt + probe);
@@ -281,9 +298,17 @@ mod tests {
         };
         let flow = format!("{{\"iw_segments\": {iw}}}");
         let host = crate::drill::Host::default();
-        let mut e =
-            Endpoint::on_host(&host, "linux", "cubic", peer, 0, Some(MS), 50_000, Some(&flow))
-                .unwrap();
+        let mut e = Endpoint::on_host(
+            &host,
+            "linux",
+            "cubic",
+            peer,
+            0,
+            Some(MS),
+            50_000,
+            Some(&flow),
+        )
+        .unwrap();
         e.set_path_mtu(640, 1460, 0, Some((512, 8)));
         e.route_changed(1500);
         e
