@@ -75,6 +75,24 @@ impl DrillEndpoint {
         self.inner.set_nodelay(now_ns, on);
     }
 
+    /// The route's MTU, the peer's MSS clamp and the option bytes per segment; `probing`:
+    /// tcp_mtu_probing=2 with (tcp_base_mss, tcp_probe_threshold) (the linux stack).
+    #[pyo3(signature = (pmtu, mss_clamp, opt_bytes, probing=None))]
+    fn set_path_mtu(
+        &mut self,
+        pmtu: u64,
+        mss_clamp: u64,
+        opt_bytes: u64,
+        probing: Option<(u64, u64)>,
+    ) {
+        self.inner.set_path_mtu(pmtu, mss_clamp, opt_bytes, probing);
+    }
+
+    /// The route to the peer changed: its MTU is now `mtu` (seen after the next transmit).
+    fn route_changed(&mut self, mtu: u64) {
+        self.inner.route_changed(mtu);
+    }
+
     /// sysctl tcp_min_tso_segs (the linux stack).
     fn set_min_tso_segs(&mut self, segs: u64) {
         self.inner.set_min_tso_segs(segs);

@@ -87,6 +87,8 @@ pub struct Endpoint {
     tso_packets: bool,
     /// Linux's skbs (the linux stack), for the PSH bit.
     pub(crate) skbs: Option<SkbQueue>,
+    /// The route's MTU and the MTU probe (the linux stack, once `set_path_mtu` is called).
+    pub(crate) path: Option<crate::drill_mtu::PathMtu>,
 }
 
 /// Most timer firings in one `advance` (a model that rearms at `now` forever is a bug, not a hang).
@@ -168,6 +170,7 @@ impl Endpoint {
             min_tso_segs: 2,
             tso_packets,
             skbs: linux.then(|| SkbQueue::new(win_bytes)),
+            path: None,
         };
         e.call(now, |s, now, out, id| s.start(now, out, id));
         Ok(e)
@@ -222,10 +225,36 @@ impl Endpoint {
         if let Some(q) = self.skbs.as_mut() {
             q.on_window(p.rwnd as u64);
         }
+        if self.path_rules_on_ack() {
+            self.on_ack_path_rules(now, &p);
+            return;
+        }
         self.call(now, |s, now, out, id| s.on_ack(&p, now, out, id));
         if let Some(q) = self.skbs.as_mut() {
             q.on_acked(self.sender.snd_una);
         }
+    }
+
+    /// An ACK with the MTU rules (`crate::drill_mtu`), in tcp_ack()'s order: a probe's success
+    /// in tcp_clean_rtx_queue() before the congestion control, then tcp_data_snd_check()'s
+    /// sends with tcp_current_mss() and tcp_write_xmit()'s probe first.
+    fn on_ack_path_rules(&mut self, now: Ns, p: &Packet) {
+        let probe_acked = self.probe_acked_before(p.ack);
+        if let Some(d) = self.sender.linux_drill.as_deref_mut() {
+            d.xmit_budget = Some(0);
+        }
+        self.call(now, |s, now, out, id| s.on_ack(p, now, out, id));
+        if let Some(d) = self.sender.linux_drill.as_deref_mut() {
+            d.xmit_budget = None;
+        }
+        if let Some(q) = self.skbs.as_mut() {
+            q.on_acked(self.sender.snd_una);
+        }
+        if probe_acked {
+            self.probe_success();
+        }
+        self.current_mss();
+        self.push(now, None, None);
     }
 
     /// Fire every timer due up to `to`, then stand at `to`.
@@ -284,6 +313,9 @@ impl Endpoint {
         }
         f(&mut self.sender, now, &mut self.out, &mut self.next_id);
         let first = self.sent.len();
+        if self.out.iter().any(|p| p.kind == Kind::Data) {
+            self.path_transmitted();
+        }
         for p in self.out.drain(..) {
             if p.kind == Kind::Data {
                 let o = Outbound {

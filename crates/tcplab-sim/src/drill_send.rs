@@ -25,6 +25,7 @@ impl Endpoint {
     /// Other stacks: the write, then the stack's output.
     pub(crate) fn sendmsg(&mut self, now: Ns, bytes: u64, eor: bool, more: bool) {
         self.advance(now);
+        self.current_mss(); // tcp_send_mss()
         let Some(goal) = self.skbs.as_ref().map(|q| q.size_goal(self.sender.mss)) else {
             self.sender.app_write(bytes);
             if eor {
@@ -75,10 +76,18 @@ impl Endpoint {
     /// The stack sends what it may (tcp_push_pending_frames()), at most `budget` bytes of new
     /// data, with `nonagle` for this push in place of tp->nonagle.
     pub(crate) fn push(&mut self, now: Ns, budget: Option<u64>, nonagle: Option<u8>) {
-        let Some(d) = self.sender.linux_drill.as_deref_mut() else {
+        if self.sender.linux_drill.is_none() {
             self.call(now, |s, now, out, id| s.app_wrote(now, out, id));
             return;
-        };
+        }
+        if budget.is_none() && self.path.is_some() {
+            // tcp_write_xmit() without push_one: `result = tcp_mtu_probe(sk); if (!result) return
+            // false;` (crate::drill_mtu).
+            if self.mtu_probe(now) == crate::drill_mtu::Probe::Wait {
+                return;
+            }
+        }
+        let d = self.drill();
         let kept = d.nonagle;
         d.nonagle = nonagle.unwrap_or(kept);
         d.xmit_budget = budget;

@@ -72,6 +72,11 @@ impl SkbQueue {
         self.max_window = self.max_window.max(window_bytes);
     }
 
+    /// tp->max_window.
+    pub fn max_window(&self) -> u64 {
+        self.max_window
+    }
+
     /// The skbs below `una` were acknowledged (tcp_clean_rtx_queue()).
     pub fn on_acked(&mut self, una: u64) {
         while self.sent.front().is_some_and(|s| s.end <= una) {

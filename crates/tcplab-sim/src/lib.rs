@@ -7,6 +7,7 @@ pub mod cc;
 pub mod config;
 pub mod cpu;
 pub mod drill;
+pub mod drill_mtu;
 pub mod drill_open;
 pub mod drill_rx;
 mod drill_send;

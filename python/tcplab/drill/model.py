@@ -7,11 +7,12 @@ model lacks is `unsupported`, with the line."""
 
 from __future__ import annotations
 
+import json
 import re
 import struct
 from pathlib import Path
 
-from . import model_calls, model_env, packets
+from . import model_calls, model_cookie, model_env, packets
 from .calls import SYMBOLS, CallFailed, Unhandled, value
 from .engine import ANY, Engine, Failed, Unsupported, _describe
 from .result import Result
@@ -19,7 +20,6 @@ from .syntax import ABSOLUTE, RELATIVE, RELATIVE_RANGE, Code, Event, Packet, Scr
 
 #: The model each target runs (stack profile names of crates/tcplab-sim/src/stack).
 STACKS = {"linux": "linux", "freebsd": "freebsd", "freebsd-rack": "freebsd-rack", "rfc": "rfc"}
-OWN_MSS = 1460  # MTU 1500 less 40: what Linux advertises on packetdrill's tun0 (--mtu default)
 NS_PER_US = 1000
 _INFO = re.compile(r"\btcpi_\w+")
 
@@ -37,6 +37,7 @@ class ModelEngine:
         self.tolerance_us = int(script.options.get("tolerance_usecs", "4000"))
         self.tolerance_pct = float(script.options.get("tolerance_percent", "12.5"))
         self.env = model_env.Env()
+        self.env.route.dev_mtu = int(script.options.get("mtu", "1500"))  # packetdrill's tun0 MTU
         self.cc = "cubic"
         self.now_us = 0
         self.last: tuple[int, bool] | None = None
@@ -96,11 +97,14 @@ class ModelEngine:
             self._snapshot(ev, body)
 
     def shell(self, line: int, command: str) -> None:
+        generation = self.env.route.generation
         try:
             model_env.apply(self.env, command, Path(self.script.path).resolve().parent)
         except model_env.NotModelled as e:
             raise Unsupported(line, str(e)) from None
         self.cc = self.env.sysctls.get("tcp_congestion_control", self.cc)
+        if self.ep is not None and self.env.route.generation != generation and self.stack == "linux":
+            self.ep.route_changed(self.env.route.path_mtu())
 
     def _advance(self, t_us: int) -> None:
         self.now_us = max(self.now_us, t_us)
@@ -136,19 +140,26 @@ class ModelEngine:
         want_ts = "TS" in opts and self.env.sysctls.get("tcp_timestamps", "1") != "0"
         sack = "sackOK" in opts and self.env.sysctls.get("tcp_sack", "1") != "0"
         ecn = "E" in p.flags and "W" in p.flags and self.env.sysctls.get("tcp_ecn", "2") in ("1", "2")
-        peer_mss = opts.get("mss", (536,))[0]
-        own_mss = self._advmss()
+        # tcp_conn_request(): with tcp_syncookies=2 every SYN gets a cookie (`if ((syncookies ==
+        # 2 || inet_csk_reqsk_queue_is_full(sk)) && !isn)`), and then `if (!tmp_opt.tstamp_ok)
+        # inet_rsk(req)->ecn_ok = 0;` (the ECN bit rides in the TS val).
+        cookie = self.env.sysctls.get("tcp_syncookies") == "2"
+        ecn = ecn and (want_ts or not cookie)
+        clamp = self._mss_clamp(opts.get("mss", (536,))[0])
         self.syn = {"ts": want_ts, "sack": sack, "ecn": ecn, "wscale": opts.get("wscale", (None,))[0],
-                    "mss": min(peer_mss, own_mss) - (12 if want_ts else 0), "t": self.now_us}
-        o = self._syn_options(ev.line, want_ts, sack, self.syn["wscale"] is not None, self.peer_ts)
+                    "clamp": clamp, "mss": self._mss(clamp, want_ts), "t": self.now_us, "cookie": cookie}
+        ts = model_cookie.init_timestamp_ms(self._ts(), self.syn["wscale"], sack, ecn) if cookie else None
+        o = self._syn_options(ev.line, want_ts, sack, self.syn["wscale"] is not None, self.peer_ts, ts)
         self._emit(0x12 | (0x40 if ecn else 0), 0, 0, o, self.now_us, win=65535)
 
-    def _syn_options(self, line: int, ts: bool, sack: bool, wscale: bool, ecr: int) -> list[tuple[int, bytes]]:
+    def _syn_options(self, line: int, ts: bool, sack: bool, wscale: bool, ecr: int,
+                     tsval: int | None = None) -> list[tuple[int, bytes]]:
         """tcp_options_write(): MSS; SACK-permitted and TS together, else NOP NOP TS or NOP NOP
         SACK-permitted; NOP and window scale."""
         o: list[tuple[int, bytes]] = [(2, struct.pack("!H", self._advmss()))]
         if ts:
-            o += ([(4, b"")] if sack else [(1, b""), (1, b"")]) + [(8, struct.pack("!II", self._ts(), ecr))]
+            val = (self._ts() if tsval is None else tsval) % (1 << 32)  # a cookie TS may wrap below 0
+            o += ([(4, b"")] if sack else [(1, b""), (1, b"")]) + [(8, struct.pack("!II", val, ecr))]
         elif sack:
             o += [(1, b""), (1, b""), (4, b"")]
         if wscale:
@@ -179,9 +190,9 @@ class ModelEngine:
         a, opts = self.active, {o.kind: o.values for o in (p.options or ())}
         ts = a["ts"] and "TS" in opts
         wscale = opts["wscale"][0] if a["ws"] and "wscale" in opts else None
+        clamp = self._mss_clamp(opts.get("mss", (536,))[0])
         self.syn = {"ts": ts, "sack": a["sack"] and "sackOK" in opts, "ecn": a["ecn"] and "E" in p.flags,
-                    "wscale": wscale, "t": a["t"],
-                    "mss": min(opts.get("mss", (536,))[0], self._advmss()) - (12 if ts else 0)}
+                    "wscale": wscale, "t": a["t"], "clamp": clamp, "mss": self._mss(clamp, ts)}
         # RFC 7323 §2.2: the SYN-ACK's window is not scaled.
         self._establish(ev, p.win or 0)
         self.accepted_fd = a["fd"]
@@ -194,25 +205,63 @@ class ModelEngine:
                 raise Failed(line, f"Expected result {call.result} but got 0")
 
     def _advmss(self) -> int:
-        """The MSS this end advertises: the route's (MTU less 40) clamped by TCP_MAXSEG
-        (tcp_mss_clamp())."""
-        return min(OWN_MSS, self.sock.user_mss) if self.sock.user_mss else OWN_MSS
+        """The MSS this end advertises: the route's (dst_metric_advmss(): its advmss, else its MTU
+        less 40; model_route.py) clamped by TCP_MAXSEG (tcp_mss_clamp())."""
+        own = self.env.route.advmss_bytes()
+        return min(own, self.sock.user_mss) if self.sock.user_mss else own
+
+    def _mss_clamp(self, peer_mss: int) -> int:
+        """tp->rx_opt.mss_clamp: the peer's MSS, at most TCP_MAXSEG's (tcp_parse_options() with
+        user_mss)."""
+        return min(peer_mss, self.sock.user_mss) if self.sock.user_mss else peer_mss
+
+    def _mss(self, clamp: int, ts: bool) -> int:
+        """The connection's MSS: tcp_sync_mss() of the route's MTU, `pmtu - 40` at most the
+        clamp (tcp_mtu_to_mss()), less the TS option."""
+        return min(self.env.route.path_mtu() - 40, clamp) - (12 if ts else 0)
 
     def _handshake_ack(self, ev: Event, p: Packet) -> None:
         if self.syn is None or self.active is not None or p.ack != 1:
             raise Unsupported(ev.line, "an ACK before a modelled passive open")
-        self._establish(ev, (p.win or 0) << (self.syn["wscale"] or 0))
+        if self.syn.get("cookie"):
+            # cookie_v4_check(): the connection is rebuilt from the cookie's MSS and the options
+            # the ACK's TS ecr gives back (model_cookie.py); its first RTT is the ecr's
+            # (treq->snt_synack = 0: tcp_synack_rtt_meas() falls back on the TS option).
+            syn = model_cookie.rebuild(self.syn, any(o.kind == "TS" for o in (p.options or ())), self.env.sysctls)
+            if syn is None:
+                raise Unsupported(ev.line, "a SYN cookie refused (an option turned off since the SYN): not modelled")
+            syn["clamp"] = model_cookie.cookie_mss(syn["clamp"])
+            syn["mss"] = self._mss(syn["clamp"], syn["ts"])
+            self.syn = syn
+        win = (p.win or 0) << (self.syn["wscale"] or 0)
+        # tcp_create_openreq_child() sets max_window from this ACK before tcp_v4_syn_recv_sock()'s
+        # tcp_sync_mss(), whose tcp_bound_to_half_wnd() caps the MSS at half of it.
+        self.syn["mss"] = _bound_to_half_wnd(self.syn["mss"], win, 12 if self.syn["ts"] else 0)
+        self._establish(ev, win)
 
     def _establish(self, ev: Event, win_bytes: int) -> None:
         """The endpoint, established now: the handshake's time is its first RTT sample."""
-        s = self.syn
+        s, route = self.syn, self.env.route
+        rtt_us = self.now_us - s["t"]
+        if s.get("cookie"):
+            rtt_us = max(self.now_us // 1000 - model_cookie.init_timestamp_ms(
+                s["t"] // 1000, s["wscale"], s["sack"], s["ecn"]), 1) * 1000 if s["ts"] else None
+        # tcp_init_transfer(): `tcp_snd_cwnd_set(tp, tcp_init_cwnd(tp, __sk_dst_get(sk)));`
+        flow = json.dumps({"iw_segments": route.init_cwnd()}) if route.init_cwnd() != 10 else None
         try:
             from tcplab._native import DrillEndpoint
             self.ep = DrillEndpoint(STACKS[self.stack], self.cc, s["mss"], s["sack"], s["ts"], s["wscale"] or 0,
-                                    s["ecn"], self.now_us * NS_PER_US, (self.now_us - s["t"]) * NS_PER_US, win_bytes,
-                                    hz=model_env.kernel_hz())
+                                    s["ecn"], self.now_us * NS_PER_US,
+                                    None if rtt_us is None else rtt_us * NS_PER_US, win_bytes,
+                                    flow_json=flow, hz=model_env.kernel_hz())
         except ValueError as e:
             raise Unsupported(ev.line, str(e)) from None
+        if self.stack == "linux":
+            probing = None
+            if self.env.sysctls.get("tcp_mtu_probing", "0") == "2":
+                probing = (int(self.env.sysctls.get("tcp_base_mss", "1024")),
+                           int(self.env.sysctls.get("tcp_probe_threshold", "8")))
+            self.ep.set_path_mtu(route.path_mtu(), s.get("clamp", s["mss"]), 12 if s["ts"] else 0, probing)
         self.ep.set_min_tso_segs(int(self.env.sysctls.get("tcp_min_tso_segs", "2")))
         t = self.now_us * NS_PER_US
         for opt, on in self.nagle.items():
@@ -259,6 +308,8 @@ class ModelEngine:
         if p.flags == "." and p.length == 0 and self.ep is not None and not self.pending \
                 and p.seq == dict(self.ep.tcp_info())["tcpi_bytes_acked"]:
             raise Unsupported(ev.line, "a zero-window probe (tcp_xmit_probe_skb(): seq snd_una - 1): not modelled")
+        if "strict_segments" in self.script.options and p.length and self.stack == "linux" and self.env.route.tso:
+            raise Unsupported(ev.line, "--strict_segments with TSO on: the model gives MSS segments, not TSO packets")
         if p.win is not None and "S" not in p.flags and not self.MODELS_RCV_WINDOW:
             raise Unsupported(ev.line, "outbound window value: the endpoint's receive window is not modelled")
         # As late as verify_time() would accept it (a `*` packet: within a minute).
@@ -382,10 +433,30 @@ class ModelEngine:
             raise Unsupported(ev.line, "tcp_info before the connection is established: not modelled")
         info = dict(self.ep.tcp_info())
         info["tcpi_advmss"] = self._advmss()  # tp->advmss: tcp_mss_clamp() of the route's MSS
+        info.update(_options_info(self.syn, model_env.rcv_wscale(self.env)))
         missing = sorted(set(_INFO.findall(body.text)) - set(info))
         if missing:
             raise Unsupported(ev.line, f"tcp_info field {missing[0]} not modelled")
         self.snapshots.append((ev.line, info))
+
+
+def _bound_to_half_wnd(mss: int, max_window: int, opt_bytes: int) -> int:
+    """tcp_bound_to_half_wnd() (include/net/tcp.h): `if (tp->max_window > TCP_MSS_DEFAULT)
+    cutoff = (tp->max_window >> 1); else cutoff = tp->max_window; if (cutoff && pktsize >
+    cutoff) return max_t(int, cutoff, 68U - tp->tcp_header_len);`."""
+    cutoff = max_window >> 1 if max_window > 536 else max_window
+    return max(cutoff, 68 - 20 - opt_bytes) if cutoff and mss > cutoff else mss
+
+
+def _options_info(syn: dict, rcv_wscale: int) -> dict[str, int]:
+    """tcp_get_info()'s options: `if (tp->rx_opt.tstamp_ok) info->tcpi_options |=
+    TCPI_OPT_TIMESTAMPS; if (tcp_is_sack(tp)) ... TCPI_OPT_SACK; if (tp->rx_opt.wscale_ok) {
+    ... TCPI_OPT_WSCALE; info->tcpi_snd_wscale = tp->rx_opt.snd_wscale; info->tcpi_rcv_wscale =
+    tp->rx_opt.rcv_wscale; } if (tp->ecn_flags & TCP_ECN_OK) ... TCPI_OPT_ECN`."""
+    ws = syn["wscale"] is not None
+    opts = (1 if syn["ts"] else 0) | (2 if syn["sack"] else 0) | (4 if ws else 0) | (8 if syn["ecn"] else 0)
+    return {"tcpi_options": opts, "tcpi_snd_wscale": syn["wscale"] if ws else 0,
+            "tcpi_rcv_wscale": rcv_wscale if ws else 0}
 
 
 def _send_args(name: str, a: tuple) -> tuple[int, int]:
@@ -412,8 +483,8 @@ def _text(s: packets.Seen) -> str:
 
 
 def static_problems(script: Script, mtu_and_ipv6: bool = False) -> tuple[int | None, str] | None:
-    """What stops a model run before it starts (line, what). `mtu_and_ipv6`: the target takes the
-    MSS from --mtu and the IP version (the FreeBSD and rfc targets)."""
+    """What stops a model run before it starts (line, what). `mtu_and_ipv6`: the target runs IPv6
+    too (the FreeBSD and rfc targets); every target takes --mtu (linux: model_route.py)."""
     if script.ip_version() not in (("ipv4", "ipv6") if mtu_and_ipv6 else ("ipv4",)):
         runs = "IPv4 and IPv6" if mtu_and_ipv6 else "IPv4"
         return None, f"--ip_version={script.ip_version()}: the model target runs {runs} scripts"
@@ -423,6 +494,4 @@ def static_problems(script: Script, mtu_and_ipv6: bool = False) -> tuple[int | N
     for k in script.options:
         if k not in known:
             return None, f"--{k}: not supported by the model target"
-    if script.options.get("mtu", "1500") != "1500" and not mtu_and_ipv6:
-        return None, "--mtu other than 1500: not modelled"
     return None

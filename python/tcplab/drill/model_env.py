@@ -11,6 +11,8 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import model_route
+
 #: Linux sysctls (net.ipv4.*) and the values the linux model behaves as; None: any value (the
 #: model reads it, or it concerns nothing the endpoint does). The model's fixed behaviour is
 #: that of crates/tcplab-sim/src/stack/mod.rs linux(): RACK (tcp_recovery 1), TLP
@@ -25,6 +27,9 @@ LINUX_SYSCTLS: dict[str, tuple[str, ...] | None] = {
     "tcp_tso_win_divisor": ("100",), "tcp_slow_start_after_idle": ("1",), "tcp_frto": ("0",),
     "tcp_dsack": ("0",), "tcp_ecn_option": None, "tcp_pacing_ss_ratio": ("200",),
     "tcp_pacing_ca_ratio": ("120",), "tcp_no_metrics_save": None,
+    # MTU probing (model_route.py, crates/tcplab-sim/src/drill_mtu.rs): 2 probes from the start.
+    "tcp_mtu_probing": ("0", "2"), "tcp_base_mss": None, "tcp_probe_threshold": None,
+    "tcp_probe_interval": None,
 }
 
 #: Why a value other than the model's is not followed.
@@ -35,6 +40,7 @@ WHY = {
     "tcp_early_retrans": "TLP is always on in the model", "tcp_recovery": "RACK is always on in the model",
     "tcp_reordering": "the model's dupthresh is 3", "tcp_fack": "FACK not modelled",
     "tcp_window_scaling": "the model always scales", "tcp_notsent_lowat": "notsent_lowat not modelled",
+    "tcp_mtu_probing": "probing once an RTO suspects a black hole (tcp_mtu_probing=1) not modelled",
 }
 
 #: tcp_cubic's module parameters, and the values the model's cubic has (cc/linux.rs: HyStart with
@@ -59,6 +65,7 @@ class Env:
 
     sysctls: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    route: model_route.Route = field(default_factory=model_route.Route)
 
 
 class NotModelled(Exception):
@@ -133,8 +140,18 @@ def apply(env: Env, command: str, folder: Path) -> None:
         elif words[0] == "sysctl":
             for name, val in _assignments(words[1:]):
                 _set(env, name, val, explicit=True)
+        elif _route_command(env, words):
+            pass
         else:
             raise NotModelled(f"command {line.strip()!r}: not modelled")
+
+
+def _route_command(env: Env, words: list[str]) -> bool:
+    """`ip link`, `ip route`, `ethtool -K` (model_route.py); False for any other command."""
+    try:
+        return model_route.command(env.route, words)
+    except model_route.NotRouted as e:
+        raise NotModelled(f"command {' '.join(words)!r}: {e}") from None
 
 
 def _lines(command: str) -> list[str]:

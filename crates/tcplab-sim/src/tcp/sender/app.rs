@@ -140,6 +140,10 @@ impl Conn {
         const CORK: u8 = 2;
         const PUSH: u8 = 4;
         let mut unsent = self.written - self.snd_nxt;
+        if let Some(probe) = d.probe_len {
+            // tcp_mtu_probe(): one segment of the probe's size from the skbs at the send head.
+            return (unsent >= probe).then_some(probe);
+        }
         // MSG_EOR ends an skb that later data never joins (tcp_sendmsg_locked(): a tail skb that
         // is not tcp_skb_can_collapse_to() gets no more data; net/ipv4/tcp.c).
         if let Some(&end) = d.eor_marks.iter().find(|&&m| m > self.snd_nxt) {

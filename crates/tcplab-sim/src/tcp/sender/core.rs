@@ -151,6 +151,8 @@ pub struct LinuxDrill {
     pub call_start: u64,
     /// Ends of the application's MSG_EOR records, bytes: no segment of new data spans one.
     pub eor_marks: Vec<u64>,
+    /// The MTU probe tcp_mtu_probe() builds now: the next new segment's length (crate::drill_mtu).
+    pub probe_len: Option<u64>,
 }
 
 impl Conn {
