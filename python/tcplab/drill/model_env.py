@@ -11,6 +11,8 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import model_tc
+
 #: Linux sysctls (net.ipv4.*) and the values the linux model behaves as; None: any value (the
 #: model reads it, or it concerns nothing the endpoint does). The model's fixed behaviour is
 #: that of crates/tcplab-sim/src/stack/mod.rs linux(): RACK (tcp_recovery 1), TLP
@@ -59,6 +61,8 @@ class Env:
 
     sysctls: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    #: The local device drops every packet (model_tc: a qdisc with no room).
+    device_drops: bool = False
 
 
 class NotModelled(Exception):
@@ -130,6 +134,11 @@ def apply(env: Env, command: str, folder: Path) -> None:
                 _set(env, name, val, explicit=True)
         elif words[0] == "echo" and len(words) == 4 and words[2] == ">" and words[3].startswith(CUBIC_PARAMS):
             _cubic_param(words[3].removeprefix(CUBIC_PARAMS), words[1])
+        elif words[0] == "tc":
+            try:
+                env.device_drops = model_tc.device_drops(words)
+            except ValueError:
+                raise NotModelled(f"command {line.strip()!r}: not modelled") from None
         elif words[0] == "sysctl":
             for name, val in _assignments(words[1:]):
                 _set(env, name, val, explicit=True)
@@ -140,7 +149,7 @@ def apply(env: Env, command: str, folder: Path) -> None:
 def _lines(command: str) -> list[str]:
     out = []
     for line in command.replace("\\\n", " ").replace("&&", "\n").replace(";", "\n").splitlines():
-        line = re.sub(r"\s*>\s*/dev/null(\s*2>&1)?", "", line).strip()
+        line = re.sub(r"\s*[12]?>\s*/dev/null(\s*2>&1)?", "", line).strip()
         if line:
             out.append(line)
     return out
