@@ -86,3 +86,15 @@ def test_the_only_tc_commands_followed_drop_all_or_restore(tmp_path):
         model_env.apply(env, "tc qdisc add dev tun0 root netem delay 10ms", tmp_path)
     with pytest.raises(model_env.NotModelled, match="limit 1"):
         model_env.apply(env, "tc qdisc add dev tun0 root pfifo limit 1", tmp_path)
+
+
+def test_user_timeout_with_an_rto_is_unsupported(tmp_path):
+    """The RTO's user timeout (tcp_write_timeout()) is not modelled: said at the line where the
+    retransmission happened, not passed over."""
+    r = _script(tmp_path, """   +0 setsockopt(4, SOL_TCP, TCP_USER_TIMEOUT, [3000], 4) = 0
+   +0 write(4, ..., 1000) = 1000
+   +0 > P. 1:1001(1000) ack 1
+  +.3~+.34 > P. 1:1001(1000) ack 1
+""")
+    assert (r.result, r.line) == ("unsupported", 13), r.reason
+    assert "tcp_write_timeout" in r.reason

@@ -77,6 +77,7 @@ class ModelEngine:
         body = ev.body
         if isinstance(body, Packet) and body.direction == ">":
             self._outbound(ev, body, start, end)
+            self._rto_user_timeout(ev.line)
             return
         self._advance(start)
         if isinstance(body, Packet):
@@ -95,6 +96,12 @@ class ModelEngine:
             self.shell(ev.line, body.command)
         elif isinstance(body, Code):
             self._snapshot(ev, body)
+        self._rto_user_timeout(ev.line)
+
+    def _rto_user_timeout(self, line: int) -> None:
+        if self.user_timeout_ms and self.ep is not None and dict(self.ep.tcp_info())["tcpi_retransmits"]:
+            raise Unsupported(line, "TCP_USER_TIMEOUT with an RTO (tcp_write_timeout(), "
+                              "tcp_clamp_rto_to_user_timeout()): not modelled")
 
     def shell(self, line: int, command: str) -> None:
         try:
