@@ -161,13 +161,13 @@ def _model(*scripts: str) -> list[tuple[str, int | None, str]]:
 
 def test_linux_model_verdicts_on_upstream_scripts():
     """Reads ../shared/packetdrill/google: a pass (fast retransmit after three SACKs), an
-    unsupported with its line and reason (TCP_USER_TIMEOUT), and PRR after slow start (cwnd 7 on
+    unsupported with its line and reason (the fq qdisc), and PRR after slow start (cwnd 7 on
     entering recovery: slow start grew by the packets delivered, SACKed ones once)."""
     got = _model(str(GOOGLE / "fast_retransmit" / "fr-4pkt-sack.pkt"),
-                 str(GOOGLE / "user_timeout" / "user-timeout-probe.pkt"),
+                 str(GOOGLE / "cubic" / "cubic-bulk-166k.pkt"),
                  str(GOOGLE / "fast_recovery" / "prr-ss-10pkt-lost-1.pkt"))
     assert got[0][:2] == ("pass", None)
-    assert got[1] == ("unsupported", 16, "setsockopt TCP_USER_TIMEOUT: not modelled")
+    assert got[1] == ("unsupported", 11, "command 'tc qdisc replace dev tun0 root fq': not modelled")
     assert got[2][:2] == ("pass", None)
 
 

@@ -132,6 +132,21 @@ impl DrillEndpoint {
         );
     }
 
+    /// setsockopt(TCP_USER_TIMEOUT) in ms (the linux stack).
+    fn set_user_timeout(&mut self, ms: u64) {
+        self.inner.set_user_timeout(ms);
+    }
+
+    /// Whether the local device drops every packet from `now_ns` on (a qdisc with no room).
+    fn set_xmit_refused(&mut self, now_ns: u64, on: bool) {
+        self.inner.set_xmit_refused(now_ns, on);
+    }
+
+    /// Whether the connection timed out (the next write fails with ETIMEDOUT).
+    fn timed_out(&self) -> bool {
+        self.inner.timed_out()
+    }
+
     /// Fire the timers due up to `now_ns`.
     fn advance(&mut self, now_ns: u64) {
         self.inner.advance(now_ns);

@@ -73,7 +73,7 @@ pub struct Endpoint {
     pub(crate) sender: TcpSender,
     next_id: u64,
     out: Vec<Packet>,
-    sent: Vec<Outbound>,
+    pub(crate) sent: Vec<Outbound>,
     peer: Peer,
     pub(crate) now: Ns,
     /// The host's kernel clock (Linux's timers run on its wheel).
@@ -89,6 +89,10 @@ pub struct Endpoint {
     pub(crate) skbs: Option<SkbQueue>,
     /// The route's MTU and the MTU probe (the linux stack, once `set_path_mtu` is called).
     pub(crate) path: Option<crate::drill_mtu::PathMtu>,
+    /// The probe timer's counters, TCP_USER_TIMEOUT and the local device (`drill_probe`).
+    pub(crate) probe: crate::drill_probe::ProbeState,
+    /// tcp_info's chronographs (`drill_chrono`).
+    pub(crate) chrono: crate::drill_chrono::Chrono,
 }
 
 /// Most timer firings in one `advance` (a model that rearms at `now` forever is a bug, not a hang).
@@ -171,6 +175,8 @@ impl Endpoint {
             tso_packets,
             skbs: linux.then(|| SkbQueue::new(win_bytes)),
             path: None,
+            probe: Default::default(),
+            chrono: Default::default(),
         };
         e.call(now, |s, now, out, id| s.start(now, out, id));
         Ok(e)
@@ -225,14 +231,32 @@ impl Endpoint {
         if let Some(q) = self.skbs.as_mut() {
             q.on_window(p.rwnd as u64);
         }
+        let (una, nxt) = (self.sender.snd_una, self.sender.snd_nxt);
+        let head_end = self.skbs.as_ref().and_then(|q| q.head_end());
         if self.path_rules_on_ack() {
             self.on_ack_path_rules(now, &p);
-            return;
+        } else {
+            self.call(now, |s, now, out, id| s.on_ack(&p, now, out, id));
+            if let Some(q) = self.skbs.as_mut() {
+                q.on_acked(self.sender.snd_una);
+            }
         }
-        self.call(now, |s, now, out, id| s.on_ack(&p, now, out, id));
-        if let Some(q) = self.skbs.as_mut() {
-            q.on_acked(self.sender.snd_una);
+        if self.skbs.is_some() {
+            self.after_ack(now, una, nxt, head_end);
         }
+    }
+
+    /// The linux stack after an ACK: tcp_clean_rtx_queue() emptying the retransmit queue stops
+    /// TCP_CHRONO_BUSY, tcp_ack_probe() for an ACK with nothing in flight, then
+    /// tcp_data_snd_check()'s pass (`drill_chrono`, `drill_probe`). `una`, `nxt`, `head_end`:
+    /// before the ACK.
+    fn after_ack(&mut self, now: Ns, una: u64, nxt: u64, head_end: Option<u64>) {
+        if nxt > una && self.sender.snd_una == self.sender.snd_nxt {
+            self.chrono_stop(now, crate::drill_chrono::CHRONO_BUSY);
+        }
+        self.ack_probe(now, nxt == una, head_end);
+        self.check_probe_timer(now);
+        self.chrono_after_xmit(now, self.sender.app_written() > nxt);
     }
 
     /// An ACK with the MTU rules (`crate::drill_mtu`), in tcp_ack()'s order: a probe's success
@@ -369,11 +393,20 @@ impl Endpoint {
             crate::cc::CaState::Recovery => 3,
             crate::cc::CaState::Loss => 4,
         };
+        // icsk_backoff: the RTO's or the probe timer's (never both: probes run with nothing in
+        // flight).
+        let backoff = s.rtt.rxtshift.max(self.probe.backoff);
+        let (busy_us, rwnd_limited_us, sndbuf_limited_us) = self.chrono_info();
         vec![
-            ("tcpi_state", 1), // TCP_ESTABLISHED
+            // TCP_ESTABLISHED, TCP_CLOSE after tcp_write_err()
+            ("tcpi_state", if self.probe.timed_out { 7 } else { 1 }),
             ("tcpi_ca_state", ca_state),
             ("tcpi_retransmits", s.rtt.rxtshift as i64),
-            ("tcpi_backoff", s.rtt.rxtshift as i64),
+            ("tcpi_probes", self.probe.probes_out as i64),
+            ("tcpi_backoff", backoff as i64),
+            ("tcpi_busy_time", busy_us),
+            ("tcpi_rwnd_limited", rwnd_limited_us),
+            ("tcpi_sndbuf_limited", sndbuf_limited_us),
             ("tcpi_rto", (s.rtt.rto_ns / 1000) as i64),
             ("tcpi_snd_mss", mss as i64),
             ("tcpi_unacked", (s.snd_nxt - s.snd_una).div_ceil(mss) as i64),

@@ -4,14 +4,12 @@
 //! `new_data_len()`), and the probe timer that sends held data when nothing is in flight.
 
 use crate::drill::Endpoint;
-use crate::time::{Ns, MS};
+use crate::time::Ns;
 
 /// tp->nonagle bits (include/linux/tcp.h).
 const TCP_NAGLE_OFF: u8 = 1;
 const TCP_NAGLE_CORK: u8 = 2;
 const TCP_NAGLE_PUSH: u8 = 4;
-/// TCP_RTO_MIN (include/net/tcp.h): tcp_probe0_base() is at least this.
-const TCP_RTO_MIN_NS: Ns = 200 * MS;
 
 impl Endpoint {
     /// tcp_sendmsg_locked() (net/ipv4/tcp.c): the write goes into skbs of the size goal, and the
@@ -41,6 +39,11 @@ impl Endpoint {
             let (cwnd, in_flight) = self.packets();
             let q = self.skbs.as_mut().expect("linux skbs");
             let (n, full, new_skb) = q.copy(left, goal, first);
+            if new_skb && q.tail_is_head() {
+                // tcp_add_write_queue_tail(): a new send head starts TCP_CHRONO_BUSY.
+                self.chrono_start(now, crate::drill_chrono::CHRONO_BUSY);
+            }
+            let q = self.skbs.as_mut().expect("linux skbs");
             if new_skb {
                 // tcp_skb_entail(): `if (tp->nonagle & TCP_NAGLE_PUSH) tp->nonagle &= ~TCP_NAGLE_PUSH;`
                 if let Some(d) = self.sender.linux_drill.as_deref_mut() {
@@ -75,6 +78,9 @@ impl Endpoint {
 
     /// The stack sends what it may (tcp_push_pending_frames()), at most `budget` bytes of new
     /// data, with `nonagle` for this push in place of tp->nonagle.
+    /// The linux stack: a device that refuses every packet sends nothing (tcp_write_xmit()
+    /// breaks at the first failed tcp_transmit_skb()), and the pass ends the chronographs'
+    /// rwnd-limited time or starts it (`drill_chrono`).
     pub(crate) fn push(&mut self, now: Ns, budget: Option<u64>, nonagle: Option<u8>) {
         if self.sender.linux_drill.is_none() {
             self.call(now, |s, now, out, id| s.app_wrote(now, out, id));
@@ -87,13 +93,17 @@ impl Endpoint {
                 return;
             }
         }
+        // The stack takes the write into its queue either way; a refusing device sends none of it.
+        let refused = self.probe.xmit_refused || self.probe.timed_out;
         let d = self.drill();
         let kept = d.nonagle;
         d.nonagle = nonagle.unwrap_or(kept);
-        d.xmit_budget = budget;
+        d.xmit_budget = if refused { Some(0) } else { budget };
+        let had_head = self.sender.app_written() > self.sender.snd_nxt;
         self.call(now, |s, now, out, id| s.app_wrote(now, out, id));
         let d = self.drill();
         (d.xmit_budget, d.nonagle) = (None, kept);
+        self.chrono_after_xmit(now, had_head);
     }
 
     /// The sender's linux drill state (the linux stack's endpoint always has it).
@@ -151,17 +161,16 @@ impl Endpoint {
         }
     }
 
-    /// tcp_check_probe_timer() after a push or an ACK: data held (Nagle, cork, MSG_MORE) with
-    /// nothing in flight arms ICSK_TIME_PROBE0 at tcp_probe0_base(), max(icsk_rto, TCP_RTO_MIN),
-    /// on the timer wheel; anything in flight is the RTO's (one icsk timer). A zero window is
-    /// not this timer's case here (the model sends no window probe).
+    /// tcp_check_probe_timer() after a push or an ACK: nothing in flight and data waiting (held
+    /// by Nagle, the cork, MSG_MORE, a window too small, or a device that refused it) arms
+    /// ICSK_TIME_PROBE0 at tcp_probe0_base(), max(icsk_rto, TCP_RTO_MIN), on the timer wheel
+    /// unless it is pending (`!inet_csk(sk)->icsk_pending`); anything in flight is the RTO's (one
+    /// icsk timer). What the timer does when it fires: `drill_probe`.
     pub(crate) fn check_probe_timer(&mut self, now: Ns) {
-        let s = &self.sender;
-        let held = s.written > s.snd_nxt && s.snd_una + s.snd_wnd > s.snd_nxt;
-        if s.snd_nxt > s.snd_una || !held {
+        if !self.probe_wanted() {
             self.probe0 = None;
         } else if self.probe0.is_none() {
-            let base = s.rtt.rto_ns.max(TCP_RTO_MIN_NS);
+            let base = self.probe0_base();
             let h = self.host;
             self.probe0 = Some(crate::time::linux_timer_fire_ns(
                 now,
@@ -172,11 +181,10 @@ impl Endpoint {
         }
     }
 
-    /// tcp_probe_timer() -> tcp_send_probe0() -> tcp_write_wakeup(): the send head goes out, at
-    /// most one MSS, whatever Nagle says, with PSH (`TCP_SKB_CB(skb)->tcp_flags |= TCPHDR_PSH;`,
-    /// on both pieces when it is cut).
-    pub(crate) fn probe0_fires(&mut self, now: Ns) {
-        self.probe0 = None;
+    /// tcp_write_wakeup() with a send head inside the window: it goes out, at most one MSS,
+    /// whatever Nagle says, with PSH (`TCP_SKB_CB(skb)->tcp_flags |= TCPHDR_PSH;`, on both pieces
+    /// when it is cut).
+    pub(crate) fn wakeup_send(&mut self, now: Ns) {
         if let Some(q) = self.skbs.as_mut() {
             q.wakeup();
         }

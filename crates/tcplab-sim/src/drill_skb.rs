@@ -140,6 +140,11 @@ impl SkbQueue {
         }
     }
 
+    /// The send head's end (TCP_SKB_CB(tcp_send_head(sk))->end_seq), None with nothing unsent.
+    pub fn head_end(&self) -> Option<u64> {
+        self.unsent.front().map(|h| h.end)
+    }
+
     /// MSG_EOR: no later write joins the tail (`TCP_SKB_CB(skb)->eor = 1`).
     pub fn mark_eor(&mut self) {
         if let Some(t) = self.unsent.back_mut() {

@@ -53,6 +53,7 @@ class ModelEngine:
         self.active: dict | None = None  # an active open's SYN: what it asked for, when
         self.nagle: dict[int, bool] = {}  # TCP_NODELAY and TCP_CORK as set before the connection
         self.blocked: tuple[int, int, Syscall] | None = None  # a blocking connect(): line, end, call
+        self.user_timeout_ms = 0  # TCP_USER_TIMEOUT (an accepted socket inherits the listener's)
 
     def run(self) -> None:
         for ev in self.script.events:
@@ -77,6 +78,7 @@ class ModelEngine:
         body = ev.body
         if isinstance(body, Packet) and body.direction == ">":
             self._outbound(ev, body, start, end)
+            self._rto_user_timeout(ev.line)
             return
         self._advance(start)
         if isinstance(body, Packet):
@@ -95,6 +97,12 @@ class ModelEngine:
             self.shell(ev.line, body.command)
         elif isinstance(body, Code):
             self._snapshot(ev, body)
+        self._rto_user_timeout(ev.line)
+
+    def _rto_user_timeout(self, line: int) -> None:
+        if self.user_timeout_ms and self.ep is not None and dict(self.ep.tcp_info())["tcpi_retransmits"]:
+            raise Unsupported(line, "TCP_USER_TIMEOUT with an RTO (tcp_write_timeout(), "
+                              "tcp_clamp_rto_to_user_timeout()): not modelled")
 
     def shell(self, line: int, command: str) -> None:
         generation = self.env.route.generation
@@ -105,6 +113,13 @@ class ModelEngine:
         self.cc = self.env.sysctls.get("tcp_congestion_control", self.cc)
         if self.ep is not None and self.env.route.generation != generation and self.stack == "linux":
             self.ep.route_changed(self.env.route.path_mtu())
+        if self.env.device_drops and self.stack != "linux":
+            raise Unsupported(line, "a device that drops every packet: modelled on the linux model only")
+        if self.ep is not None:
+            if self.env.device_drops and dict(self.ep.tcp_info())["tcpi_unacked"]:
+                raise Unsupported(line, "a device that drops every packet with data in flight (retransmissions "
+                                  "it refuses): not modelled")
+            self.ep.set_xmit_refused(self.now_us * NS_PER_US, self.env.device_drops)
 
     def _advance(self, t_us: int) -> None:
         self.now_us = max(self.now_us, t_us)
@@ -120,6 +135,9 @@ class ModelEngine:
             raise Unsupported(ev.line, "inbound RST not modelled")
         if p.length:
             raise Unsupported(ev.line, "inbound data: the model endpoint sends only (its receiver half is not joined to it)")
+        if self.env.device_drops or (self.ep is not None and self.ep.timed_out()):
+            raise Unsupported(ev.line, "an inbound packet while the device drops every packet or after a "
+                              "timeout: not modelled")
         ts = [o.values for o in (p.options or ()) if o.kind == "TS"]
         if ts:
             self.peer_ts = ts[0][0]
@@ -263,6 +281,10 @@ class ModelEngine:
                            int(self.env.sysctls.get("tcp_probe_threshold", "8")))
             self.ep.set_path_mtu(route.path_mtu(), s.get("clamp", s["mss"]), 12 if s["ts"] else 0, probing)
         self.ep.set_min_tso_segs(int(self.env.sysctls.get("tcp_min_tso_segs", "2")))
+        if self.env.device_drops:
+            raise Unsupported(ev.line, "a connection opened while the device drops every packet: not modelled")
+        if self.user_timeout_ms:
+            self.ep.set_user_timeout(self.user_timeout_ms)
         t = self.now_us * NS_PER_US
         for opt, on in self.nagle.items():
             (self.ep.set_nodelay if opt == SYMBOLS["TCP_NODELAY"] else self.ep.set_cork)(t, on)
@@ -300,14 +322,12 @@ class ModelEngine:
             # tcp_mark_push(), tso_fragment(), __tcp_transmit_skb()'s PSH on a TSO piece).
             flags = 0x10 | (0x08 if psh else 0) | (0x80 if cwr else 0)
             t_us = t_ns // NS_PER_US
-            self._emit(flags, seq + 1, length, self._ts_opts(t_us), t_us, tos=ecn)
+            # seq + 1 wraps for a window probe before any data was acknowledged (snd_una - 1).
+            self._emit(flags, (seq + 1) & 0xFFFFFFFF, length, self._ts_opts(t_us), t_us, tos=ecn)
 
     def _outbound(self, ev: Event, p: Packet, start: int, end: int | None) -> None:
         if "S" in p.flags and "." not in p.flags and self.active is not None and not self.pending:
             raise Unsupported(ev.line, "a SYN retransmission: not modelled on the linux model")
-        if p.flags == "." and p.length == 0 and self.ep is not None and not self.pending \
-                and p.seq == dict(self.ep.tcp_info())["tcpi_bytes_acked"]:
-            raise Unsupported(ev.line, "a zero-window probe (tcp_xmit_probe_skb(): seq snd_una - 1): not modelled")
         if "strict_segments" in self.script.options and p.length and self.stack == "linux" and self.env.route.tso:
             raise Unsupported(ev.line, "--strict_segments with TSO on: the model gives MSS segments, not TSO packets")
         if p.win is not None and "S" not in p.flags and not self.MODELS_RCV_WINDOW:
@@ -355,6 +375,12 @@ class ModelEngine:
 
     def _call(self, ev: Event, call: Syscall) -> int:
         name, a = call.name, call.args
+        timed_out = self.ep is not None and self.ep.timed_out()
+        if name in ("write", "send", "sendmsg") and timed_out:
+            # tcp_sendmsg_locked() on a closed socket: sk_stream_wait_connect() returns sock_error().
+            if call.errno != "ETIMEDOUT":
+                raise CallFailed(f"Expected result {call.result} but got -1 ETIMEDOUT (the connection timed out)")
+            return -1
         if call.errno and not (name == "connect" and call.errno == "EINPROGRESS" and self.sock.nonblock):
             raise Unhandled(f"{name}() failing with {call.errno}: not modelled")
         if name in ("socket", "bind", "listen"):
@@ -410,6 +436,15 @@ class ModelEngine:
                 (self.ep.set_nodelay if opt == SYMBOLS["TCP_NODELAY"] else self.ep.set_cork)(self.now_us * NS_PER_US, on)
                 self._collect()
             return 0
+        if (level, opt) == (SYMBOLS["SOL_TCP"], SYMBOLS["TCP_USER_TIMEOUT"]) and self.stack == "linux" \
+                and not isinstance(raw, Text):
+            # do_tcp_setsockopt(): `if (val < 0) return -EINVAL; icsk_user_timeout = val` (ms).
+            if value(raw) < 0:
+                raise Unhandled("setsockopt TCP_USER_TIMEOUT failing with EINVAL: not modelled")
+            self.user_timeout_ms = value(raw)
+            if self.ep is not None:
+                self.ep.set_user_timeout(self.user_timeout_ms)
+            return 0
         if (level, opt) == (SYMBOLS["SOL_IP"], SYMBOLS["IP_TOS"]):
             # The DSCP bits: packetdrill compares a packet's ToS byte only for the ECN field a
             # script gives; the route refresh it may cause (ip_setsockopt() -> sk_dst_reset())
@@ -420,8 +455,8 @@ class ModelEngine:
         raise Unhandled(f"setsockopt {names[0] if names else f'level {level} option {opt}'}: not modelled")
 
     def _close(self) -> int:
-        if self.ep is None:
-            return 0
+        if self.ep is None or self.ep.timed_out():
+            return 0  # tcp_write_err() purged the queue and closed the connection: nothing to send
         if dict(self.ep.tcp_info())["tcpi_notsent_bytes"]:
             raise Unhandled("close() with unsent data: FIN on a data segment not modelled")
         self.fin_sent = True

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import model_route
+from . import model_tc
 
 #: Linux sysctls (net.ipv4.*) and the values the linux model behaves as; None: any value (the
 #: model reads it, or it concerns nothing the endpoint does). The model's fixed behaviour is
@@ -66,6 +67,8 @@ class Env:
     sysctls: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     route: model_route.Route = field(default_factory=model_route.Route)
+    #: The local device drops every packet (model_tc: a qdisc with no room).
+    device_drops: bool = False
 
 
 class NotModelled(Exception):
@@ -137,6 +140,11 @@ def apply(env: Env, command: str, folder: Path) -> None:
                 _set(env, name, val, explicit=True)
         elif words[0] == "echo" and len(words) == 4 and words[2] == ">" and words[3].startswith(CUBIC_PARAMS):
             _cubic_param(words[3].removeprefix(CUBIC_PARAMS), words[1])
+        elif words[0] == "tc":
+            try:
+                env.device_drops = model_tc.device_drops(words)
+            except ValueError:
+                raise NotModelled(f"command {line.strip()!r}: not modelled") from None
         elif words[0] == "sysctl":
             for name, val in _assignments(words[1:]):
                 _set(env, name, val, explicit=True)
@@ -157,7 +165,7 @@ def _route_command(env: Env, words: list[str]) -> bool:
 def _lines(command: str) -> list[str]:
     out = []
     for line in command.replace("\\\n", " ").replace("&&", "\n").replace(";", "\n").splitlines():
-        line = re.sub(r"\s*>\s*/dev/null(\s*2>&1)?", "", line).strip()
+        line = re.sub(r"\s*[12]?>\s*/dev/null(\s*2>&1)?", "", line).strip()
         if line:
             out.append(line)
     return out
