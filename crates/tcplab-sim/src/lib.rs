@@ -7,6 +7,8 @@ pub mod cc;
 pub mod config;
 pub mod cpu;
 pub mod drill;
+pub mod drill_linux_rx;
+pub mod drill_linux_win;
 pub mod drill_open;
 pub mod drill_rx;
 mod drill_send;

@@ -65,22 +65,12 @@ class NotModelled(Exception):
     """A command the model cannot honour (the message says what)."""
 
 
-#: Linux's defaults: tcp_rmem[2] (net/ipv4/tcp.c tcp_init(): 6 MB) and net.core.rmem_max
-#: (SK_RMEM_MAX, 212992); TCP_MAX_WSCALE (include/net/tcp.h).
-TCP_RMEM_MAX_DEFAULT, RMEM_MAX_DEFAULT, TCP_MAX_WSCALE = 6 << 20, 212992, 14
+#: net.core.rmem_max when no command sets it (SK_RMEM_MAX): tcp_select_initial_window() sizes the
+#: window scale for max(tcp_rmem[2], rmem_max) (drill_linux_win.rs).
+RMEM_MAX_DEFAULT = 212992
 
 
-def rcv_wscale(env: Env) -> int:
-    """The window scale a Linux SYN-ACK offers: tcp_select_initial_window() (net/ipv4/tcp_output.c,
-    v6.18) sizes it for max(tcp_rmem[2], rmem_max), at most the window clamp (65535 << 14):
-    clamp(ilog2(space) - 15, 0, TCP_MAX_WSCALE). tcp_rmem as the script's commands set it."""
-    words = env.sysctls.get("tcp_rmem", "").split()
-    rmem2 = _shell_int(words[2]) if len(words) == 3 else TCP_RMEM_MAX_DEFAULT
-    space = min(max(rmem2, RMEM_MAX_DEFAULT), 65535 << TCP_MAX_WSCALE)
-    return min(max(space.bit_length() - 1 - 15, 0), TCP_MAX_WSCALE)
-
-
-def _shell_int(word: str) -> int:
+def shell_int(word: str) -> int:
     """An integer as the shell expands it: a literal or `$((a*b*...))` of literals."""
     m = re.fullmatch(r"\$\(\(([\d*\s]+)\)\)|(\d+)", word)
     if not m:
@@ -130,11 +120,25 @@ def apply(env: Env, command: str, folder: Path) -> None:
                 _set(env, name, val, explicit=True)
         elif words[0] == "echo" and len(words) == 4 and words[2] == ">" and words[3].startswith(CUBIC_PARAMS):
             _cubic_param(words[3].removeprefix(CUBIC_PARAMS), words[1])
+        elif words[:3] == ["ethtool", "-K", "tun0"]:
+            _ethtool(words[3:], line)
         elif words[0] == "sysctl":
             for name, val in _assignments(words[1:]):
                 _set(env, name, val, explicit=True)
         else:
             raise NotModelled(f"command {line.strip()!r}: not modelled")
+
+
+def _ethtool(words: list[str], line: str) -> None:
+    """`ethtool -K tun0 tso|gso on|off ...`: taken, for they change nothing TCP builds. TCP
+    always uses GSO since 4.20 (net/core/sock.c sk_setup_caps(): `if (sk_is_tcp(sk))
+    sk->sk_route_caps |= NETIF_F_GSO;`, v6.18), so the skbs and tcp_write_xmit()'s pieces are
+    those of a device with TSO; without it the device segments each piece in software
+    (tcp_gso_segment(): PSH on the last segment only), which is how the model gives its
+    segments (drill_skb.rs). Other features: unsupported."""
+    pairs = list(zip(words[::2], words[1::2]))
+    if len(words) % 2 or not pairs or any(f not in ("tso", "gso") or v not in ("on", "off") for f, v in pairs):
+        raise NotModelled(f"command {line.strip()!r}: not modelled")
 
 
 def _lines(command: str) -> list[str]:
@@ -173,7 +177,7 @@ def _set(env: Env, name: str, val: str, explicit: bool) -> None:
 
 def _defaults(env: Env, path: str, folder: Path) -> None:
     """The suite's defaults.sh: its sysctls (quoted values whole; `$((...))` arithmetic is
-    evaluated where the model reads the value: tcp_rmem, see `rcv_wscale`)."""
+    evaluated where the model reads the value: tcp_rmem, see `model_rx.tcp_rmem`)."""
     from .engine import helper_paths
 
     p = Path(helper_paths(path, folder, []))
