@@ -110,3 +110,13 @@ def test_ethtool_tso_and_gso_are_taken_other_features_not(tmp_path):
     model_env.apply(env, "ethtool -K tun0 tso off gso off", tmp_path)
     with pytest.raises(model_env.NotModelled, match="ethtool -K tun0 gro off"):
         model_env.apply(env, "ethtool -K tun0 gro off", tmp_path)
+
+
+def test_dsack_gap_fill_read_and_window_as_the_kernel():
+    """tests/drill/linux/rx-dsack-window.pkt (its expectations are this kernel's): an in-order
+    duplicate is D-SACKed (tcp_send_dupack()), an out-of-order one too ahead of its SACK block,
+    the filled gap ACKed at once without SACK, and after a read the window, rcv_ssthresh,
+    sk_rcvbuf and rmem_alloc are the kernel's."""
+    results, bad = run([str(REPO / "tests/drill/linux/rx-dsack-window.pkt")], ["linux"])
+    assert not bad
+    assert (results[0].result, results[0].line) == ("pass", None), results[0].reason
