@@ -92,22 +92,6 @@ def test_rack_reordering_timer_in_jiffies():
     assert "happened at 0.230000 sec" in results[0].reason
 
 
-def test_syn_ack_window_scale_follows_tcp_rmem(tmp_path):
-    """tcp_select_initial_window(): wscale = ilog2(max(tcp_rmem[2], rmem_max)) - 15: 32 MB -> 10
-    (the ooo scripts), the suites' 15 MB -> 8, the kernel's default 6 MB -> 7."""
-    from tcplab.drill import model_env
-
-    env = model_env.Env()
-    assert model_env.rcv_wscale(env) == 7
-    env.sysctls["tcp_rmem"] = "4096 131072 $((32*1024*1024))"
-    assert model_env.rcv_wscale(env) == 10
-    env.sysctls["tcp_rmem"] = "4096 540000 15728640"
-    assert model_env.rcv_wscale(env) == 8
-    results, _ = run([str(SHARED / "linux-selftests/tcp_ooo_rcv_mss.pkt")], ["linux"])
-    # Past the SYN-ACK (wscale 10), the script sends data: the receiver half is not modelled.
-    assert (results[0].result, results[0].line) == ("unsupported", 19)
-
-
 def test_socket_options_as_linux_keeps_them():
     """do_tcp_getsockopt(): a listener reports its user_mss, else TCP_MSS_DEFAULT (536); an
     accepted socket its mss_cache. fcntl: O_RDWR, with O_NONBLOCK once set."""

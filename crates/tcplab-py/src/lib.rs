@@ -5,6 +5,7 @@
 //! (`drill`).
 
 mod drill;
+mod drill_linux_rx;
 mod drill_rx;
 mod export;
 mod impair;
@@ -31,6 +32,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<import::Importer>()?;
     m.add_class::<pycc::CcState>()?;
     m.add_class::<drill::DrillEndpoint>()?;
+    m.add_class::<drill_linux_rx::DrillLinuxReceiver>()?;
     m.add_class::<drill_rx::DrillReceiver>()?;
     m.add_class::<drill_rx::DrillOpen>()?;
     m.add_function(wrap_pyfunction!(import::detect_format, m)?)?;

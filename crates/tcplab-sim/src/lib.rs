@@ -9,6 +9,8 @@ pub mod cpu;
 pub mod drill;
 pub mod drill_mtu;
 mod drill_chrono;
+pub mod drill_linux_rx;
+pub mod drill_linux_win;
 pub mod drill_open;
 pub mod drill_rx;
 mod drill_probe;

@@ -13,6 +13,7 @@ import struct
 from pathlib import Path
 
 from . import model_calls, model_cookie, model_env, packets
+from .model_rx import LinuxReceive
 from .calls import SYMBOLS, CallFailed, Unhandled, value
 from .engine import ANY, Engine, Failed, Unsupported, _describe
 from .result import Result
@@ -21,14 +22,14 @@ from .syntax import ABSOLUTE, RELATIVE, RELATIVE_RANGE, Code, Event, Packet, Scr
 #: The model each target runs (stack profile names of crates/tcplab-sim/src/stack).
 STACKS = {"linux": "linux", "freebsd": "freebsd", "freebsd-rack": "freebsd-rack", "rfc": "rfc"}
 NS_PER_US = 1000
-_INFO = re.compile(r"\btcpi_\w+")
+_INFO = re.compile(r"\b(?:tcpi|SK_MEMINFO)_\w+")
 
 
-class ModelEngine:
+class ModelEngine(LinuxReceive):
     """One run of a script on a stack model; `run()` raises Failed or Unsupported."""
 
     #: Whether the engine models its receive window (outbound `win` values checked).
-    MODELS_RCV_WINDOW = False
+    MODELS_RCV_WINDOW = True
     #: How long a `*` (any time) outbound packet is waited for.
     ANY_WAIT_US = 60_000_000
 
@@ -45,7 +46,6 @@ class ModelEngine:
         self.pending: list[packets.Seen] = []
         self.syn: dict | None = None
         self.fin_sent = False
-        self.peer_fin = 0
         self.snapshots: list[tuple[int, dict[str, int]]] = []
         self.peer_ts = 0
         self.sock = model_calls.Sock()
@@ -123,9 +123,21 @@ class ModelEngine:
 
     def _advance(self, t_us: int) -> None:
         self.now_us = max(self.now_us, t_us)
+        while (d := self._rx_deadline()) is not None and d <= self.now_us * NS_PER_US:
+            self._rx_fire(d)
         if self.ep is not None:
             self.ep.advance(self.now_us * NS_PER_US)
             self._collect()
+
+    def _rx_deadline(self) -> int | None:
+        return self.rx.deadline() if self.rx is not None and self.ep is not None else None
+
+    def _rx_fire(self, d: int) -> None:
+        """The sender's timers up to the receiver's at `d`, then the receiver's."""
+        self.ep.advance(d)
+        self._collect()
+        self.rx.advance(d)
+        self._rx_flush()
 
     # Inbound ------------------------------------------------------------------------------------
     def _inbound(self, ev: Event, p: Packet) -> None:
@@ -133,8 +145,6 @@ class ModelEngine:
             raise Unsupported(ev.line, "inbound ICMP not modelled")
         if "R" in p.flags:
             raise Unsupported(ev.line, "inbound RST not modelled")
-        if p.length:
-            raise Unsupported(ev.line, "inbound data: the model endpoint sends only (its receiver half is not joined to it)")
         if self.env.device_drops or (self.ep is not None and self.ep.timed_out()):
             raise Unsupported(ev.line, "an inbound packet while the device drops every packet or after a "
                               "timeout: not modelled")
@@ -166,9 +176,12 @@ class ModelEngine:
         clamp = self._mss_clamp(opts.get("mss", (536,))[0])
         self.syn = {"ts": want_ts, "sack": sack, "ecn": ecn, "wscale": opts.get("wscale", (None,))[0],
                     "clamp": clamp, "mss": self._mss(clamp, want_ts), "t": self.now_us, "cookie": cookie}
+        own_mss = self._advmss()
+        # tcp_openreq_init_rwin(): the window in whole MSS less the TS option.
+        self._rx_new(own_mss, own_mss - (12 if want_ts else 0), self.syn["wscale"] is not None, sack)
         ts = model_cookie.init_timestamp_ms(self._ts(), self.syn["wscale"], sack, ecn) if cookie else None
         o = self._syn_options(ev.line, want_ts, sack, self.syn["wscale"] is not None, self.peer_ts, ts)
-        self._emit(0x12 | (0x40 if ecn else 0), 0, 0, o, self.now_us, win=65535)
+        self._emit(0x12 | (0x40 if ecn else 0), 0, 0, o, self.now_us, win=self.rx.syn_fields()[1], ack=1)
 
     def _syn_options(self, line: int, ts: bool, sack: bool, wscale: bool, ecr: int,
                      tsval: int | None = None) -> list[tuple[int, bytes]]:
@@ -181,10 +194,7 @@ class ModelEngine:
         elif sack:
             o += [(1, b""), (1, b""), (4, b"")]
         if wscale:
-            try:
-                o += [(1, b""), (3, bytes([model_env.rcv_wscale(self.env)]))]
-            except model_env.NotModelled as e:
-                raise Unsupported(line, str(e)) from None
+            o += [(1, b""), (3, bytes([self.rx.syn_fields()[0]]))]
         return o
 
     # Active open (tcp_v4_connect() -> tcp_connect(); tcp_rcv_synsent_state_process()) ---------
@@ -199,8 +209,9 @@ class ModelEngine:
         self.active = {"ts": on("tcp_timestamps"), "sack": on("tcp_sack"), "ws": on("tcp_window_scaling"),
                        "ecn": self.env.sysctls.get("tcp_ecn", "2") == "1", "t": self.now_us, "fd": fd}
         a = self.active
+        self._rx_new(self._advmss(), self._advmss(), a["ws"], a["sack"])  # tcp_connect_init()
         self._emit(0x02 | (0xC0 if a["ecn"] else 0), 0, 0, self._syn_options(line, a["ts"], a["sack"], a["ws"], 0),
-                   self.now_us, win=65535)
+                   self.now_us, win=self.rx.syn_fields()[1])
 
     def _synack(self, ev: Event, p: Packet) -> None:
         """What both sides agreed to, the endpoint established from the SYN's RTT sample, the ACK
@@ -214,7 +225,9 @@ class ModelEngine:
         # RFC 7323 §2.2: the SYN-ACK's window is not scaled.
         self._establish(ev, p.win or 0)
         self.accepted_fd = a["fd"]
-        self._emit(0x10, 1, 0, self._ts_opts(), self.now_us)
+        self.rx.accept()
+        ack, win, sacks = self._rx_fields(self.now_us)
+        self._emit(0x10, 1, 0, self._ts_opts() + sacks, self.now_us, win=win, ack=ack)
         if self.blocked is not None:
             line, end, call = self.blocked
             self.blocked = None
@@ -285,20 +298,44 @@ class ModelEngine:
             raise Unsupported(ev.line, "a connection opened while the device drops every packet: not modelled")
         if self.user_timeout_ms:
             self.ep.set_user_timeout(self.user_timeout_ms)
+        self.rx.established(s["mss"], s["wscale"] is not None, s["ts"])
         t = self.now_us * NS_PER_US
         for opt, on in self.nagle.items():
             (self.ep.set_nodelay if opt == SYMBOLS["TCP_NODELAY"] else self.ep.set_cork)(t, on)
 
     def _ack(self, ev: Event, p: Packet, ecr: int | None) -> None:
-        if "F" in p.flags:
-            self.peer_fin = 1
-            self._emit(0x10, self.ep.written() + 1 + int(self.fin_sent), 0, self._ts_opts(), self.now_us)
+        if self._too_old_ack(p):
+            return
+        try:
+            self._rx_segment(ev, p)
+        except Unhandled as e:
+            raise Unsupported(ev.line, str(e)) from None
+        if "F" in p.flags and self.fin_sent:
+            self.rx.ack_now(self.now_us * NS_PER_US)  # tcp_fin() in FIN_WAIT1/2: tcp_send_ack()
         sacks = [o.values for o in (p.options or ()) if o.kind == "sack"]
         blocks = [(v[i] - 1, v[i + 1] - 1) for v in sacks for i in range(0, len(v) - 1, 2)]
         ack = min(max((p.ack or 1) - 1, 0), self.ep.written())
-        ecr_ns = ecr * 1_000_000 if ecr else None
-        self.ep.segment(self.now_us * NS_PER_US, ack, p.win or 0, blocks, "E" in p.flags, ecr_ns)
+        old = ack < dict(self.ep.tcp_info())["tcpi_bytes_acked"]
+        if not (p.length and old and not blocks):
+            # tcp_ack(): an ACK older than snd_una with no SACK changes nothing ("old_ack").
+            ecr_ns = ecr * 1_000_000 if ecr else None
+            self.ep.segment(self.now_us * NS_PER_US, ack, p.win or 0, blocks, "E" in p.flags, ecr_ns)
+        self._rx_flush()
         self._collect()
+        self.rx.ack_check(self.now_us * NS_PER_US)
+        self._rx_flush()
+
+    def _too_old_ack(self, p: Packet) -> bool:
+        """tcp_ack() since 6.7: an ACK below snd_una - min(max_window, bytes_acked) ("do not
+        accept ACK for bytes we never sent", RFC 5961 5.2) gets a challenge ACK
+        (tcp_send_challenge_ack()) and the segment is dropped, its data too."""
+        una = dict(self.ep.tcp_info())["tcpi_bytes_acked"]
+        self.max_window = max(self.max_window, (p.win or 0) << (self.syn["wscale"] or 0))
+        if (p.ack or 0) - 1 >= una - min(self.max_window, una):
+            return False
+        self.rx.ack_now(self.now_us * NS_PER_US)
+        self._rx_flush()
+        return True
 
     # Outbound -----------------------------------------------------------------------------------
     def _ts(self, t_us: int | None = None) -> int:
@@ -310,9 +347,8 @@ class ModelEngine:
         return [(1, b""), (1, b""), (8, struct.pack("!II", self._ts(t_us), self.peer_ts))]
 
     def _emit(self, flags: int, seq: int, length: int, opts: list[tuple[int, bytes]], t_us: int,
-              win: int = 0, tos: int = 0) -> None:
+              win: int = 0, tos: int = 0, ack: int = 0) -> None:
         olen = sum(1 if k in (0, 1) else 2 + len(d) for k, d in opts)
-        ack = 0 if flags == 0x02 or flags == 0xC2 else 1 + self.peer_fin  # a SYN acknowledges nothing
         self.pending.append(packets.Seen(b"", b"", tos, 40 + olen + length, 0, 0, seq, ack, flags, win,
                                          list(opts), length, t_us))
 
@@ -322,8 +358,12 @@ class ModelEngine:
             # tcp_mark_push(), tso_fragment(), __tcp_transmit_skb()'s PSH on a TSO piece).
             flags = 0x10 | (0x08 if psh else 0) | (0x80 if cwr else 0)
             t_us = t_ns // NS_PER_US
+            self.rx.advance(t_ns)  # the receiver's timers due before this segment
+            self._rx_flush()
+            ack, win, sacks = self._rx_fields(t_us)
             # seq + 1 wraps for a window probe before any data was acknowledged (snd_una - 1).
-            self._emit(flags, (seq + 1) & 0xFFFFFFFF, length, self._ts_opts(t_us), t_us, tos=ecn)
+            self._emit(flags, (seq + 1) & 0xFFFFFFFF, length, self._ts_opts(t_us) + sacks, t_us, win=win, tos=ecn,
+                       ack=ack)
 
     def _outbound(self, ev: Event, p: Packet, start: int, end: int | None) -> None:
         if "S" in p.flags and "." not in p.flags and self.active is not None and not self.pending:
@@ -355,11 +395,14 @@ class ModelEngine:
     def _next_packet(self, limit_us: int) -> packets.Seen | None:
         """The model's next segment: one already sent, else the timers' up to `limit_us`."""
         while not self.pending:
-            d = self.ep.deadline() if self.ep is not None else None
-            if d is None or d // NS_PER_US > limit_us:
+            ds = [x for x in (self.ep.deadline() if self.ep is not None else None, self._rx_deadline()) if x is not None]
+            if not ds or min(ds) // NS_PER_US > limit_us:
                 return None
-            self.ep.advance(d)
-            self._collect()
+            if min(ds) == self._rx_deadline():
+                self._rx_fire(min(ds))
+            else:
+                self.ep.advance(min(ds))
+                self._collect()
         return self.pending.pop(0)
 
     # System calls and code ----------------------------------------------------------------------
@@ -389,7 +432,12 @@ class ModelEngine:
             if self.ep is None:
                 raise Unhandled("accept() before the handshake completed: not modelled")
             self.accepted_fd = call.result
+            self.rx.accept()
             return call.result
+        if name in ("read", "recv"):
+            if name == "recv" and value(a[3]) != 0:
+                raise Unhandled("recv() with flags: not modelled")
+            return self._rx_read(a)
         if name == "getsockopt":
             conn = self.ep is not None and value(a[0]) == self.accepted_fd
             mss = dict(self.ep.tcp_info())["tcpi_snd_mss"] if conn else None
@@ -408,7 +456,7 @@ class ModelEngine:
             self._collect()
             return n
         if name == "close":
-            return self._close()
+            return self._close(value(a[0]))
         if name == "connect" and call.errno == "EINPROGRESS" and self.sock.nonblock:
             self._connect(ev.line, value(a[0]))
             return -1
@@ -418,6 +466,8 @@ class ModelEngine:
         level, opt = value(a[1]), value(a[2])
         raw = a[3][0] if isinstance(a[3], list) and a[3] else a[3]
         if not isinstance(raw, Text) and model_calls.setsockopt(self.sock, level, opt, value(raw), self.ep is not None):
+            return 0
+        if not isinstance(raw, Text) and self._rx_setsockopt(level, opt, value(raw)):
             return 0
         if (level, opt) == (SYMBOLS["SOL_SOCKET"], SYMBOLS["SO_REUSEADDR"]):
             return 0
@@ -454,21 +504,39 @@ class ModelEngine:
         names = [k for k, v in SYMBOLS.items() if k.startswith(prefix) and v == opt and not k.startswith("IP_PMTU")]
         raise Unhandled(f"setsockopt {names[0] if names else f'level {level} option {opt}'}: not modelled")
 
-    def _close(self) -> int:
+    def _close(self, fd: int) -> int:
+        if fd != self.accepted_fd:
+            if self.ep is None and self.syn is not None:
+                raise Unhandled("close() of the listener with a connection not accepted: not modelled")
+            if self.ep is None:
+                self._new_socket()  # the listener goes: a later socket() starts afresh
+            return 0
         if self.ep is None or self.ep.timed_out():
             return 0  # tcp_write_err() purged the queue and closed the connection: nothing to send
+        if self._rx_unread():
+            # tcp_close(): unread data aborts the connection (tcp_send_active_reset()). The RST
+            # goes to a socket the script no longer holds; the model sends none and forgets
+            # the connection, so that the script may open another.
+            self.ep = self.rx = self.syn = self.active = self.accepted_fd = None
+            return 0
         if dict(self.ep.tcp_info())["tcpi_notsent_bytes"]:
             raise Unhandled("close() with unsent data: FIN on a data segment not modelled")
+        ack, win, sacks = self._rx_fields(self.now_us)
         self.fin_sent = True
-        self._emit(0x11, self.ep.written() + 1, 0, self._ts_opts(), self.now_us)
+        self._emit(0x11, self.ep.written() + 1, 0, self._ts_opts() + sacks, self.now_us, win=win, ack=ack)
         return 0
+
+    def _new_socket(self) -> None:
+        """Nothing left of the last connection: the next socket() has the defaults."""
+        self.sock, self.nagle, self.rcvbuf_opt, self.fin_sent = model_calls.Sock(), {}, None, False
 
     def _snapshot(self, ev: Event, body: Code) -> None:
         if self.ep is None:
             raise Unsupported(ev.line, "tcp_info before the connection is established: not modelled")
         info = dict(self.ep.tcp_info())
         info["tcpi_advmss"] = self._advmss()  # tp->advmss: tcp_mss_clamp() of the route's MSS
-        info.update(_options_info(self.syn, model_env.rcv_wscale(self.env)))
+        info.update(self._rx_info())
+        info.update(_options_info(self.syn, info.get("tcpi_rcv_wscale", 0)))
         missing = sorted(set(_INFO.findall(body.text)) - set(info))
         if missing:
             raise Unsupported(ev.line, f"tcp_info field {missing[0]} not modelled")

@@ -75,22 +75,12 @@ class NotModelled(Exception):
     """A command the model cannot honour (the message says what)."""
 
 
-#: Linux's defaults: tcp_rmem[2] (net/ipv4/tcp.c tcp_init(): 6 MB) and net.core.rmem_max
-#: (SK_RMEM_MAX, 212992); TCP_MAX_WSCALE (include/net/tcp.h).
-TCP_RMEM_MAX_DEFAULT, RMEM_MAX_DEFAULT, TCP_MAX_WSCALE = 6 << 20, 212992, 14
+#: net.core.rmem_max when no command sets it (SK_RMEM_MAX): tcp_select_initial_window() sizes the
+#: window scale for max(tcp_rmem[2], rmem_max) (drill_linux_win.rs).
+RMEM_MAX_DEFAULT = 212992
 
 
-def rcv_wscale(env: Env) -> int:
-    """The window scale a Linux SYN-ACK offers: tcp_select_initial_window() (net/ipv4/tcp_output.c,
-    v6.18) sizes it for max(tcp_rmem[2], rmem_max), at most the window clamp (65535 << 14):
-    clamp(ilog2(space) - 15, 0, TCP_MAX_WSCALE). tcp_rmem as the script's commands set it."""
-    words = env.sysctls.get("tcp_rmem", "").split()
-    rmem2 = _shell_int(words[2]) if len(words) == 3 else TCP_RMEM_MAX_DEFAULT
-    space = min(max(rmem2, RMEM_MAX_DEFAULT), 65535 << TCP_MAX_WSCALE)
-    return min(max(space.bit_length() - 1 - 15, 0), TCP_MAX_WSCALE)
-
-
-def _shell_int(word: str) -> int:
+def shell_int(word: str) -> int:
     """An integer as the shell expands it: a literal or `$((a*b*...))` of literals."""
     m = re.fullmatch(r"\$\(\(([\d*\s]+)\)\)|(\d+)", word)
     if not m:
@@ -198,7 +188,7 @@ def _set(env: Env, name: str, val: str, explicit: bool) -> None:
 
 def _defaults(env: Env, path: str, folder: Path) -> None:
     """The suite's defaults.sh: its sysctls (quoted values whole; `$((...))` arithmetic is
-    evaluated where the model reads the value: tcp_rmem, see `rcv_wscale`)."""
+    evaluated where the model reads the value: tcp_rmem, see `model_rx.tcp_rmem`)."""
     from .engine import helper_paths
 
     p = Path(helper_paths(path, folder, []))
