@@ -76,7 +76,17 @@ impl DrillLinuxReceiver {
 
     /// A segment arrives (its data and FIN).
     #[allow(clippy::too_many_arguments)] // the segment's fields
-    fn segment(&mut self, now_ns: u64, seq: u64, len: u64, gso_size: u64, truesize: u64, header_len: u64, fin: bool, psh: bool) {
+    fn segment(
+        &mut self,
+        now_ns: u64,
+        seq: u64,
+        len: u64,
+        gso_size: u64,
+        truesize: u64,
+        header_len: u64,
+        fin: bool,
+        psh: bool,
+    ) {
         let s = Segment {
             seq,
             len,
@@ -126,7 +136,11 @@ impl DrillLinuxReceiver {
 
     /// (bytes readable, the peer's FIN received, rcv_nxt).
     fn state(&self) -> (u64, bool, u64) {
-        (self.inner.readable(), self.inner.fin_rcvd(), self.inner.rcv_nxt())
+        (
+            self.inner.readable(),
+            self.inner.fin_rcvd(),
+            self.inner.rcv_nxt(),
+        )
     }
 
     /// The tcp_info and SO_MEMINFO fields of the receiving half.

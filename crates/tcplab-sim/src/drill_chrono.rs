@@ -136,5 +136,4 @@ mod tests {
         assert_eq!(info(&e, "tcpi_busy_time"), 240_000);
         assert_eq!(info(&e, "tcpi_sndbuf_limited"), 0);
     }
-
 }

@@ -192,7 +192,11 @@ impl LinuxReceiver {
         let maxwin = self.w.full_space(self.cfg.rcvbuf);
         if self.w.window_clamp >= maxwin {
             // tcp_app_win 31: max(maxwin - (maxwin >> 31), 4 * advmss) is maxwin here.
-            self.w.window_clamp = if maxwin > 4 * advmss { maxwin.max(4 * advmss) } else { maxwin };
+            self.w.window_clamp = if maxwin > 4 * advmss {
+                maxwin.max(4 * advmss)
+            } else {
+                maxwin
+            };
         }
         // "Force reservation of one segment."
         if self.w.window_clamp > 2 * advmss && self.w.window_clamp + advmss > maxwin {
@@ -200,7 +204,10 @@ impl LinuxReceiver {
         }
         self.w.rcv_ssthresh = self.w.rcv_ssthresh.min(self.w.window_clamp);
         self.rcvq_space = self.w.rcv_ssthresh.min(self.w.rcv_wnd).min(10 * advmss);
-        let hint = advmss.min(mss_cache).min(self.w.rcv_wnd / 2).min(TCP_MIN_RCVMSS);
+        let hint = advmss
+            .min(mss_cache)
+            .min(self.w.rcv_wnd / 2)
+            .min(TCP_MIN_RCVMSS);
         self.rcv_mss = hint.max(TCP_MIN_MSS);
     }
 

@@ -246,7 +246,9 @@ impl LinuxReceiver {
             self.quick = 0;
         }
         let cur = self.receive_window();
-        let win = self.w.advertise(new, cur, self.rcv_nxt, self.pending & ACK_NOMEM != 0);
+        let win = self
+            .w
+            .advertise(new, cur, self.rcv_nxt, self.pending & ACK_NOMEM != 0);
         let mut sacks: Vec<(u64, u64)> = self.dsack.take().into_iter().collect();
         sacks.extend(self.sacks.iter().copied());
         if self.quick > 0 {
@@ -295,13 +297,20 @@ impl LinuxReceiver {
         self.copied_seq += got;
         // tcp_recvmsg_locked(): an skb read to its end is freed (its truesize uncharged).
         let copied = self.copied_seq;
-        let freed: u64 = self.rq.iter().filter(|&&(e, _)| e <= copied).map(|&(_, t)| t).sum();
+        let freed: u64 = self
+            .rq
+            .iter()
+            .filter(|&&(e, _)| e <= copied)
+            .map(|&(_, t)| t)
+            .sum();
         self.rq.retain(|&(e, _)| e > copied);
         self.rmem_alloc -= freed;
         let mut time_to_ack = false;
         if self.pending & ACK_SCHED != 0 {
-            let pushed = self.pending & ACK_PUSHED2 != 0 || (self.pending & ACK_PUSHED != 0 && !self.pingpong);
-            time_to_ack = self.rcv_nxt - self.w.rcv_wup > self.rcv_mss || (pushed && self.rmem_alloc == 0);
+            let pushed = self.pending & ACK_PUSHED2 != 0
+                || (self.pending & ACK_PUSHED != 0 && !self.pingpong);
+            time_to_ack =
+                self.rcv_nxt - self.w.rcv_wup > self.rcv_mss || (pushed && self.rmem_alloc == 0);
         }
         if !time_to_ack && !self.fin_rcvd {
             let cur = self.receive_window();

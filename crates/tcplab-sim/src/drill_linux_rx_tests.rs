@@ -63,7 +63,10 @@ fn out_of_order_data_is_sacked_and_the_window_follows_the_kernel() {
     r.segment(0, &seg(2001, 9000, 12_544));
     r.ack_check(0);
     let a = r.take_acks();
-    assert_eq!((a[0].ack, a[0].win, a[0].sacks.clone()), (1, 81, vec![(2001, 11_001)]));
+    assert_eq!(
+        (a[0].ack, a[0].win, a[0].sacks.clone()),
+        (1, 81, vec![(2001, 11_001)])
+    );
     assert_eq!(info(&r, "tcpi_rcv_mss"), 1000);
     assert_eq!(info(&r, "tcpi_rcv_ssthresh"), 82_240);
     r.segment(0, &seg(11_001, 10_000, 12_544));
@@ -82,14 +85,28 @@ fn out_of_order_data_is_sacked_and_the_window_follows_the_kernel() {
 #[test]
 fn a_costly_skb_lowers_the_clamp_and_sack_blocks_are_most_recent_first() {
     let mut r = accepted(131_072, false);
-    for (s, l, t) in [(2001, 200, 1280), (3001, 1000, 2304), (5001, 4100, 8448), (10_001, 4060, 8448), (15_001, 1000, 2304)] {
+    for (s, l, t) in [
+        (2001, 200, 1280),
+        (3001, 1000, 2304),
+        (5001, 4100, 8448),
+        (10_001, 4060, 8448),
+        (15_001, 1000, 2304),
+    ] {
         r.segment(0, &seg(s, l, t));
         r.ack_check(0);
         r.advance(0); // the fourth and fifth dupacks are compressed: sent when the timer fires
     }
     assert_eq!(info(&r, "tcpi_rcv_ssthresh"), 56_832);
     let a = r.take_acks();
-    assert_eq!(a[4].sacks, vec![(15_001, 16_001), (10_001, 14_061), (5001, 9101), (3001, 4001)]);
+    assert_eq!(
+        a[4].sacks,
+        vec![
+            (15_001, 16_001),
+            (10_001, 14_061),
+            (5001, 9101),
+            (3001, 4001)
+        ]
+    );
     assert_eq!(a[4].win, 63);
 }
 
@@ -112,15 +129,30 @@ fn out_of_order_data_grows_the_buffer_only_after_accept() {
 /// ACKed at once, window 0.
 #[test]
 fn a_bare_fin_is_accepted_with_the_window_closed() {
-    let mut r = LinuxReceiver::new(LinuxRxConfig { sack: false, ..cfg(40_000, true) });
+    let mut r = LinuxReceiver::new(LinuxRxConfig {
+        sack: false,
+        ..cfg(40_000, true)
+    });
     assert_eq!(r.rcv_wscale(), 0);
     r.established(1000, false, false);
     r.accept();
-    r.segment(0, &Segment { psh: true, ..seg(1, 60_000, 61_696) });
+    r.segment(
+        0,
+        &Segment {
+            psh: true,
+            ..seg(1, 60_000, 61_696)
+        },
+    );
     r.ack_check(0);
     let a = r.take_acks();
     assert_eq!((a[0].ack, a[0].win), (60_001, 0));
-    r.segment(1, &Segment { fin: true, ..seg(60_001, 0, 0) });
+    r.segment(
+        1,
+        &Segment {
+            fin: true,
+            ..seg(60_001, 0, 0)
+        },
+    );
     r.ack_check(1);
     let a = r.take_acks();
     assert_eq!((a.len(), a[0].ack, a[0].win), (1, 60_002, 0));
@@ -143,7 +175,13 @@ fn a_duplicate_out_of_order_segment_is_dsacked() {
 #[test]
 fn the_first_data_is_acked_at_once() {
     let mut r = accepted(131_072, false);
-    r.segment(0, &Segment { psh: true, ..seg(1, 143, 1280) });
+    r.segment(
+        0,
+        &Segment {
+            psh: true,
+            ..seg(1, 143, 1280)
+        },
+    );
     r.ack_check(0);
     assert_eq!(r.take_acks()[0].ack, 144);
     assert_eq!(r.read(0, 1000, false), 143);

@@ -53,15 +53,25 @@ impl Window {
     /// rx buffer"); else 65535 << 14. rcv_ssthresh starts at the window (tcp_create_openreq_child()).
     pub fn initial(cfg: &LinuxRxConfig) -> Self {
         let full = win_from_space(DEFAULT_SCALING_RATIO, cfg.rcvbuf as i64).max(0) as u64;
-        let clamp = if cfg.rcvbuf_locked { full } else { 65_535 << TCP_MAX_WSCALE };
+        let clamp = if cfg.rcvbuf_locked {
+            full
+        } else {
+            65_535 << TCP_MAX_WSCALE
+        };
         let mut space = full.min(clamp);
         if space > cfg.window_mss {
             space = space / cfg.window_mss * cfg.window_mss;
         }
         let mut wscale = 0;
         if cfg.wscale_ok {
-            let big = space.max(cfg.rmem_max).max(cfg.core_rmem_max).min(clamp).max(1);
-            wscale = (63 - big.leading_zeros()).saturating_sub(15).min(TCP_MAX_WSCALE);
+            let big = space
+                .max(cfg.rmem_max)
+                .max(cfg.core_rmem_max)
+                .min(clamp)
+                .max(1);
+            wscale = (63 - big.leading_zeros())
+                .saturating_sub(15)
+                .min(TCP_MAX_WSCALE);
         }
         Window {
             rcvbuf: cfg.rcvbuf,
@@ -141,7 +151,11 @@ impl Window {
             return 0;
         }
         let scale = 1u64 << self.wscale;
-        let win = if new < cur { cur.div_ceil(scale) * scale } else { new };
+        let win = if new < cur {
+            cur.div_ceil(scale) * scale
+        } else {
+            new
+        };
         self.rcv_wnd = win;
         (win.min(65_535 << self.wscale) >> self.wscale) as u32
     }

@@ -84,7 +84,12 @@ impl Endpoint {
     /// tcp_reset_xmit_timer(sk, ICSK_TIME_PROBE0, when, TCP_RTO_MAX) on the timer wheel.
     fn arm_probe0(&mut self, now: Ns, when: Ns) {
         let h = self.host;
-        self.probe0 = Some(crate::time::linux_timer_fire_ns(now, when, h.hz, h.jiffy_phase_ns));
+        self.probe0 = Some(crate::time::linux_timer_fire_ns(
+            now,
+            when,
+            h.hz,
+            h.jiffy_phase_ns,
+        ));
     }
 
     /// tcp_probe_timer(): nothing to probe ends the run (`icsk_probes_out = 0`); a user timeout
@@ -255,10 +260,16 @@ mod tests {
         let mut last = 100 * MS;
         for k in 0..3u64 {
             let t = e.deadline().expect("the probe timer");
-            assert!(t >= last + (base << k) && t < last + (base << k) + 40 * MS, "{k}: {t}");
+            assert!(
+                t >= last + (base << k) && t < last + (base << k) + 40 * MS,
+                "{k}: {t}"
+            );
             e.advance(t);
             let p = e.take_sent();
-            assert_eq!(p.iter().map(|o| (o.seq, o.len)).collect::<Vec<_>>(), [(999, 0)]);
+            assert_eq!(
+                p.iter().map(|o| (o.seq, o.len)).collect::<Vec<_>>(),
+                [(999, 0)]
+            );
             last = t;
         }
         assert_eq!((info(&e, "tcpi_probes"), info(&e, "tcpi_backoff")), (3, 3));
@@ -293,8 +304,14 @@ mod tests {
         assert!(e.take_sent().is_empty());
         assert_eq!((info(&e, "tcpi_probes"), info(&e, "tcpi_backoff")), (6, 0));
         let end = *fired.last().unwrap();
-        assert!(end >= first + 3 * SEC && end < first + 3 * SEC + 40 * MS, "{end}");
+        assert!(
+            end >= first + 3 * SEC && end < first + 3 * SEC + 40 * MS,
+            "{end}"
+        );
         let gaps: Vec<u64> = fired.windows(2).map(|w| (w[1] - w[0]) / MS).collect();
-        assert!(gaps[..5].iter().all(|&g| (500..540).contains(&g)), "{gaps:?}");
+        assert!(
+            gaps[..5].iter().all(|&g| (500..540).contains(&g)),
+            "{gaps:?}"
+        );
     }
 }
