@@ -358,7 +358,12 @@ def test_a_stopped_run_kills_the_script_and_restores_the_host(tmp_path, signum):
             time.sleep(0.05)
         assert hystart.read_text() != before  # the script ran its command
         proc.send_signal(signum)
-        proc.communicate(timeout=20)
+        try:
+            proc.communicate(timeout=20)
+        except subprocess.TimeoutExpired:  # say where it hangs: each process's state and kernel wait channel
+            ps = subprocess.run(["ps", "-eo", "pid,ppid,stat,wchan:32,args"], capture_output=True, text=True).stdout
+            pytest.fail("still running 20 s after the signal:\n" + "\n".join(
+                line for line in ps.splitlines() if "tcplab" in line or "PID" in line))
         assert proc.returncode != 0
         assert hystart.read_text() == before
     finally:  # a failing run still leaves this machine as it was for the tests after it

@@ -155,12 +155,21 @@ def _raise_interrupt(signum, frame):  # noqa: ANN001 - a signal handler
     raise KeyboardInterrupt(f"signal {signum}")
 
 
+#: How long a stopped run waits for its killed child to be gone. A killed process closing its TUN
+#: device needs the RTNL lock (tun_chr_close() -> tun_detach()), which the kernel's cleanup of
+#: dying namespaces can hold for seconds; the run stops anyway, the kernel finishes the exit.
+KILLED_CHILD_WAIT_S = 5.0
+
+
 def _kill(child: subprocess.Popen) -> None:
     try:
         os.killpg(child.pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
-    child.wait()
+    try:
+        child.wait(timeout=KILLED_CHILD_WAIT_S)
+    except subprocess.TimeoutExpired:
+        pass
 
 
 def _child_result(path: str, out: str, err: str, code: int) -> Result:
