@@ -252,10 +252,13 @@ impl LinuxStack {
         }
         if let State::Recovery { .. } = c.state {
             // tcp_cong_control() -> tcp_cwnd_reduction() on every ACK in recovery, the entry ACK
-            // included (unless the module owns cwnd).
+            // included (unless the module owns cwnd), with tcp_ack()'s `delivered =
+            // tcp_newly_delivered(...)` as acked_sacked: a duplicate ACK without SACK delivers one
+            // (tcp_add_reno_sack()), a cumulative ACK over data SACKed before delivers only what
+            // was not (tcp_clean_rtx_queue(); net/ipv4/tcp_input.c, v6.18).
             if !c.owns_cwnd {
                 let ack = PrrAck {
-                    newly_acked_sacked: c.pkts(a.acked + a.newly_sacked),
+                    newly_acked_sacked: c.pkts(a.delivered),
                     newly_lost: c.pkts(newly_lost),
                     una_advanced: a.acked > 0,
                 };
