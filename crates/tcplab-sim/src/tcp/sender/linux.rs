@@ -245,7 +245,16 @@ impl LinuxStack {
             } else {
                 c.dupacks >= c.profile.dupthresh
             };
-            if trigger && c.recovery_allowed() {
+            // With SACK no RecoveryPoint holds a new episode back: tcp_fastretrans_alert() ends
+            // Recovery once snd_una reaches high_seq and, on the same ACK, enters it again while
+            // a packet is still marked lost (tcp_time_to_recover(): `return tp->lost_out != 0;`,
+            // v6.18). Without SACK, RFC 6582's hold (tcp_is_non_sack_preventing_reopen()).
+            let allowed = if c.sack {
+                c.recover_guard.is_none_or(|r| c.snd_una >= r)
+            } else {
+                c.recovery_allowed()
+            };
+            if trigger && allowed {
                 self.enter_recovery(c);
                 entered = true;
             }
