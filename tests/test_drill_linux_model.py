@@ -119,3 +119,15 @@ def test_cubic_parameters_other_than_the_models_are_unsupported(tmp_path):
     model_env.apply(env, "echo 3 > /sys/module/tcp_cubic/parameters/hystart_detect", tmp_path)
     with pytest.raises(model_env.NotModelled, match="hystart_detect=2: the model's cubic has hystart_detect=3"):
         model_env.apply(env, "echo 2 > /sys/module/tcp_cubic/parameters/hystart_detect", tmp_path)
+
+
+RECOVERY_RECORDINGS = ["prr-newreno-dupacks.pkt", "prr-delivered-sacked.pkt", "recovery-again-at-high-seq.pkt"]
+
+
+@pytest.mark.parametrize("name", RECOVERY_RECORDINGS)
+def test_recovery_recordings_of_this_kernel_pass_on_the_model(name):
+    """tests/drill/linux/: minimised recordings of this kernel (drill --generate) on which the model
+    sent differently before PRR's delivered count and recovery at high_seq followed Linux (each
+    failed at its last line then: a segment one ACK early, a burst, new data for a retransmission)."""
+    results, bad = run([str(REPO / "tests" / "drill" / "linux" / name)], ["linux"])
+    assert not bad and [(r.result, r.reason) for r in results] == [("pass", "")]
