@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
@@ -114,6 +114,9 @@ def _kernel_replay(case: Case, parsed) -> Result:  # noqa: ANN001 - a parsed Scr
     again = run_kernel(case.script, parsed, RECORD_TIMEOUT_S * 4)
     if again.result == "fail":
         case.kernel_unstable = f"line {again.line}: {again.reason}"
+    elif again.result == "pass":  # said, not hidden: the first replay failed
+        again = replace(again, reason=f"passed when replayed again; the first replay failed at line "
+                                                  f"{first.line}: {first.reason}")
     return again
 
 
