@@ -100,25 +100,15 @@ impl Endpoint {
 
 #[cfg(test)]
 mod tests {
-    use crate::drill::{Endpoint, Inbound, Peer};
+    use crate::drill::test_support::{info, linux_endpoint};
+    use crate::drill::Inbound;
     use crate::time::MS;
-
-    fn info(e: &Endpoint, k: &str) -> i64 {
-        e.tcp_info().into_iter().find(|(n, _)| *n == k).unwrap().1
-    }
 
     /// A write into a zero window is busy and rwnd-limited until the window opens; once the
     /// data is acknowledged the clock stops: busy = rwnd-limited + the time in flight.
     #[test]
     fn rwnd_limited_runs_from_a_blocked_write_to_the_window_opening() {
-        let peer = Peer {
-            mss: 1000,
-            sack: true,
-            timestamps: false,
-            wscale: 0,
-            ecn: false,
-        };
-        let mut e = Endpoint::new("linux", "cubic", peer, 0, Some(10 * MS), 0).unwrap();
+        let mut e = linux_endpoint(0, 10 * MS, 0);
         e.write(0, 1000);
         assert!(e.take_sent().is_empty());
         e.advance(100 * MS);

@@ -283,6 +283,7 @@ impl Endpoint {
 
 #[cfg(test)]
 mod tests {
+    use crate::drill::test_support::info;
     use crate::drill::{Endpoint, Inbound, Peer};
     use crate::time::MS;
 
@@ -319,10 +320,6 @@ mod tests {
             .iter()
             .map(|o| (o.seq, o.len, o.psh))
             .collect()
-    }
-
-    fn info(e: &Endpoint, k: &str) -> i64 {
-        e.tcp_info().into_iter().find(|(n, _)| *n == k).unwrap().1
     }
 
     /// tcp_mtu_probe(): probe_size = tcp_mtu_to_mss((1500 + 552) / 2) = 986 goes first, the

@@ -222,22 +222,12 @@ impl Endpoint {
 
 #[cfg(test)]
 mod tests {
-    use crate::drill::{Endpoint, Inbound, Peer};
+    use crate::drill::test_support::{info, linux_endpoint};
+    use crate::drill::{Endpoint, Inbound};
     use crate::time::{MS, SEC};
 
     fn endpoint() -> Endpoint {
-        let peer = Peer {
-            mss: 1000,
-            sack: true,
-            timestamps: false,
-            wscale: 0,
-            ecn: false,
-        };
-        Endpoint::new("linux", "cubic", peer, 0, Some(100 * MS), 65535).unwrap()
-    }
-
-    fn info(e: &Endpoint, k: &str) -> i64 {
-        e.tcp_info().into_iter().find(|(n, _)| *n == k).unwrap().1
+        linux_endpoint(0, 100 * MS, 65535)
     }
 
     /// A zero window with data waiting: window probes (a bare ACK one below snd_una) at

@@ -195,18 +195,12 @@ impl Endpoint {
 
 #[cfg(test)]
 mod tests {
-    use crate::drill::{Endpoint, Inbound, Peer};
+    use crate::drill::test_support::linux_endpoint;
+    use crate::drill::{Endpoint, Inbound};
     use crate::time::MS;
 
     fn endpoint() -> Endpoint {
-        let peer = Peer {
-            mss: 1000,
-            sack: true,
-            timestamps: false,
-            wscale: 7,
-            ecn: false,
-        };
-        Endpoint::new("linux", "cubic", peer, 0, Some(10 * MS), 257 << 7).unwrap()
+        linux_endpoint(7, 10 * MS, 257 << 7)
     }
 
     fn sent(e: &mut Endpoint) -> Vec<(u64, u32, bool)> {
