@@ -100,8 +100,8 @@ impl Endpoint {
 
 #[cfg(test)]
 mod tests {
-    use crate::drill::test_support::{info, linux_endpoint};
     use crate::drill::Inbound;
+    use crate::drill_test_support::{info, linux_endpoint};
     use crate::time::MS;
 
     /// A write into a zero window is busy and rwnd-limited until the window opens; once the

@@ -283,8 +283,8 @@ impl Endpoint {
 
 #[cfg(test)]
 mod tests {
-    use crate::drill::test_support::info;
     use crate::drill::{Endpoint, Inbound, Peer};
+    use crate::drill_test_support::info;
     use crate::time::MS;
 
     /// google/packetdrill mtu_probe/basic-v4's connection: MSS 600 on a 640-byte route, peer MSS

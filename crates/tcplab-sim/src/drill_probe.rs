@@ -222,8 +222,8 @@ impl Endpoint {
 
 #[cfg(test)]
 mod tests {
-    use crate::drill::test_support::{info, linux_endpoint};
     use crate::drill::{Endpoint, Inbound};
+    use crate::drill_test_support::{info, linux_endpoint};
     use crate::time::{MS, SEC};
 
     fn endpoint() -> Endpoint {

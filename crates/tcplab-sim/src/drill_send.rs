@@ -195,8 +195,8 @@ impl Endpoint {
 
 #[cfg(test)]
 mod tests {
-    use crate::drill::test_support::linux_endpoint;
     use crate::drill::{Endpoint, Inbound};
+    use crate::drill_test_support::linux_endpoint;
     use crate::time::MS;
 
     fn endpoint() -> Endpoint {

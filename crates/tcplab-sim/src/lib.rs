@@ -16,6 +16,8 @@ mod drill_probe;
 pub mod drill_rx;
 mod drill_send;
 pub mod drill_skb;
+#[cfg(test)]
+mod drill_test_support;
 pub mod net;
 pub mod rng;
 pub mod sim;
