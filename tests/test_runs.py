@@ -138,7 +138,10 @@ def test_measuring_cpu_gives_shares_and_work_per_gb_and_changes_nothing_simulate
     assert not (tmp_path / "a" / "cpu.json").exists()
     c = json.loads((tmp_path / "b" / "cpu.json").read_text())
     assert c["samples"] > 500, "20 kHz over the run's CPU time"
-    assert 0 < c["cc_share"] < c["tcp_share"] < 1
+    # The hooks are ~0.3 % of this run: about ten expected samples, and a busy machine that delivers
+    # the timer late (its missed expirations go to one region) can see none. That hooks are seen in
+    # proportion to their time is cpu.rs's test, on a workload of known shares.
+    assert 0 <= c["cc_share"] < c["tcp_share"] < 1
     gb = json.loads((tmp_path / "b" / "summary.json").read_text())["flows"][0]["bytes_delivered"] / 1e9
     assert c["cc_share_per_gb"] == pytest.approx(c["cc_share"] / gb, rel=1e-3)
     assert c["cc_share_ci95"] == pytest.approx(1.96 * (c["cc_share"] * (1 - c["cc_share"]) / c["samples"]) ** 0.5, rel=1e-3)
