@@ -80,8 +80,6 @@ pub struct Endpoint {
     pub(crate) host: Host,
     /// The zero-window / Nagle probe timer (ICSK_TIME_PROBE0), the linux stack.
     pub(crate) probe0: Option<Ns>,
-    /// sysctl tcp_min_tso_segs (tcp_tso_segs()), the linux stack's pieces.
-    pub(crate) min_tso_segs: u64,
     /// Each TSO output pass is one outbound packet (the FreeBSD stacks: tcp_output() hands the
     /// NIC one chain per pass; see [`tso_packets`]).
     tso_packets: bool,
@@ -154,7 +152,10 @@ impl Endpoint {
         let mut sender = TcpSender::new(0, &f, Rc::new(profile), algo);
         if linux {
             // tcp_nagle_test() with tp->nonagle 0 (Nagle on), new data from Linux's skbs.
-            sender.linux_drill = Some(Box::default());
+            sender.linux_drill = Some(Box::new(crate::tcp::sender::LinuxDrill {
+                min_tso_segs: 2,
+                ..Default::default()
+            }));
         }
         if let Some(r) = handshake_rtt_ns {
             sender.take_rtt_sample(r);
@@ -171,7 +172,6 @@ impl Endpoint {
             now,
             host: *host,
             probe0: None,
-            min_tso_segs: 2,
             tso_packets,
             skbs: linux.then(|| SkbQueue::new(win_bytes)),
             path: None,
@@ -330,12 +330,15 @@ impl Endpoint {
     ) {
         self.now = now;
         self.sender.nic_backlog = 0;
-        // tcp_write_xmit()'s piece starts here (new_data_len(): the window's edge).
-        let nxt = self.sender.snd_nxt;
+        // The linux stack cuts its pieces from the skbs (new_data_len()): lent for the call.
         if let Some(d) = self.sender.linux_drill.as_deref_mut() {
-            d.call_start = nxt;
+            d.skbs = self.skbs.take();
         }
         f(&mut self.sender, now, &mut self.out, &mut self.next_id);
+        self.sender.begin_xmit_pass();
+        if let Some(d) = self.sender.linux_drill.as_deref_mut() {
+            self.skbs = d.skbs.take();
+        }
         let first = self.sent.len();
         if self.out.iter().any(|p| p.kind == Kind::Data) {
             self.path_transmitted();
@@ -361,11 +364,11 @@ impl Endpoint {
         }
         let (cwnd, in_flight_end) = self.packets();
         let sent = (self.sent.len() - first) as u64;
-        let (max_segs, mss) = (self.tso_segs(), self.sender.mss.max(1));
+        let max_segs = self.tso_segs();
         if let Some(q) = self.skbs.as_mut() {
             // In flight before the call's first segment: each segment it sent added one.
             let in_flight = in_flight_end.saturating_sub(sent);
-            q.on_sent(&mut self.sent[first..], mss, cwnd, in_flight, max_segs);
+            q.on_sent(&mut self.sent[first..], cwnd, in_flight, max_segs);
         }
         self.sender.sends.clear();
         self.sender.events.clear();

@@ -123,12 +123,19 @@ impl Endpoint {
     /// tcp_tso_segs(): tcp_tso_autosize()'s `max_t(u32, bytes / mss_now, min_tso_segs)`, the
     /// bytes about 1 ms at the pacing rate (the sender's `tso_chunk_limit()`).
     pub(crate) fn tso_segs(&self) -> u64 {
-        (self.sender.tso_chunk_limit() / self.sender.mss.max(1)).max(self.min_tso_segs)
+        let min = self
+            .sender
+            .linux_drill
+            .as_ref()
+            .map_or(2, |d| d.min_tso_segs);
+        (self.sender.tso_chunk_limit() / self.sender.mss.max(1)).max(min)
     }
 
     /// sysctl net.ipv4.tcp_min_tso_segs (the linux stack; 2 by default).
     pub fn set_min_tso_segs(&mut self, segs: u64) {
-        self.min_tso_segs = segs.max(1);
+        if let Some(d) = self.sender.linux_drill.as_deref_mut() {
+            d.min_tso_segs = segs.max(1);
+        }
     }
 
     /// setsockopt(TCP_NODELAY) (__tcp_sock_set_nodelay()): on, `tp->nonagle |= TCP_NAGLE_OFF |

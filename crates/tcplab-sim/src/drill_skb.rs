@@ -31,6 +31,23 @@ const GSO_MAX_SIZE: u64 = 65_536 - 321;
 /// TCP_MSS_DEFAULT (include/net/tcp.h): tcp_bound_to_half_wnd() halves only windows above it.
 const TCP_MSS_DEFAULT: u64 = 536;
 
+/// What one pass of tcp_write_xmit()'s loop knows when it looks at the send head.
+#[derive(Clone, Copy, Debug)]
+pub struct Pass {
+    /// mss_now, bytes.
+    pub mss: u64,
+    /// `cwnd_quota = min(cwnd_quota, max_segs)`: segments the pass may send, at least one.
+    pub quota_segs: u64,
+    /// tcp_wnd_end(): snd_una + snd_wnd, bytes.
+    pub wnd_end: u64,
+    /// The pass's nonagle has TCP_NAGLE_PUSH (tcp_nagle_test(): `if (nonagle & TCP_NAGLE_PUSH)
+    /// return true;`).
+    pub push: bool,
+    /// tcp_nagle_check() of a partial segment with the pass's nonagle: `(nonagle &
+    /// TCP_NAGLE_CORK) || (!nonagle && tp->packets_out && tcp_minshall_check(tp))`.
+    pub nagle_holds_partial: bool,
+}
+
 /// One skb: bytes [start, end) of the stream, its PSH flag, and whether a record ends it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Skb {
@@ -52,6 +69,8 @@ pub struct SkbQueue {
     max_window: u64,
     /// tcp_write_wakeup() marked the head: the next piece carries PSH even when cut.
     wakeup: bool,
+    /// The head skb as it was before the latest cut_piece() (uncut() restores it).
+    cut_from: Option<Skb>,
 }
 
 impl SkbQueue {
@@ -64,6 +83,7 @@ impl SkbQueue {
             pushed_seq: 0,
             max_window: window_bytes,
             wakeup: false,
+            cut_from: None,
         }
     }
 
@@ -171,31 +191,91 @@ impl SkbQueue {
     }
 
     /// The bytes one tcp_write_xmit() pass sends from the head skb: `limit_segs` MSS, at most
-    /// the skb.
+    /// the skb as tcp_grow_skb() would grow it (tcp_push_one()'s one skb).
     pub fn head_piece(&self, limit_segs: u64, mss: u64) -> u64 {
-        self.unsent
-            .front()
-            .map_or(0, |h| (h.end - h.start).min(limit_segs * mss))
+        let Some(h) = self.unsent.front() else {
+            return 0;
+        };
+        let (len, want) = (h.end - h.start, limit_segs * mss);
+        let grown = match self.unsent.get(1) {
+            Some(next) if !h.eor && want > len => len + (want - len).min(next.end - next.start),
+            _ => len,
+        };
+        grown.min(want)
     }
 
-    /// PSH on what one call sent, as the wire shows it, and the queues after it.
-    /// tcp_write_xmit() sends the head skb in pieces of `limit = min(cwnd_quota, max_segs)`
-    /// segments (tcp_cwnd_test(): `halfcwnd = max(cwnd >> 1, 1U); return min(halfcwnd, cwnd -
-    /// in_flight);`, tcp_mss_split_point()), cutting with tso_fragment(), which leaves PSH on the
-    /// tail ("PSH and FIN should only be set in the second packet"). __tcp_transmit_skb() sets PSH
-    /// on every piece of more than one segment ("Force a PSH flag on all (GSO) packets to expedite
-    /// GRO flush at receiver"); GSO (tcp_gso_segment()) keeps it on the last segment only. A
-    /// retransmission (__tcp_retransmit_skb(): `segs` MSS of an rtx skb, tcp_fragment()) follows
-    /// the same two rules. `cwnd`, `in_flight` (before the call's first segment) and `max_segs`
-    /// (tcp_tso_autosize()) in packets; `mss` in bytes.
-    pub fn on_sent(
-        &mut self,
-        segs: &mut [Outbound],
-        mss: u64,
-        cwnd: u64,
-        in_flight: u64,
-        max_segs: u64,
-    ) {
+    /// One pass of tcp_write_xmit()'s loop (net/ipv4/tcp_output.c, v6.18) over the send head at
+    /// `at` (snd_nxt): the bytes it sends, None where the pass stops. First tcp_grow_skb()
+    /// (`missing_bytes = cwnd_quota * mss_now - skb->len; if (missing_bytes > 0)
+    /// tcp_grow_skb(sk, skb, missing_bytes);`), which takes from the next skb only, so a short
+    /// head left by an earlier cut at the window's edge goes out short; the grown head stays
+    /// grown whether or not the pass sends. Then tcp_snd_wnd_test() (the first MSS inside the
+    /// window), tcp_nagle_test() for a single segment (`tcp_skb_is_last(sk, skb) ? nonagle :
+    /// TCP_NAGLE_PUSH`), and tcp_mss_split_point() for more: the quota's bytes when the window
+    /// holds them and the head is not the queue's tail, else up to the window's edge with a
+    /// sub-MSS tail unless tcp_nagle_check() holds it.
+    pub fn next_piece(&mut self, at: u64, p: &Pass) -> Option<u64> {
+        self.catch_up(at);
+        self.unsent.front()?;
+        self.grow_head(p.quota_segs * p.mss);
+        let h = self.unsent[0];
+        let (len, is_last) = (h.end - h.start, self.unsent.len() == 1);
+        if h.start + len.min(p.mss) > p.wnd_end {
+            return None;
+        }
+        if len <= p.mss {
+            let held = is_last && !p.push && len < p.mss && p.nagle_holds_partial;
+            return (!held).then_some(len);
+        }
+        let (window, max_len) = (p.wnd_end - h.start, p.mss * p.quota_segs);
+        if max_len <= window && !is_last {
+            return Some(max_len.min(len));
+        }
+        let needed = len.min(window);
+        if max_len <= needed {
+            return Some(max_len);
+        }
+        let partial = needed % p.mss;
+        Some(if partial != 0 && p.nagle_holds_partial {
+            needed - partial
+        } else {
+            needed
+        })
+    }
+
+    /// tcp_grow_skb() (since 6.10): the head takes up to `want` bytes in all from the next skb
+    /// (`nlen = min_t(u32, amount, next_skb->len)`), never across a record's end
+    /// (tcp_skb_can_collapse()); a next skb taken whole gives its flags and its end of record.
+    fn grow_head(&mut self, want: u64) {
+        let (head_len, head_eor) = match self.unsent.front() {
+            Some(h) => (h.end - h.start, h.eor),
+            None => return,
+        };
+        if head_eor || want <= head_len || self.unsent.len() < 2 {
+            return;
+        }
+        let next = self.unsent[1];
+        let nlen = (want - head_len).min(next.end - next.start);
+        let head = &mut self.unsent[0];
+        head.end += nlen;
+        if nlen == next.end - next.start {
+            (head.psh, head.eor) = (head.psh || next.psh, next.eor);
+            self.unsent.remove(1);
+        } else {
+            self.unsent[1].start += nlen;
+        }
+    }
+
+    /// PSH on what one call sent, as the wire shows it. New data went in the pieces the sender
+    /// cut ([`Self::next_piece`], [`Self::cut_piece`]): __tcp_transmit_skb() sets PSH on every
+    /// piece of more than one segment ("Force a PSH flag on all (GSO) packets to expedite GRO
+    /// flush at receiver"), GSO (tcp_gso_segment()) keeps it on the last segment only, and a
+    /// piece that took its skb whole carries the skb's. A retransmission (__tcp_retransmit_skb():
+    /// `segs` MSS of an rtx skb, tcp_fragment()) follows the same two rules, its pieces of `limit
+    /// = min(cwnd_quota, max_segs)` segments (tcp_cwnd_test(): `halfcwnd = max(cwnd >> 1, 1U);
+    /// return min(halfcwnd, cwnd - in_flight);`). `cwnd`, `in_flight` (before the call's first
+    /// segment) and `max_segs` (tcp_tso_autosize()) in packets.
+    pub fn on_sent(&mut self, segs: &mut [Outbound], cwnd: u64, in_flight: u64, max_segs: u64) {
         let mut flight = in_flight;
         let mut i = 0;
         while i < segs.len() {
@@ -204,63 +284,118 @@ impl SkbQueue {
             let n = if segs[i].retx {
                 self.retransmitted(&mut segs[i..], limit)
             } else {
-                self.transmitted(&mut segs[i..], limit, mss)
+                self.transmitted(&mut segs[i..])
             };
             flight += n as u64;
             i += n;
         }
     }
 
-    /// The first piece of new data in `segs`: the head skb, first grown to `limit` MSS from the
-    /// next one (tcp_grow_skb(), since 6.10: `nlen = min_t(u32, amount, next_skb->len)`, and a
-    /// next skb taken whole gives its flags, `TCP_SKB_CB(skb)->tcp_flags |=
-    /// TCP_SKB_CB(next_skb)->tcp_flags`; never past a record's end, tcp_skb_can_collapse()), then
-    /// cut to the piece (tso_fragment(): PSH stays on the rest).
-    fn transmitted(&mut self, segs: &mut [Outbound], limit: u64, mss: u64) -> usize {
-        let seq = segs[0].seq;
-        // In step with the sender (it sends from snd_nxt, the head skb's start).
-        while self.unsent.front().is_some_and(|h| h.end <= seq) {
-            self.unsent.pop_front();
-        }
+    /// tso_fragment() at the piece's end: [head's start, + `len`) goes to the retransmit queue
+    /// as an skb of its own, PSH only when it takes the head whole (`TCP_SKB_CB(skb)->tcp_flags
+    /// = flags & ~(TCPHDR_FIN | TCPHDR_PSH);`: the flags stay on the rest) or tcp_write_wakeup()
+    /// marked it.
+    pub fn cut_piece(&mut self, len: u64) {
         let Some(mut head) = self.unsent.pop_front() else {
-            return 1;
+            return;
         };
-        head.start = head.start.max(seq);
-        let missing = (limit * mss).saturating_sub(head.end - head.start);
-        if let (false, Some(next)) = (head.eor || missing == 0, self.unsent.front_mut()) {
-            let nlen = missing.min(next.end - next.start);
-            head.end += nlen;
-            next.start += nlen;
-            if next.start == next.end {
-                (head.psh, head.eor) = (head.psh || next.psh, next.eor);
-                self.unsent.pop_front();
-            }
-        }
-        let (mut n, mut end) = (0, seq);
-        while n < segs.len()
-            && (n as u64) < limit
-            && !segs[n].retx
-            && segs[n].seq == end
-            && end < head.end
-        {
-            end += segs[n].len as u64;
-            n += 1;
-        }
-        let n = n.max(1);
-        let end = end.max(seq + segs[0].len as u64);
-        let whole = end >= head.end;
+        self.cut_from = Some(head);
+        let end = (head.start + len).min(head.end);
+        let whole = end == head.end;
         let psh = (whole && head.psh) || std::mem::take(&mut self.wakeup);
-        segs[n - 1].psh = n > 1 || psh;
         self.sent.push_back(Skb {
-            start: seq,
+            start: head.start,
             end,
             psh,
-            eor: false,
+            eor: whole && head.eor,
         });
         if !whole {
             head.start = end;
             self.unsent.push_front(head);
         }
+    }
+
+    /// The send loop stopped inside the piece it cut (the model's window in bytes, where the
+    /// kernel's in packets sends a piece whole): nothing of it sent, the head is as before the
+    /// cut; part of it sent, the rest is the send head again, an skb of its own.
+    pub fn uncut(&mut self, nxt: u64) {
+        let cut_from = self.cut_from.take();
+        let Some(p) = self
+            .sent
+            .back()
+            .copied()
+            .filter(|p| p.end > nxt && p.start <= nxt)
+        else {
+            return;
+        };
+        match cut_from {
+            Some(head) if nxt == p.start => {
+                self.sent.pop_back();
+                if head.end > p.end {
+                    self.unsent.pop_front();
+                }
+                self.unsent.push_front(head);
+            }
+            _ => {
+                self.unsent.push_front(Skb { start: nxt, ..p });
+                self.sent.back_mut().expect("the piece").end = nxt;
+            }
+        }
+    }
+
+    /// Data sent from the send head without a piece (tcp_mtu_probe()'s probe, built from the
+    /// head skbs: `TCP_SKB_CB(nskb)->tcp_flags |= TCP_SKB_CB(skb)->tcp_flags` of each skb it
+    /// takes whole) goes to the retransmit queue as one skb, up to `at`.
+    fn catch_up(&mut self, at: u64) {
+        let Some(start) = self.unsent.front().map(|h| h.start).filter(|&s| s < at) else {
+            return;
+        };
+        let mut psh = false;
+        while let Some(h) = self.unsent.front_mut() {
+            if h.end <= at {
+                psh |= h.psh;
+                self.unsent.pop_front();
+            } else {
+                h.start = h.start.max(at);
+                break;
+            }
+        }
+        self.sent.push_back(Skb {
+            start,
+            end: at,
+            psh,
+            eor: false,
+        });
+    }
+
+    /// The first piece of new data in `segs` (cut as it was sent: [`Self::cut_piece`]): its last
+    /// segment carries PSH when the piece does, and when it is more than one segment (a probe
+    /// larger than the MSS is one)
+    /// (__tcp_transmit_skb(): "Force a PSH flag on all (GSO) packets to expedite GRO flush at
+    /// receiver"; tcp_gso_segment() keeps it on the last segment only).
+    fn transmitted(&mut self, segs: &mut [Outbound]) -> usize {
+        let seq = segs[0].seq;
+        let find = |q: &Self| {
+            q.sent
+                .iter()
+                .rev()
+                .find(|p| p.start <= seq && seq < p.end)
+                .copied()
+        };
+        let piece = find(self).or_else(|| {
+            self.catch_up(seq + segs[0].len as u64);
+            find(self)
+        });
+        let Some(p) = piece else {
+            return 1;
+        };
+        let (mut n, mut end) = (0, seq);
+        while n < segs.len() && !segs[n].retx && segs[n].seq == end && end < p.end {
+            end += segs[n].len as u64;
+            n += 1;
+        }
+        let n = n.max(1);
+        segs[n - 1].psh = n > 1 || (p.psh && end >= p.end);
         n
     }
 
@@ -320,6 +455,29 @@ mod tests {
         assert_eq!(SkbQueue::new(400).size_goal(1000), 1000); // at least one MSS
     }
 
+    /// A pass as the sender makes it: the piece, cut, sent as MSS segments, labelled.
+    fn send(q: &mut SkbQueue, at: u64, p: &Pass) -> Vec<Outbound> {
+        let Some(len) = q.next_piece(at, p) else {
+            return Vec::new();
+        };
+        q.cut_piece(len);
+        let mut segs: Vec<Outbound> = (0..len.div_ceil(p.mss))
+            .map(|i| seg(at + i * p.mss, (len - i * p.mss).min(p.mss) as u32, false))
+            .collect();
+        q.on_sent(&mut segs, 10, 0, 10);
+        segs
+    }
+
+    fn pass(quota_segs: u64, wnd_end: u64) -> Pass {
+        Pass {
+            mss: 1000,
+            quota_segs,
+            wnd_end,
+            push: false,
+            nagle_holds_partial: false,
+        }
+    }
+
     /// The first skb of a write, cut by a 1-segment send while the write copies: its unsent rest
     /// is the tail and takes 1000 more bytes; full, write_seq (17 000) passes pushed_seq + 16 448,
     /// so forced_push() marks it; a second send cuts it again and the rest keeps PSH, topped up
@@ -330,19 +488,97 @@ mod tests {
         assert_eq!(q.copy(200_000, 16_000, true), (16_000, true, true));
         assert!(!q.forced_push() && q.tail_is_head());
         assert_eq!(q.head_piece(1, 1000), 1000);
-        let mut one = [seg(0, 1000, false)];
-        q.on_sent(&mut one, 1000, 2, 0, 2);
-        assert!(!one[0].psh);
+        let one = send(&mut q, 0, &pass(1, 1 << 20));
+        assert_eq!(
+            one.iter().map(|o| (o.len, o.psh)).collect::<Vec<_>>(),
+            [(1000, false)]
+        );
         assert_eq!(q.copy(184_000, 16_000, false), (1000, true, false));
         assert!(q.forced_push());
         q.mark_push();
-        let mut two = [seg(1000, 1000, false)];
-        q.on_sent(&mut two, 1000, 2, 1, 2);
+        send(&mut q, 1000, &pass(1, 1 << 20));
         assert_eq!(q.copy(183_000, 16_000, false), (1000, true, false));
         assert!(!q.forced_push()); // 18 000 is not past 17 000 + 16 448
         assert_eq!(
             q.unsent.front().map(|h| (h.start, h.end, h.psh)),
             Some((2000, 18_000, true))
+        );
+    }
+
+    /// tcp_grow_skb() takes from the next skb only: a head of 84 bytes left by a cut at the
+    /// window's edge goes out as 84 + 1000 though the quota is 3 segments; the next head, grown
+    /// to 2000 from one skb, is cut at the window's edge with its 900-byte tail (TCP_NODELAY:
+    /// Nagle holds no partial), and the 100 bytes left stay an skb of their own. (Traced on this
+    /// kernel: scenario rwnd s1-00020 sends 1544 then 2860 bytes with a 1460-byte MSS.)
+    #[test]
+    fn the_head_grows_from_one_next_skb_and_a_piece_ends_at_the_windows_edge() {
+        let mut q = SkbQueue::new(1 << 20);
+        for _ in 0..5 {
+            q.copy(1000, 1000, true);
+        }
+        q.unsent[0].start = 916; // an earlier piece ended at the window's edge, 916
+        let a = send(&mut q, 916, &pass(3, 10_000));
+        assert_eq!(
+            a.iter().map(|o| (o.seq, o.len)).collect::<Vec<_>>(),
+            [(916, 1000), (1916, 84)]
+        );
+        let b = send(&mut q, 2000, &pass(3, 3900));
+        assert_eq!(
+            b.iter().map(|o| (o.seq, o.len, o.psh)).collect::<Vec<_>>(),
+            [(2000, 1000, false), (3000, 900, true)]
+        );
+        assert_eq!(
+            q.unsent.front().map(|h| (h.start, h.end)),
+            Some((3900, 4000))
+        );
+    }
+
+    /// tcp_snd_wnd_test(): the head's first MSS must fit the window; a 100-byte head fits a
+    /// 100-byte window. Nagle (tcp_nagle_test()): a sub-MSS last skb waits when tcp_nagle_check()
+    /// holds it, unless the pass pushes; tcp_mss_split_point() cuts a held partial tail off.
+    #[test]
+    fn the_window_test_and_nagle_stop_a_pass() {
+        let mut q = SkbQueue::new(1 << 20);
+        q.copy(2500, 64_000, true);
+        assert_eq!(q.next_piece(0, &pass(4, 999)), None);
+        let held = Pass {
+            nagle_holds_partial: true,
+            ..pass(4, 10_000)
+        };
+        assert_eq!(q.next_piece(0, &held), Some(2000));
+        q.cut_piece(2000);
+        assert_eq!(q.next_piece(2000, &held), None);
+        assert_eq!(q.next_piece(2000, &Pass { push: true, ..held }), Some(500));
+        assert_eq!(q.next_piece(2000, &pass(4, 2499)), None); // a short head must fit whole
+        assert_eq!(q.next_piece(2000, &pass(4, 2500)), Some(500));
+    }
+
+    /// A piece the send loop did not send goes back: the head is as before the cut.
+    #[test]
+    fn an_unsent_piece_is_uncut() {
+        let mut q = SkbQueue::new(1 << 20);
+        q.copy(5000, 64_000, true);
+        q.mark_push();
+        assert_eq!(q.next_piece(0, &pass(2, 1 << 20)), Some(2000));
+        q.cut_piece(2000);
+        q.uncut(0);
+        assert_eq!(
+            q.unsent
+                .iter()
+                .map(|h| (h.start, h.end, h.psh))
+                .collect::<Vec<_>>(),
+            [(0, 5000, true)]
+        );
+        assert!(q.sent.is_empty());
+        q.cut_piece(2000);
+        q.uncut(1000);
+        assert_eq!(
+            q.sent.iter().map(|h| (h.start, h.end)).collect::<Vec<_>>(),
+            [(0, 1000)]
+        );
+        assert_eq!(
+            q.unsent.front().map(|h| (h.start, h.end)),
+            Some((1000, 2000))
         );
     }
 
@@ -360,29 +596,25 @@ mod tests {
         assert_eq!(q.unsent.len(), 2);
     }
 
-    /// tcp_write_xmit()'s pieces: with cwnd 4 and 2 in flight the quota is min(4 / 2, 2) = 2, so
-    /// two segments go as one TSO piece with PSH; with cwnd 3 and 1 in flight it is 1, so each
-    /// segment is its own piece and only an skb's end carries the skb's PSH. A retransmission of
-    /// a piece's last segment carries that piece's PSH.
+    /// tcp_write_xmit()'s pieces: with a quota of 2 two segments go as one TSO piece with PSH;
+    /// with a quota of 1 each segment is its own piece and only an skb's end carries the skb's
+    /// PSH. A retransmission of a piece's last segment carries that piece's PSH.
     #[test]
     fn pieces_of_two_segments_carry_psh_single_ones_only_at_a_pushed_end() {
         let mut q = SkbQueue::new(1 << 20);
         q.copy(6000, 64_000, true);
         q.mark_push();
-        let mut a = [seg(0, 1000, false), seg(1000, 1000, false)];
-        q.on_sent(&mut a, 1000, 3, 1, 2);
-        assert_eq!([a[0].psh, a[1].psh], [false, false]);
-        let mut b = [seg(2000, 1000, false), seg(3000, 1000, false)];
-        q.on_sent(&mut b, 1000, 4, 2, 2);
-        assert_eq!([b[0].psh, b[1].psh], [false, true]);
-        let mut c = [seg(4000, 1000, false), seg(5000, 1000, false)];
-        q.on_sent(&mut c, 1000, 3, 1, 2);
-        assert_eq!([c[0].psh, c[1].psh], [false, true]); // 6000 ends the pushed skb
+        let psh = |v: Vec<Outbound>| v.iter().map(|o| o.psh).collect::<Vec<_>>();
+        assert_eq!(psh(send(&mut q, 0, &pass(1, 1 << 20))), [false]);
+        assert_eq!(psh(send(&mut q, 1000, &pass(1, 1 << 20))), [false]);
+        assert_eq!(psh(send(&mut q, 2000, &pass(2, 1 << 20))), [false, true]);
+        assert_eq!(psh(send(&mut q, 4000, &pass(1, 1 << 20))), [false]);
+        assert_eq!(psh(send(&mut q, 5000, &pass(1, 1 << 20))), [true]); // 6000 ends the pushed skb
         let mut r = [seg(5000, 1000, true)];
-        q.on_sent(&mut r, 1000, 3, 2, 2);
+        q.on_sent(&mut r, 3, 2, 2);
         assert!(r[0].psh);
         let mut r = [seg(0, 1000, true)];
-        q.on_sent(&mut r, 1000, 3, 2, 2);
+        q.on_sent(&mut r, 3, 2, 2);
         assert!(!r[0].psh);
         q.on_acked(6000);
         assert!(q.sent.is_empty());

@@ -99,9 +99,9 @@ impl Conn {
         }
     }
 
-    pub(super) fn new_data_len(&self) -> Option<u64> {
-        if let Some(d) = &self.linux_drill {
-            return self.linux_new_data_len(d);
+    pub(super) fn new_data_len(&mut self) -> Option<u64> {
+        if self.linux_drill.is_some() {
+            return self.linux_new_data_len();
         }
         let unsent = self.written - self.snd_nxt;
         let wnd_room = (self.snd_una + self.snd_wnd).saturating_sub(self.snd_nxt);
@@ -124,48 +124,65 @@ impl Conn {
         Some(len)
     }
 
-    /// The next segment of new data on the drill endpoint's linux stack (net/ipv4/tcp_output.c,
-    /// v6.18). tcp_write_xmit() grows the head skb to its piece from the skbs after it
-    /// (tcp_grow_skb(), since 6.10: "try to send bigger TSO packets"), never past a record's end
-    /// (tcp_skb_can_collapse()), so segments are MSS-sized across the writes. A window that ends
-    /// inside the piece: tcp_snd_wnd_test() wants its first MSS inside (`if (skb->len > cur_mss)
-    /// end_seq = TCP_SKB_CB(skb)->seq + cur_mss;`), then tcp_mss_split_point() sends up to the
-    /// window's edge, a sub-MSS tail included, unless tcp_nagle_check() holds it. The write
-    /// queue's sub-MSS tail waits as tcp_nagle_test() says: `if (nonagle & TCP_NAGLE_PUSH)
-    /// return true;` then tcp_nagle_check(): `partial && ((nonagle & TCP_NAGLE_CORK) ||
-    /// (!nonagle && tp->packets_out && tcp_minshall_check(tp)))`, Minshall's check being a
-    /// sub-MSS segment still unacknowledged (`after(tp->snd_sml, tp->snd_una) &&
-    /// !after(tp->snd_sml, tp->snd_nxt)`); data before a record's end is not the last skb: sent.
-    fn linux_new_data_len(&self, d: &super::core::LinuxDrill) -> Option<u64> {
+    /// The next segment of new data on the drill endpoint's linux stack: a piece of the send
+    /// head as one tcp_write_xmit() pass cuts it (`SkbQueue::next_piece()`, net/ipv4/
+    /// tcp_output.c v6.18), sent an MSS at a time; the pass stops where the piece is None.
+    /// tcp_cwnd_test()'s quota (`halfcwnd = max(cwnd >> 1, 1U); return min(halfcwnd, cwnd -
+    /// in_flight);`) bounded by
+    /// tcp_tso_segs(); Nagle's check (tcp_nagle_check(): `partial && ((nonagle &
+    /// TCP_NAGLE_CORK) || (!nonagle && tp->packets_out && tcp_minshall_check(tp)))`, Minshall's
+    /// check being a sub-MSS segment still unacknowledged, `after(tp->snd_sml, tp->snd_una) &&
+    /// !after(tp->snd_sml, tp->snd_nxt)`).
+    fn linux_new_data_len(&mut self) -> Option<u64> {
         const CORK: u8 = 2;
         const PUSH: u8 = 4;
-        let mut unsent = self.written - self.snd_nxt;
+        let unsent = self.written - self.snd_nxt;
+        let (mss, una, nxt) = (self.mss, self.snd_una, self.snd_nxt);
+        let (cwnd, in_flight) = (self.v.win.cwnd / mss, self.pipe().div_ceil(mss));
+        let chunk_segs = self.tso_chunk_limit() / mss;
+        let wnd_end = una + self.snd_wnd;
+        let d = self.linux_drill.as_deref_mut()?;
         if let Some(probe) = d.probe_len {
             // tcp_mtu_probe(): one segment of the probe's size from the skbs at the send head.
             return (unsent >= probe).then_some(probe);
         }
-        // MSG_EOR ends an skb that later data never joins (tcp_sendmsg_locked(): a tail skb that
-        // is not tcp_skb_can_collapse_to() gets no more data; net/ipv4/tcp.c).
-        if let Some(&end) = d.eor_marks.iter().find(|&&m| m > self.snd_nxt) {
-            unsent = unsent.min(end - self.snd_nxt);
-        }
-        let wnd_end = self.snd_una + self.snd_wnd;
-        let want = self.mss.min(unsent);
-        let len = want.min(wnd_end.saturating_sub(self.snd_nxt));
-        if len == 0 {
+        if unsent == 0 {
             return None;
         }
-        let minshall = d.snd_sml > self.snd_una && d.snd_sml <= self.snd_nxt;
-        let nagle_check =
-            d.nonagle & CORK != 0 || (d.nonagle == 0 && self.snd_nxt > self.snd_una && minshall);
-        if len < want {
-            // This call's piece began with a whole MSS inside the window.
-            let piece = d.call_start < self.snd_nxt && d.call_start + self.mss <= wnd_end;
-            return (piece && !nagle_check).then_some(len);
+        if d.piece_left > 0 {
+            return Some(d.piece_left.min(mss).min(unsent));
         }
-        let last = self.written - self.snd_nxt == len;
-        let held = len < self.mss && last && d.nonagle & PUSH == 0 && nagle_check;
-        (!held).then_some(len)
+        let quota = cwnd.saturating_sub(in_flight).min((cwnd >> 1).max(1));
+        if quota == 0 {
+            // tcp_cwnd_test() stops the pass before tcp_grow_skb(): the send loop's own window
+            // test ends it (a segment that does not fit).
+            return Some(unsent.min(mss));
+        }
+        let minshall = d.snd_sml > una && d.snd_sml <= nxt;
+        let pass = crate::drill_skb::Pass {
+            mss,
+            quota_segs: quota.min(chunk_segs.max(d.min_tso_segs)),
+            wnd_end,
+            push: d.nonagle & PUSH != 0,
+            nagle_holds_partial: d.nonagle & CORK != 0 || (d.nonagle == 0 && nxt > una && minshall),
+        };
+        let q = d.skbs.as_mut()?;
+        let piece = q.next_piece(nxt, &pass)?.min(unsent);
+        q.cut_piece(piece);
+        d.piece_left = piece;
+        Some(piece.min(mss))
+    }
+
+    /// A pass over the send head begins (tcp_write_xmit()) or the call ends: a piece the last
+    /// pass did not finish goes back to the send head.
+    pub fn begin_xmit_pass(&mut self) {
+        let nxt = self.snd_nxt;
+        if let Some(d) = self.linux_drill.as_deref_mut() {
+            if let (true, Some(q)) = (d.piece_left > 0, d.skbs.as_mut()) {
+                q.uncut(nxt);
+            }
+            d.piece_left = 0;
+        }
     }
 
     /// Whether the application will write nothing more.

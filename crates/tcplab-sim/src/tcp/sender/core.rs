@@ -147,8 +147,14 @@ pub struct LinuxDrill {
     pub nonagle: u8,
     /// tp->snd_sml: the end of the last sub-MSS segment of new data sent (tcp_minshall_update()).
     pub snd_sml: u64,
-    /// snd_nxt when the current output call began: tcp_write_xmit()'s piece starts there.
-    pub call_start: u64,
+    /// Linux's write queue as skbs, lent by the drill endpoint for each call into the sender
+    /// (`crate::drill_skb`): tcp_write_xmit()'s pieces are cut from it.
+    pub skbs: Option<crate::drill_skb::SkbQueue>,
+    /// Bytes of the current tcp_write_xmit() piece not yet sent as segments (0: the next
+    /// segment of new data starts a piece).
+    pub piece_left: u64,
+    /// sysctl net.ipv4.tcp_min_tso_segs (tcp_tso_autosize()'s floor; the kernel's default 2).
+    pub min_tso_segs: u64,
     /// Ends of the application's MSG_EOR records, bytes: no segment of new data spans one.
     pub eor_marks: Vec<u64>,
     /// The MTU probe tcp_mtu_probe() builds now: the next new segment's length (crate::drill_mtu).
@@ -520,8 +526,11 @@ impl Conn {
             let tx = self.rate_snapshot(now, idle);
             self.sb.push(seq, len as u32, now, tx);
             self.snd_nxt += len;
-            if let (true, Some(d)) = (len < self.mss, self.linux_drill.as_deref_mut()) {
-                d.snd_sml = seq + len; // tcp_minshall_update()
+            if let Some(d) = self.linux_drill.as_deref_mut() {
+                d.piece_left = d.piece_left.saturating_sub(len);
+                if len < self.mss {
+                    d.snd_sml = seq + len; // tcp_minshall_update()
+                }
             }
         }
         self.bytes_sent += len;

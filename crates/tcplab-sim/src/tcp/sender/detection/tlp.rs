@@ -57,6 +57,7 @@ impl Tlp {
     fn send(&mut self, c: &mut Conn, now: Ns, out: &mut Vec<Packet>, next_id: &mut u64) {
         if self.high_seq.is_none() {
             c.app_fill(now);
+            c.begin_xmit_pass();
             let new_len = c.new_data_len();
             if let Some(len) = new_len {
                 c.emit(c.snd_nxt, len, false, now, out, next_id);

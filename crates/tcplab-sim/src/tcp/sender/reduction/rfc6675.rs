@@ -24,6 +24,7 @@ impl Rfc6675 {
         next_id: &mut u64,
     ) {
         c.app_fill(now);
+        c.begin_xmit_pass();
         c.restart_after_idle(now);
         c.tsq_throttled = false;
         let tsq_limit = c.tsq_limit();
