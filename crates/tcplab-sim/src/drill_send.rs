@@ -116,7 +116,7 @@ impl Endpoint {
         let mss = self.sender.mss.max(1);
         (
             self.sender.v.win.cwnd / mss,
-            self.sender.pipe().div_ceil(mss),
+            self.sender.linux_packets_in_flight(),
         )
     }
 

@@ -188,6 +188,23 @@ impl Scoreboard {
             .saturating_sub(self.sacked_bytes + self.lost_bytes + self.reno_sacked_segs * mss)
     }
 
+    /// Linux's tcp_packets_in_flight() in packets (`packets_out - (sacked_out + lost_out) +
+    /// retrans_out`), each segment counting tcp_skb_pcount(), ceil(len / mss): a sub-MSS segment
+    /// is a whole packet, where [`Self::pipe`] counts its bytes. O(segments): for the drill
+    /// endpoint, whose windows are small.
+    pub fn pipe_segs(&self, mss: u64) -> u64 {
+        let in_flight: u64 = self
+            .segs
+            .iter()
+            .filter(|s| !s.is_sacked())
+            .map(|s| {
+                (s.len as u64).div_ceil(mss).max(1)
+                    * (u64::from(!s.is_lost()) + u64::from(s.is_retransmitted()))
+            })
+            .sum();
+        in_flight.saturating_sub(self.reno_sacked_segs)
+    }
+
     /// Cumulative ACK up to `ack`: drop covered segments. Returns (bytes of segments removed, send
     /// time of the newest fully acked never-retransmitted segment, for Karn-safe RTT sampling).
     pub fn ack(&mut self, ack: u64) -> Option<Ns> {

@@ -138,7 +138,7 @@ impl Conn {
         const PUSH: u8 = 4;
         let unsent = self.written - self.snd_nxt;
         let (mss, una, nxt) = (self.mss, self.snd_una, self.snd_nxt);
-        let (cwnd, in_flight) = (self.v.win.cwnd / mss, self.pipe().div_ceil(mss));
+        let (cwnd, in_flight) = (self.v.win.cwnd / mss, self.linux_packets_in_flight());
         let chunk_segs = self.tso_chunk_limit() / mss;
         let wnd_end = una + self.snd_wnd;
         let d = self.linux_drill.as_deref_mut()?;
@@ -153,10 +153,9 @@ impl Conn {
             return Some(d.piece_left.min(mss).min(unsent));
         }
         let quota = cwnd.saturating_sub(in_flight).min((cwnd >> 1).max(1));
+        let quota = if d.loss_probe { quota.max(1) } else { quota };
         if quota == 0 {
-            // tcp_cwnd_test() stops the pass before tcp_grow_skb(): the send loop's own window
-            // test ends it (a segment that does not fit).
-            return Some(unsent.min(mss));
+            return None; // tcp_cwnd_test(): the window is full, in packets
         }
         let minshall = d.snd_sml > una && d.snd_sml <= nxt;
         let pass = crate::drill_skb::Pass {
@@ -171,6 +170,19 @@ impl Conn {
         q.cut_piece(piece);
         d.piece_left = piece;
         Some(piece.min(mss))
+    }
+
+    /// New data for a loss probe (tcp_send_loss_probe()): a pass that may send one segment
+    /// past a full window.
+    pub(super) fn loss_probe_data_len(&mut self) -> Option<u64> {
+        if let Some(d) = self.linux_drill.as_deref_mut() {
+            d.loss_probe = true;
+        }
+        let len = self.new_data_len();
+        if let Some(d) = self.linux_drill.as_deref_mut() {
+            d.loss_probe = false;
+        }
+        len
     }
 
     /// A pass over the send head begins (tcp_write_xmit()) or the call ends: a piece the last

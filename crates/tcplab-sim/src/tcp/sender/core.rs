@@ -155,6 +155,9 @@ pub struct LinuxDrill {
     pub piece_left: u64,
     /// sysctl net.ipv4.tcp_min_tso_segs (tcp_tso_autosize()'s floor; the kernel's default 2).
     pub min_tso_segs: u64,
+    /// The pass is a loss probe's (tcp_send_loss_probe(): `tcp_write_xmit(sk, mss, TCP_NAGLE_OFF,
+    /// 2, GFP_ATOMIC)`, whose push_one 2 makes a zero cwnd quota one).
+    pub loss_probe: bool,
     /// Ends of the application's MSG_EOR records, bytes: no segment of new data spans one.
     pub eor_marks: Vec<u64>,
     /// The MTU probe tcp_mtu_probe() builds now: the next new segment's length (crate::drill_mtu).
@@ -600,6 +603,12 @@ impl Conn {
     }
 
     /// Packets needed to hold `bytes` (Linux counts cwnd and flight in packets).
+    /// tcp_packets_in_flight(), counting segments as Linux counts skbs (the drill endpoint's
+    /// linux stack; [`crate::tcp::scoreboard::Scoreboard::pipe_segs`]).
+    pub fn linux_packets_in_flight(&self) -> u64 {
+        self.sb.pipe_segs(self.mss.max(1))
+    }
+
     pub(super) fn pkts(&self, bytes: u64) -> u64 {
         bytes.div_ceil(self.mss)
     }

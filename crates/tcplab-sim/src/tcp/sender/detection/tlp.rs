@@ -58,7 +58,7 @@ impl Tlp {
         if self.high_seq.is_none() {
             c.app_fill(now);
             c.begin_xmit_pass();
-            let new_len = c.new_data_len();
+            let new_len = c.loss_probe_data_len();
             if let Some(len) = new_len {
                 c.emit(c.snd_nxt, len, false, now, out, next_id);
             } else if let Some((seq, len)) = c.sb.last_unsacked() {
