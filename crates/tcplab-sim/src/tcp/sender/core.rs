@@ -585,9 +585,39 @@ impl Conn {
                 && self.written > self.snd_nxt
                 && now - last > self.rtt.rto_ns
             {
+                let cwnd = self.v.win.cwnd;
                 self.cc.after_idle(&self.view(), &mut self.v.win);
+                if self.linux_rto.is_some() && !self.owns_cwnd {
+                    self.linux_cwnd_restart(cwnd, now - last);
+                }
             }
         }
+    }
+
+    /// Linux's restart window (tcp_cwnd_restart(), net/ipv4/tcp_output.c v6.18, from
+    /// tcp_slow_start_after_idle_check(), which a module with its own cong_control, BBR,
+    /// skips): not RFC 5681's min(IW, cwnd) but cwnd halved once per RTO of the idle time, no
+    /// lower than min(IW, cwnd): `restart_cwnd = min(restart_cwnd, cwnd); while ((delta -=
+    /// inet_csk(sk)->icsk_rto) > 0 && cwnd > restart_cwnd) cwnd >>= 1;
+    /// tcp_snd_cwnd_set(tp, max(cwnd, restart_cwnd));`, with `tp->snd_ssthresh =
+    /// tcp_current_ssthresh(sk)` (max(ssthresh, (cwnd >> 1) + (cwnd >> 2))). `cwnd_before`: before the module's
+    /// own idle hook.
+    fn linux_cwnd_restart(&mut self, cwnd_before: u64, idle_ns: Ns) {
+        let (mss, rto) = (self.mss.max(1), self.rtt.rto_ns.max(1));
+        let mut cwnd = cwnd_before / mss;
+        let restart = (self.v.iw / mss).min(cwnd);
+        let mut delta = idle_ns as i64;
+        loop {
+            delta -= rto as i64;
+            if delta <= 0 || cwnd <= restart {
+                break;
+            }
+            cwnd >>= 1;
+        }
+        let w = &mut self.v.win;
+        let c = cwnd_before / mss;
+        w.ssthresh = w.ssthresh.max(((c >> 1) + (c >> 2)) * mss);
+        w.cwnd = cwnd.max(restart) * mss;
     }
 
     /// TSQ: with data outstanding, the NIC may hold at most the limit (doubled for
