@@ -228,8 +228,8 @@ impl Endpoint {
             .take(crate::net::packet::MAX_SACK_BLOCKS)
             .collect();
         p.set_sack_blocks(&blocks);
-        if let Some(q) = self.skbs.as_mut() {
-            q.on_window(p.rwnd as u64);
+        if self.skbs.as_mut().is_some_and(|q| q.on_window(p.rwnd as u64)) {
+            self.max_window_grew();
         }
         let (una, nxt) = (self.sender.snd_una, self.sender.snd_nxt);
         let head_end = self.skbs.as_ref().and_then(|q| q.head_end());

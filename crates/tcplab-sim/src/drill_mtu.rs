@@ -158,6 +158,17 @@ impl Endpoint {
         }
     }
 
+    /// tcp_ack_update_window(): `if (nwin > tp->max_window) { tp->max_window = nwin;
+    /// tcp_sync_mss(sk, inet_csk(sk)->icsk_pmtu_cookie); }`: an MSS that half the window bounded
+    /// (tcp_bound_to_half_wnd()) grows with the window.
+    pub(crate) fn max_window_grew(&mut self) {
+        let max_window = self.max_window();
+        if let Some(p) = self.path.as_mut() {
+            let mss = p.sync_mss(p.pmtu_cookie, max_window);
+            self.set_mss(mss);
+        }
+    }
+
     /// The ACK up to `una` covers the probe: tcp_mtup_probe_success() (tcp_input.c), before the
     /// ACK's congestion control (tcp_clean_rtx_queue()): `val = (u64)tcp_snd_cwnd(tp) *
     /// tcp_mss_to_mtu(sk, tp->mss_cache); do_div(val, icsk->icsk_mtup.probe_size);

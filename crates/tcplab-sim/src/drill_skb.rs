@@ -87,9 +87,11 @@ impl SkbQueue {
         }
     }
 
-    /// The peer offered `window_bytes` (scaled).
-    pub fn on_window(&mut self, window_bytes: u64) {
+    /// The peer offered `window_bytes` (scaled); whether it is the largest yet.
+    pub fn on_window(&mut self, window_bytes: u64) -> bool {
+        let grew = window_bytes > self.max_window;
         self.max_window = self.max_window.max(window_bytes);
+        grew
     }
 
     /// tp->max_window.
