@@ -124,6 +124,20 @@ def test_cubic_parameters_other_than_the_models_are_unsupported(tmp_path):
 RECOVERY_RECORDINGS = ["prr-newreno-dupacks.pkt", "prr-delivered-sacked.pkt", "recovery-again-at-high-seq.pkt"]
 
 
+SENDING_RECORDINGS = ["rwnd-grow-one-skb.pkt", "rwnd-mss-grows-with-window.pkt", "writes-restart-after-idle.pkt",
+                      "writes-quota-in-packets.pkt"]
+
+
+@pytest.mark.parametrize("name", SENDING_RECORDINGS)
+def test_sending_recordings_of_this_kernel_pass_on_the_model(name):
+    """tests/drill/linux/: whole recordings of this kernel (drill --generate) on which the model sent
+    differently before it cut tcp_write_xmit()'s pieces from the skbs, counted the cwnd quota in
+    packets, re-synced the MSS when the window grew and restarted cwnd after idle as Linux does
+    (each names its rule in its first lines)."""
+    results, bad = run([str(REPO / "tests" / "drill" / "linux" / name)], ["linux"])
+    assert not bad and [(r.result, r.reason) for r in results] == [("pass", "")]
+
+
 @pytest.mark.parametrize("name", RECOVERY_RECORDINGS)
 def test_recovery_recordings_of_this_kernel_pass_on_the_model(name):
     """tests/drill/linux/: minimised recordings of this kernel (drill --generate) on which the model
