@@ -228,7 +228,11 @@ impl Endpoint {
             .take(crate::net::packet::MAX_SACK_BLOCKS)
             .collect();
         p.set_sack_blocks(&blocks);
-        if self.skbs.as_mut().is_some_and(|q| q.on_window(p.rwnd as u64)) {
+        if self
+            .skbs
+            .as_mut()
+            .is_some_and(|q| q.on_window(p.rwnd as u64))
+        {
             self.max_window_grew();
         }
         let (una, nxt) = (self.sender.snd_una, self.sender.snd_nxt);

@@ -188,6 +188,12 @@ impl Scoreboard {
             .saturating_sub(self.sacked_bytes + self.lost_bytes + self.reno_sacked_segs * mss)
     }
 
+    /// Segments outstanding: Linux's packets_out, each of the model's segments (at most an MSS,
+    /// or one MTU probe) being one packet as each skb of at most an MSS is (tcp_skb_pcount()).
+    pub fn packets_out(&self) -> u64 {
+        self.segs.len() as u64
+    }
+
     /// Linux's tcp_packets_in_flight() in packets (`packets_out - (sacked_out + lost_out) +
     /// retrans_out`), each segment counting tcp_skb_pcount(), ceil(len / mss): a sub-MSS segment
     /// is a whole packet, where [`Self::pipe`] counts its bytes. O(segments): for the drill

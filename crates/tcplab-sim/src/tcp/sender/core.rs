@@ -633,6 +633,22 @@ impl Conn {
     }
 
     /// Packets needed to hold `bytes` (Linux counts cwnd and flight in packets).
+    /// tcp_packets_in_flight() in O(1): packets_out as Linux counts skbs (a sub-MSS segment is
+    /// one packet) while nothing is SACKed, lost or retransmitted, the usual case; otherwise the
+    /// pipe in MSS (exactly: [`Self::linux_packets_in_flight`], O(segments)).
+    pub(super) fn packets_in_flight(&self) -> u64 {
+        let sb = &self.sb;
+        if sb.sacked_bytes == 0
+            && sb.lost_bytes == 0
+            && sb.retrans_bytes == 0
+            && sb.reno_sacked_segs == 0
+        {
+            sb.packets_out()
+        } else {
+            self.pkts(self.pipe())
+        }
+    }
+
     /// tcp_packets_in_flight(), counting segments as Linux counts skbs (the drill endpoint's
     /// linux stack; [`crate::tcp::scoreboard::Scoreboard::pipe_segs`]).
     pub fn linux_packets_in_flight(&self) -> u64 {

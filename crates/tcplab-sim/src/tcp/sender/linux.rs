@@ -123,7 +123,7 @@ impl CwndUsage {
     /// tcp_cwnd_validate(): while the window in which the state was set is not yet acknowledged,
     /// a cwnd-limited send or (when not cwnd-limited) more packets out than before renews it.
     fn validate(&mut self, c: &Conn, is_cwnd_limited: bool) {
-        let packets_out = c.pkts(c.snd_nxt - c.snd_una);
+        let packets_out = c.sb.packets_out();
         if c.snd_una >= self.cwnd_usage_seq
             || is_cwnd_limited
             || (!self.is_cwnd_limited && packets_out > self.max_packets_out)
@@ -174,7 +174,7 @@ impl LinuxStack {
         // tcp_write_xmit() ends with tcp_cwnd_validate() when it had new data to send and sent
         // some or found the window full (packets in flight >= cwnd).
         if c.written > nxt_before {
-            let full = c.pkts(c.pipe()) >= c.pkts(c.v.win.cwnd);
+            let full = c.packets_in_flight() >= c.v.win.cwnd / c.mss;
             if c.snd_nxt > nxt_before || full {
                 self.usage.validate(c, full);
             }
