@@ -113,6 +113,10 @@ pub struct Conn {
     pub(super) write_bytes: u64,
     pub(super) round_end: u64,
     pub(super) pace_next: Ns,
+    /// Linux's sk_pacing_rate as tcp_update_pacing_rate() last set it, bytes/s (0: not yet):
+    /// the end of each ACK's tcp_cong_control(), so a cwnd changed between ACKs (an RTO, the
+    /// restart window) changes it only at the next ACK.
+    pub(super) pacing_rate_set: u64,
     /// Bytes this host has queued below TCP (its NIC FIFO), set by the simulation before each
     /// call into the sender.
     pub nic_backlog: u64,
@@ -222,6 +226,7 @@ impl Conn {
             rtt,
             rto_deadline: None,
             pace_next: 0,
+            pacing_rate_set: 0,
             last_send: None,
             round_end: 0,
             bytes_sent: 0,
@@ -439,6 +444,22 @@ impl Conn {
                 .pacing_rate_bps(&self.view(), &self.v.win)
                 .map_or(0, |bps| bps / 8);
         }
+        if self.pacing_rate_set > 0 {
+            return self.pacing_rate_set;
+        }
+        self.linux_pacing_rate_now()
+    }
+
+    /// tcp_update_pacing_rate() at the end of an ACK's tcp_cong_control() (tcp_input.c v6.18);
+    /// a module that paces itself (BBR) sets the rate in its own hook.
+    pub(super) fn update_pacing_rate(&mut self) {
+        if !self.cc_paces {
+            self.pacing_rate_set = self.linux_pacing_rate_now();
+        }
+    }
+
+    /// sk_pacing_rate from the window and RTT now (the formula of linux_pacing_rate_bytes()).
+    fn linux_pacing_rate_now(&self) -> u64 {
         if self.rtt.srtt_ns == 0 {
             return 0;
         }

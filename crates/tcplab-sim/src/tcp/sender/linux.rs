@@ -278,6 +278,7 @@ impl LinuxStack {
             }
         }
         c.cong_control(rs);
+        c.update_pacing_rate();
         self.output(c, now, out, next_id);
         self.tlp.on_ack(c, now);
         // tcp_ack() re-arms the probe (tcp_set_xmit_timer()) only when the ACK acknowledged data
@@ -458,6 +459,7 @@ mod tests {
                     write_bytes,
                     round_end,
                     pace_next,
+                    pacing_rate_set,
                     nic_backlog,
                     rto_deadline,
                     last_send,
