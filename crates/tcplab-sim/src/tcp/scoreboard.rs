@@ -99,7 +99,9 @@ pub struct Scoreboard {
     pub retrans_bytes: u64,
     /// Without SACK: segments presumed to have left the network, one per duplicate ACK
     /// (Linux `tcp_add_reno_sack`), counted in MSS units.
-    pub reno_sacked_segs: u64,
+    pub reno_sacked_segs: u32,
+    /// Segments SACKed: Linux's sacked_out, each segment (at most an MSS) one packet.
+    pub sacked_segs: u32,
     segs: VecDeque<Seg>,
     /// SACKed ranges, sorted and merged.
     sacked_ranges: RangeSet,
@@ -184,8 +186,9 @@ impl Scoreboard {
 
     /// Bytes considered in the network (RFC 6675 pipe), given snd_max - snd_una and the MSS.
     pub fn pipe(&self, outstanding: u64, mss: u64) -> u64 {
-        (outstanding + self.retrans_bytes)
-            .saturating_sub(self.sacked_bytes + self.lost_bytes + self.reno_sacked_segs * mss)
+        (outstanding + self.retrans_bytes).saturating_sub(
+            self.sacked_bytes + self.lost_bytes + u64::from(self.reno_sacked_segs) * mss,
+        )
     }
 
     /// Segments outstanding: Linux's packets_out, each of the model's segments (at most an MSS,
@@ -208,7 +211,7 @@ impl Scoreboard {
                     * (u64::from(!s.is_lost()) + u64::from(s.is_retransmitted()))
             })
             .sum();
-        in_flight.saturating_sub(self.reno_sacked_segs)
+        in_flight.saturating_sub(u64::from(self.reno_sacked_segs))
     }
 
     /// Cumulative ACK up to `ack`: drop covered segments. Returns (bytes of segments removed, send
@@ -268,6 +271,7 @@ impl Scoreboard {
         let len = s.len as u64;
         if s.has(SACKED) {
             self.sacked_bytes -= len;
+            self.sacked_segs -= 1;
         } else {
             if s.has(LOST) {
                 self.lost_bytes -= len;
@@ -317,6 +321,7 @@ impl Scoreboard {
                 }
                 seg.flags |= SACKED;
                 self.sacked_bytes += len;
+                self.sacked_segs += 1;
                 newly += len;
                 self.delivered.push(seg.delivered());
                 if let Some(r) = &mut self.rates {
@@ -534,7 +539,8 @@ impl Scoreboard {
 
     /// Split the segment containing `at` so that a segment starts there (FreeBSD retransmits part
     /// of a hole: tcp_output.c sends min(cwin, hole) bytes and advances the hole's rxmit). Both
-    /// parts keep the segment's flags and send time; the byte counters are unchanged.
+    /// parts keep the segment's flags and send time; the byte counters are unchanged (a SACKed
+    /// segment's count grows by one).
     pub fn split_at(&mut self, at: u64) {
         let i = self.lower_bound(at);
         if i == 0 || self.segs.get(i).is_some_and(|s| s.seq == at) {
@@ -553,6 +559,9 @@ impl Scoreboard {
         prev.len = (at - prev.seq) as u32;
         if let Some(k) = prev.rack_key() {
             self.rack_q.insert(k);
+        }
+        if tail.has(SACKED) {
+            self.sacked_segs += 1;
         }
         self.segs.insert(i, tail);
         if let Some(r) = &mut self.rates {
@@ -655,11 +664,12 @@ impl Scoreboard {
 
     /// Consistency check of the counters against the segments (tests and property tests).
     pub fn check(&self) -> Result<(), String> {
-        let (mut sacked, mut lost, mut retx) = (0, 0, 0);
+        let (mut sacked, mut lost, mut retx, mut sacked_segs) = (0, 0, 0, 0u64);
         for s in &self.segs {
             let len = s.len as u64;
             if s.has(SACKED) {
                 sacked += len;
+                sacked_segs += 1;
             } else {
                 if s.has(LOST) {
                     lost += len;
@@ -668,6 +678,12 @@ impl Scoreboard {
                     retx += len;
                 }
             }
+        }
+        if sacked_segs != u64::from(self.sacked_segs) {
+            return Err(format!(
+                "sacked_segs {} != recount {sacked_segs}",
+                self.sacked_segs
+            ));
         }
         if (sacked, lost, retx) != (self.sacked_bytes, self.lost_bytes, self.retrans_bytes) {
             return Err(format!(

@@ -70,9 +70,9 @@ impl Conn {
             self.dupacks += 1;
             if !self.sack {
                 let before = self.sb.reno_sacked_segs;
-                self.sb.reno_sacked_segs = (before + 1).min(self.sb.len() as u64);
+                self.sb.reno_sacked_segs = (before + 1).min(self.sb.len() as u32);
                 // tcp_add_reno_sack(): tp->delivered grows by the dupacks counted.
-                a.delivered = (self.sb.reno_sacked_segs - before) * self.mss;
+                a.delivered = u64::from(self.sb.reno_sacked_segs - before) * self.mss;
             }
         }
         if linux_cc && self.sack {
@@ -137,9 +137,9 @@ impl Conn {
             // on every cumulative ACK, in any state): the ACK accounts for acked - 1 presumed
             // departures and delivers max(acked - sacked_out, 1) packets.
             let acked_segs = a.acked.div_ceil(self.mss);
-            let sacked = self.sb.reno_sacked_segs;
+            let sacked = u64::from(self.sb.reno_sacked_segs);
             a.delivered = acked_segs.saturating_sub(sacked).max(1) * self.mss;
-            self.sb.reno_sacked_segs = sacked.saturating_sub(acked_segs - 1);
+            self.sb.reno_sacked_segs = sacked.saturating_sub(acked_segs - 1) as u32;
         }
         // RFC 6298 §5.2, §5.3: stop the timer when all is acked, else restart it.
         self.rto_deadline = (self.snd_una < self.snd_nxt).then(|| self.rto_at(now));

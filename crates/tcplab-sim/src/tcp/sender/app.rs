@@ -35,8 +35,9 @@ impl Conn {
             }
             return;
         }
-        let whole_writes = room / self.write_bytes * self.write_bytes;
-        self.written += if cap == total || self.write_bytes > self.sndbuf_now {
+        let write = u64::from(self.write_bytes);
+        let whole_writes = room / write * write;
+        self.written += if cap == total || write > self.sndbuf_now {
             room
         } else {
             whole_writes

@@ -110,7 +110,6 @@ pub struct Conn {
     /// The send buffer's current size (grows with cwnd when the stack autotunes it).
     pub(super) sndbuf_now: u64,
     pub(super) sndbuf: u64,
-    pub(super) write_bytes: u64,
     pub(super) round_end: u64,
     pub(super) pace_next: Ns,
     /// Linux's sk_pacing_rate as tcp_update_pacing_rate() last set it, bytes/s (0: not yet):
@@ -129,6 +128,8 @@ pub struct Conn {
     pub flow: u32,
     pub(super) dst: u32,
     pub(super) dupacks: u32,
+    /// The application's write size, bytes (32 bits: it fills the hole before `sb`).
+    pub(super) write_bytes: u32,
     /// The scoreboard (its byte counters, which the sampler's `pipe` reads, first).
     pub(super) sb: Scoreboard,
     /// Events since the simulation last drained them, with the state at that instant (the
@@ -203,7 +204,7 @@ impl Conn {
             timestamps,
             sack,
             app: f.app.clone(),
-            write_bytes: f.write_bytes.max(1),
+            write_bytes: f.write_bytes.clamp(1, u64::from(u32::MAX)) as u32,
             sndbuf: f.sndbuf_bytes,
             sndbuf_now,
             start_ns: f.start_ns,

@@ -305,7 +305,8 @@ impl LinuxStack {
     /// `min((tcp_min_rtt(tp) >> 2) * reo_wnd_steps, tp->srtt_us >> 3)`, where srtt_us holds
     /// 8 times the smoothed RTT (tcp_recovery.c tcp_rack_reo_wnd(), v6.18).
     fn rack_mark_lost(&mut self, c: &mut Conn, now: Ns) -> u64 {
-        let sacked_pkts = c.sb.sacked_bytes / c.mss;
+        // sacked_out in packets, a sub-MSS segment being one (tcp_skb_pcount()).
+        let sacked_pkts = u64::from(c.sb.sacked_segs);
         let r = &self.reorder;
         let reo_wnd = if r.reord_seen == 0
             && (c.state != State::Open || sacked_pkts >= r.reordering as u64)
