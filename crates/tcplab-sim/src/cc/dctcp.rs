@@ -71,6 +71,10 @@ impl CcHooks for Dctcp {
     }
 
     fn cong_signal(&mut self, v: &CcView, win: &mut Window, sig: CongSignal) {
+        if sig != CongSignal::RtoErr {
+            // tcp_init_cwnd_reduction() / tcp_enter_loss(): `tp->snd_cwnd_cnt = 0;`.
+            self.cwnd_cnt = 0;
+        }
         match sig {
             // dctcp_ssthresh(): max(cwnd - (cwnd x alpha >> 11), 2), in packets.
             CongSignal::Ecn | CongSignal::NDupAck => {

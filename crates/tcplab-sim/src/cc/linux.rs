@@ -337,6 +337,10 @@ impl CcHooks for LinuxCubic {
             return;
         }
         let cwnd = pkts(v, win);
+        // tcp_init_cwnd_reduction() and tcp_enter_loss() (tcp_input.c v6.18): `tp->snd_cwnd_cnt
+        // = 0;`, the count of packets acked toward the next increment, which Linux keeps in
+        // tcp_sock and the model in the module.
+        self.cwnd_cnt = 0;
         self.epoch_start = None;
         self.last_max_cwnd = if cwnd < self.last_max_cwnd {
             (cwnd * (BICTCP_BETA_SCALE + BETA)) / (2 * BICTCP_BETA_SCALE)
