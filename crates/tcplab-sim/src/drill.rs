@@ -83,7 +83,8 @@ pub struct Endpoint {
     /// Each TSO output pass is one outbound packet (the FreeBSD stacks: tcp_output() hands the
     /// NIC one chain per pass; see [`tso_packets`]).
     tso_packets: bool,
-    /// Linux's skbs (the linux stack), for the PSH bit.
+    /// Linux's skbs (the linux stack): lent to the sender for each call, which cuts its pieces
+    /// from them (`call()`), then read for the PSH bit.
     pub(crate) skbs: Option<SkbQueue>,
     /// The route's MTU and the MTU probe (the linux stack, once `set_path_mtu` is called).
     pub(crate) path: Option<crate::drill_mtu::PathMtu>,
@@ -339,6 +340,7 @@ impl Endpoint {
             d.skbs = self.skbs.take();
         }
         f(&mut self.sender, now, &mut self.out, &mut self.next_id);
+        // A piece the call's last pass did not finish goes back to the send head.
         self.sender.begin_xmit_pass();
         if let Some(d) = self.sender.linux_drill.as_deref_mut() {
             self.skbs = d.skbs.take();

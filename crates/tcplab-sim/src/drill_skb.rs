@@ -1,7 +1,8 @@
-//! Linux's write and retransmit queues as skbs, for the PSH bit of a drill endpoint's segments:
-//! where tcp_sendmsg_locked() cuts a write into skbs and marks PSH, and which transmitted piece
-//! carries it. Read at torvalds/linux v6.18 (net/ipv4/tcp.c, tcp_output.c); the simulator never
-//! builds one (it ignores PSH).
+//! Linux's write and retransmit queues as skbs, for a drill endpoint's segments: where
+//! tcp_sendmsg_locked() cuts a write into skbs and marks PSH, the pieces tcp_write_xmit() cuts
+//! from them (their sizes and their PSH), and which transmitted piece a retransmission comes
+//! from. Read at torvalds/linux v6.18 (net/ipv4/tcp.c, tcp_output.c); the simulator never builds
+//! one (its segments are whole MSS and it ignores PSH).
 
 use crate::time::Ns;
 use std::collections::VecDeque;

@@ -129,11 +129,11 @@ impl Conn {
     /// head as one tcp_write_xmit() pass cuts it (`SkbQueue::next_piece()`, net/ipv4/
     /// tcp_output.c v6.18), sent an MSS at a time; the pass stops where the piece is None.
     /// tcp_cwnd_test()'s quota (`halfcwnd = max(cwnd >> 1, 1U); return min(halfcwnd, cwnd -
-    /// in_flight);`) bounded by
-    /// tcp_tso_segs(); Nagle's check (tcp_nagle_check(): `partial && ((nonagle &
-    /// TCP_NAGLE_CORK) || (!nonagle && tp->packets_out && tcp_minshall_check(tp)))`, Minshall's
-    /// check being a sub-MSS segment still unacknowledged, `after(tp->snd_sml, tp->snd_una) &&
-    /// !after(tp->snd_sml, tp->snd_nxt)`).
+    /// in_flight);`, in packets as Linux counts skbs) bounded by tcp_tso_segs(); Nagle's check
+    /// (tcp_nagle_check(): `partial && ((nonagle & TCP_NAGLE_CORK) || (!nonagle &&
+    /// tp->packets_out && tcp_minshall_check(tp)))`, Minshall's check being a sub-MSS segment
+    /// still unacknowledged, `after(tp->snd_sml, tp->snd_una) && !after(tp->snd_sml,
+    /// tp->snd_nxt)`).
     fn linux_new_data_len(&mut self) -> Option<u64> {
         const CORK: u8 = 2;
         const PUSH: u8 = 4;

@@ -142,7 +142,7 @@ pub struct Conn {
 }
 
 /// The drill endpoint's linux stack in its sender (crates/tcplab-sim/src/drill_send.rs): what
-/// Nagle's algorithm holds and how tcp_write_xmit() cuts at the window's edge.
+/// Nagle's algorithm holds, and the skbs tcp_write_xmit() cuts its pieces from (`new_data_len()`).
 #[derive(Clone, Debug, Default)]
 pub struct LinuxDrill {
     /// New-data bytes the next output call may still send (tcp_push_one(): Linux's
