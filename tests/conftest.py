@@ -13,6 +13,8 @@ REPO = Path(__file__).resolve().parents[1]
 #: Reference data beside the repository (../shared: the seeds' testbeds, the upstream packetdrill
 #: suites), read in place and never copied in. Present in this workspace and in CI.
 SHARED_DIR = REPO.parent / "shared"
+#: The stacks' own packetdrill suites, as ../shared keeps them.
+PACKETDRILL = SHARED_DIR / "packetdrill"
 
 
 def pytest_collection_modifyitems(config, items):
@@ -130,3 +132,13 @@ def finished(tmp_path_factory) -> Path:
     (d / "s.toml").write_text(SHORT_SPEC)
     tcplab("run", str(d / "s.toml"), "--out", str(d / "run"), "--no-report", "--no-intervals", check=True)
     return d / "run"
+
+
+def assert_linux_model_passes(script: Path, why: str = "") -> None:
+    """`tcplab drill SCRIPT --target linux`'s verdict is a pass (`why`: what in the model makes it)."""
+    from tcplab.drill.runner import run
+
+    results, bad = run([str(script)], ["linux"])
+    assert not bad
+    r = results[0]
+    assert (r.result, r.line) == ("pass", None), f"{why}: {r.reason}" if why else r.reason

@@ -19,9 +19,9 @@ import pytest
 from tcplab.drill import parse_file, parse_text
 from tcplab.drill.syntax import ABSOLUTE, ANY, RELATIVE, RELATIVE_RANGE, Code, Packet, ScriptError, Shell, Syscall, TcpOption
 
-from conftest import REPO, tcplab
+from conftest import PACKETDRILL, REPO, tcplab
 
-SHARED = REPO.parent / "shared" / "packetdrill"  # reads ../shared/packetdrill
+SHARED = PACKETDRILL  # reads ../shared/packetdrill
 LINUX, GOOGLE = SHARED / "linux-selftests", SHARED / "google"
 
 

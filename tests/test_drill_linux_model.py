@@ -8,9 +8,9 @@ import pytest
 
 from tcplab.drill.runner import run
 
-from conftest import REPO
+from conftest import PACKETDRILL, REPO, assert_linux_model_passes
 
-SHARED = REPO.parent / "shared" / "packetdrill"  # reads ../shared/packetdrill
+SHARED = PACKETDRILL  # reads ../shared/packetdrill
 READS_SHARED = True  # every test here (conftest.py skips them only where ../shared is absent)
 
 # (script, what in the model makes it pass)
@@ -76,10 +76,7 @@ def test_linux_rto_probe_and_psh_of_a_large_write():
 
 @pytest.mark.parametrize(("script", "why"), PASSING, ids=[s for s, _ in PASSING])
 def test_linux_model_passes(script, why):
-    results, bad = run([str(SHARED / script)], ["linux"])
-    assert not bad
-    r = results[0]
-    assert (r.result, r.line) == ("pass", None), f"{why}: {r.reason}"
+    assert_linux_model_passes(SHARED / script, why)
 
 
 

@@ -11,9 +11,9 @@ from tcplab.drill import model_env
 from tcplab.drill.model_rx import tun_truesize
 from tcplab.drill.runner import run
 
-from conftest import REPO
+from conftest import PACKETDRILL, REPO, assert_linux_model_passes
 
-SHARED = REPO.parent / "shared" / "packetdrill"  # reads ../shared/packetdrill
+SHARED = PACKETDRILL  # reads ../shared/packetdrill
 READS_SHARED = True  # conftest.py skips these only where ../shared is absent
 
 PASSING = [
@@ -35,9 +35,7 @@ PASSING = [
 
 @pytest.mark.parametrize("script", PASSING)
 def test_linux_model_passes_with_its_receiving_half(script):
-    results, bad = run([str(SHARED / script)], ["linux"])
-    assert not bad
-    assert (results[0].result, results[0].line) == ("pass", None), results[0].reason
+    assert_linux_model_passes(SHARED / script)
 
 
 def test_an_ack_below_what_was_ever_acked_is_challenged_and_its_data_dropped():

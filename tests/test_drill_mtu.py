@@ -12,9 +12,9 @@ import pytest
 from tcplab.drill import model_env
 from tcplab.drill.runner import run
 
-from conftest import REPO
+from conftest import PACKETDRILL
 
-SHARED = REPO.parent / "shared" / "packetdrill"  # reads ../shared/packetdrill
+SHARED = PACKETDRILL  # reads ../shared/packetdrill
 READS_SHARED = True
 
 _LISTEN = """    0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3

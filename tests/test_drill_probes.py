@@ -9,9 +9,9 @@ import pytest
 
 from tcplab.drill.runner import run
 
-from conftest import REPO
+from conftest import PACKETDRILL, assert_linux_model_passes
 
-SHARED = REPO.parent / "shared" / "packetdrill"  # reads ../shared/packetdrill
+SHARED = PACKETDRILL  # reads ../shared/packetdrill
 READS_SHARED = True  # the script tests (conftest.py skips them only where ../shared is absent)
 
 # (script, what in the model makes it pass)
@@ -32,10 +32,7 @@ PASSING = [
 
 @pytest.mark.parametrize(("script", "why"), PASSING, ids=[s for s, _ in PASSING])
 def test_linux_model_passes(script, why):
-    results, bad = run([str(SHARED / script)], ["linux"])
-    assert not bad
-    r = results[0]
-    assert (r.result, r.line) == ("pass", None), f"{why}: {r.reason}"
+    assert_linux_model_passes(SHARED / script, why)
 
 
 _HEAD = """`../../common/defaults.sh`

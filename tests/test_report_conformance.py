@@ -10,9 +10,9 @@ from html.parser import HTMLParser
 
 from tcplab.report.conformance import counts, page, suites, targets
 
-from conftest import REPO, tcplab
+from conftest import PACKETDRILL, tcplab
 
-SHARED = REPO.parent / "shared" / "packetdrill"  # reads ../shared/packetdrill
+SHARED = PACKETDRILL  # reads ../shared/packetdrill
 
 
 def _row(script: str, target: str, result: str, line: int | None = None, reason: str = "") -> dict:

@@ -295,7 +295,7 @@ impl Endpoint {
 #[cfg(test)]
 mod tests {
     use crate::drill::{Endpoint, Inbound, Peer};
-    use crate::drill_test_support::info;
+    use crate::drill_test_support::{info, sent};
     use crate::time::MS;
 
     /// google/packetdrill mtu_probe/basic-v4's connection: MSS 600 on a 640-byte route, peer MSS
@@ -324,13 +324,6 @@ mod tests {
         e.set_path_mtu(640, 1460, 0, Some((512, 8)));
         e.route_changed(1500);
         e
-    }
-
-    fn sent(e: &mut Endpoint) -> Vec<(u64, u32, bool)> {
-        e.take_sent()
-            .iter()
-            .map(|o| (o.seq, o.len, o.psh))
-            .collect()
     }
 
     /// tcp_mtu_probe(): probe_size = tcp_mtu_to_mss((1500 + 552) / 2) = 986 goes first, the

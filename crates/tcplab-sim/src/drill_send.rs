@@ -203,18 +203,11 @@ impl Endpoint {
 #[cfg(test)]
 mod tests {
     use crate::drill::{Endpoint, Inbound};
-    use crate::drill_test_support::linux_endpoint;
+    use crate::drill_test_support::{linux_endpoint, sent};
     use crate::time::MS;
 
     fn endpoint() -> Endpoint {
         linux_endpoint(7, 10 * MS, 257 << 7)
-    }
-
-    fn sent(e: &mut Endpoint) -> Vec<(u64, u32, bool)> {
-        e.take_sent()
-            .iter()
-            .map(|o| (o.seq, o.len, o.psh))
-            .collect()
     }
 
     /// Nagle (tp->nonagle 0): a second small write waits while the first, a sub-MSS segment, is

@@ -19,3 +19,11 @@ pub(crate) fn linux_endpoint(wscale: u8, handshake_rtt_ns: Ns, win_bytes: u64) -
 pub(crate) fn info(e: &Endpoint, k: &str) -> i64 {
     e.tcp_info().into_iter().find(|(n, _)| *n == k).unwrap().1
 }
+
+/// The segments sent since the last call: (first byte, length, PSH).
+pub(crate) fn sent(e: &mut Endpoint) -> Vec<(u64, u32, bool)> {
+    e.take_sent()
+        .iter()
+        .map(|o| (o.seq, o.len, o.psh))
+        .collect()
+}
