@@ -274,18 +274,17 @@ impl SkbQueue {
     /// piece of more than one segment ("Force a PSH flag on all (GSO) packets to expedite GRO
     /// flush at receiver"), GSO (tcp_gso_segment()) keeps it on the last segment only, and a
     /// piece that took its skb whole carries the skb's. A retransmission (__tcp_retransmit_skb():
-    /// `segs` MSS of an rtx skb, tcp_fragment()) follows the same two rules, its pieces of `limit
-    /// = min(cwnd_quota, max_segs)` segments (tcp_cwnd_test(): `halfcwnd = max(cwnd >> 1, 1U);
-    /// return min(halfcwnd, cwnd - in_flight);`). `cwnd`, `in_flight` (before the call's first
-    /// segment) and `max_segs` (tcp_tso_autosize()) in packets.
+    /// `segs` MSS of an rtx skb, tcp_fragment()) follows the same two rules, its pieces of
+    /// tcp_xmit_retransmit_queue()'s `segs = min(cwnd - in_flight, max_segs)` segments (no
+    /// half-window cap there: that is tcp_cwnd_test()'s, for new data). `cwnd`, `in_flight`
+    /// (before the call's first segment) and `max_segs` (tcp_tso_segs()) in packets.
     pub fn on_sent(&mut self, segs: &mut [Outbound], cwnd: u64, in_flight: u64, max_segs: u64) {
         let mut flight = in_flight;
         let mut i = 0;
         while i < segs.len() {
-            let quota = cwnd.saturating_sub(flight).min((cwnd >> 1).max(1)).max(1);
-            let limit = quota.min(max_segs.max(1));
+            let room = cwnd.saturating_sub(flight);
             let n = if segs[i].retx {
-                self.retransmitted(&mut segs[i..], limit)
+                self.retransmitted(&mut segs[i..], room.max(1).min(max_segs.max(1)))
             } else {
                 self.transmitted(&mut segs[i..])
             };

@@ -23,6 +23,18 @@ const RETRANS: u8 = 4;
 /// retransmission is sent, or when RACK's horizon passes an original transmission.
 const TRACKED: u8 = 8;
 
+/// What a cumulative ACK removed, for the RTT sample ([`Scoreboard::ack`]).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Acked {
+    /// Send time of the newest fully acknowledged segment never retransmitted (Karn).
+    pub karn_sent_at: Option<Ns>,
+    /// Whether a segment ever retransmitted was among them, SACKed or not (Linux
+    /// tcp_clean_rtx_queue(): `if (unlikely(sacked & TCPCB_RETRANS)) ... flag |=
+    /// FLAG_RETRANS_DATA_ACKED;`). A segment acknowledged only in part is not counted, as Linux
+    /// leaves an skb of one segment that an ACK ends inside (`tcp_skb_pcount(skb) == 1`).
+    pub retrans: bool,
+}
+
 /// One segment as first transmitted; boundaries never change. 24 bytes, so that the segments an
 /// ACK pops and the output loop pushes share cache lines (its delivery-rate snapshot, 40 bytes,
 /// is kept apart, and only for a module that reads it: [`Rates`]).
@@ -214,10 +226,10 @@ impl Scoreboard {
         in_flight.saturating_sub(u64::from(self.reno_sacked_segs))
     }
 
-    /// Cumulative ACK up to `ack`: drop covered segments. Returns (bytes of segments removed, send
-    /// time of the newest fully acked never-retransmitted segment, for Karn-safe RTT sampling).
-    pub fn ack(&mut self, ack: u64) -> Option<Ns> {
-        let mut karn_sample = None;
+    /// Cumulative ACK up to `ack`: drop covered segments (the ones not SACKed before go to
+    /// `delivered`, in sequence order). Returns what the RTT sample needs.
+    pub fn ack(&mut self, ack: u64) -> Acked {
+        let mut acked = Acked::default();
         while let Some(s) = self.segs.front() {
             if s.end() > ack {
                 break;
@@ -239,7 +251,9 @@ impl Scoreboard {
             }
             self.forget(&s);
             if s.tx_count == 1 {
-                karn_sample = Some(s.sent_at);
+                acked.karn_sent_at = Some(s.sent_at);
+            } else {
+                acked.retrans = true;
             }
         }
         // A segment partly acknowledged (only when a receiver acks mid-segment): trim it.
@@ -264,7 +278,7 @@ impl Scoreboard {
         self.sacked_ranges.trim_below(ack);
         self.lost_mark = self.lost_mark.max(ack);
         self.high_rxt = self.high_rxt.max(ack);
-        karn_sample
+        acked
     }
 
     fn forget(&mut self, s: &Seg) {

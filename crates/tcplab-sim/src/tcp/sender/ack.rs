@@ -60,9 +60,17 @@ impl Conn {
         } else {
             0
         };
+        // `delivered` now holds the segments this ACK newly SACKed; the cumulative ACK adds its own.
+        let newly_sacked_segs = self.sb.delivered().len();
         if p.ack > self.snd_una && p.ack <= self.snd_nxt {
-            self.cumulative_ack(p, now, &mut a, linux_cc);
-        } else if p.ack == self.snd_una
+            self.cumulative_ack(p, now, &mut a, linux_cc, newly_sacked_segs);
+        } else if linux_cc && a.fresh && newly_sacked_segs > 0 {
+            // An ACK that only SACKs: Linux samples the RTT from what it SACKed.
+            let (seq_rtt, ca_rtt) = self.linux_rtt(p, now, newly_sacked_segs, false, false);
+            self.linux_take_rtt(seq_rtt, ca_rtt, &mut a);
+        }
+        if a.acked == 0
+            && p.ack == self.snd_una
             && self.snd_nxt > self.snd_una
             && (a.newly_sacked > 0 || !self.sack)
         {
@@ -85,7 +93,10 @@ impl Conn {
         // tcp_clean_rtx_queue() / tcp_sacktag: ca_rtt from the newest never-retransmitted packet
         // this ACK delivered (acked or SACKed), by its send time, not the timestamp echo (which
         // follows the earliest unacknowledged segment and so includes a delayed ACK's wait).
-        a.ca_rtt = if want_ca_rtt {
+        // The linux stack took Linux's own (linux_rtt()).
+        a.ca_rtt = if linux_cc {
+            a.ca_rtt
+        } else if want_ca_rtt {
             self.sb
                 .delivered()
                 .iter()
@@ -121,15 +132,30 @@ impl Conn {
     }
 
     /// An ACK that advances snd_una: scoreboard, RTT sample, NewReno's presumed departures, RTO.
-    fn cumulative_ack(&mut self, p: &Packet, now: Ns, a: &mut AckIntake, linux: bool) {
+    fn cumulative_ack(
+        &mut self,
+        p: &Packet,
+        now: Ns,
+        a: &mut AckIntake,
+        linux: bool,
+        newly_sacked_segs: usize,
+    ) {
         a.acked = p.ack - self.snd_una;
-        let karn = self.sb.ack(p.ack);
-        let sample = self.ack_rtt(p, karn, now, false);
-        self.snd_una = p.ack;
-        if let Some(r) = sample {
-            self.take_rtt_sample(r);
-            self.v.pacing_rate_bytes = self.linux_pacing_rate_bytes();
-            a.rtt_sample = Some(r);
+        let acked = self.sb.ack(p.ack);
+        if linux {
+            // tcp_ack() moves snd_una (tcp_snd_una_update()) before tcp_clean_rtx_queue()
+            // samples: tcp_rtt_estimator()'s `after(tp->snd_una, tp->rtt_seq)` sees the new one.
+            self.snd_una = p.ack;
+            let (seq_rtt, ca_rtt) = self.linux_rtt(p, now, newly_sacked_segs, acked.retrans, true);
+            self.linux_take_rtt(seq_rtt, ca_rtt, a);
+        } else {
+            let sample = self.ack_rtt(p, acked.karn_sent_at, now, false);
+            self.snd_una = p.ack;
+            if let Some(r) = sample {
+                self.take_rtt_sample(r);
+                self.v.pacing_rate_bytes = self.linux_pacing_rate_bytes();
+                a.rtt_sample = Some(r);
+            }
         }
         self.dupacks = 0;
         if !self.sack && (linux || matches!(self.state, State::Recovery { .. })) {
@@ -143,6 +169,63 @@ impl Conn {
         }
         // RFC 6298 §5.2, §5.3: stop the timer when all is acked, else restart it.
         self.rto_deadline = (self.snd_una < self.snd_nxt).then(|| self.rto_at(now));
+    }
+
+    /// Linux's RTT samples from one ACK (net/ipv4/tcp_input.c, v6.18): tcp_clean_rtx_queue()
+    /// times the oldest (seq_rtt, `first_ackt`) and the newest (ca_rtt, `last_ackt`) skb the ACK
+    /// acknowledged that was never SACKed, and nothing when one of them was ever retransmitted
+    /// (FLAG_RETRANS_DATA_ACKED: Karn); tcp_sacktag_one() times the lowest and highest never-
+    /// retransmitted skbs it newly SACKs (`first_sackt`, `last_sackt`; the blocks are walked in
+    /// sequence order), whose pair gives ca_rtt, and seq_rtt when the ACK gave none; then
+    /// tcp_ack_update_rtt() falls back to the timestamp echo (`seq_rtt_us = ca_rtt_us =
+    /// tcp_rtt_tsopt_us(tp, 1)`, whole milliseconds) only when the ACK acknowledged data
+    /// (FLAG_ACKED). `newly_sacked_segs`: the first entries of the scoreboard's `delivered`.
+    /// Returns (seq_rtt for srtt and the RTO, ca_rtt for min_rtt and the module).
+    fn linux_rtt(
+        &self,
+        p: &Packet,
+        now: Ns,
+        newly_sacked_segs: usize,
+        acked_retrans: bool,
+        data_acked: bool,
+    ) -> (Option<Ns>, Option<Ns>) {
+        let (sacked, acked) = self.sb.delivered().split_at(newly_sacked_segs);
+        let since = |t: Ns| now.saturating_sub(t);
+        let (mut seq_rtt, mut ca_rtt) = (None, None);
+        if !acked_retrans {
+            if let (Some(first), Some(last)) = (acked.first(), acked.last()) {
+                (seq_rtt, ca_rtt) = (Some(since(first.sent_at)), Some(since(last.sent_at)));
+            }
+        }
+        let clean = || sacked.iter().filter(|d| !d.retrans);
+        if let (Some(first), Some(last)) = (
+            clean().min_by_key(|d| d.end),
+            clean().max_by_key(|d| d.end),
+        ) {
+            seq_rtt = seq_rtt.or(Some(since(first.sent_at)));
+            ca_rtt = Some(since(last.sent_at));
+        }
+        if seq_rtt.is_none() && self.timestamps && p.ts_ecr > 0 && data_acked {
+            // tcp_rtt_tsopt_us(): the ms clock's difference, at least min_delay (1 µs).
+            let ms = crate::time::MS;
+            let r = (now / ms).saturating_sub(p.ts_ecr / ms) * ms;
+            let r = r.max(crate::time::US);
+            (seq_rtt, ca_rtt) = (Some(r), Some(r));
+        }
+        (seq_rtt, ca_rtt)
+    }
+
+    /// tcp_ack_update_rtt() with [`Self::linux_rtt`]'s samples: srtt and the RTO from seq_rtt;
+    /// ca_rtt for tcp_update_rtt_min() and the module (`rs->rtt_us = ca_rtt_us`), only with a
+    /// seq_rtt (`if (seq_rtt_us < 0) return false;`).
+    fn linux_take_rtt(&mut self, seq_rtt: Option<Ns>, ca_rtt: Option<Ns>, a: &mut AckIntake) {
+        let Some(r) = seq_rtt else {
+            return;
+        };
+        self.take_rtt_sample(r);
+        self.v.pacing_rate_bytes = self.linux_pacing_rate_bytes();
+        a.rtt_sample = Some(r);
+        a.ca_rtt = ca_rtt;
     }
 
     /// tcp_rate_gen(): the delivery-rate sample for a module that owns cwnd, then the scoreboard

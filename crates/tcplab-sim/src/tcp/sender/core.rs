@@ -300,11 +300,24 @@ impl Conn {
     /// at the pacing rate, at least 2 segments (tcp_output.c tcp_tso_autosize(),
     /// sk_pacing_shift 10, tcp_min_tso_segs 2); otherwise the profile's maximum (64 KB).
     pub fn tso_chunk_limit(&self) -> u64 {
-        if self.profile.tso_autosize {
-            (self.linux_pacing_rate_bytes() >> 10).clamp(2 * self.mss, self.profile.tso_max_bytes)
-        } else {
-            self.profile.tso_max_bytes
+        if !self.profile.tso_autosize {
+            return self.profile.tso_max_bytes;
         }
+        // sk_setup_caps(): `sk->sk_gso_max_size -= (MAX_TCP_HEADER + 1);` (MAX_TCP_HEADER 320
+        // on x86-64 distribution kernels: L1_CACHE_ALIGN(128 + MAX_HEADER 176)).
+        let gso_max = self.profile.tso_max_bytes.saturating_sub(321).max(self.mss);
+        let mut bytes = self.linux_pacing_rate_bytes() >> 10;
+        // tcp_tso_autosize() (since 5.18): `r = tcp_min_rtt(tcp_sk(sk)) >>
+        // sysctl_tcp_tso_rtt_log; if (r < BITS_PER_TYPE(sk->sk_gso_max_size)) bytes +=
+        // sk->sk_gso_max_size >> r;`, tcp_tso_rtt_log 9: bigger chunks at small min RTT. No
+        // sample yet is tcp_min_rtt() ~0U, nothing added.
+        if self.rtt.min_rtt_ns > 0 {
+            let r = (self.rtt.min_rtt_ns / crate::time::US) >> 9;
+            if r < 32 {
+                bytes += gso_max >> r;
+            }
+        }
+        bytes.clamp(2 * self.mss, gso_max.max(2 * self.mss))
     }
 
     fn record_send(&mut self, now: Ns, seq: u64, len: u64, retx: bool, chunk_limit: u64) {

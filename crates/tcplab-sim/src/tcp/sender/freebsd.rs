@@ -212,7 +212,7 @@ impl FreeBsdStack {
         // left_edge_delta`: bytes SACKed earlier and now cumulatively acked are not delivered
         // again (RFC 6937 DeliveredData = change in snd.una + change in SACKed bytes).
         let sacked_before = c.sb.sacked_bytes;
-        let karn = c.sb.ack(p.ack);
+        let karn = c.sb.ack(p.ack).karn_sent_at;
         let delivered = (acked + newly_sacked).saturating_sub(sacked_before - c.sb.sacked_bytes);
         c.sb.clear_delivered();
         c.dupacks = 0;
