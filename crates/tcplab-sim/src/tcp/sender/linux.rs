@@ -303,13 +303,20 @@ impl LinuxStack {
     /// is 0 in recovery or once `reordering` packets are SACKed, unless reordering was seen;
     /// else min(min_rtt/4, srtt):
     /// `min((tcp_min_rtt(tp) >> 2) * reo_wnd_steps, tp->srtt_us >> 3)`, where srtt_us holds
-    /// 8 times the smoothed RTT (tcp_recovery.c tcp_rack_reo_wnd(), v6.18).
+    /// 8 times the smoothed RTT (tcp_recovery.c tcp_rack_reo_wnd(), v6.18). "In recovery" is
+    /// the state after the ACK's exit test: tcp_fastretrans_alert() leaves Recovery once
+    /// snd_una reaches high_seq (step D, tcp_try_undo_recovery() -> TCP_CA_Open) and Loss in
+    /// tcp_process_loss(), both before tcp_identify_packet_loss() marks.
     fn rack_mark_lost(&mut self, c: &mut Conn, now: Ns) -> u64 {
         // sacked_out in packets, a sub-MSS segment being one (tcp_skb_pcount()).
         let sacked_pkts = u64::from(c.sb.sacked_segs);
+        let in_recovery = match c.state {
+            State::Open => false,
+            State::Recovery { recover } | State::Loss { recover } => c.snd_una < recover,
+        };
         let r = &self.reorder;
         let reo_wnd = if r.reord_seen == 0
-            && (c.state != State::Open || sacked_pkts >= r.reordering as u64)
+            && (in_recovery || sacked_pkts >= r.reordering as u64)
         {
             0
         } else {
