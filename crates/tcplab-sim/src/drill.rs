@@ -419,7 +419,11 @@ impl Endpoint {
             ("tcpi_rto", (s.rtt.rto_ns / 1000) as i64),
             ("tcpi_snd_mss", mss as i64),
             ("tcpi_unacked", (s.snd_nxt - s.snd_una).div_ceil(mss) as i64),
-            ("tcpi_sacked", (sb.sacked_bytes / mss) as i64),
+            // sacked_out; without SACK, the duplicate ACKs counted (tcp_add_reno_sack()).
+            (
+                "tcpi_sacked",
+                (sb.sacked_bytes / mss + u64::from(sb.reno_sacked_segs)) as i64,
+            ),
             ("tcpi_lost", (sb.lost_bytes / mss) as i64),
             ("tcpi_retrans", (sb.retrans_bytes / mss) as i64),
             ("tcpi_rtt", (s.rtt.srtt_ns / 1000) as i64),

@@ -198,10 +198,9 @@ impl Conn {
             }
         }
         let clean = || sacked.iter().filter(|d| !d.retrans);
-        if let (Some(first), Some(last)) = (
-            clean().min_by_key(|d| d.end),
-            clean().max_by_key(|d| d.end),
-        ) {
+        if let (Some(first), Some(last)) =
+            (clean().min_by_key(|d| d.end), clean().max_by_key(|d| d.end))
+        {
             seq_rtt = seq_rtt.or(Some(since(first.sent_at)));
             ca_rtt = Some(since(last.sent_at));
         }

@@ -223,12 +223,21 @@ impl LinuxStack {
         let rs = c.rate_sample(now, &a, newly_lost);
         // tcp_end_cwnd_reduction(): cwnd = ssthresh, then CA_EVENT_COMPLETE_CWR
         // (Westwood+ sets its own window there); nothing when the module owns cwnd.
-        end_of_recovery(c, &a, now, |c| {
-            if !c.owns_cwnd {
-                c.v.win.cwnd = c.v.win.ssthresh;
-                c.cc.post_recovery(&c.view(), &mut c.v.win);
-            }
-        });
+        // Without SACK, tcp_try_undo_recovery() holds Recovery (and Loss) while snd_una equals
+        // high_seq ("Hold old state until something *above* high_seq is ACKed. For Reno it is
+        // MUST to prevent false fast retransmits (RFC2582)"), and tcp_fastretrans_alert()
+        // returns there: nothing is marked lost on that ACK (tcp_input.c, v6.18).
+        let reno_hold = !c.sack
+            && matches!(c.state, State::Recovery { recover } | State::Loss { recover }
+                if c.snd_una == recover);
+        if !reno_hold {
+            end_of_recovery(c, &a, now, |c| {
+                if !c.owns_cwnd {
+                    c.v.win.cwnd = c.v.win.ssthresh;
+                    c.cc.post_recovery(&c.view(), &mut c.v.win);
+                }
+            });
+        }
         c.v.cwnd_limited = self.usage.is_cwnd_limited(c);
         c.sync_ca_state();
         // tcp_cong_control(): cong_avoid with the packets newly delivered (acked_sacked), only
@@ -315,9 +324,7 @@ impl LinuxStack {
             State::Recovery { recover } | State::Loss { recover } => c.snd_una < recover,
         };
         let r = &self.reorder;
-        let reo_wnd = if r.reord_seen == 0
-            && (in_recovery || sacked_pkts >= r.reordering as u64)
-        {
+        let reo_wnd = if r.reord_seen == 0 && (in_recovery || sacked_pkts >= r.reordering as u64) {
             0
         } else {
             (c.rtt.min_rtt_ns / 4).min(c.rtt.srtt_ns)
