@@ -390,8 +390,11 @@ impl LinuxStack {
         c.timer_begins(now);
         self.tlp.on_timer(c, now, out, next_id);
         if self.rack.reo_timer_expired(now) {
-            // tcp_rack_reo_timeout(): waited long enough for reordering; mark and recover.
-            if self.rack_mark_lost(c, now) > 0 && c.may_start_recovery() {
+            // tcp_rack_reo_timeout(): waited long enough for reordering; mark and recover
+            // (`if (inet_csk(sk)->icsk_ca_state != TCP_CA_Recovery) tcp_enter_recovery()`: no
+            // RecoveryPoint holds it back, as on an ACK with SACK).
+            let open = c.state == State::Open && c.snd_una < c.snd_nxt;
+            if self.rack_mark_lost(c, now) > 0 && open {
                 self.enter_recovery(c);
                 // tcp_cwnd_reduction(sk, 1, 0, 0)
                 if !c.owns_cwnd {
