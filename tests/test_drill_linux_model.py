@@ -118,7 +118,10 @@ def test_cubic_parameters_other_than_the_models_are_unsupported(tmp_path):
         model_env.apply(env, "echo 2 > /sys/module/tcp_cubic/parameters/hystart_detect", tmp_path)
 
 
-RECOVERY_RECORDINGS = ["prr-newreno-dupacks.pkt", "prr-delivered-sacked.pkt", "recovery-again-at-high-seq.pkt"]
+RECOVERY_RECORDINGS = ["prr-newreno-dupacks.pkt", "prr-delivered-sacked.pkt", "recovery-again-at-high-seq.pkt",
+                       "retransmit-quota-without-half-cwnd.pkt", "rtt-from-oldest-acked.pkt",
+                       "rack-reo-wnd-after-recovery-exit.pkt", "reno-hold-at-high-seq.pkt",
+                       "rack-timeout-enters-recovery.pkt"]
 
 
 SENDING_RECORDINGS = ["rwnd-grow-one-skb.pkt", "rwnd-mss-grows-with-window.pkt", "writes-restart-after-idle.pkt",
@@ -137,8 +140,10 @@ def test_sending_recordings_of_this_kernel_pass_on_the_model(name):
 
 @pytest.mark.parametrize("name", RECOVERY_RECORDINGS)
 def test_recovery_recordings_of_this_kernel_pass_on_the_model(name):
-    """tests/drill/linux/: minimised recordings of this kernel (drill --generate) on which the model
-    sent differently before PRR's delivered count and recovery at high_seq followed Linux (each
-    failed at its last line then: a segment one ACK early, a burst, new data for a retransmission)."""
+    """tests/drill/linux/: recordings of this kernel (drill --generate; the first three minimised) on
+    which the model sent differently before PRR's delivered count and recovery at high_seq followed
+    Linux, and before the retransmission quota, the RTT samples, RACK's window at recovery's exit,
+    Reno's hold at high_seq and RACK's timeout entering recovery did (each names its rule in its
+    first lines)."""
     results, bad = run([str(REPO / "tests" / "drill" / "linux" / name)], ["linux"])
     assert not bad and [(r.result, r.reason) for r in results] == [("pass", "")]

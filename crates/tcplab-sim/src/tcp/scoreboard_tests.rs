@@ -335,3 +335,36 @@ mod rack_queue {
         assert!(calls_that_marked > 1000, "{calls_that_marked}");
     }
 }
+
+/// What a cumulative ACK tells the RTT sample: the newest segment never retransmitted (Karn), and
+/// whether any segment it removed was ever retransmitted, SACKed or not (Linux's
+/// FLAG_RETRANS_DATA_ACKED, which voids its seq_rtt); the segments not SACKed before go to
+/// `delivered` in sequence order (first_ackt, last_ackt).
+#[test]
+fn a_cumulative_ack_reports_karn_and_ever_retransmitted_segments() {
+    let mut b = Scoreboard::default();
+    for i in 0..4 {
+        b.push(i * 100, 100, 10 * (i + 1), RateTx::default());
+    }
+    let clean = b.ack(200);
+    assert_eq!((clean.karn_sent_at, clean.retrans), (Some(20), false));
+    assert_eq!(
+        b.delivered().iter().map(|d| d.sent_at).collect::<Vec<_>>(),
+        [10, 20]
+    );
+    b.clear_delivered();
+    // Segment 3 SACKed, segment 2 lost and resent: the ACK of both removes a retransmission.
+    b.sack(&[(300, 400)], 200);
+    b.clear_delivered();
+    assert!(b.mark_head_lost());
+    b.mark_retransmitted(200, 50, RateTx::default());
+    let after = b.ack(400);
+    assert_eq!((after.karn_sent_at, after.retrans), (Some(40), true));
+    assert_eq!(
+        b.delivered()
+            .iter()
+            .map(|d| (d.sent_at, d.retrans))
+            .collect::<Vec<_>>(),
+        [(50, true)]
+    );
+}
