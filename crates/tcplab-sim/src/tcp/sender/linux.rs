@@ -221,8 +221,6 @@ impl LinuxStack {
         }
         let newly_lost = if c.sack { self.rack_detect(c, now) } else { 0 };
         let rs = c.rate_sample(now, &a, newly_lost);
-        // tcp_end_cwnd_reduction(): cwnd = ssthresh, then CA_EVENT_COMPLETE_CWR
-        // (Westwood+ sets its own window there); nothing when the module owns cwnd.
         // Without SACK, tcp_try_undo_recovery() holds Recovery (and Loss) while snd_una equals
         // high_seq ("Hold old state until something *above* high_seq is ACKed. For Reno it is
         // MUST to prevent false fast retransmits (RFC2582)"), and tcp_fastretrans_alert()
@@ -231,6 +229,8 @@ impl LinuxStack {
             && matches!(c.state, State::Recovery { recover } | State::Loss { recover }
                 if c.snd_una == recover);
         if !reno_hold {
+            // tcp_end_cwnd_reduction(): cwnd = ssthresh, then CA_EVENT_COMPLETE_CWR
+            // (Westwood+ sets its own window there); nothing when the module owns cwnd.
             end_of_recovery(c, &a, now, |c| {
                 if !c.owns_cwnd {
                     c.v.win.cwnd = c.v.win.ssthresh;
