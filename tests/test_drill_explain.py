@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from tcplab.drill.explain import handshake_variant, late_timer, same_divergence
+from tcplab.drill.explain import handshake_variant, kernel_unstable, late_timer, same_divergence
 from tcplab.drill.model_targets import run_script as run_model
 from tcplab.drill.parse import parse_file
 from tcplab.drill.result import Result
@@ -37,6 +37,12 @@ def test_a_kernel_replay_counts_as_the_same_divergence_only_at_the_same_line_and
     assert same_divergence(fail(84, seq), fail(84, seq + " win 2048", "kernel"))
     assert not same_divergence(fail(84, seq), fail(84, seq.replace("36001:37001", "40001:41001"), "kernel"))
     assert not same_divergence(model, Result("x.pkt", "kernel", "pass", None, ""))
+
+
+def test_a_recording_is_kernel_unstable_when_two_replays_of_three_fail_it():
+    ok = Result("x.pkt", "kernel", "pass", None, "")
+    assert kernel_unstable([fail(54, "a", "kernel"), ok, fail(67, "b", "kernel")])
+    assert not kernel_unstable([fail(54, "a", "kernel"), ok, ok])
 
 
 def test_a_late_timer_leads_by_more_than_the_tolerance_and_at_most_a_jiffy_and_the_phase_gap():

@@ -2,7 +2,7 @@
 each checked by a run (`python -m tcplab.drill.explain DIR/scripts [--json OUT]`).
 
 A recording holds the kernel's packets as the runner read them, not the kernel's own clocks, so
-four things can part the model from it without a rule being wrong. Each disagreeing recording is
+several things can part the model from it without a rule being wrong. Each disagreeing recording is
 given the first reading a check confirms, in this order:
 
 - `handshake-rtt`: the model agrees when its handshake RTT is the kernel's. The kernel stamps its
@@ -14,6 +14,9 @@ given the first reading a check confirms, in this order:
   departs from its recording at the same line the way the model does: the recording caught one
   of the kernel's outcomes at a µs edge (a timer's tick, RACK's min-RTT filter) and the model
   takes the other.
+- `kernel-unstable`: the kernel fails its own recording in at least two of its replays (anywhere):
+  the recording is not reproducible, as `--check-kernel` counts it (`kernel_unstable`, left out of
+  the agreement there).
 - `late-timer`: the model's packet is early by more than the 4 ms tolerance and at most one jiffy
   (4 ms at HZ=250) plus the gap between the model's clock phase and the runner's (1.75 ms) and the
   runner's read lag: a timer (RACK's reordering timer, the loss probe) the recording shows a jiffy
@@ -93,6 +96,11 @@ def same_divergence(model: Result, kernel: Result) -> bool:
     return model.reason.startswith("Timed out") and (kernel.reason.startswith("Timed out") or bool(kt))
 
 
+def kernel_unstable(kernel: list[Result]) -> bool:
+    """Whether the kernel failed its own recording in at least two replays (diff.py's rule)."""
+    return sum(k.result == "fail" for k in kernel) >= 2
+
+
 def late_timer(model: Result) -> bool:
     """A timing error where the model leads the recording by more than the tolerance and at most
     a jiffy plus the phase gap and read lag."""
@@ -135,6 +143,8 @@ def explain(script: str, model: Result, target: str = "linux") -> Explained:
         kernel = [run_kernel(script, parse_file(script), 60.0) for _ in range(KERNEL_REPLAYS)]
         if any(same_divergence(model, k) for k in kernel):
             return Explained(script, "kernel-does-the-same", model, kernel)
+        if kernel_unstable(kernel):
+            return Explained(script, "kernel-unstable", model, kernel)
         if late_timer(model):
             return Explained(script, "late-timer", model, kernel)
         if model.line and (model.reason.startswith("Timed out") or "tcp_seq" in model.reason):
