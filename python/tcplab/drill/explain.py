@@ -14,6 +14,9 @@ given the first reading a check confirms, in this order:
   departs from its recording at the same line the way the model does: the recording caught one
   of the kernel's outcomes at a µs edge (a timer's tick, RACK's min-RTT filter) and the model
   takes the other.
+- `kernel-varies-here`: a kernel replay departs from the recording at the model's line, another
+  way than the model: the kernel's own packet there is not fixed by the script (nondeterminism at
+  that line), so the line cannot judge the model.
 - `kernel-unstable`: the kernel fails its own recording in at least two of its replays (anywhere):
   the recording is not reproducible, as `--check-kernel` counts it (`kernel_unstable`, left out of
   the agreement there).
@@ -145,6 +148,8 @@ def explain(script: str, model: Result, target: str = "linux") -> Explained:
         kernel = [run_kernel(script, parse_file(script), 60.0) for _ in range(KERNEL_REPLAYS)]
         if any(same_divergence(model, k) for k in kernel):
             return Explained(script, "kernel-does-the-same", model, kernel)
+        if any(k.result == "fail" and k.line == model.line for k in kernel):
+            return Explained(script, "kernel-varies-here", model, kernel)
         if kernel_unstable(kernel):
             return Explained(script, "kernel-unstable", model, kernel)
         if late_timer(model):
