@@ -62,3 +62,15 @@ def test_a_handshake_rtt_edge_disagrees_as_recorded_and_agrees_with_the_kernels_
     variant = tmp_path / EDGE.name
     variant.write_text(handshake_variant(EDGE.read_text()))
     assert run_model(str(variant), parse_file(variant), "linux").result == "pass"
+
+
+def test_a_bad_recording_is_refused_with_one_line_naming_file_and_line(tmp_path, capsys):
+    from tcplab.drill.explain import main
+
+    bad = tmp_path / "bad.pkt"
+    bad.write_text("0.0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3\nnot a time at all\n")
+    missing = tmp_path / "missing.pkt"
+    assert main([str(bad)]) == 2
+    assert main([str(missing)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and err[0].startswith(f"tcplab.drill.explain: {bad}:2:") and str(missing) in err[1]

@@ -46,6 +46,7 @@ from .kernel import run_script as run_kernel
 from .model_targets import run_script as run_model
 from .parse import parse_file
 from .result import Result
+from .syntax import ScriptError
 
 KERNEL_REPLAYS = 3
 TOLERANCE_S = 0.004
@@ -170,7 +171,12 @@ def main(argv: list[str] | None = None) -> int:
     paths = [p for a in args.scripts for p in (sorted(Path(a).glob("*.pkt")) if Path(a).is_dir() else [Path(a)])]
     out = []
     for p in paths:
-        model = run_model(str(p), parse_file(p), "linux")
+        try:
+            parsed = parse_file(p)
+        except ScriptError as e:
+            print(f"tcplab.drill.explain: {e}", file=sys.stderr)
+            return 2
+        model = run_model(str(p), parsed, "linux")
         if model.result != "fail":
             continue
         e = explain(str(p), model)
