@@ -39,6 +39,7 @@ import json
 import re
 import sys
 import tempfile
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -46,7 +47,8 @@ from .kernel import run_script as run_kernel
 from .model_targets import run_script as run_model
 from .parse import parse_file
 from .result import Result
-from .syntax import ScriptError
+from .runner import RunnerError, expand
+from .syntax import Script, ScriptError
 
 KERNEL_REPLAYS = 3
 TOLERANCE_S = 0.004
@@ -135,7 +137,7 @@ def min_rtts(text: str, line: int, folder: Path) -> tuple[int, int] | None:
     return None if kernel_min is None or model is None else (kernel_min, model)
 
 
-def explain(script: str, model: Result, target: str = "linux") -> Explained:
+def explain(script: str, parsed: Script, model: Result, target: str = "linux") -> Explained:
     """The first reading a check confirms for one disagreeing recording (module docstring)."""
     text = Path(script).read_text()
     with tempfile.TemporaryDirectory(prefix="tcplab-explain-") as tmp:
@@ -146,7 +148,7 @@ def explain(script: str, model: Result, target: str = "linux") -> Explained:
             v.write_text(variant)
             if run_model(str(v), parse_file(v), target).result == "pass":
                 return Explained(script, "handshake-rtt", model)
-        kernel = [run_kernel(script, parse_file(script), 60.0) for _ in range(KERNEL_REPLAYS)]
+        kernel = [run_kernel(script, parsed, 60.0) for _ in range(KERNEL_REPLAYS)]
         if any(same_divergence(model, k) for k in kernel):
             return Explained(script, "kernel-does-the-same", model, kernel)
         if any(k.result == "fail" and k.line == model.line for k in kernel):
@@ -168,23 +170,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("scripts", nargs="+", help="recordings (.pkt) or folders of them")
     ap.add_argument("--json", help="write the readings to this file")
     args = ap.parse_args(argv)
-    paths = [p for a in args.scripts for p in (sorted(Path(a).glob("*.pkt")) if Path(a).is_dir() else [Path(a)])]
     out = []
-    for p in paths:
-        try:
+    try:
+        paths = expand(args.scripts)
+        for p in paths:
             parsed = parse_file(p)
-        except ScriptError as e:
-            print(f"tcplab.drill.explain: {e}", file=sys.stderr)
-            return 2
-        model = run_model(str(p), parsed, "linux")
-        if model.result != "fail":
-            continue
-        e = explain(str(p), model)
-        out.append(e)
-        print(f"{p.name}\t{e.reading}\tline {model.line}\t{e.detail or model.reason[:100]}", flush=True)
-    counts: dict[str, int] = {}
-    for e in out:
-        counts[e.reading] = counts.get(e.reading, 0) + 1
+            model = run_model(p, parsed, "linux")
+            if model.result != "fail":
+                continue
+            e = explain(p, parsed, model)
+            out.append(e)
+            print(f"{Path(p).name}\t{e.reading}\tline {model.line}\t{e.detail or model.reason[:100]}", flush=True)
+    except (RunnerError, ScriptError) as err:
+        print(f"tcplab.drill.explain: {err}", file=sys.stderr)
+        return 2
+    counts = Counter(e.reading for e in out)
     print(f"{len(paths)} recordings, {len(out)} disagree: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
     if args.json:
         Path(args.json).write_text(json.dumps([e.as_dict() for e in out], indent=1) + "\n")
